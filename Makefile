@@ -1,0 +1,45 @@
+# R&R Studio. `make` lists the targets.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8501
+# Offline tokenizer files: tiktoken reads them from here when the folder exists.
+SHARED_TIKTOKEN := $(abspath ../shared/tiktoken)
+export TIKTOKEN_CACHE_DIR ?= $(if $(wildcard $(SHARED_TIKTOKEN)),$(SHARED_TIKTOKEN),)
+
+.PHONY: help run test lint typecheck bench samples clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(BIN)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	@touch $@
+
+$(BIN)/.installed-dev: $(BIN)/.installed requirements-dev.txt
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	@touch $@
+
+run: $(BIN)/.installed ## set up and open the app (no key needed: offline engine + samples)
+	$(BIN)/streamlit run app.py --server.port $(PORT)
+
+test: $(BIN)/.installed-dev ## set up and run the tests (the browser test needs Debian's chromium)
+	$(BIN)/python -m pytest -q
+
+lint: $(BIN)/.installed-dev ## ruff check + format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check rr_core
+
+typecheck: $(BIN)/.installed-dev ## mypy on rr_core
+	$(BIN)/mypy
+
+bench: $(BIN)/.installed-dev ## run the benchmarks (they print ratios against a floor)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+samples: $(BIN)/.installed ## write the generated sample documents to samples_out/
+	$(BIN)/python -m rr_core samples --write samples_out
+
+clean: ## remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis artifacts

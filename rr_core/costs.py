@@ -1,0 +1,307 @@
+"""What tokens cost in US dollars, from the bundled genai-prices data, offline.
+
+Prices come from the price data bundled with the pinned ``genai-prices`` package, read
+through a snapshot of our own: its ``UpdatePrices`` auto-update (which fetches from GitHub)
+is never started, and a snapshot some other library might install process-wide is ignored,
+so every figure matches :func:`price_data_version`.
+
+genai-prices counts ``input_tokens`` as the *whole* prompt with cache reads and writes as
+parts of it; our :class:`~rr_core.llm.base.Usage` counts uncached input separately. The
+rates are resolved once per (model, provider, UTC day) and cached; the arithmetic is ours
+(``calc_price`` itself costs ~70 µs a call, too slow for a plan redrawn on every slider
+move) and follows the library's rules, which the tests check against ``calc_price``:
+
+- a missing cache-read or cache-write rate means those tokens cost the input rate;
+- tiered ("long context") rates are a cliff on the whole prompt: once the prompt exceeds a
+  tier's start, *every* token of the call, output included, is billed at that tier's rate;
+- cache writes are priced at the default (5-minute) cache-write rate;
+- standard rates only: no batch, flex or priority variants.
+
+Unknown models cost nothing and say so (``Cost.known`` is False); nothing here raises for a
+model it cannot price.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from functools import lru_cache
+
+from genai_prices import __version__ as _GENAI_PRICES_VERSION
+from genai_prices import data as _price_data
+from genai_prices.data_snapshot import DataSnapshot
+from genai_prices.types import ModelPrice, TieredPrices
+
+from rr_core.llm.base import Usage
+
+__all__ = [
+    "LOCAL_PROVIDERS",
+    "OVERRIDES",
+    "Cost",
+    "Price",
+    "estimate_cost",
+    "known_models",
+    "price_data_version",
+    "price_for",
+    "price_usage",
+]
+
+_PER = 1_000_000.0
+
+# Our own snapshot of the bundled data: never the one UpdatePrices may have fetched.
+_SNAPSHOT = DataSnapshot(providers=_price_data.providers, from_auto_update=False)
+_GENAI_SOURCE = f"genai-prices {_GENAI_PRICES_VERSION}"
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """Rates in USD per million tokens (the base rates, below any long-context tier)."""
+
+    input: float
+    cached_input: float
+    cache_write: float
+    output: float
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What a usage cost, split by kind of token; ``Cost()`` is zero and adds as identity."""
+
+    input_usd: float = 0.0
+    cached_usd: float = 0.0
+    cache_write_usd: float = 0.0
+    output_usd: float = 0.0
+    known: bool = True
+    source: str = ""
+
+    @property
+    def total_usd(self) -> float:
+        """The whole cost in USD."""
+        return self.input_usd + self.cached_usd + self.cache_write_usd + self.output_usd
+
+    def __add__(self, other: Cost) -> Cost:
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return Cost(
+            self.input_usd + other.input_usd,
+            self.cached_usd + other.cached_usd,
+            self.cache_write_usd + other.cache_write_usd,
+            self.output_usd + other.output_usd,
+            self.known and other.known,
+            _join_sources(self.source, other.source),
+        )
+
+    def __radd__(self, other: object) -> Cost:
+        # Lets sum() start from 0.
+        if other == 0:
+            return self
+        return NotImplemented
+
+
+def _join_sources(a: str, b: str) -> str:
+    if not a or a == b:
+        return b or a
+    if not b:
+        return a
+    parts = a.split(" + ")
+    return a if b in parts else f"{a} + {b}"
+
+
+LOCAL_SOURCE = "local model (free)"
+OFFLINE_SOURCE = "offline engine (free)"
+
+# Providers that run on the user's own machine or server: always free.
+LOCAL_PROVIDERS: frozenset[str] = frozenset(
+    {
+        "openai-compatible",
+        "ollama",
+        "vllm",
+        "llama.cpp",
+        "llamacpp",
+        "lmstudio",
+        "local",
+    }
+)
+
+# Looked up by lower-cased model id before genai-prices; add models it lacks here.
+OVERRIDES: dict[str, Price] = {
+    "offline": Price(0.0, 0.0, 0.0, 0.0, OFFLINE_SOURCE),
+}
+_LOCAL_PRICE = Price(0.0, 0.0, 0.0, 0.0, LOCAL_SOURCE)
+
+# A short list for a model dropdown: current and popular ids, all priced by genai-prices.
+_KNOWN_MODELS: tuple[str, ...] = (
+    # OpenAI
+    "gpt-6.1-sol",
+    "gpt-6.1-terra",
+    "gpt-6-luna",
+    "gpt-5.5",
+    "gpt-5",
+    "gpt-5-mini",
+    "gpt-5-nano",
+    "gpt-4.1",
+    "gpt-4.1-mini",
+    "gpt-4o",
+    "gpt-4o-mini",
+    "o4-mini",
+    # Anthropic
+    "claude-opus-5-5",
+    "claude-sonnet-5-5",
+    "claude-haiku-5-5",
+    "claude-opus-4-1",
+    "claude-sonnet-4-5",
+    "claude-haiku-4-5",
+)
+
+_O_SERIES = re.compile(r"o[134](?:$|[-_.])")
+
+
+@dataclass(frozen=True, slots=True)
+class _Rate:
+    """One kind of token's rate per million, with any prompt-length tiers (ascending)."""
+
+    base: float
+    tiers: tuple[tuple[int, float], ...] = ()
+
+    def at(self, prompt_tokens: int) -> float:
+        for start, rate in reversed(self.tiers):
+            if prompt_tokens > start:
+                return rate
+        return self.base
+
+
+_ZERO_RATE = _Rate(0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rates:
+    price: Price
+    known: bool
+    source: str
+    input: _Rate = _ZERO_RATE
+    cached: _Rate = _ZERO_RATE
+    cache_write: _Rate = _ZERO_RATE
+    output: _Rate = _ZERO_RATE
+    tiered: bool = False
+
+
+def _infer_provider(model: str) -> str | None:
+    if "claude" in model:
+        return "anthropic"
+    if "gpt" in model or _O_SERIES.match(model):
+        return "openai"
+    return None
+
+
+def _to_rate(value: Decimal | TieredPrices | None, fallback: _Rate) -> _Rate:
+    if value is None:
+        return fallback
+    if isinstance(value, TieredPrices):
+        tiers = tuple(sorted((tier.start, float(tier.price)) for tier in value.tiers))
+        return _Rate(float(value.base), tiers)
+    return _Rate(float(value))
+
+
+def _free(price: Price) -> _Rates:
+    return _Rates(price=price, known=True, source=price.source)
+
+
+def _unknown(model: str) -> _Rates:
+    source = f"unknown model '{model}': no price data"
+    return _Rates(
+        price=Price(0.0, 0.0, 0.0, 0.0, "unknown model"), known=False, source=source
+    )
+
+
+@lru_cache(maxsize=512)
+def _rates(model: str, provider: str | None, utc_day: int) -> _Rates:
+    """Resolve the rates once per (model, provider, UTC day): prices can change by date."""
+    key = model.strip().lower()
+    prov = provider.strip().lower() if provider else None
+    if prov in LOCAL_PROVIDERS:
+        return _free(_LOCAL_PRICE)
+    if prov == "offline":
+        return _free(OVERRIDES.get(key, OVERRIDES["offline"]))
+    if key in OVERRIDES:
+        return _free(OVERRIDES[key])
+    if not key:
+        return _unknown(model)
+    if prov is None:
+        prov = _infer_provider(key)
+        if prov is None and ":" in key and not key.startswith("ft:"):
+            # An Ollama-style "name:tag" id with no provider: a local model.
+            return _free(_LOCAL_PRICE)
+    try:
+        _, info = _SNAPSHOT.find_provider_model(key, None, prov, None)
+    except LookupError:
+        return _unknown(model)
+    when = datetime.fromtimestamp(utc_day * 86_400 + 43_200, tz=UTC)
+    model_price: ModelPrice = info.get_prices(when)
+    input_value = model_price.input_mtok
+    output_value = model_price.output_mtok
+    if input_value is None and output_value is None:
+        return _unknown(model)  # priced per image, second or character, not per token
+    input_rate = _to_rate(input_value, _ZERO_RATE)
+    cached = _to_rate(model_price.cache_read_mtok, input_rate)
+    cache_write = _to_rate(model_price.cache_write_mtok, input_rate)
+    output = _to_rate(output_value, _ZERO_RATE)
+    price = Price(
+        input_rate.base, cached.base, cache_write.base, output.base, _GENAI_SOURCE
+    )
+    tiered = any(rate.tiers for rate in (input_rate, cached, cache_write, output))
+    return _Rates(
+        price, True, _GENAI_SOURCE, input_rate, cached, cache_write, output, tiered
+    )
+
+
+def _today() -> int:
+    return int(time.time() // 86_400)
+
+
+def price_for(model: str, provider: str | None = None) -> Price | None:
+    """The base per-million rates for a model, or None when it has no price data."""
+    rates = _rates(model, provider, _today())
+    return rates.price if rates.known else None
+
+
+def price_usage(usage: Usage, model: str, provider: str | None = None) -> Cost:
+    """Price one call's (or a run's summed) usage on a model; unknown models cost 0, known=False."""
+    rates = _rates(model, provider, _today())
+    prompt = usage.prompt_tokens
+    return Cost(
+        usage.input_tokens * rates.input.at(prompt) / _PER,
+        usage.cached_tokens * rates.cached.at(prompt) / _PER,
+        usage.cache_write_tokens * rates.cache_write.at(prompt) / _PER,
+        usage.output_tokens * rates.output.at(prompt) / _PER,
+        rates.known,
+        rates.source,
+    )
+
+
+def estimate_cost(
+    input_tokens: int, output_tokens: int, model: str, provider: str | None = None
+) -> Cost:
+    """Estimate one call's cost before running it, counting all input as uncached."""
+    rates = _rates(model, provider, _today())
+    return Cost(
+        input_tokens * rates.input.at(input_tokens) / _PER,
+        0.0,
+        0.0,
+        output_tokens * rates.output.at(input_tokens) / _PER,
+        rates.known,
+        rates.source,
+    )
+
+
+def price_data_version() -> str:
+    """Which price data the figures come from, for display next to any cost."""
+    return f"{_GENAI_SOURCE} (bundled price data, read offline; no auto-update)"
+
+
+def known_models() -> list[str]:
+    """A short list of popular OpenAI and Anthropic model ids that the price data covers."""
+    return [model for model in _KNOWN_MODELS if _rates(model, None, _today()).known]

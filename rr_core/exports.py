@@ -1,0 +1,95 @@
+"""Run traces as JSON, CSV and a Markdown report with page citations."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+
+from rr_core.methods import METHOD_LABELS, Method
+from rr_core.runs import RunTrace
+
+CSV_COLUMNS = (
+    "method", "answer", "page", "retrieved_pages", "input_tokens", "cached_tokens",
+    "output_tokens", "calls", "cost_usd", "estimate_usd", "latency_s", "provider", "model",
+    "error", "warnings",
+)  # fmt: skip
+
+
+def to_json(traces: Sequence[RunTrace]) -> str:
+    """All traces, with every call's prompt and response."""
+    return json.dumps({"results": [t.to_dict() for t in traces]}, indent=2, ensure_ascii=False)
+
+
+def summary_row(trace: RunTrace) -> dict[str, object]:
+    """One flat row per method (CSV, tables)."""
+    usage = trace.usage
+    return {
+        "method": trace.method,
+        "answer": trace.answer,
+        "page": trace.page,
+        "retrieved_pages": " ".join(str(p) for p in trace.retrieved_pages),
+        "input_tokens": usage.prompt_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "output_tokens": usage.output_tokens,
+        "calls": len(trace.calls),
+        "cost_usd": round(trace.cost_usd, 6),
+        "estimate_usd": round(trace.estimate_usd, 6),
+        "latency_s": trace.latency_s,
+        "provider": trace.provider,
+        "model": trace.model,
+        "error": trace.error or "",
+        "warnings": " | ".join(trace.warnings),
+    }
+
+
+def to_csv(traces: Sequence[RunTrace]) -> str:
+    """One row per method."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
+    writer.writeheader()
+    for trace in traces:
+        writer.writerow(summary_row(trace))
+    return out.getvalue()
+
+
+def _label(method: str) -> str:
+    try:
+        return METHOD_LABELS[Method(method)]
+    except ValueError:
+        return method
+
+
+def to_markdown(traces: Sequence[RunTrace]) -> str:
+    """A short report: the question, each method's answer with its page, tokens and cost."""
+    if not traces:
+        return "# R&R Studio report\n\nNo runs.\n"
+    first = traces[0]
+    lines = [
+        "# R&R Studio report",
+        "",
+        f"- **Document:** {first.document} (sha256 `{first.document_sha256[:12]}…`)",
+        f"- **Question:** {first.question}",
+        f"- **Provider / model:** {first.provider} / {first.model}"
+        + ("" if first.is_llm else " — offline engine, not an LLM"),
+        f"- **Run at:** {first.started_at}",
+        "",
+        "| Method | Answer | Cited page | Retrieved pages | Input tokens | Output tokens | Cost (USD) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for t in traces:
+        answer = (t.answer or f"error: {t.error}").replace("|", "\\|").replace("\n", " ")
+        cited = f"p. {t.page}" if t.page else "—"
+        retrieved = ", ".join(str(p) for p in t.retrieved_pages) or "—"
+        lines.append(
+            f"| {_label(t.method)} | {answer} | {cited} | {retrieved} | {t.usage.prompt_tokens:,} "
+            f"| {t.usage.output_tokens:,} | {t.cost_usd:.4f} |"
+        )
+    lines.append("")
+    for t in traces:
+        if t.warnings or t.error:
+            lines.append(f"**{_label(t.method)}:** " + "; ".join(([t.error] if t.error else []) + t.warnings))
+    lines.append("")
+    lines.append("Page numbers are those of the document as loaded (PDF pages for PDFs).")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,170 @@
+"""Anthropic adapter: the Messages API.
+
+Structured output goes as ``output_config.format`` (a JSON schema) on ``messages.create``;
+models or proxies that reject it get the call repeated once without it, and the tolerant
+parser in ``rr_core.parsing`` reads the reply. ``messages.create`` takes no temperature.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import anthropic
+from anthropic.types import Message, MessageParam, OutputConfigParam
+
+from rr_core.errors import ContextTooLongError, LLMError, MissingKeyError, ProviderError
+from rr_core.llm import errors_map
+from rr_core.llm.base import Completion, LLMRequest, Task, Usage
+from rr_core.parsing import schema_for
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+_LABEL = "Anthropic"
+
+
+class AnthropicClient:
+    """An ``LLMClient`` over the Anthropic SDK (sync client, one per instance)."""
+
+    name = "anthropic"
+    is_llm = True
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout_s: float = 120.0,
+    ) -> None:
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
+        url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        if not key:
+            raise MissingKeyError(
+                "No Anthropic API key: set ANTHROPIC_API_KEY or enter a key in the sidebar.",
+                provider=self.name,
+            )
+        self.model = model
+        self.base_url = url or ANTHROPIC_BASE_URL
+        self.timeout_s = timeout_s
+        self._secrets = (key,)
+        # Flips to False for good once the model or a proxy rejects structured output.
+        self._structured = True
+        # An explicit key keeps the SDK from looking for profiles or federation settings.
+        self._client = anthropic.Anthropic(
+            api_key=key, base_url=url, max_retries=max_retries, timeout=timeout_s
+        )
+
+    def complete(self, request: LLMRequest) -> Completion:
+        """Send one request and return the completion, or raise an ``LLMError``."""
+        model = request.model or self.model
+        timeout = min(request.timeout_s, self.timeout_s)
+        structured = self._structured
+        try:
+            try:
+                return self._send(request, model, timeout, structured=structured)
+            except anthropic.APIStatusError as exc:
+                if not (structured and errors_map.rejects_structured_output(exc.status_code, _detail(exc))):
+                    raise
+                self._structured = False
+                return self._send(request, model, timeout, structured=False)
+        except anthropic.AnthropicError as exc:
+            # `from None`: the SDK error holds the request, headers and key included.
+            raise self._error(exc, timeout) from None
+
+    def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
+        messages: list[MessageParam] = [{"role": "user", "content": request.prompt}]
+        message = self._client.messages.create(
+            model=model,
+            max_tokens=request.max_output_tokens,
+            messages=messages,
+            output_config=_output_config(request.task) if structured else anthropic.omit,
+            timeout=timeout,
+        )
+        return self._from_message(message, structured)
+
+    def _from_message(self, message: Message, structured: bool) -> Completion:
+        if not isinstance(message, Message):
+            raise ProviderError(
+                f"{_LABEL} sent something that is not a Messages API reply. "
+                f"Check the base URL ({errors_map.safe_url(self.base_url)}).",
+                provider=self.name,
+            )
+        blocks = getattr(message, "content", None) or []
+        text = "".join(
+            str(getattr(block, "text", "") or "")
+            for block in blocks
+            if getattr(block, "type", None) == "text"
+        )
+        stop = getattr(message, "stop_reason", None)
+        if not text.strip():
+            if stop == "model_context_window_exceeded":
+                raise ContextTooLongError(
+                    "The prompt filled the model's context window before it could answer. "
+                    "Try chunked R&R (method chunked-rr) or a smaller chunk size.",
+                    provider=self.name,
+                )
+            why = f"stop reason: {stop or 'none'}"
+            if stop == "max_tokens":
+                why += "; raise the maximum output tokens"
+            raise errors_map.empty_output(provider=self.name, label=_LABEL, why=why)
+        return Completion(
+            text=text,
+            usage=messages_usage(getattr(message, "usage", None)),
+            model=str(getattr(message, "model", "") or ""),
+            structured=structured,
+            raw={
+                "id": getattr(message, "id", ""),
+                "api": "messages",
+                "stop_reason": stop,
+            },
+        )
+
+    def _error(self, exc: anthropic.AnthropicError, timeout: float) -> LLMError:
+        if isinstance(exc, anthropic.APITimeoutError):
+            return errors_map.timed_out(provider=self.name, label=_LABEL, timeout_s=timeout)
+        if isinstance(exc, anthropic.APIConnectionError):
+            return errors_map.unreachable(provider=self.name, base_url=self.base_url)
+        if isinstance(exc, anthropic.APIStatusError):
+            return errors_map.from_status(
+                provider=self.name,
+                label=_LABEL,
+                key_var="ANTHROPIC_API_KEY",
+                status=exc.status_code,
+                detail=_detail(exc),
+                headers=exc.response.headers,
+                secrets=self._secrets,
+            )
+        said = errors_map.clean_detail(str(exc), self._secrets)
+        return ProviderError(f"{_LABEL} call failed: {said}", provider=self.name)
+
+
+def _output_config(task: Task) -> OutputConfigParam:
+    return {"format": {"type": "json_schema", "schema": schema_for(task)}}
+
+
+def _detail(exc: anthropic.APIStatusError) -> str:
+    """The provider's own error message, else the SDK's text."""
+    body = exc.body
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])
+    if isinstance(body, str) and body.strip():
+        return body
+    return exc.message
+
+
+def _count(obj: Any, name: str) -> int:
+    """``obj.name`` as an int; 0 when the object, the field or its value is missing."""
+    value = getattr(obj, name, None) if obj is not None else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def messages_usage(usage: Any) -> Usage:
+    """Normalise Messages usage: its ``input_tokens`` exclude cache reads and writes."""
+    return Usage(
+        input_tokens=_count(usage, "input_tokens"),
+        cached_tokens=_count(usage, "cache_read_input_tokens"),
+        cache_write_tokens=_count(usage, "cache_creation_input_tokens"),
+        output_tokens=_count(usage, "output_tokens"),
+    )

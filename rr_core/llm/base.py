@@ -1,0 +1,71 @@
+"""The provider seam: one request in, one completion out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Task = Literal["answer", "retrieve"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens as the provider billed them, normalised.
+
+    ``input_tokens`` counts *uncached* input; ``cached_tokens`` were read from the prompt
+    cache and ``cache_write_tokens`` written to it. Their sum is the whole prompt.
+    """
+
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """All input tokens, cached or not."""
+        return self.input_tokens + self.cached_tokens + self.cache_write_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.output_tokens + other.output_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMRequest:
+    """One call: the whole prompt as a single user message, and what JSON we expect back."""
+
+    prompt: str
+    task: Task
+    model: str
+    max_output_tokens: int = 1024
+    # Retrieval asks for at most this many pages; the offline engine honours it.
+    top_k: int = 5
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Completion:
+    """The model's text and what it cost in tokens."""
+
+    text: str
+    usage: Usage
+    model: str = ""
+    # Set when the provider returned schema-validated output.
+    structured: bool = False
+    raw: dict[str, object] = field(default_factory=dict)
+
+
+class LLMClient(Protocol):
+    """Anything that can complete a request: a provider adapter, the offline engine, a fake."""
+
+    name: str
+    is_llm: bool
+
+    def complete(self, request: LLMRequest) -> Completion:
+        """Send one request and return the completion, or raise an ``LLMError``."""
+        ...

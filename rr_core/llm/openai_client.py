@@ -1,0 +1,281 @@
+"""OpenAI adapter: the Responses API, or Chat Completions for OpenAI-compatible servers.
+
+Responses is OpenAI's primary API; every call sends ``store=False`` so documents are not kept
+server side. Chat Completions is for servers that speak the older wire format (Ollama, vLLM,
+llama.cpp) through ``base_url``; they often need no key, and some reject structured output,
+in which case the call is repeated once without it and the client stops asking.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from openai.types.chat.completion_create_params import ResponseFormat
+from openai.types.responses import Response, ResponseTextConfigParam
+
+from rr_core.errors import ConfigError, LLMError, MissingKeyError, ProviderError
+from rr_core.llm import errors_map
+from rr_core.llm.base import Completion, LLMRequest, Task, Usage
+from rr_core.parsing import schema_for
+
+Api = Literal["responses", "chat"]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+# Compatible servers ignore the key, but the SDK will not send a request without one.
+_PLACEHOLDER_KEY = "not-needed"
+
+
+class OpenAIClient:
+    """An ``LLMClient`` over the OpenAI SDK (sync client, one per instance)."""
+
+    is_llm = True
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        api: Api = "responses",
+        max_retries: int = 2,
+        timeout_s: float = 120.0,
+    ) -> None:
+        if api not in ("responses", "chat"):
+            raise ConfigError(f"Unknown OpenAI API {api!r}: use 'responses' or 'chat'.")
+        key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        if api == "chat" and not url:
+            raise ConfigError(
+                "Chat Completions mode is for OpenAI-compatible servers: set a base URL "
+                "(e.g. http://localhost:11434/v1 for Ollama) or OPENAI_BASE_URL."
+            )
+        if api == "responses" and not key:
+            raise MissingKeyError(
+                "No OpenAI API key: set OPENAI_API_KEY or enter a key in the sidebar.",
+                provider="openai",
+            )
+        self.name = "openai" if api == "responses" else "openai-compatible"
+        self.model = model
+        self.api: Api = api
+        self.base_url = url or OPENAI_BASE_URL
+        self.timeout_s = timeout_s
+        where = errors_map.safe_url(self.base_url)
+        self._label = "OpenAI" if api == "responses" else f"The server at {where}"
+        self._secrets = (key,)
+        # Flips to False for good once the server rejects structured output.
+        self._structured = True
+        self._client = openai.OpenAI(
+            api_key=key or _PLACEHOLDER_KEY,
+            base_url=url,
+            max_retries=max_retries,
+            timeout=timeout_s,
+        )
+
+    def complete(self, request: LLMRequest) -> Completion:
+        """Send one request and return the completion, or raise an ``LLMError``."""
+        model = request.model or self.model
+        timeout = min(request.timeout_s, self.timeout_s)
+        structured = self._structured
+        try:
+            try:
+                return self._send(request, model, timeout, structured=structured)
+            except openai.APIStatusError as exc:
+                if not (structured and self._rejects_structured(exc)):
+                    raise
+                self._structured = False
+                return self._send(request, model, timeout, structured=False)
+        except openai.OpenAIError as exc:
+            # `from None`: the SDK error holds the request, headers and key included.
+            raise self._error(exc, timeout) from None
+
+    def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
+        if self.api == "responses":
+            response = self._client.responses.create(
+                model=model,
+                input=request.prompt,
+                store=False,
+                max_output_tokens=request.max_output_tokens,
+                text=_text_format(request.task) if structured else openai.omit,
+                timeout=timeout,
+            )
+            return self._from_response(response, structured)
+        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": request.prompt}]
+        # `max_tokens`, not `max_completion_tokens`: every compatible server knows the former.
+        # No `store`: it defaults to off on OpenAI and means nothing to other servers.
+        chat = self._client.chat.completions.create(
+            model=model,
+            messages=messages,
+            max_tokens=request.max_output_tokens,
+            response_format=_response_format(request.task) if structured else openai.omit,
+            timeout=timeout,
+        )
+        return self._from_chat(chat, structured)
+
+    def _from_response(self, response: Response, structured: bool) -> Completion:
+        try:
+            text = response.output_text or ""
+        except (AttributeError, TypeError):  # not a Responses reply at all
+            raise self._not_a_reply("Responses API") from None
+        if not text.strip():
+            raise errors_map.empty_output(
+                provider=self.name, label=self._label, why=_why_empty_response(response)
+            )
+        return Completion(
+            text=text,
+            usage=responses_usage(getattr(response, "usage", None)),
+            model=str(getattr(response, "model", "") or ""),
+            structured=structured,
+            raw={
+                "id": getattr(response, "id", ""),
+                "api": "responses",
+                "status": getattr(response, "status", None),
+            },
+        )
+
+    def _from_chat(self, chat: ChatCompletion, structured: bool) -> Completion:
+        if not isinstance(chat, ChatCompletion):
+            raise self._not_a_reply("Chat Completions")
+        choices = getattr(chat, "choices", None) or []
+        message = getattr(choices[0], "message", None) if choices else None
+        text = (getattr(message, "content", None) or "") if message is not None else ""
+        finish = getattr(choices[0], "finish_reason", None) if choices else None
+        if not text.strip():
+            refusal = getattr(message, "refusal", None)
+            why = f"refused: {refusal}" if refusal else f"finish reason: {finish or 'none'}"
+            if finish == "length":
+                why += "; raise the maximum output tokens"
+            raise errors_map.empty_output(provider=self.name, label=self._label, why=why)
+        return Completion(
+            text=text,
+            usage=chat_usage(getattr(chat, "usage", None)),
+            model=str(getattr(chat, "model", "") or ""),
+            structured=structured,
+            raw={"id": getattr(chat, "id", ""), "api": "chat", "finish_reason": finish},
+        )
+
+    def _not_a_reply(self, api: str) -> ProviderError:
+        return ProviderError(
+            f"{self._label} sent something that is not a {api} reply. "
+            f"Check the base URL ({errors_map.safe_url(self.base_url)}) and the API mode.",
+            provider=self.name,
+        )
+
+    def _rejects_structured(self, exc: openai.APIStatusError) -> bool:
+        return errors_map.rejects_structured_output(exc.status_code, _detail(exc))
+
+    def _error(self, exc: openai.OpenAIError, timeout: float) -> LLMError:
+        if isinstance(exc, openai.APITimeoutError):
+            return errors_map.timed_out(provider=self.name, label=self._label, timeout_s=timeout)
+        if isinstance(exc, openai.APIConnectionError):
+            return errors_map.unreachable(provider=self.name, base_url=self.base_url)
+        if isinstance(exc, openai.APIStatusError):
+            return errors_map.from_status(
+                provider=self.name,
+                label=self._label,
+                key_var="OPENAI_API_KEY",
+                status=exc.status_code,
+                detail=_detail(exc),
+                headers=exc.response.headers,
+                secrets=self._secrets,
+            )
+        said = errors_map.clean_detail(str(exc), self._secrets)
+        return ProviderError(f"{self._label} call failed: {said}", provider=self.name)
+
+
+def _schema_name(task: Task) -> str:
+    return "retrieval" if task == "retrieve" else "answer"
+
+
+def _text_format(task: Task) -> ResponseTextConfigParam:
+    return {
+        "format": {
+            "type": "json_schema",
+            "name": _schema_name(task),
+            "schema": schema_for(task),
+            "strict": True,
+        }
+    }
+
+
+def _response_format(task: Task) -> ResponseFormat:
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": _schema_name(task),
+            "schema": schema_for(task),
+            "strict": True,
+        },
+    }
+
+
+def _detail(exc: openai.APIStatusError) -> str:
+    """The provider's own error message, with its code, else the SDK's text."""
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("detail") or body.get("error")
+        code = body.get("code")
+        if message:
+            return f"{message} ({code})" if code and str(code) not in str(message) else str(message)
+    if isinstance(body, str) and body.strip():
+        return body
+    return exc.message
+
+
+def _why_empty_response(response: Response) -> str:
+    error = getattr(response, "error", None)
+    if error is not None:
+        return f"error: {getattr(error, 'message', error)}"
+    for item in getattr(response, "output", None) or []:
+        for part in getattr(item, "content", None) or []:
+            if getattr(part, "type", None) == "refusal":
+                return f"refused: {getattr(part, 'refusal', '')}"
+    details = getattr(response, "incomplete_details", None)
+    reason = getattr(details, "reason", None)
+    if reason == "max_output_tokens":
+        return "stopped at the output token limit; raise the maximum output tokens"
+    if reason:
+        return f"incomplete: {reason}"
+    return f"status: {getattr(response, 'status', None) or 'unknown'}"
+
+
+def _count(obj: Any, name: str) -> int:
+    """``obj.name`` as an int; 0 when the object, the field or its value is missing."""
+    value = getattr(obj, name, None) if obj is not None else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def responses_usage(usage: Any) -> Usage:
+    """Normalise Responses usage: its ``input_tokens`` include cache reads and writes."""
+    details = getattr(usage, "input_tokens_details", None)
+    return _split_prompt(
+        _count(usage, "input_tokens"),
+        _count(details, "cached_tokens"),
+        _count(details, "cache_write_tokens"),
+        _count(usage, "output_tokens"),
+    )
+
+
+def chat_usage(usage: Any) -> Usage:
+    """Normalise Chat Completions usage: its ``prompt_tokens`` include cache reads and writes."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    return _split_prompt(
+        _count(usage, "prompt_tokens"),
+        _count(details, "cached_tokens"),
+        _count(details, "cache_write_tokens"),
+        _count(usage, "completion_tokens"),
+    )
+
+
+def _split_prompt(prompt: int, cached: int, written: int, output: int) -> Usage:
+    # Clamp: a server that reports details inconsistently must not yield negative counts.
+    cached = min(cached, prompt)
+    written = min(written, prompt - cached)
+    return Usage(
+        input_tokens=prompt - cached - written,
+        cached_tokens=cached,
+        cache_write_tokens=written,
+        output_tokens=output,
+    )

@@ -1,0 +1,87 @@
+"""Lexical relevance (BM25) over short texts: the offline engine's reader."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+_WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*", re.IGNORECASE)
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers him his how i if in into is it its itself
+    just me more most my no nor not now of off on once only or other our out over own same she
+    should so some such than that the their them then there these they this those through to
+    too under until up very was we were what when where which while who whom why will with
+    would you your yours shall may must""".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased content words with a light suffix stemmer."""
+    out = []
+    for raw in _WORD.findall(text.lower()):
+        if raw in STOPWORDS:
+            continue
+        out.append(_stem(raw))
+    return out
+
+
+def _stem(word: str) -> str:
+    if word[0].isdigit() or len(word) <= 4:
+        return word
+    for suffix in ("ations", "ation", "ments", "ment", "ings", "ing", "ies", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+class BM25:
+    """Okapi BM25 over a small collection, built once and queried many times."""
+
+    def __init__(self, texts: Sequence[str], *, k1: float = 1.4, b: float = 0.75) -> None:
+        self.docs = [Counter(terms(t)) for t in texts]
+        self.lengths = [sum(d.values()) for d in self.docs]
+        self.avg_len = (sum(self.lengths) / len(self.lengths)) if self.docs else 0.0
+        df: Counter[str] = Counter()
+        for doc in self.docs:
+            df.update(doc.keys())
+        n = len(self.docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        self.k1, self.b = k1, b
+
+    def scores(self, query: str) -> list[float]:
+        """The BM25 score of every text for the query."""
+        q_terms = set(terms(query))
+        out = []
+        for doc, length in zip(self.docs, self.lengths, strict=True):
+            score = 0.0
+            norm = self.k1 * (1 - self.b + self.b * length / (self.avg_len or 1.0))
+            for term in q_terms:
+                tf = doc.get(term)
+                if tf:
+                    score += self.idf[term] * tf * (self.k1 + 1) / (tf + norm)
+            out.append(score)
+        return out
+
+    def rank(self, query: str, top_k: int) -> list[int]:
+        """Indices of the best ``top_k`` texts with a positive score, best first."""
+        scored = [(s, i) for i, s in enumerate(self.scores(query)) if s > 0]
+        scored.sort(key=lambda si: (-si[0], si[1]))
+        return [i for _, i in scored[:top_k]]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9(\"'])|\n{2,}|\n(?=[-*•\d]+[.)]?\s)")
+
+
+def sentences(text: str) -> list[str]:
+    """Split text into sentence-like pieces, joining wrapped lines."""
+    pieces = []
+    for chunk in _SENTENCE_END.split(text):
+        piece = " ".join(chunk.split())
+        if len(piece) >= 3:
+            pieces.append(piece)
+    return pieces
