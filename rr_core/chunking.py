@@ -60,4 +60,4 @@ def partition_pages(page_tokens: Sequence[int], chunk_size: int) -> list[range]:
         candidates = [c for c in (j - 1, j) if low <= c <= high]
         bounds.append(min(candidates, key=lambda c: (abs(prefix[c] - target), c)))
     bounds.append(n)
-    return [range(a + 1, b + 1) for a, b in zip(bounds, bounds[1:])]
+    return [range(a + 1, b + 1) for a, b in zip(bounds, bounds[1:], strict=False)]

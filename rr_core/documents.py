@@ -104,9 +104,8 @@ def detect_kind(filename: str, data: bytes) -> str:
     if head.startswith(b"%PDF") or data[:1024].find(b"%PDF-") >= 0:
         return "pdf"
     suffix = Path(filename).suffix.lower()
-    if data[:2] == b"PK":
-        if suffix == ".docx" or _zip_has(data, "word/document.xml"):
-            return "docx"
+    if data[:2] == b"PK" and (suffix == ".docx" or _zip_has(data, "word/document.xml")):
+        return "docx"
     if suffix in SUPPORTED:
         return SUPPORTED[suffix]
     lowered = head[:200].lower()

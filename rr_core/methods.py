@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Literal
 
 from rr_core.chunking import partition_pages, plan_reminders
@@ -284,23 +284,22 @@ def plan_method(
         raise ConfigError("Type a question first.")
     method = settings.method
     all_pages = [p.number for p in document.pages]
-    common = {"question": question, "settings": settings, "document": document, "counter": counter}
+    make_call = partial(_call, question=question, settings=settings, document=document, counter=counter)
     chunks: tuple[range, ...] = ()
     calls: list[PlannedCall]
     if not method.retrieves:
-        calls = [_call(stage="answer", chunk=None, pages=all_pages, remind=method.reminds, **common)]
+        calls = [make_call(stage="answer", chunk=None, pages=all_pages, remind=method.reminds)]
     else:
         if method.chunked:
             chunks = tuple(partition_pages(document.page_tokens, settings.chunk_size))
         else:
             chunks = (range(1, len(all_pages) + 1),)
         calls = [
-            _call(
+            make_call(
                 stage="retrieve",
                 chunk=i if method.chunked else None,
                 pages=list(chunk),
                 remind=method.reminds,
-                **common,
             )
             for i, chunk in enumerate(chunks, start=1)
         ]

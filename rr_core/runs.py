@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from rr_core.costs import Cost, price_usage
+from rr_core.costs import price_usage
 from rr_core.documents import Document
 from rr_core.errors import LLMError, ResponseParseError, RRError
 from rr_core.llm.base import LLMClient, LLMRequest, Usage
@@ -211,8 +211,10 @@ class _Runner:
             max_output_tokens=settings.max_output_tokens,
             top_k=call.top_k,
         )
-        event = {"method": self.trace.method, "stage": call.stage, "chunk": call.chunk, "pages": len(call.pages)}
-        self.emit(CallEvent(**event, status="started"))
+        event = CallEvent(
+            method=self.trace.method, stage=call.stage, chunk=call.chunk, pages=len(call.pages), status="started"
+        )
+        self.emit(event)
         started = time.perf_counter()
         try:
             with self.limiter:
@@ -221,7 +223,7 @@ class _Runner:
             record.error = str(exc)
             record.latency_s = round(time.perf_counter() - started, 3)
             self.trace.calls.append(record)
-            self.emit(CallEvent(**event, status="failed", message=str(exc)))
+            self.emit(replace(event, status="failed", message=str(exc)))
             raise
         record.latency_s = round(time.perf_counter() - started, 3)
         record.response = completion.text
@@ -231,7 +233,7 @@ class _Runner:
         record.output_cost_usd = cost.output_usd
         self.trace.price_known = self.trace.price_known and cost.known
         self.trace.calls.append(record)
-        self.emit(CallEvent(**event, status="done"))
+        self.emit(replace(event, status="done"))
         return record
 
     def _answer(self, call: PlannedCall) -> None:

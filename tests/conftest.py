@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data" / "documents"
@@ -53,3 +55,62 @@ def word_counter():  # type: ignore[no-untyped-def]
 
 
 os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")
+
+# Offline tokenizer files beside the project (the Makefile exports the same default).
+_SHARED_TIKTOKEN = ROOT.parent / "shared" / "tiktoken"
+if _SHARED_TIKTOKEN.is_dir():
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_SHARED_TIKTOKEN))
+
+# No deadlines: property tests must not fail because a machine is slow.
+settings.register_profile("ci", deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", deadline=None, max_examples=50)
+settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+
+
+# ---- Planted-fact documents -----------------------------------------------------------
+
+PLANTED_FACT = "The termination fee is 4.2 million euros."
+PLANTED_QUESTION = "What is the termination fee?"
+PLANTED_PAGE = 27
+
+_SUBJECTS = (
+    "The river", "A mountain path", "The old ledger", "Each invoice", "The harbor crane",
+    "A brass lantern", "The meadow", "Copper wire", "The orchard", "A radio signal",
+    "The committee", "Our warehouse", "The bakery", "A passing train", "The library",
+)  # fmt: skip
+_VERBS = (
+    "crosses", "reflects", "records", "covers", "shelters", "lights", "feeds", "conducts",
+    "yields", "carries", "welcomes", "stores", "follows", "describes", "measures",
+)  # fmt: skip
+_OBJECTS = (
+    "the quiet valley", "pale morning light", "every account", "the spring shipment",
+    "small fishing boats", "the narrow lane", "many grazing sheep", "a warm current",
+    "ripe autumn apples", "a coded message", "the weekly agenda", "old furniture",
+    "fresh bread", "distant hills", "rare manuscripts",
+)  # fmt: skip
+
+
+def filler_text(rng: random.Random, sentences: int) -> str:
+    """Plausible filler: short sentences of varied words that never mention the planted fact."""
+    return " ".join(
+        f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}." for _ in range(sentences)
+    )
+
+
+def planted_texts(
+    pages: int = 40, gold: int = PLANTED_PAGE, fact: str = PLANTED_FACT, seed: int = 7, sentences: int = 40
+) -> list[str]:
+    """Page texts of filler with ``fact`` stated on page ``gold`` (1-based) only."""
+    rng = random.Random(seed)
+    texts = [filler_text(rng, sentences) for _ in range(pages)]
+    half = sentences // 2
+    texts[gold - 1] = f"{filler_text(rng, half)} {fact} {filler_text(rng, half)}"
+    return texts
+
+
+@pytest.fixture
+def planted_document():  # type: ignore[no-untyped-def]
+    """A 40-page document of filler whose page 27 states the termination fee."""
+    from rr_core.documents import document_from_texts
+
+    return document_from_texts("planted.txt", planted_texts(), counter=word_counter())

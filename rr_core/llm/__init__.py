@@ -60,6 +60,9 @@ def make_client(
     if provider in ("openai", "openai-compatible"):
         from rr_core.llm.openai_client import OpenAIClient
 
+        if provider == "openai-compatible" and not api_key:
+            # Never send the environment's OpenAI key to some other server.
+            api_key = "not-needed"
         return OpenAIClient(
             model=model,
             api_key=api_key or None,

@@ -1,0 +1,298 @@
+"""The Anthropic adapter through the real SDK, over HTTP, against the loopback stub."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from rr_core.errors import (
+    AuthError,
+    ContextTooLongError,
+    LLMError,
+    MissingKeyError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitError,
+    ResponseParseError,
+)
+from rr_core.llm.anthropic_client import AnthropicClient
+from rr_core.llm.base import LLMRequest, Usage
+from rr_core.parsing import ANSWER_SCHEMA, RETRIEVAL_SCHEMA, parse_answer, parse_retrieval
+from tests.stub_server import (
+    Reply,
+    StubServer,
+    bare_usage,
+    context_too_long,
+    json_output,
+    malformed,
+    rate_limited,
+    rejects_structured,
+    server_error,
+    slow,
+    unauthorized,
+)
+
+KEY = "sk-ant-test-0123456789abcdefSECRET"
+PROMPT = 'Pages follow.\n<page 1>The sky is blue.</page 1>\nQuestion: What colour is the sky?\nReply as JSON with "answer" and "page".'
+RETRIEVE_PROMPT = 'Pages follow.\nQuestion: What colour is the sky?\nList the relevant "pages" as JSON.'
+
+
+@pytest.fixture(autouse=True)
+def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def stub() -> Iterator[StubServer]:
+    with StubServer() as server:
+        yield server
+
+
+def client_for(stub: StubServer, timeout_s: float = 120.0) -> AnthropicClient:
+    return AnthropicClient(
+        model="claude-test", api_key=KEY, base_url=stub.anthropic_url, max_retries=0, timeout_s=timeout_s
+    )
+
+
+def answer_request(max_output_tokens: int = 1024) -> LLMRequest:
+    return LLMRequest(prompt=PROMPT, task="answer", model="claude-test", max_output_tokens=max_output_tokens)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def raised(client: AnthropicClient, request: LLMRequest | None = None) -> LLMError:
+    with pytest.raises(LLMError) as info:
+        client.complete(request or answer_request())
+    return info.value
+
+
+def message_body(content: list[dict[str, object]], stop_reason: str = "end_turn") -> dict[str, object]:
+    return {
+        "id": "msg_x",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": stop_reason,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+# -- success ---------------------------------------------------------------------------------
+
+
+def test_answer_sends_messages_request_with_output_schema(stub: StubServer) -> None:
+    client = client_for(stub)
+    completion = client.complete(answer_request(max_output_tokens=300))
+
+    sent = stub.last
+    assert client.name == "anthropic"
+    assert sent.path == "/v1/messages"
+    assert sent.headers["authorization"] == f"Bearer {KEY}"
+    assert sent.body["model"] == "claude-test"
+    assert sent.body["max_tokens"] == 300
+    assert sent.body["messages"] == [{"role": "user", "content": PROMPT}]
+    assert sent.body["output_config"] == {"format": {"type": "json_schema", "schema": ANSWER_SCHEMA}}
+    assert "temperature" not in sent.body
+    assert completion.structured is True
+    assert completion.model == "claude-test"
+    answer = parse_answer(completion.text)
+    assert (answer.answer, answer.page, answer.question) == ("stub answer", 1, "What colour is the sky?")
+
+
+def test_retrieval_uses_retrieval_schema(stub: StubServer) -> None:
+    completion = client_for(stub).complete(
+        LLMRequest(prompt=RETRIEVE_PROMPT, task="retrieve", model="claude-test")
+    )
+    assert stub.last.body["output_config"]["format"]["schema"] == RETRIEVAL_SCHEMA
+    assert parse_retrieval(completion.text).pages == [1, 2]
+
+
+def test_text_blocks_are_concatenated_and_other_blocks_ignored(stub: StubServer) -> None:
+    stub.enqueue(
+        Reply(
+            body=message_body(
+                [
+                    {"type": "thinking", "thinking": "hmm {not json}", "signature": "s"},
+                    {"type": "text", "text": '{"question": "q", "answer": '},
+                    {"type": "text", "text": '"blue", "page": "3"}'},
+                ]
+            )
+        )
+    )
+    completion = client_for(stub).complete(answer_request())
+    assert completion.text == '{"question": "q", "answer": "blue", "page": "3"}'
+    assert parse_answer(completion.text).page == 3
+
+
+def test_key_and_base_url_come_from_environment(stub: StubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", stub.anthropic_url)
+    AnthropicClient(model="claude-test", max_retries=0).complete(answer_request())
+    assert stub.last.headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_missing_key_names_the_variable() -> None:
+    with pytest.raises(MissingKeyError, match="ANTHROPIC_API_KEY") as info:
+        AnthropicClient(model="claude-test")
+    assert info.value.provider == "anthropic"
+
+
+def test_falls_back_when_structured_output_is_rejected(stub: StubServer) -> None:
+    stub.enqueue(rejects_structured("output_config.format: this model does not support structured outputs"))
+    client = client_for(stub)
+
+    first = client.complete(answer_request())
+    second = client.complete(answer_request())
+
+    bodies = stub.bodies("messages")
+    assert "output_config" in bodies[0]
+    assert "output_config" not in bodies[1] and "output_config" not in bodies[2]
+    assert first.structured is False and second.structured is False
+    assert parse_answer(first.text).answer == "stub answer"
+
+
+# -- usage -----------------------------------------------------------------------------------
+
+
+def test_cache_reads_and_writes_are_added_to_uncached_input(stub: StubServer) -> None:
+    stub.enqueue(
+        Reply(
+            usage={
+                "input_tokens": 200,
+                "cache_read_input_tokens": 800,
+                "cache_creation_input_tokens": 100,
+                "output_tokens": 40,
+            }
+        )
+    )
+    usage = client_for(stub).complete(answer_request()).usage
+    assert usage == Usage(input_tokens=200, cached_tokens=800, cache_write_tokens=100, output_tokens=40)
+    assert usage.prompt_tokens == 1100
+
+
+def test_missing_cache_fields_give_zeros(stub: StubServer) -> None:
+    stub.enqueue(
+        bare_usage(), Reply(usage={"input_tokens": 30, "output_tokens": 2, "cache_read_input_tokens": None})
+    )
+    client = client_for(stub)
+    bare = client.complete(answer_request()).usage
+    assert bare.cached_tokens == 0 and bare.cache_write_tokens == 0 and bare.input_tokens > 0
+    assert client.complete(answer_request()).usage == Usage(input_tokens=30, output_tokens=2)
+
+
+def test_null_usage_gives_zeros(stub: StubServer) -> None:
+    stub.enqueue(Reply(usage=None))
+    assert client_for(stub).complete(answer_request()).usage == Usage()
+
+
+# -- faults ----------------------------------------------------------------------------------
+
+
+def test_rate_limit_says_to_wait_and_passes_on_retry_after(stub: StubServer) -> None:
+    stub.enqueue(rate_limited(retry_after=30))
+    err = raised(client_for(stub))
+    assert isinstance(err, RateLimitError)
+    assert (err.status, err.provider) == (429, "anthropic")
+    assert "30 s" in str(err) and "lower concurrency" in str(err)
+
+
+@pytest.mark.parametrize("status", [500, 529])
+def test_server_errors_are_provider_errors_with_status(stub: StubServer, status: int) -> None:
+    stub.enqueue(server_error(status, "Overloaded"))
+    err = raised(client_for(stub))
+    assert type(err) is ProviderError
+    assert err.status == status
+    assert "Overloaded" in str(err)
+
+
+def test_rejected_key_is_an_auth_error(stub: StubServer) -> None:
+    stub.enqueue(unauthorized("invalid x-api-key"))
+    err = raised(client_for(stub))
+    assert isinstance(err, AuthError)
+    assert err.status == 401
+    assert "key was rejected" in str(err) and "ANTHROPIC_API_KEY" in str(err)
+
+
+def test_prompt_too_long_suggests_chunked_rr(stub: StubServer) -> None:
+    stub.enqueue(context_too_long("anthropic"))
+    err = raised(client_for(stub))
+    assert isinstance(err, ContextTooLongError)
+    assert err.status == 400 and "chunked-rr" in str(err)
+    assert len(stub.requests) == 1
+
+
+def test_context_window_stop_reason_without_text(stub: StubServer) -> None:
+    stub.enqueue(Reply(body=message_body([], stop_reason="model_context_window_exceeded")))
+    assert isinstance(raised(client_for(stub)), ContextTooLongError)
+
+
+def test_empty_output_at_token_limit_says_to_raise_it(stub: StubServer) -> None:
+    stub.enqueue(Reply(body=message_body([], stop_reason="max_tokens")))
+    err = raised(client_for(stub))
+    assert isinstance(err, ProviderError)
+    assert "returned no text" in str(err) and "maximum output tokens" in str(err)
+
+
+def test_slow_server_is_a_timeout(stub: StubServer) -> None:
+    stub.enqueue(slow(3.0))
+    started = time.monotonic()
+    err = raised(client_for(stub, timeout_s=0.3))
+    assert isinstance(err, ProviderTimeout)
+    assert time.monotonic() - started < 2.5
+
+
+def test_connection_refused_names_the_url() -> None:
+    url = f"http://127.0.0.1:{closed_port()}"
+    err = raised(AnthropicClient(model="claude-test", api_key=KEY, base_url=url, max_retries=0))
+    assert type(err) is ProviderError
+    assert f"Could not reach {url}" in str(err)
+
+
+def test_malformed_output_passes_through_for_the_parser(stub: StubServer) -> None:
+    stub.enqueue(malformed("I think it is blue."))
+    completion = client_for(stub).complete(answer_request())
+    assert completion.text == "I think it is blue."
+    with pytest.raises(ResponseParseError):
+        parse_answer(completion.text)
+
+
+def test_out_of_range_pages_are_returned_as_sent(stub: StubServer) -> None:
+    # Range checks belong to the method layer; the adapter must not alter the output.
+    stub.enqueue(json_output({"question": "q", "pages": [999, 2]}))
+    completion = client_for(stub).complete(
+        LLMRequest(prompt=RETRIEVE_PROMPT, task="retrieve", model="claude-test")
+    )
+    assert parse_retrieval(completion.text).pages == [999, 2]
+
+
+def test_reply_that_is_not_the_api_is_a_provider_error(stub: StubServer) -> None:
+    stub.enqueue(Reply(body="<html>Welcome to nginx</html>"))
+    err = raised(client_for(stub))
+    assert isinstance(err, ProviderError) and "base URL" in str(err)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        unauthorized(f"invalid x-api-key: {KEY}"),
+        Reply(status=403, error_message=f"key {KEY} lacks permission"),
+        server_error(529, f"overloaded for {KEY}"),
+        rate_limited(message=f"limit for {KEY}"),
+        Reply(status=400, error_message=f"prompt is too long for {KEY}"),
+    ],
+)
+def test_api_key_never_appears_in_errors(stub: StubServer, reply: Reply) -> None:
+    stub.enqueue(reply)
+    err = raised(client_for(stub))
+    assert KEY not in str(err) and KEY[:14] not in str(err)
+    assert KEY not in repr(err)
+    assert err.__cause__ is None and err.__suppress_context__

@@ -1,0 +1,429 @@
+"""The OpenAI adapter through the real SDK, over HTTP, against the loopback stub."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from rr_core.errors import (
+    AuthError,
+    ConfigError,
+    ContextTooLongError,
+    LLMError,
+    MissingKeyError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitError,
+    ResponseParseError,
+)
+from rr_core.llm.base import LLMRequest, Usage
+from rr_core.llm.openai_client import OpenAIClient
+from rr_core.parsing import ANSWER_SCHEMA, RETRIEVAL_SCHEMA, parse_answer, parse_retrieval
+from tests.stub_server import (
+    Reply,
+    StubServer,
+    bare_usage,
+    context_too_long,
+    malformed,
+    rate_limited,
+    rejects_structured,
+    server_error,
+    slow,
+    unauthorized,
+)
+
+KEY = "sk-test-0123456789abcdefSECRET"
+PROMPT = 'Pages follow.\n<page 1>The sky is blue.</page 1>\nQuestion: What colour is the sky?\nReply as JSON with "answer" and "page".'
+RETRIEVE_PROMPT = 'Pages follow.\nQuestion: What colour is the sky?\nList the relevant "pages" as JSON.'
+
+
+@pytest.fixture(autouse=True)
+def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_ADMIN_KEY",
+        "OPENAI_ORG_ID",
+        "OPENAI_PROJECT_ID",
+    ):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def stub() -> Iterator[StubServer]:
+    with StubServer() as server:
+        yield server
+
+
+def responses_client(stub: StubServer, timeout_s: float = 120.0) -> OpenAIClient:
+    return OpenAIClient(model="gpt-test", api_key=KEY, base_url=stub.url, max_retries=0, timeout_s=timeout_s)
+
+
+def chat_client(stub: StubServer, timeout_s: float = 120.0) -> OpenAIClient:
+    return OpenAIClient(model="llama-test", base_url=stub.url, api="chat", max_retries=0, timeout_s=timeout_s)
+
+
+MakeClient = Callable[[StubServer], OpenAIClient]
+
+
+def answer_request(max_output_tokens: int = 1024, timeout_s: float = 120.0) -> LLMRequest:
+    return LLMRequest(
+        prompt=PROMPT,
+        task="answer",
+        model="gpt-test",
+        max_output_tokens=max_output_tokens,
+        timeout_s=timeout_s,
+    )
+
+
+def retrieve_request() -> LLMRequest:
+    return LLMRequest(prompt=RETRIEVE_PROMPT, task="retrieve", model="gpt-test")
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def raised(client: OpenAIClient, request: LLMRequest | None = None) -> LLMError:
+    with pytest.raises(LLMError) as info:
+        client.complete(request or answer_request())
+    return info.value
+
+
+# -- Responses API ---------------------------------------------------------------------------
+
+
+def test_responses_answer_sends_structured_request_with_store_false(stub: StubServer) -> None:
+    completion = responses_client(stub).complete(answer_request(max_output_tokens=300))
+
+    sent = stub.last
+    assert sent.path == "/v1/responses"
+    assert sent.headers["authorization"] == f"Bearer {KEY}"
+    assert sent.body["store"] is False
+    assert sent.body["input"] == PROMPT
+    assert sent.body["model"] == "gpt-test"
+    assert sent.body["max_output_tokens"] == 300
+    assert sent.body["text"]["format"] == {
+        "type": "json_schema",
+        "name": "answer",
+        "schema": ANSWER_SCHEMA,
+        "strict": True,
+    }
+    assert "temperature" not in sent.body
+    assert completion.structured is True
+    assert completion.model == "gpt-test"
+    answer = parse_answer(completion.text)
+    assert (answer.answer, answer.page, answer.question) == ("stub answer", 1, "What colour is the sky?")
+
+
+def test_responses_retrieval_uses_retrieval_schema(stub: StubServer) -> None:
+    completion = responses_client(stub).complete(retrieve_request())
+
+    fmt = stub.last.body["text"]["format"]
+    assert fmt["name"] == "retrieval"
+    assert fmt["schema"] == RETRIEVAL_SCHEMA
+    assert stub.last.body["store"] is False
+    assert parse_retrieval(completion.text).pages == [1, 2]
+
+
+def test_model_reported_by_server_is_kept(stub: StubServer) -> None:
+    stub.enqueue(Reply(model="gpt-test-2026-01-01"))
+    assert responses_client(stub).complete(answer_request()).model == "gpt-test-2026-01-01"
+
+
+def test_key_and_base_url_come_from_environment(stub: StubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
+    OpenAIClient(model="gpt-test", max_retries=0).complete(answer_request())
+    assert stub.last.headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_missing_key_names_the_variable() -> None:
+    with pytest.raises(MissingKeyError, match="OPENAI_API_KEY") as info:
+        OpenAIClient(model="gpt-test")
+    assert info.value.provider == "openai"
+
+
+def test_blank_key_counts_as_missing() -> None:
+    with pytest.raises(MissingKeyError):
+        OpenAIClient(model="gpt-test", api_key="")
+
+
+def test_unknown_api_is_a_config_error() -> None:
+    with pytest.raises(ConfigError):
+        OpenAIClient(model="gpt-test", api_key=KEY, api="completions")  # type: ignore[arg-type]
+
+
+# -- Chat Completions (OpenAI-compatible servers) ----------------------------------------------
+
+
+def test_chat_needs_no_key_and_sends_json_schema(stub: StubServer) -> None:
+    client = chat_client(stub)
+    completion = client.complete(answer_request(max_output_tokens=200))
+
+    sent = stub.last
+    assert client.name == "openai-compatible"
+    assert sent.path == "/v1/chat/completions"
+    assert sent.headers["authorization"] == "Bearer not-needed"
+    assert sent.body["messages"] == [{"role": "user", "content": PROMPT}]
+    assert sent.body["max_tokens"] == 200
+    assert sent.body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": ANSWER_SCHEMA, "strict": True},
+    }
+    assert "store" not in sent.body
+    assert completion.structured is True
+    assert parse_answer(completion.text).answer == "stub answer"
+
+
+def test_chat_retrieval(stub: StubServer) -> None:
+    completion = chat_client(stub).complete(retrieve_request())
+    assert stub.last.body["response_format"]["json_schema"]["name"] == "retrieval"
+    assert parse_retrieval(completion.text).pages == [1, 2]
+
+
+def test_chat_requires_a_base_url() -> None:
+    with pytest.raises(ConfigError, match="base URL"):
+        OpenAIClient(model="llama-test", api="chat")
+
+
+def test_chat_falls_back_when_server_rejects_structured_output(stub: StubServer) -> None:
+    client = chat_client(stub)
+    stub.enqueue(rejects_structured())
+
+    first = client.complete(answer_request())
+    second = client.complete(answer_request())
+
+    bodies = stub.bodies("chat")
+    assert len(bodies) == 3
+    assert "response_format" in bodies[0]
+    # The retry and every later call go without it: the client remembers.
+    assert "response_format" not in bodies[1]
+    assert "response_format" not in bodies[2]
+    assert first.structured is False and second.structured is False
+    assert parse_answer(first.text).answer == "stub answer"
+
+
+def test_structured_fallback_happens_at_most_once_per_call(stub: StubServer) -> None:
+    stub.enqueue(rejects_structured(), rejects_structured())
+    err = raised(chat_client(stub))
+    assert isinstance(err, ProviderError) and err.status == 400
+    assert len(stub.requests) == 2
+
+
+# -- usage -----------------------------------------------------------------------------------
+
+
+def test_responses_cached_tokens_are_split_out_of_input(stub: StubServer) -> None:
+    stub.enqueue(
+        Reply(
+            usage={
+                "input_tokens": 1000,
+                "input_tokens_details": {"cached_tokens": 800, "cache_write_tokens": 0},
+                "output_tokens": 40,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": 1040,
+            }
+        )
+    )
+    usage = responses_client(stub).complete(answer_request()).usage
+    assert usage == Usage(input_tokens=200, cached_tokens=800, output_tokens=40)
+    assert usage.prompt_tokens == 1000
+
+
+def test_responses_cache_writes_are_split_out_of_input(stub: StubServer) -> None:
+    stub.enqueue(
+        Reply(
+            usage={
+                "input_tokens": 1000,
+                "input_tokens_details": {"cached_tokens": 300, "cache_write_tokens": 600},
+                "output_tokens": 5,
+            }
+        )
+    )
+    usage = responses_client(stub).complete(answer_request()).usage
+    assert usage == Usage(input_tokens=100, cached_tokens=300, cache_write_tokens=600, output_tokens=5)
+
+
+def test_chat_cached_tokens_are_split_out_of_prompt(stub: StubServer) -> None:
+    stub.enqueue(
+        Reply(
+            usage={
+                "prompt_tokens": 1000,
+                "completion_tokens": 30,
+                "total_tokens": 1030,
+                "prompt_tokens_details": {"cached_tokens": 800},
+            }
+        )
+    )
+    usage = chat_client(stub).complete(answer_request()).usage
+    assert usage == Usage(input_tokens=200, cached_tokens=800, output_tokens=30)
+
+
+@pytest.mark.parametrize("make_client", [responses_client, chat_client])
+def test_usage_without_details_counts_all_input_as_uncached(
+    stub: StubServer, make_client: MakeClient
+) -> None:
+    stub.enqueue(bare_usage())
+    completion = make_client(stub).complete(answer_request())
+    assert completion.usage.cached_tokens == 0
+    assert completion.usage.cache_write_tokens == 0
+    assert completion.usage.input_tokens > 0 and completion.usage.output_tokens > 0
+
+
+def test_null_details_and_null_usage_give_zeros(stub: StubServer) -> None:
+    stub.enqueue(
+        Reply(usage={"input_tokens": 70, "input_tokens_details": None, "output_tokens": 9}),
+        Reply(usage=None),
+    )
+    client = responses_client(stub)
+    assert client.complete(answer_request()).usage == Usage(input_tokens=70, output_tokens=9)
+    assert client.complete(answer_request()).usage == Usage()
+
+
+def test_chat_null_prompt_details_and_null_usage(stub: StubServer) -> None:
+    stub.enqueue(
+        Reply(usage={"prompt_tokens": 50, "completion_tokens": 4, "prompt_tokens_details": None}),
+        Reply(usage=None),
+    )
+    client = chat_client(stub)
+    assert client.complete(answer_request()).usage == Usage(input_tokens=50, output_tokens=4)
+    assert client.complete(answer_request()).usage == Usage()
+
+
+# -- faults ----------------------------------------------------------------------------------
+
+
+def test_rate_limit_says_to_wait_and_passes_on_retry_after(stub: StubServer) -> None:
+    stub.enqueue(rate_limited(retry_after=17))
+    err = raised(responses_client(stub))
+    assert isinstance(err, RateLimitError)
+    assert (err.status, err.provider) == (429, "openai")
+    assert "17 s" in str(err)
+    assert "lower concurrency" in str(err)
+
+
+def test_server_error_is_a_provider_error_with_status(stub: StubServer) -> None:
+    stub.enqueue(server_error(500))
+    err = raised(responses_client(stub))
+    assert type(err) is ProviderError
+    assert err.status == 500
+    assert "HTTP 500" in str(err)
+
+
+def test_rejected_key_is_an_auth_error(stub: StubServer) -> None:
+    stub.enqueue(unauthorized())
+    err = raised(responses_client(stub))
+    assert isinstance(err, AuthError)
+    assert err.status == 401
+    assert "key was rejected" in str(err)
+    assert "OPENAI_API_KEY" in str(err)
+
+
+@pytest.mark.parametrize("make_client", [responses_client, chat_client])
+def test_context_too_long_suggests_chunked_rr(stub: StubServer, make_client: MakeClient) -> None:
+    stub.enqueue(context_too_long("openai"))
+    err = raised(make_client(stub))
+    assert isinstance(err, ContextTooLongError)
+    assert err.status == 400
+    assert "chunked-rr" in str(err)
+
+
+def test_context_too_long_is_not_mistaken_for_structured_rejection(stub: StubServer) -> None:
+    # A window error must not trigger the retry without response_format.
+    stub.enqueue(context_too_long("openai"))
+    with pytest.raises(ContextTooLongError):
+        chat_client(stub).complete(answer_request())
+    assert len(stub.requests) == 1
+
+
+def test_slow_server_is_a_timeout(stub: StubServer) -> None:
+    stub.enqueue(slow(3.0))
+    started = time.monotonic()
+    err = raised(responses_client(stub, timeout_s=0.3))
+    assert isinstance(err, ProviderTimeout)
+    assert "0.3 s" in str(err)
+    assert time.monotonic() - started < 2.5
+
+
+def test_request_timeout_shorter_than_client_timeout_wins(stub: StubServer) -> None:
+    stub.enqueue(slow(3.0))
+    with pytest.raises(ProviderTimeout):
+        responses_client(stub).complete(answer_request(timeout_s=0.3))
+
+
+def test_connection_refused_names_the_url() -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    client = OpenAIClient(model="llama-test", base_url=url, api="chat", max_retries=0)
+    err = raised(client)
+    assert type(err) is ProviderError
+    assert f"Could not reach {url}" in str(err)
+
+
+def test_credentials_in_base_url_are_not_shown() -> None:
+    url = f"http://user:hunter2pass@127.0.0.1:{closed_port()}/v1"
+    err = raised(OpenAIClient(model="m", base_url=url, api="chat", max_retries=0))
+    assert "hunter2pass" not in str(err)
+
+
+def test_malformed_output_passes_through_for_the_parser(stub: StubServer) -> None:
+    stub.enqueue(malformed("The answer is blue, on page one."))
+    completion = responses_client(stub).complete(answer_request())
+    assert completion.text == "The answer is blue, on page one."
+    with pytest.raises(ResponseParseError):
+        parse_answer(completion.text)
+
+
+@pytest.mark.parametrize("make_client", [responses_client, chat_client])
+def test_empty_output_is_a_clear_error(stub: StubServer, make_client: MakeClient) -> None:
+    stub.enqueue(Reply(text=""))
+    err = raised(make_client(stub))
+    assert isinstance(err, ProviderError)
+    assert "returned no text" in str(err)
+
+
+@pytest.mark.parametrize("make_client", [responses_client, chat_client])
+def test_reply_that_is_not_the_api_is_a_provider_error(stub: StubServer, make_client: MakeClient) -> None:
+    stub.enqueue(Reply(body="<html>Welcome to nginx</html>"))
+    err = raised(make_client(stub))
+    assert isinstance(err, ProviderError)
+    assert "base URL" in str(err)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        unauthorized(f"Incorrect API key provided: {KEY}."),
+        Reply(status=403, error_message=f"key {KEY} lacks access"),
+        server_error(500, f"upstream said {KEY}"),
+        rate_limited(message=f"limit for {KEY}"),
+        Reply(status=400, error_message=f"bad request from {KEY}"),
+        Reply(status=400, error_message=f"maximum context length exceeded for {KEY}"),
+    ],
+)
+def test_api_key_never_appears_in_errors(stub: StubServer, reply: Reply) -> None:
+    stub.enqueue(reply)
+    err = raised(responses_client(stub))
+    assert KEY not in str(err)
+    assert KEY[:12] not in str(err)
+    assert KEY not in repr(err)
+    # The SDK error (which holds the request headers) is not chained on.
+    assert err.__cause__ is None and err.__suppress_context__
+
+
+def test_client_serves_concurrent_calls(stub: StubServer) -> None:
+    for _ in range(4):
+        stub.enqueue(slow(0.4))
+    client = responses_client(stub)
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda _: client.complete(answer_request()), range(4)))
+    assert len(results) == 4
+    assert stub.max_in_flight == 4
+    assert time.monotonic() - started < 1.5
