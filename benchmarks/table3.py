@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rr_core.documents import document_from_texts  # noqa: E402
+from rr_core.documents import document_from_texts, split_blocks  # noqa: E402
 from rr_core.methods import Method, RunSettings, plan_method  # noqa: E402
 from rr_core.samples import get_sample  # noqa: E402
 from rr_core.tokens import counter_for_model  # noqa: E402
@@ -28,15 +28,18 @@ TARGET = 80_000
 
 
 def build_document(counter):  # type: ignore[no-untyped-def]
-    """Pages from the generated samples until the document holds about 80k tokens."""
+    """Passages of about 100 words (the paper's pages were Wikipedia-sized passages), cut from
+    the generated samples, up to but not over 80k tokens."""
     texts = list(get_sample("contract").pages) + list(get_sample("protocol").pages)
+    passages = [block for text in texts for block in split_blocks(text, words_per_block=100)]
     pages: list[str] = []
     total = 0
-    for text in texts * 4:
-        if total >= TARGET:
+    for passage in passages * 4:
+        tokens = counter.count(passage)
+        if total + tokens > TARGET:
             break
-        pages.append(text)
-        total += counter.count(text)
+        pages.append(passage)
+        total += tokens
     return document_from_texts("table3", pages, counter=counter)
 
 

@@ -101,9 +101,12 @@ class Document:
 def detect_kind(filename: str, data: bytes) -> str:
     """The document kind from content first, then the file name's extension."""
     head = data[:1024].lstrip()
-    if head.startswith(b"%PDF") or data[:1024].find(b"%PDF-") >= 0:
-        return "pdf"
     suffix = Path(filename).suffix.lower()
+    # A PDF header after some junk still makes a PDF, unless the name says text: a .txt or
+    # .md that merely mentions "%PDF-1.7" is text.
+    sniff_anywhere = SUPPORTED.get(suffix, "pdf") == "pdf"
+    if head.startswith(b"%PDF") or (sniff_anywhere and data[:1024].find(b"%PDF-") >= 0):
+        return "pdf"
     if data[:2] == b"PK" and (suffix == ".docx" or _zip_has(data, "word/document.xml")):
         return "docx"
     if suffix in SUPPORTED:
@@ -336,6 +339,9 @@ class _TextFromHTML(HTMLParser):
         self._skipping = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "body":
+            # "</head>" is optional in HTML: the body starts the visible text in any case.
+            self._skipping = 0
         if tag in self._SKIP:
             self._skipping += 1
         elif tag in self._BLOCK:

@@ -198,7 +198,10 @@ def _count_cached(counter: TokenCounter, text: str) -> int:
 def _tag_tokens(counter: TokenCounter, number: int) -> int:
     """Tokens of a page's tags and separators (depends only on the number's digits)."""
     probe = "9" * len(str(number))
-    return _count_cached(counter, f"\n\n<PAGE {probe}>\n\n</PAGE {probe}>")
+    # Separators after the tags, as in the prompt: BPE merges "\n\n" into the ">" before it
+    # and the page text's last character takes its "\n". Leading separators instead cost
+    # about a token a page more than the rendered prompt (5% on short pages).
+    return _count_cached(counter, f"<PAGE {probe}>\n\n</PAGE {probe}>\n\n")
 
 
 def _prompt_tokens(

@@ -6,12 +6,13 @@ import re
 import string
 from collections.abc import Iterable, Sequence
 
-_NOT_WORDY = re.compile(r"[^a-z0-9 ]")
+# Letters and digits of any script survive (a Korean answer is not an empty string).
+_NOT_WORDY = re.compile(r"[^\w ]|_")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
 def _fuzzy_norm(text: str) -> str:
-    text = _NOT_WORDY.sub("", text.lower().replace("\n", " ").replace("\t", " "))
+    text = _NOT_WORDY.sub("", " ".join(text.lower().split()))
     return " ".join(text.split())
 
 

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from rr_core.errors import ResponseParseError
 
@@ -48,7 +48,8 @@ class RetrievalOut(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     question: str = ""
-    pages: list[int] = Field(default_factory=list)
+    # Required: a reply without any list of pages is a parse error, not "nothing relevant".
+    pages: list[int]
 
     @field_validator("pages", mode="before")
     @classmethod

@@ -7,7 +7,9 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-_WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*", re.IGNORECASE)
+# Letters and digits of any script: an ASCII-only pattern found no term at all in a Korean
+# question, so the offline engine answered "n/a" to everything in non-Latin documents.
+_WORD = re.compile(r"[^\W_]+(?:[.,][0-9]+)*")
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before
@@ -74,13 +76,43 @@ class BM25:
         return [i for _, i in scored[:top_k]]
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9(\"'])|\n{2,}|\n(?=[-*•\d]+[.)]?\s)")
+_ABBREVIATIONS = ("Dr", "Mr", "Ms", "Mrs", "Prof", "No", "St", "Inc", "Ltd", "Co", "vs", "e.g", "i.e", "cf", "Art", "Sec")
+_NOT_AFTER_ABBREVIATION = "".join(f"(?<!\\b{re.escape(a)}\\.)" for a in _ABBREVIATIONS)
+_SENTENCE_END = re.compile(
+    _NOT_AFTER_ABBREVIATION + r"(?<=[.!?;])\s+(?=[A-Z0-9(\"'])|\n{2,}|\n(?=[-*•\d]+[.)]?\s)"
+)
+
+
+_BULLET = re.compile(r"[-*•]\s|\d+[.)]\s")
+
+
+def _paragraphs(text: str) -> list[str]:
+    """Join wrapped lines; a short line followed by a capitalised one (a heading, a table
+    row) stands on its own."""
+    out: list[str] = []
+    current: list[str] = []
+    lines = [line.strip() for line in text.split("\n")]
+    for index, line in enumerate(lines):
+        if not line:
+            if current:
+                out.append(" ".join(current))
+                current = []
+            continue
+        current.append(line)
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        heading_like = len(line) < 60 and not line.endswith((",", "-", ";", ":"))
+        if (heading_like and following[:1].isupper()) or _BULLET.match(following):
+            out.append(" ".join(current))
+            current = []
+    if current:
+        out.append(" ".join(current))
+    return out
 
 
 def sentences(text: str) -> list[str]:
     """Split text into sentence-like pieces, joining wrapped lines."""
     pieces = []
-    for chunk in _SENTENCE_END.split(text):
+    for chunk in (c for p in _paragraphs(text) for c in _SENTENCE_END.split(p)):
         piece = " ".join(chunk.split())
         if len(piece) >= 3:
             pieces.append(piece)

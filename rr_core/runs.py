@@ -322,8 +322,13 @@ def merge_ranked(rankings: Sequence[Sequence[int]]) -> list[int]:
 
 
 def _settings_dict(settings: RunSettings) -> dict[str, Any]:
+    # JSON-native values (enums as strings, tuples as lists), so that a trace read back from
+    # the ledger or an export equals the trace that was saved.
     data = asdict(settings)
-    return {k: (v.value if hasattr(v, "value") else v) for k, v in data.items()}
+    return {
+        k: (v.value if hasattr(v, "value") else list(v) if isinstance(v, tuple) else v)
+        for k, v in data.items()
+    }
 
 
 def stream_runs(

@@ -1,0 +1,349 @@
+"""Loading documents into pages: PDFs built here with pymupdf, text formats, every bad file."""
+
+from __future__ import annotations
+
+import io
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+import pymupdf
+import pytest
+from conftest import word_counter
+
+from rr_core.documents import (
+    WORDS_PER_BLOCK,
+    detect_kind,
+    document_from_texts,
+    load_document,
+    pdf_from_texts,
+    render_page,
+    split_blocks,
+)
+from rr_core.errors import (
+    CorruptDocument,
+    DocumentError,
+    DocumentTooLarge,
+    EmptyDocument,
+    NoTextError,
+    PasswordRequired,
+    UnsupportedType,
+    WrongPassword,
+)
+
+FEE = "The termination fee is 4.2 million euros."
+
+
+def make_pdf(texts: Sequence[str], **save_options: object) -> bytes:
+    """A PDF with one page per text; an empty text leaves its page blank."""
+    doc = pymupdf.open()
+    for text in texts:
+        page = doc.new_page()
+        if text:
+            page.insert_textbox(pymupdf.Rect(50, 50, 550, 780), text, fontsize=11)
+    data: bytes = doc.tobytes(**save_options)
+    doc.close()
+    return data
+
+
+@pytest.fixture(scope="module")
+def plain_pdf() -> bytes:
+    return make_pdf(["First page: the parties agree.", f"Second page. {FEE}", "Third page, signatures."])
+
+
+@pytest.fixture(scope="module")
+def encrypted_pdf() -> bytes:
+    return make_pdf(
+        ["Secret first page.", "Secret second page."],
+        encryption=pymupdf.PDF_ENCRYPT_AES_256,
+        user_pw="pw",
+        owner_pw="owner-pw",
+    )
+
+
+def paragraphs(count: int, words: int, seed: int = 3) -> list[str]:
+    rng = random.Random(seed)
+    vocab = [
+        "river",
+        "ledger",
+        "harbor",
+        "lantern",
+        "meadow",
+        "copper",
+        "orchard",
+        "signal",
+        "timber",
+        "canyon",
+    ]
+    return [" ".join(f"{rng.choice(vocab)}{i}" for _ in range(words)) + "." for i in range(count)]
+
+
+# ---- PDFs ---------------------------------------------------------------------------------
+
+
+def test_pdf_pages_keep_text_numbers_and_source_pages(plain_pdf: bytes) -> None:
+    document = load_document(plain_pdf, filename="contract.pdf", counter=word_counter())
+    assert document.kind == "pdf" and document.name == "contract.pdf"
+    assert [p.number for p in document.pages] == [1, 2, 3]
+    assert [p.source_page for p in document.pages] == [1, 2, 3]
+    assert "4.2 million euros" in document.page(2).text
+    assert document.page(1).text.startswith("First page")
+    assert all(p.tokens > 0 for p in document.pages)
+    assert document.total_tokens == sum(document.page_tokens)
+    assert document.pdf_bytes == plain_pdf and document.warnings == ()
+    assert len(document.sha256) == 64
+
+
+def test_pdf_loads_from_a_path(tmp_path: Path, plain_pdf: bytes) -> None:
+    path = tmp_path / "on-disk.pdf"
+    path.write_bytes(plain_pdf)
+    document = load_document(path, counter=word_counter())
+    assert document.name == "on-disk.pdf" and len(document.pages) == 3
+
+
+def test_missing_path_is_a_document_error(tmp_path: Path) -> None:
+    with pytest.raises(DocumentError, match="missing.pdf"):
+        load_document(tmp_path / "missing.pdf")
+
+
+def test_encrypted_pdf_needs_the_right_password(encrypted_pdf: bytes) -> None:
+    with pytest.raises(PasswordRequired, match="locked.pdf"):
+        load_document(encrypted_pdf, filename="locked.pdf")
+    with pytest.raises(WrongPassword, match="locked.pdf"):
+        load_document(encrypted_pdf, filename="locked.pdf", password="nope")
+    document = load_document(encrypted_pdf, filename="locked.pdf", password="pw", counter=word_counter())
+    assert [p.text for p in document.pages] == ["Secret first page.", "Secret second page."]
+    assert document.password == "pw"
+
+
+def test_encrypted_pdf_renders_with_its_password(encrypted_pdf: bytes) -> None:
+    document = load_document(encrypted_pdf, filename="locked.pdf", password="pw", counter=word_counter())
+    rendered = render_page(document, 2, highlight="Secret second")
+    assert rendered.png.startswith(b"\x89PNG") and rendered.highlight_found
+
+
+def test_blank_page_among_text_pages_loads_with_a_warning_naming_it() -> None:
+    data = make_pdf(["Page one has text.", "", "Page three has text.", "Page four too."])
+    document = load_document(data, filename="gappy.pdf", counter=word_counter())
+    assert len(document.pages) == 4
+    assert document.empty_pages == [2]
+    assert not document.page(2).has_text and document.page(2).tokens == 0
+    (warning,) = [w for w in document.warnings if "no text" in w]
+    assert "gappy.pdf" in warning and "2" in warning
+
+
+def test_all_blank_pdf_is_no_text_error() -> None:
+    with pytest.raises(NoTextError, match="scan.pdf"):
+        load_document(make_pdf(["", "", ""]), filename="scan.pdf")
+
+
+def test_corrupt_pdf_fails_with_the_file_name_or_loads_repaired() -> None:
+    try:
+        document = load_document(b"%PDF-1.7 garbage", filename="broken.pdf")
+    except CorruptDocument as exc:
+        assert "broken.pdf" in str(exc) and exc.filename == "broken.pdf"
+    except DocumentError as exc:  # e.g. repaired into nothing readable
+        assert "broken.pdf" in str(exc)
+    else:
+        assert any("broken.pdf" in w for w in document.warnings)
+
+
+def test_truncated_pdf_names_the_file(plain_pdf: bytes) -> None:
+    try:
+        document = load_document(
+            plain_pdf[: len(plain_pdf) // 2], filename="half.pdf", counter=word_counter()
+        )
+    except DocumentError as exc:
+        assert "half.pdf" in str(exc)
+    else:
+        assert document.pages  # MuPDF repaired what it could
+
+
+@pytest.mark.parametrize("data", [b"", b"   \n\t  "])
+def test_empty_bytes_are_empty_document(data: bytes) -> None:
+    with pytest.raises(EmptyDocument, match="nothing.txt"):
+        load_document(data, filename="nothing.txt")
+
+
+@pytest.mark.parametrize(
+    ("data", "filename"),
+    [(b"some text", "notes.xyz"), (bytes(range(256)) * 4, "blob.bin"), (b"\x00\x01\x02garbage", "noext")],
+)
+def test_unknown_types_are_unsupported(data: bytes, filename: str) -> None:
+    with pytest.raises(UnsupportedType, match=filename):
+        load_document(data, filename=filename)
+
+
+def test_too_large_by_bytes_and_by_pages(plain_pdf: bytes) -> None:
+    with pytest.raises(DocumentTooLarge, match="big.txt"):
+        load_document(b"word " * 1_000, filename="big.txt", max_bytes=100)
+    with pytest.raises(DocumentTooLarge, match="three.pdf"):
+        load_document(plain_pdf, filename="three.pdf", max_pages=2)
+    with pytest.raises(DocumentTooLarge):
+        load_document("\f".join(["page"] * 5).encode(), filename="pages.txt", max_pages=4)
+
+
+def test_too_large_file_on_disk(tmp_path: Path) -> None:
+    path = tmp_path / "huge.txt"
+    path.write_bytes(b"x " * 5_000)
+    with pytest.raises(DocumentTooLarge, match="huge.txt"):
+        load_document(path, max_bytes=1_000)
+
+
+def test_render_page_returns_png_and_finds_a_quote(plain_pdf: bytes) -> None:
+    document = load_document(plain_pdf, filename="contract.pdf", counter=word_counter())
+    rendered = render_page(document, 2, highlight="4.2 million euros", frame=(0.1, 0.6, 0.2))
+    assert rendered.png.startswith(b"\x89PNG") and rendered.width > 0 and rendered.height > 0
+    assert rendered.highlight_found is True
+    assert render_page(document, 1, highlight="4.2 million euros").highlight_found is False
+    assert render_page(document, 3).highlight_found is False
+
+
+def test_render_page_of_a_text_document_draws_its_text() -> None:
+    document = load_document(f"Intro.\f{FEE}".encode(), filename="notes.txt", counter=word_counter())
+    assert document.pdf_bytes is None
+    rendered = render_page(document, 2, highlight="termination fee")
+    assert rendered.png.startswith(b"\x89PNG") and rendered.highlight_found
+
+
+def test_pdf_from_texts_round_trips_through_the_loader() -> None:
+    texts = ["Alpha page.", FEE, "Omega page."]
+    document = load_document(
+        pdf_from_texts(texts, title="Generated"), filename="gen.pdf", counter=word_counter()
+    )
+    assert len(document.pages) == 3
+    assert "4.2 million euros" in document.page(2).text
+    assert "Generated" in document.page(1).text  # the footer
+
+
+# ---- Text formats ---------------------------------------------------------------------------
+
+
+def assert_blocks_at_paragraph_breaks(pages: Sequence[str], paras: Sequence[str]) -> None:
+    """Every page is whole paragraphs, in order, of at most WORDS_PER_BLOCK words."""
+    rebuilt = [para for page in pages for para in page.split("\n\n")]
+    assert rebuilt == list(paras)
+    for page in pages:
+        assert len(page.split()) <= WORDS_PER_BLOCK
+    # Blocks are full: adding the next paragraph would have passed the limit.
+    sizes = [len(p.split()) for p in pages]
+    first_words = [len(page.split("\n\n")[0].split()) for page in pages]
+    for size, nxt in zip(sizes, first_words[1:]):
+        assert size + nxt > WORDS_PER_BLOCK
+
+
+def test_txt_is_cut_into_blocks_of_about_450_words_at_paragraph_breaks() -> None:
+    paras = paragraphs(30, 70)
+    document = load_document("\n\n".join(paras).encode(), filename="notes.txt", counter=word_counter())
+    assert document.kind == "txt"
+    assert len(document.pages) >= 4
+    assert_blocks_at_paragraph_breaks([p.text for p in document.pages], paras)
+    assert all(p.source_page is None for p in document.pages)
+
+
+def test_markdown_loads_like_text() -> None:
+    paras = ["# Heading", *paragraphs(12, 90)]
+    document = load_document("\n\n".join(paras).encode(), filename="README.md", counter=word_counter())
+    assert document.kind == "md"
+    assert_blocks_at_paragraph_breaks([p.text for p in document.pages], paras)
+
+
+def test_html_drops_scripts_styles_and_head() -> None:
+    paras = paragraphs(12, 80)
+    html = (
+        "<!doctype html><html><head><title>Head title</title><style>body { color: red }</style>"
+        "<script>var secretToken = 1;</script></head><body>"
+        + "".join(f"<p>{p}</p>" for p in paras)
+        + "<script>alert('x')</script><noscript>enable javascript</noscript>"
+        + "<p>Fish &amp; chips &lt;3</p></body></html>"
+    )
+    document = load_document(html.encode(), filename="page.html", counter=word_counter())
+    text = "\n".join(p.text for p in document.pages)
+    assert document.kind == "html"
+    for hidden in ("secretToken", "color", "alert", "Head title", "enable javascript"):
+        assert hidden not in text
+    assert "Fish & chips <3" in text
+    assert_blocks_at_paragraph_breaks([p.text for p in document.pages], [*paras, "Fish & chips <3"])
+
+
+def test_html_is_detected_by_content_without_an_extension() -> None:
+    assert detect_kind("upload", b"<!DOCTYPE html><html><body>x</body></html>") == "html"
+    assert detect_kind("upload", b"%PDF-1.7\n...") == "pdf"
+    assert detect_kind("report.PDF.txt", b"plain") == "txt"
+
+
+def test_html_without_a_closing_head_tag_keeps_its_body() -> None:
+    # "</head>" is optional in HTML; the body's text must not be swallowed with the head.
+    html = (
+        b"<html><head><title>T</title><style>p {}</style><body><p>The fee is 4.2 million.</p></body></html>"
+    )
+    document = load_document(html, filename="sloppy.html", counter=word_counter())
+    assert [p.text for p in document.pages] == ["The fee is 4.2 million."]
+
+
+def test_a_text_file_that_mentions_the_pdf_header_is_text() -> None:
+    data = b"Notes on formats.\n\nA PDF file begins with %PDF-1.7 and ends with %%EOF."
+    document = load_document(data, filename="notes.txt", counter=word_counter())
+    assert document.kind == "txt" and "%PDF-1.7" in document.page(1).text
+    # Without a text extension, a header after some junk still means a PDF.
+    assert detect_kind("upload", b"junk line\n%PDF-1.7\n") == "pdf"
+    assert detect_kind("scan.txt", b"%PDF-1.7\n") == "pdf"  # content first
+
+
+def test_docx_paragraphs_and_tables_load() -> None:
+    import docx
+
+    paras = paragraphs(10, 100)
+    word = docx.Document()
+    for para in paras:
+        word.add_paragraph(para)
+    table = word.add_table(rows=2, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "Fee", "4.2 million euros"
+    table.cell(1, 0).text, table.cell(1, 1).text = "Term", "5 years"
+    buffer = io.BytesIO()
+    word.save(buffer)
+    document = load_document(buffer.getvalue(), filename="contract.docx", counter=word_counter())
+    assert document.kind == "docx"
+    texts = [p.text for p in document.pages]
+    assert "Fee | 4.2 million euros" in texts[-1] and "Term | 5 years" in texts[-1]
+    assert_blocks_at_paragraph_breaks(texts, [*paras, "Fee | 4.2 million euros", "Term | 5 years"])
+
+
+def test_corrupt_docx_names_the_file() -> None:
+    with pytest.raises(CorruptDocument, match="bad.docx"):
+        load_document(b"PK\x03\x04 this is not a zip archive at all", filename="bad.docx")
+
+
+def test_form_feed_is_a_page_break() -> None:
+    document = load_document(
+        b"page one\fpage two\n\nstill two\fpage three", filename="ff.txt", counter=word_counter()
+    )
+    assert [p.text for p in document.pages] == ["page one", "page two\n\nstill two", "page three"]
+
+
+def test_an_oversized_paragraph_is_cut_between_words() -> None:
+    words = [f"w{i}" for i in range(1_000)]
+    blocks = split_blocks(" ".join(words))
+    assert [len(b.split()) for b in blocks] == [450, 450, 100]
+    assert " ".join(blocks).split() == words
+
+
+def test_text_decodings() -> None:
+    assert load_document("café".encode("utf-16"), filename="u16.txt").page(1).text == "café"
+    assert load_document("café".encode("cp1252"), filename="latin.txt").page(1).text == "café"
+    assert load_document(b"\xef\xbb\xbfbom text", filename="bom.txt").page(1).text == "bom text"
+
+
+def test_special_token_text_counts_without_error(counter) -> None:  # type: ignore[no-untyped-def]
+    text = "Before <|endoftext|> and <|im_start|> after."
+    document = load_document(text.encode(), filename="tokens.txt", counter=counter)
+    assert document.page(1).text == text
+    assert document.page(1).tokens == counter.count(text) > 0
+
+
+def test_document_from_texts_numbers_pages_and_counts() -> None:
+    document = document_from_texts("gen", ["one two", "three"], counter=word_counter())
+    assert [(p.number, p.tokens) for p in document.pages] == [(1, 2), (2, 1)]
+    assert document.tokenizer and document.approximate_tokens
+    other = document_from_texts("gen", ["one two", "three!"], counter=word_counter())
+    assert other.sha256 != document.sha256

@@ -1,0 +1,100 @@
+"""Exports: JSON, CSV and Markdown carry the answers and their page citations."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from conftest import PLANTED_PAGE, PLANTED_QUESTION, word_counter
+
+from rr_core.documents import Document
+from rr_core.exports import CSV_COLUMNS, to_csv, to_json, to_markdown
+from rr_core.llm import OfflineEngine, ScriptedClient
+from rr_core.methods import Method, RunSettings
+from rr_core.runs import RunTrace, run_methods
+
+FACT = "4.2 million euros"
+
+
+@pytest.fixture
+def traces(planted_document: Document) -> list[RunTrace]:
+    counter = word_counter()
+    return run_methods(
+        planted_document,
+        PLANTED_QUESTION,
+        [
+            RunSettings(method=m, reminder_every=1_000, chunk_size=3_000, price_model="gpt-4.1-mini")
+            for m in Method
+        ],
+        OfflineEngine(counter),
+        counter,
+    )
+
+
+def test_json_export_holds_every_trace_with_prompts(traces: list[RunTrace]) -> None:
+    data = json.loads(to_json(traces))
+    results = data["results"]
+    assert [r["method"] for r in results] == [m.value for m in Method]
+    for result, trace in zip(results, traces):
+        assert FACT in result["answer"] and result["page"] == PLANTED_PAGE
+        assert result["cost_usd"] == pytest.approx(trace.cost_usd)
+        assert len(result["calls"]) == len(trace.calls)
+        assert all(c["prompt"] and c["response"] for c in result["calls"])
+        assert RunTrace.from_dict(result).answer == trace.answer
+    rr = results[[m.value for m in Method].index("rr")]
+    assert PLANTED_PAGE in rr["retrieved_pages"]
+
+
+def test_csv_export_has_one_row_per_method(traces: list[RunTrace]) -> None:
+    rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
+    assert list(rows[0]) == list(CSV_COLUMNS)
+    assert [r["method"] for r in rows] == [m.value for m in Method]
+    for row, trace in zip(rows, traces):
+        assert FACT in row["answer"]
+        assert row["page"] == str(PLANTED_PAGE)
+        assert int(row["calls"]) == len(trace.calls)
+        assert int(row["input_tokens"]) == trace.usage.prompt_tokens
+        assert float(row["cost_usd"]) == pytest.approx(trace.cost_usd, abs=1e-6)
+        if Method(row["method"]).retrieves:
+            assert str(PLANTED_PAGE) in row["retrieved_pages"].split()
+        else:
+            assert row["retrieved_pages"] == ""
+
+
+def test_markdown_report_cites_pages(traces: list[RunTrace]) -> None:
+    report = to_markdown(traces)
+    assert report.startswith("# R&R Studio report")
+    assert PLANTED_QUESTION in report and "planted.txt" in report
+    assert "offline engine, not an LLM" in report
+    for label in ("Baseline", "Reprompting", "ICR", "R&R", "Chunked ICR", "Chunked R&R"):
+        assert f"| {label} |" in report
+    table_rows = [line for line in report.splitlines() if line.startswith("| ") and FACT in line]
+    assert len(table_rows) == len(Method)
+    assert all(f"p. {PLANTED_PAGE}" in line for line in table_rows)
+
+
+def test_markdown_shows_errors_and_escapes_pipes(planted_document: Document) -> None:
+    counter = word_counter()
+    client = ScriptedClient(['{"answer": "a | b", "page": 3}', "no json here"])
+    traces = run_methods(
+        planted_document,
+        PLANTED_QUESTION,
+        [RunSettings(method=Method.BASELINE)],
+        client,
+        counter,
+    ) + run_methods(
+        planted_document, PLANTED_QUESTION, [RunSettings(method=Method.REPROMPT)], client, counter
+    )
+    report = to_markdown(traces)
+    assert "a \\| b" in report and "p. 3" in report
+    assert "error:" in report and "**Reprompting:**" in report
+    csv_rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
+    assert csv_rows[1]["error"] and csv_rows[1]["answer"] == ""
+
+
+def test_empty_exports() -> None:
+    assert json.loads(to_json([])) == {"results": []}
+    assert to_markdown([]).startswith("# R&R Studio report")
+    assert to_csv([]).strip() == ",".join(CSV_COLUMNS)

@@ -1,0 +1,115 @@
+"""Scoring (METHOD.md §11): fuzzy match, best-subspan exact match, page recall and accuracy."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rr_core.metrics import (
+    best_subspan_em,
+    fuzzy_match,
+    page_accuracy,
+    page_recall,
+    squad_normalize,
+)
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "score"),
+    [
+        ("4.2 million euros", "4.2 million euros", 1.0),
+        ("The fee is 4.2 million euros.", "4.2 million euros", 1.0),  # gold words ⊂ prediction
+        ("euros", "4.2 million euros", 1.0),  # prediction words ⊂ gold
+        ("MILLION, euros!", "4.2 million euros", 1.0),  # case and punctuation dropped
+        ("euros million", "4.2 million euros", 1.0),  # a word set, not a sequence
+        ("Paris, France", "paris", 1.0),
+        ("Lyon", "Paris", 0.0),
+        ("4.2 million dollars", "4.2 million euros", 0.0),  # neither set holds the other
+        ("New   York\nCity", "new york city", 1.0),  # whitespace collapsed
+        ("", "Paris", 0.0),  # an empty prediction matches nothing
+        ("!!!", "Paris", 0.0),
+    ],
+)
+def test_fuzzy_match(prediction: str, gold: str, score: float) -> None:
+    assert fuzzy_match(prediction, [gold]) == score
+
+
+def test_fuzzy_containment_counts_inside_words() -> None:
+    # "one string contains the other": substring containment, before splitting into words.
+    assert fuzzy_match("Washington", ["washington dc"]) == 1.0
+    assert fuzzy_match("ashing", ["Washington"]) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "score"),
+    [
+        ("n/a", "n/a", 1.0),
+        ("N/A", "n/a", 1.0),
+        (" n/a ", "N/A", 1.0),
+        ("n/a", "Paris", 0.0),
+        ("Paris", "n/a", 0.0),
+        ("na", "n/a", 0.0),
+    ],
+)
+def test_na_is_compared_as_is(prediction: str, gold: str, score: float) -> None:
+    assert fuzzy_match(prediction, [gold]) == score
+
+
+def test_fuzzy_keeps_letters_of_any_script_and_any_whitespace() -> None:
+    assert fuzzy_match("서울", ["서울"]) == 1.0
+    assert fuzzy_match("서울특별시 중구", ["서울특별시"]) == 1.0
+    assert fuzzy_match("부산", ["서울"]) == 0.0
+    assert fuzzy_match("Zürich", ["zürich!"]) == 1.0
+    assert fuzzy_match("4.2\u00a0million euros", ["4.2 million"]) == 1.0  # a no-break space is a space
+    assert fuzzy_match("snake_case", ["snakecase"]) == 1.0  # underscores are punctuation
+
+
+def test_fuzzy_takes_the_best_of_several_golds() -> None:
+    assert fuzzy_match("Lyon", ["Paris", "Lyon, France", "Marseille"]) == 1.0
+    assert fuzzy_match("Nice", ["Paris", "Lyon"]) == 0.0
+    assert fuzzy_match("anything", []) == 0.0
+
+
+@given(st.text(alphabet="abcdefg XYZ.,!", min_size=1), st.text(alphabet="abcdefg XYZ.,!", min_size=1))
+def test_fuzzy_is_symmetric_and_reflexive(a: str, b: str) -> None:
+    assert fuzzy_match(a, [b]) == fuzzy_match(b, [a])
+    if any(ch.isalnum() for ch in a):
+        assert fuzzy_match(a, [a]) == 1.0
+
+
+# ---- Best-subspan exact match ---------------------------------------------------------------
+
+
+def test_squad_normalisation() -> None:
+    assert squad_normalize("The  Eiffel Tower!") == "eiffel tower"
+    assert squad_normalize("An apple, a pear; the END.") == "apple pear end"
+    assert squad_normalize("theatre anthem") == "theatre anthem"  # articles only as whole words
+
+
+@pytest.mark.parametrize(
+    ("prediction", "golds", "score"),
+    [
+        ("It is the Eiffel Tower, in Paris.", ["Eiffel Tower"], 1.0),
+        ("eiffel tower", ["The Eiffel Tower"], 1.0),  # articles dropped on both sides
+        ("The tower", ["Eiffel Tower"], 0.0),  # the gold must be inside the prediction
+        ("U.S. Navy", ["US Navy"], 1.0),  # punctuation stripped
+        ("born in 1879", ["1879", "March 14"], 1.0),
+        ("born in March", ["1879", "March 14"], 0.0),
+        ("anything", ["", "!!"], 0.0),  # an empty normalised gold never matches
+    ],
+)
+def test_best_subspan_em(prediction: str, golds: list[str], score: float) -> None:
+    assert best_subspan_em(prediction, golds) == score
+
+
+# ---- Pages -----------------------------------------------------------------------------------
+
+
+def test_page_recall_and_accuracy() -> None:
+    assert page_recall([4, 27, 9], 27) == 1.0
+    assert page_recall([4, 9], 27) == 0.0
+    assert page_recall([], 27) == 0.0
+    assert page_accuracy(27, 27) == 1.0
+    assert page_accuracy(26, 27) == 0.0
+    assert page_accuracy(None, 27) == 0.0
