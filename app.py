@@ -1,7 +1,26 @@
-"""R&R Studio: placeholder until the screens land."""
+"""R&R Studio: ask long documents, and see why the answers are right.
 
-import streamlit as st
+Run with ``streamlit run app.py``. This file lists the screens for ``st.navigation`` and
+runs the one the user chose. Screens live in ``pages/``; each starts with
+``ui.page_setup()``, which sets the page up and draws the sidebar every screen shares
+(provider, model, key, method parameters). The sidebar is drawn by the screen rather than
+here because Streamlit runs a file in ``pages/`` on its own (without this file) until
+``st.navigation`` has run once in the process, and AppTest does so on every page switch.
+Shared UI code lives in ``pages/ui.py``; the engine in ``rr_core`` (never imports streamlit).
+"""
 
-st.set_page_config(page_title="R&R Studio", layout="wide")
-st.title("R&R Studio")
-st.write("The screens are being built; the engine is usable as `python -m rr_core`.")
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+if str(ROOT) not in sys.path:  # `streamlit run` adds it; AppTest and other launchers may not
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+screens = [
+    st.Page(ROOT / "pages" / "ask.py", title="Ask", icon=":material/forum:", default=True),
+    st.Page(ROOT / "pages" / "document.py", title="Document", icon=":material/description:"),
+    st.Page(ROOT / "pages" / "history.py", title="History", icon=":material/history:"),
+]
+st.navigation(screens).run()

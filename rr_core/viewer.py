@@ -1,0 +1,304 @@
+"""What the model saw, as data for the page viewer. Pure: no I/O, no streamlit.
+
+- ``page_strip``: per page, its tokens, where reminders and chunk breaks fall at the current
+  k and c, and its rank among retrieved pages once a run exists.
+- ``layout_prompt``: a prompt cut into its instruction blocks, pages and glue, each with its
+  token span; from it ``reminder_offsets`` and ``instruction_distances`` (how far every page
+  sits from the nearest copy of the instructions: the paper's reason reprompting works).
+- ``condense_prompt``: a prompt shortened for display, tags and reminders kept intact.
+- ``locate_support``: the passage of a page that supports an answer (rapidfuzz alignment).
+
+Token counting comes in as a function, so tests need no tokenizer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rapidfuzz import fuzz
+
+from rr_core.chunking import partition_pages, plan_reminders
+
+Count = Callable[[str], int]
+SegmentKind = Literal["opening", "reminder", "closing", "page", "other"]
+INSTRUCTION_KINDS: frozenset[str] = frozenset({"opening", "reminder", "closing"})
+
+# ---- The page strip --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StripPage:
+    """One page of the strip: its size, place, and role in the current settings and run."""
+
+    number: int
+    tokens: int
+    start: int  # tokens of the document before this page
+    chunk: int  # 1-based chunk index at the current chunk size
+    reminder_after: bool  # R&R's retrieval call puts a reminder right after this page
+    rank: int | None = None  # 1 = retrieved first; None = not retrieved
+    cited: bool = False
+
+
+def page_strip(
+    page_tokens: Sequence[int],
+    *,
+    reminder_every: int,
+    chunk_size: int,
+    retrieved: Sequence[int] = (),
+    cited: int | None = None,
+) -> list[StripPage]:
+    """Every page with its tokens, reminder marker, chunk and retrieval rank."""
+    reminders = set(plan_reminders(page_tokens, reminder_every))
+    chunk_of: dict[int, int] = {}
+    for index, pages in enumerate(partition_pages(page_tokens, chunk_size), start=1):
+        for number in pages:
+            chunk_of[number] = index
+    rank = {page: i for i, page in enumerate(dict.fromkeys(retrieved), start=1)}
+    strip: list[StripPage] = []
+    start = 0
+    for number, tokens in enumerate(page_tokens, start=1):
+        strip.append(
+            StripPage(
+                number=number,
+                tokens=tokens,
+                start=start,
+                chunk=chunk_of.get(number, 1),
+                reminder_after=number in reminders,
+                rank=rank.get(number),
+                cited=number == cited,
+            )
+        )
+        start += tokens
+    return strip
+
+
+def chunk_breaks(strip: Sequence[StripPage]) -> list[int]:
+    """Page numbers after which a new chunk starts."""
+    return [a.number for a, b in zip(strip, strip[1:], strict=False) if a.chunk != b.chunk]
+
+
+# ---- Prompt layout ---------------------------------------------------------------------
+
+_BLOCK = re.compile(
+    r"<INSTRUCTIONS>\n.*?\n</INSTRUCTIONS>"
+    r"|<INSTRUCTIONS_REMINDER>\n.*?\n</INSTRUCTIONS_REMINDER>"
+    r"|<PAGE (?P<page>\d+)>\n.*?\n</PAGE (?P=page)>",
+    re.DOTALL,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A stretch of a prompt: tokens ``[start, end)`` and characters ``[char_start, char_end)``."""
+
+    kind: SegmentKind
+    start: int
+    end: int
+    char_start: int
+    char_end: int
+    page: int | None = None
+
+    @property
+    def tokens(self) -> int:
+        """Tokens in the segment."""
+        return self.end - self.start
+
+
+def layout_prompt(prompt: str, count: Count) -> list[Segment]:
+    """Cut a prompt into instruction blocks, tagged pages and the glue between them.
+
+    Each piece is counted on its own, so offsets can differ from counting the whole prompt
+    by a token at a seam. Page text cannot fake a block: tagging neutralises tag-like text.
+    """
+    pieces: list[tuple[SegmentKind, int, int, int | None]] = []
+    cursor = 0
+    seen_document_end = False
+    for match in _BLOCK.finditer(prompt):
+        if match.start() > cursor:
+            pieces.append(("other", cursor, match.start(), None))
+            seen_document_end = seen_document_end or "</DOCUMENT>" in prompt[cursor : match.start()]
+        text = match.group()
+        kind: SegmentKind
+        if match.group("page"):
+            kind = "page"
+        elif text.startswith("<INSTRUCTIONS_REMINDER>"):
+            kind = "reminder"
+        else:
+            kind = "closing" if seen_document_end else "opening"
+        page = int(match.group("page")) if match.group("page") else None
+        pieces.append((kind, match.start(), match.end(), page))
+        cursor = match.end()
+    if cursor < len(prompt):
+        pieces.append(("other", cursor, len(prompt), None))
+    segments: list[Segment] = []
+    offset = 0
+    for kind, a, b, page in pieces:
+        tokens = count(prompt[a:b])
+        segments.append(Segment(kind, offset, offset + tokens, a, b, page))
+        offset += tokens
+    return segments
+
+
+def reminder_offsets(segments: Sequence[Segment]) -> list[int]:
+    """Token offset at which each reminder block starts, in prompt order."""
+    return [s.start for s in segments if s.kind == "reminder"]
+
+
+def reminder_pages(segments: Sequence[Segment]) -> list[int | None]:
+    """For each reminder, the page right before it (None when it precedes every page)."""
+    out: list[int | None] = []
+    last_page: int | None = None
+    for s in segments:
+        if s.kind == "page":
+            last_page = s.page
+        elif s.kind == "reminder":
+            out.append(last_page)
+    return out
+
+
+def instruction_distances(segments: Sequence[Segment]) -> dict[int, int]:
+    """Per page: tokens from the middle of the page to the nearest copy of the instructions.
+
+    Copies are the opening, every reminder and the closing. A page next to a copy scores
+    about half its own length; a page deep in a long document without reminders, far more.
+    """
+    blocks = [(s.start, s.end) for s in segments if s.kind in INSTRUCTION_KINDS]
+    out: dict[int, int] = {}
+    for s in segments:
+        if s.kind != "page" or s.page is None:
+            continue
+        middle = (s.start + s.end) / 2
+        if not blocks:
+            continue
+        out[s.page] = round(min(_gap(middle, a, b) for a, b in blocks))
+    return out
+
+
+def _gap(point: float, start: int, end: int) -> float:
+    if point < start:
+        return start - point
+    if point > end:
+        return point - end
+    return 0.0
+
+
+_PAGE_BODY = re.compile(r"(<PAGE (\d+)>\n)(.*?)(\n</PAGE \2>)", re.DOTALL)
+
+
+def condense_prompt(prompt: str, keep_chars: int = 300) -> str:
+    """The prompt with each page cut to its first ``keep_chars`` characters.
+
+    Tags, instructions and reminder blocks stay whole, so the structure reads at a glance.
+    """
+
+    def cut(match: re.Match[str]) -> str:
+        body = match.group(3)
+        if len(body) <= keep_chars:
+            return match.group()
+        head = body[:keep_chars].rsplit(" ", 1)[0] if " " in body[:keep_chars] else body[:keep_chars]
+        omitted = len(body) - len(head)
+        return f"{match.group(1)}{head} … [{omitted:,} more characters]{match.group(4)}"
+
+    return _PAGE_BODY.sub(cut, prompt)
+
+
+# ---- Supporting text -------------------------------------------------------------------
+
+NOT_AN_ANSWER = frozenset({"", "n/a", "na", "none", "unknown"})
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*\n\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """Where an answer sits on a page: the aligned words and the sentence around them."""
+
+    quote: str  # the page's words best aligned with the answer
+    passage: str  # the sentence(s) containing the quote: what to highlight
+    start: int  # character span of ``quote`` in the page text
+    end: int
+    score: float  # rapidfuzz partial_ratio, 0–100
+
+
+def locate_support(answer: str | None, page_text: str, *, min_score: float = 60.0) -> Support | None:
+    """The passage of ``page_text`` that best supports ``answer``, or None when nothing does."""
+    if answer is None or answer.strip().lower().strip(".") in NOT_AN_ANSWER or not page_text.strip():
+        return None
+    needle = " ".join(answer.split())
+    hay = page_text
+    low_needle, low_hay = needle.lower(), hay.lower()
+    if len(low_needle) != len(needle) or len(low_hay) != len(hay):  # lower() changed lengths
+        low_needle, low_hay = needle, hay
+    flat_hay, index = _flatten(low_hay)
+    exact = flat_hay.find(low_needle)
+    if exact >= 0:
+        a, b, score = exact, exact + len(low_needle), 100.0
+    else:
+        alignment = fuzz.partial_ratio_alignment(low_needle, flat_hay)
+        if alignment is None or alignment.score < min_score:
+            return None
+        a, b, score = alignment.dest_start, alignment.dest_end, float(alignment.score)
+    if b <= a:
+        return None
+    start, end = index[a], index[b - 1] + 1
+    start, end = _widen_to_words(hay, start, end)
+    sentence_start, sentence_end = _sentence_span(hay, start, end)
+    return Support(
+        quote=" ".join(hay[start:end].split()),
+        passage=" ".join(hay[sentence_start:sentence_end].split()),
+        start=start,
+        end=end,
+        score=round(score, 1),
+    )
+
+
+def _flatten(text: str) -> tuple[str, list[int]]:
+    """Whitespace runs collapsed to one space, with each kept character's original index."""
+    out: list[str] = []
+    index: list[int] = []
+    previous_space = True
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if previous_space:
+                continue
+            out.append(" ")
+            previous_space = True
+        else:
+            out.append(ch)
+            previous_space = False
+        index.append(i)
+    return "".join(out), index
+
+
+def _widen_to_words(text: str, start: int, end: int) -> tuple[int, int]:
+    while start > 0 and text[start - 1].isalnum() and text[start].isalnum():
+        start -= 1
+    while end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+        end += 1
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of the sentence(s) around ``[start, end)``."""
+    breaks = [(m.start(), m.end()) for m in _SENTENCE_BREAK.finditer(text)]
+    sentence_start = max((b for a, b in breaks if b <= start), default=0)
+    sentence_end = min((a for a, b in breaks if a >= end), default=len(text))
+    return sentence_start, sentence_end
+
+
+def without_reminders(segments: Sequence[Segment]) -> list[Segment]:
+    """The same layout with the reminder blocks taken out: the prompt as a baseline sees it."""
+    out: list[Segment] = []
+    shift = 0
+    for s in segments:
+        if s.kind == "reminder":
+            shift += s.tokens
+            continue
+        out.append(Segment(s.kind, s.start - shift, s.end - shift, s.char_start, s.char_end, s.page))
+    return out
