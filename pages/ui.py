@@ -29,7 +29,7 @@ from rr_core.errors import RRError
 from rr_core.llm import DEFAULT_MODELS, KEY_VARIABLES, PROVIDERS, LLMClient, make_client
 from rr_core.methods import METHOD_LABELS, Method, RunSettings
 from rr_core.runs import RunTrace
-from rr_core.samples import get_sample, list_samples
+from rr_core.samples import get_sample, list_samples, questions_middle_first
 from rr_core.sources import sample_document
 from rr_core.tokens import TokenCounter, counter_for_model
 from rr_core.viewer import Support, locate_support
@@ -387,8 +387,8 @@ def sample_description(name: str) -> str:
 
 
 def sample_questions(name: str) -> list[str]:
-    """The questions planted in a sample."""
-    return [q.question for q in get_sample(name).questions]
+    """The questions planted in a sample, those in the middle of the document first."""
+    return [q.question for q in questions_middle_first(name)]
 
 
 def last_results(document: Document | None = None) -> dict[str, Any] | None:

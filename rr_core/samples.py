@@ -4639,3 +4639,11 @@ def get_sample(name: str) -> Sample:
     if spec is None:
         raise ValueError(f"unknown sample {name!r}; choose one of: {', '.join(_SPECS)}")
     return _generate(spec)
+
+
+def questions_middle_first(name: str) -> list[SampleQuestion]:
+    """A sample's questions, those deepest in the middle of the document first: where
+    long-context models lose details, so where R&R has the most to show."""
+    sample = get_sample(name)
+    middle = (len(sample.pages) + 1) / 2
+    return sorted(sample.questions, key=lambda q: (abs(q.page - middle), q.page))

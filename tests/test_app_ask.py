@@ -15,12 +15,13 @@ from rr_core.ledger import Ledger
 from rr_core.llm.base import Completion, LLMRequest
 from rr_core.llm.offline import OfflineEngine
 from rr_core.methods import Method, RunSettings, plan_all
-from rr_core.samples import get_sample
+from rr_core.samples import get_sample, questions_middle_first
 from rr_core.sources import sample_document
 from rr_core.tokens import counter_for_model
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 SAMPLE = get_sample("contract")
+FIRST_QUESTION = questions_middle_first("contract")[0].question  # what the app prefills
 # A question the sample plants on exactly one page.
 NOTICE = next(q for q in SAMPLE.questions if "convenience" in q.question)
 
@@ -53,7 +54,7 @@ def expected_plans(k: int = 10_000, n: int = 5, c: int = 20_000, methods=(Method
         provider="offline",
         price_model="gpt-4.1-mini",
     )
-    return document, plan_all(document, SAMPLE.questions[0].question, settings, counter, methods)
+    return document, plan_all(document, FIRST_QUESTION, settings, counter, methods)
 
 
 def test_opens_offline_on_the_sample_with_a_note_that_it_is_not_an_llm() -> None:
@@ -65,7 +66,7 @@ def test_opens_offline_on_the_sample_with_a_note_that_it_is_not_an_llm() -> None
     # The contract sample is loaded and its first question is filled in: ready to run.
     captions = " ".join(c.value for c in at.caption)
     assert f"{len(SAMPLE.pages)} pages" in captions
-    assert at.text_area(key="w.question").value == SAMPLE.questions[0].question
+    assert at.text_area(key="w.question").value == FIRST_QUESTION
     assert at.multiselect(key="w.methods").value == ["baseline", "rr"]
     assert [s.label for s in at.sidebar.slider] == [
         "Reprompt interval k (tokens)", "Pages to retrieve N", "Chunk size c (tokens)",
