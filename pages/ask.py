@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from typing import Any
 
@@ -11,7 +10,7 @@ import streamlit as st
 
 from pages import ui
 from rr_core.documents import Document
-from rr_core.errors import PasswordRequired, RRError, WrongPassword
+from rr_core.errors import LedgerError, PasswordRequired, RRError, WrongPassword
 from rr_core.exports import to_csv, to_json, to_markdown
 from rr_core.ledger import Ledger
 from rr_core.methods import METHOD_LABELS, Method, Plan, plan_all
@@ -223,7 +222,7 @@ def run(document: Document, question: str, methods: list[Method]) -> None:
         ledger = Ledger()
         for trace in traces:
             ledger.save(trace, batch)
-    except (sqlite3.Error, OSError) as exc:
+    except LedgerError as exc:
         st.warning(f"The results could not be saved to the history ({exc}); they are still shown below.")
     state["results"] = {
         "batch": batch,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pandas as pd
 import streamlit as st
 
 from pages import ui
+from rr_core.errors import LedgerError
 from rr_core.exports import to_csv, to_json, to_markdown
 from rr_core.ledger import Ledger, LedgerRow
 from rr_core.runs import RunTrace
@@ -20,10 +19,8 @@ st.caption("Every run is stored with its settings, prompts, tokens and cost — 
 try:
     ledger = Ledger()
     rows: list[LedgerRow] = ledger.list(limit=500)
-except (sqlite3.Error, OSError) as exc:
-    st.error(
-        f"The run history could not be opened ({exc}). Check that RR_STUDIO_DB points to a writable file."
-    )
+except LedgerError as exc:
+    st.error(str(exc))
     st.stop()
 
 if not rows:
@@ -77,8 +74,8 @@ def load(run_id: int) -> RunTrace | None:
     """A stored run, or None (with a message) when it is gone or unreadable."""
     try:
         trace = ledger.get(run_id)
-    except (sqlite3.Error, ValueError, TypeError) as exc:
-        st.error(f"Run #{run_id} could not be read ({exc}).")
+    except LedgerError as exc:
+        st.error(str(exc))
         return None
     if trace is None:
         st.warning(f"Run #{run_id} no longer exists.")
@@ -197,7 +194,7 @@ def _cancel_delete() -> None:
 def _delete(run_id: int) -> None:
     try:
         gone = ledger.delete(run_id)
-    except sqlite3.Error as exc:
+    except LedgerError as exc:
         state["delete_message"] = ("error", f"Run #{run_id} could not be deleted ({exc}).")
     else:
         state["delete_message"] = (

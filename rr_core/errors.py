@@ -17,6 +17,7 @@
     │   ├── ProviderTimeout    no answer in time
     │   └── ProviderError      anything else the provider said (5xx, 4xx, connection)
     ├── ResponseParseError     the model's output was not the JSON we asked for
+    ├── LedgerError            the run history file cannot be read or written
     └── ConfigError            settings that cannot work together
 
 Anything else that escapes ``rr_core`` is a bug.
@@ -104,6 +105,10 @@ class ResponseParseError(RRError):
     def __init__(self, message: str, raw: str = "") -> None:
         self.raw = raw
         super().__init__(message)
+
+
+class LedgerError(RRError):
+    """The run history (SQLite file) could not be read or written."""
 
 
 class ConfigError(RRError):

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from rr_core.errors import LedgerError
 from rr_core.runs import RunTrace
 
 DB_ENV = "RR_STUDIO_DB"
@@ -71,19 +72,33 @@ class Ledger:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else default_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._error("created", exc) from exc
         with self._connect() as db:
             db.executescript(_SCHEMA)
+
+    def _error(self, verb: str, exc: Exception) -> LedgerError:
+        return LedgerError(
+            f"The run history at {self.path} could not be {verb} ({exc}). "
+            f"Point {DB_ENV} at a writable file."
+        )
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            db = sqlite3.connect(self.path, timeout=10)
+            try:
+                db = sqlite3.connect(self.path, timeout=10)
+            except (sqlite3.Error, OSError) as exc:
+                raise self._error("opened", exc) from exc
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 yield db
                 db.commit()
+            except sqlite3.Error as exc:
+                raise self._error("read or written", exc) from exc
             finally:
                 db.close()
 
@@ -127,7 +142,12 @@ class Ledger:
         """The full trace of a run, or None if it is gone."""
         with self._connect() as db:
             row = db.execute("SELECT trace FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return RunTrace.from_dict(json.loads(row[0])) if row else None
+        if not row:
+            return None
+        try:
+            return RunTrace.from_dict(json.loads(row[0]))
+        except (ValueError, TypeError) as exc:
+            raise LedgerError(f"Run #{run_id} in {self.path} is unreadable ({exc}).") from exc
 
     def delete(self, run_id: int) -> bool:
         """Delete a run; True if it existed."""

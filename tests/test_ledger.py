@@ -125,3 +125,16 @@ def test_no_api_key_reaches_the_file(
         data = path.read_bytes()
         assert SECRET.encode() not in data, path.name
         assert b"sk-test" not in data, path.name
+
+
+def test_an_unusable_history_file_is_a_clear_ledger_error(tmp_path) -> None:
+    from rr_core.errors import LedgerError
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where a folder should be")
+    with pytest.raises(LedgerError, match="RR_STUDIO_DB"):
+        Ledger(blocker / "runs.sqlite3")
+    garbage = tmp_path / "garbage.sqlite3"
+    garbage.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(LedgerError, match="could not be"):
+        Ledger(garbage)
