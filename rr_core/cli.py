@@ -216,6 +216,7 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
         "model": model,
         "is_llm": client.is_llm,
         "priced_as": _settings(args, methods[0], provider, model).pricing[0],
+        "price_data": price_data_version(),
         "results": results,
     }
 

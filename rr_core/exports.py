@@ -74,6 +74,7 @@ def to_markdown(traces: Sequence[RunTrace]) -> str:
         f"- **Provider / model:** {first.provider} / {first.model}"
         + ("" if first.is_llm else " — offline engine, not an LLM"),
         f"- **Run at:** {first.started_at}",
+        f"- **Prices:** {first.price_data or 'unknown'}; priced as {first.settings.get('price_model') or first.model}",
         "",
         "| Method | Answer | Cited page | Retrieved pages | Input tokens | Output tokens | Cost (USD) |",
         "| --- | --- | --- | --- | --- | --- | --- |",

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from rr_core.costs import price_usage
+from rr_core.costs import price_data_version, price_usage
 from rr_core.documents import Document
 from rr_core.errors import LLMError, ResponseParseError, RRError
 from rr_core.llm.base import LLMClient, LLMRequest, Usage
@@ -70,6 +70,7 @@ class RunTrace:
     estimate_usd: float = 0.0
     price_known: bool = True
     price_source: str = ""
+    price_data: str = ""
     latency_s: float = 0.0
     started_at: str = ""
 
@@ -176,6 +177,7 @@ class _Runner:
             estimate_usd=plan.estimate.usd,
             price_known=plan.estimate.cost.known,
             price_source=plan.estimate.cost.source,
+            price_data=price_data_version(),
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
 
