@@ -24,6 +24,12 @@ st.caption("Choose a document, ask a question, compare the methods: answers, cit
 # ---- 1. The document --------------------------------------------------------------------
 
 source_col, pick_col = st.columns([1, 3])
+def _source_changed() -> None:
+    # A sample's question means nothing for the user's own file.
+    if state["source"] == "upload" and state["question"] in ui.sample_questions(state["sample"]):
+        state["question"] = ""
+
+
 with source_col:
     ui.bound(
         st.radio,
@@ -31,6 +37,7 @@ with source_col:
         "source",
         options=["sample", "upload"],
         format_func={"sample": "A sample", "upload": "My file"}.get,
+        on_change=_source_changed,
     )
 with pick_col:
     if state["source"] == "sample":
@@ -195,7 +202,7 @@ def run(document: Document, question: str, methods: list[Method]) -> None:
         return
     finished: dict[str, RunTrace] = {}
     calls = sum(p.estimate.calls for p in plans.values())
-    with st.status(f"Running {len(methods)} method(s), about {calls} calls…", expanded=True) as status:
+    with st.status(f"Running {ui.plural(len(methods), 'method')}, about {ui.plural(calls, 'call')}…", expanded=True) as status:
         lines: dict[tuple[str, str, int | None], Any] = {}
         try:
             for item in stream_runs(document, question, settings, client, ui.counter()):
@@ -212,7 +219,7 @@ def run(document: Document, question: str, methods: list[Method]) -> None:
             return
         failed = [t for t in finished.values() if t.error]
         status.update(
-            label=f"Done: {len(finished) - len(failed)} of {len(finished)} method(s) answered",
+            label=f"Done: {len(finished) - len(failed)} of {ui.plural(len(finished), 'method')} answered",
             state="error" if failed and len(failed) == len(finished) else "complete",
             expanded=False,
         )
@@ -263,13 +270,13 @@ if not traces[0].is_llm:
         f"The offline engine is free: these are the costs of the same tokens priced as {traces[0].settings.get('price_model') or traces[0].model}."
     )
 
-json_col, csv_col, md_col, doc_col = st.columns(4)
-json_col.download_button(
+downloads = st.container(horizontal=True)
+downloads.download_button(
     "Download JSON", to_json(traces), "rr-results.json", "application/json", key="dl_json"
 )
-csv_col.download_button("Download CSV", to_csv(traces), "rr-results.csv", "text/csv", key="dl_csv")
-md_col.download_button(
+downloads.download_button("Download CSV", to_csv(traces), "rr-results.csv", "text/csv", key="dl_csv")
+downloads.download_button(
     "Download report (Markdown)", to_markdown(traces), "rr-report.md", "text/markdown", key="dl_md"
 )
 if current_doc is not None:
-    doc_col.page_link("pages/document.py", label="See what the model saw →")
+    downloads.page_link("pages/document.py", label="See what the model saw →")

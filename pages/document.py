@@ -139,6 +139,8 @@ def strip_figure(strip: list[StripPage]) -> go.Figure:
         bargap=0.1,
         legend={"orientation": "h", "y": -0.25},
         yaxis_range=[0, top * 1.15],
+        # Every page labelled while the labels fit; plotly picks a step beyond that.
+        xaxis={"dtick": 1} if len(strip) <= 40 else {},
     )
     return fig
 
@@ -148,9 +150,10 @@ st.plotly_chart(strip_figure(strip), width="stretch", key="page_strip")
 reminder_count = sum(p.reminder_after for p in strip)
 chunks = max((p.chunk for p in strip), default=1)
 st.caption(
-    f"At k = {k:,}, R&R's retrieval call carries {reminder_count} reminder(s) "
+    f"At k = {k:,}, R&R's retrieval call carries {ui.plural(reminder_count, 'reminder')} "
     f"(chunked R&R restarts the count in each chunk). At c = {chunk_size:,}, chunked methods read "
-    f"{chunks} chunk(s)." + (f" {ranked} page(s) retrieved by {ui.label(shown.method)}." if shown else "")
+    f"{ui.plural(chunks, 'chunk')}."
+    + (f" {ui.plural(ranked, 'page')} retrieved by {ui.label(shown.method)}." if shown else "")
 )
 
 # ---- The page on screen -----------------------------------------------------------------
@@ -163,11 +166,17 @@ def page_viewer() -> None:
     state["view_page"] = min(max(int(state["view_page"]), 1), pages)
     cited = shown.page if shown is not None else None
     top = shown.retrieved_pages[0] if shown is not None and shown.retrieved_pages else None
+    batch = results["batch"] if results else None
+    if batch is not None and state.get("viewed_batch") != batch:
+        # A new run: open on the page that answers it.
+        state["viewed_batch"] = batch
+        if cited or top:
+            state["view_page"] = cited or top
     if cited or top:
         jumps = st.container(horizontal=True)
         if cited and jumps.button(f"Go to the cited page ({cited})", key="go_cited"):
             state["view_page"] = cited
-        if top and jumps.button(f"Go to the top retrieved page ({top})", key="go_top"):
+        if top and top != cited and jumps.button(f"Go to the top retrieved page ({top})", key="go_top"):
             state["view_page"] = top
     number = int(ui.bound(st.number_input, "Page", "view_page", min_value=1, max_value=pages, step=1))
     info = strip[number - 1]

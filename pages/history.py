@@ -67,7 +67,7 @@ st.dataframe(
     column_config={"cost (USD)": st.column_config.NumberColumn(format="$%.5f")},
     key="history_table",
 )
-st.caption(f"{len(rows)} run(s) stored in {ledger.path}.")
+st.caption(f"{ui.plural(len(rows), 'run')} stored in {ledger.path}.")
 
 
 def load(run_id: int) -> RunTrace | None:

@@ -120,6 +120,8 @@ def _keep(key: str) -> None:
 
 def bound(widget: Callable[..., Any], label: str, key: str, **kwargs: Any) -> Any:
     """Draw ``widget`` for the persistent setting ``key`` (see the module docstring)."""
+    # Written on every run: a widget on another screen is a new widget, and Streamlit's
+    # value for its key is gone or stale until this puts the setting back.
     st.session_state[W + key] = st.session_state[key]
     after = kwargs.pop("on_change", None)
 
@@ -218,6 +220,11 @@ def _model_options(selected_provider: str, current: str) -> list[str]:
 def page_setup() -> None:
     """Start a screen: page config and the shared sidebar (see app.py for why here)."""
     st.set_page_config(page_title="R&R Studio", page_icon=":material/description:", layout="wide")
+    # Less empty space above the title, so the Run button is on screen at laptop height.
+    st.html(
+        "<style>[data-testid='stMainBlockContainer'], .block-container "
+        "{padding-top: 2.5rem;}</style>"
+    )
     sidebar()
 
 
@@ -504,7 +511,10 @@ def result_column(trace: RunTrace, document: Document | None) -> None:
     elif _retrieves(trace.method) and not trace.error:
         st.markdown("**Retrieved pages:** none")
     support = support_for(trace, document)
-    if support is not None:
+    if support is not None and " ".join(support.passage.split()) == " ".join((trace.answer or "").split()):
+        # The answer is itself a quote from the page (always so with the offline engine).
+        st.caption(f"The answer is quoted word for word from page {trace.page}.")
+    elif support is not None:
         st.markdown(
             f"**Supporting text on page {trace.page}** (match {support.score:.0f}%):\n\n> {md(support.passage)}"
         )
@@ -512,8 +522,10 @@ def result_column(trace: RunTrace, document: Document | None) -> None:
         st.caption(f"The answer's words were not found on page {trace.page}.")
     usage = trace.usage
     unknown = "" if trace.price_known else " (no price data for this model)"
+    # Prompt caching is the provider's: the offline engine has none to report.
+    cached = f" ({usage.cached_tokens:,} cached)" if trace.is_llm else ""
     st.markdown(
-        f"**Tokens:** {usage.prompt_tokens:,} in ({usage.cached_tokens:,} cached) · {usage.output_tokens:,} out  \n"
+        f"**Tokens:** {usage.prompt_tokens:,} in{cached} · {usage.output_tokens:,} out  \n"
         f"**Cost:** ${trace.cost_usd:.4f}{unknown} (estimated ${trace.estimate_usd:.4f})  \n"
         f"**Latency:** {trace.latency_s:.2f} s · {plural(len(trace.calls), 'call')}"
     )

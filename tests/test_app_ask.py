@@ -141,7 +141,7 @@ def test_run_baseline_and_rr_shows_answers_pages_cost_and_saves_them() -> None:
     at.selectbox(key="w.quick").set_value(NOTICE.question).run()
     at.button(key="run").click().run()
     assert not at.exception and not at.error
-    assert at.status[0].label == "Done: 2 of 2 method(s) answered"
+    assert at.status[0].label == "Done: 2 of 2 methods answered"
     # One progress line per call: baseline's answer, R&R's retrieval then answer.
     progress = [m for m in markdown(at) if ("retrieval (" in m or "answer (" in m)]
     assert len(progress) == 3 and all("done" in line for line in progress)
@@ -205,7 +205,7 @@ def test_a_provider_error_shows_in_its_column_and_the_others_stay(monkeypatch) -
     assert len(errors) == 1
     assert "429" in errors[0] and "Wait a minute" in errors[0]
     assert "**Answer:** " in "\n".join(markdown(at))  # baseline's answer is still shown
-    assert at.status[0].label == "Done: 1 of 2 method(s) answered"
+    assert at.status[0].label == "Done: 1 of 2 methods answered"
 
 
 def test_a_missing_key_is_an_actionable_error_not_a_traceback() -> None:

@@ -55,7 +55,7 @@ def test_before_any_run_it_shows_pages_reminders_and_the_planned_prompt() -> Non
     assert markers["x"] == [p + 0.5 for p in expected]
     chunk_lines = [s for s in spec["layout"].get("shapes", []) if s.get("line", {}).get("dash") == "dash"]
     assert len(chunk_lines) == len(partition_pages(tokens, 20_000)) - 1
-    assert any(f"carries {len(expected)} reminder(s)" in c.value for c in at.caption)
+    assert any(f"carries {len(expected)} reminders" in c.value for c in at.caption)
     # The page on screen is rendered as an image.
     assert at.image[0].value[0].endswith(".png")
     assert at.image[0].captions[0].startswith(f"Page 1 of {len(SAMPLE.pages)}")

@@ -1,0 +1,387 @@
+"""End to end in real Chromium: upload a PDF, ask, run Baseline and R&R, see the answers,
+the cost chart, the page strip with its reminder markers and the rendered page with its highlight.
+
+Drives the real app (``streamlit run app.py`` on a free port) with Playwright and Debian's
+chromium (Playwright cannot download its own browser here). Skipped when chromium or Playwright
+is missing, unless ``RR_REQUIRE_BROWSER=1`` (``.ci/run`` sets it): then a missing browser fails.
+Screenshots go to ``artifacts/browser/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+ARTIFACTS = ROOT / "artifacts" / "browser"
+PROVIDER_VARIABLES = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
+)
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+VIEWPORT = {"width": 1280, "height": 900}  # a laptop
+STARTUP_TIMEOUT_S = 60
+RUN_TIMEOUT_MS = 90_000  # reading the PDF and running both methods, on a slow CI machine
+UI_TIMEOUT_MS = 30_000
+REMINDER_EVERY = 2_000  # small enough that a 17-page opinion gets reminders (k = 10,000 gives none)
+
+
+def _unavailable(reason: str) -> None:
+    """Skip, or fail where the browser is required (CI)."""
+    if os.environ.get("RR_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"RR_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    _unavailable("no chromium on PATH (Debian: apt-get install chromium)")
+    raise AssertionError("unreachable")
+
+
+# ---- The document ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    pdf: Path
+    pages: int
+    question: str
+    answer_words: str  # words the offline engine's answer contains
+    cited_page: int
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory: pytest.TempPathFactory) -> Case:
+    """A real court opinion from ../shared/data; without it, a PDF made from the contract sample."""
+    opinion = SHARED / "data" / "documents" / "ca1_calvary_chapel_v_mills_2020.pdf"
+    if opinion.is_file():
+        return Case(
+            pdf=opinion,
+            pages=17,
+            question="What did the district court deny?",
+            answer_words="temporary restraining order",
+            cited_page=9,
+        )
+    from rr_core.documents import pdf_from_texts
+    from rr_core.samples import get_sample
+
+    sample = get_sample("contract")
+    pdf = tmp_path_factory.mktemp("pdf") / "contract_40_pages.pdf"
+    pdf.write_bytes(pdf_from_texts(sample.pages[:40], title=sample.title))
+    question = next(q for q in sample.questions if "interest rate" in q.question)
+    return Case(
+        pdf=pdf, pages=40, question=question.question, answer_words="1.75 percent", cited_page=question.page
+    )
+
+
+# ---- The app and the browser ------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no output)"
+
+
+@pytest.fixture(scope="module")
+def app_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The real app, served by ``streamlit run`` on a free port, with the offline engine only.
+
+    Asks for ``chromium`` first so that a machine without a browser skips without starting it.
+    """
+    tmp = tmp_path_factory.mktemp("server")
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
+    env["RR_STUDIO_DB"] = str(tmp / "runs.sqlite3")
+    if (SHARED / "tiktoken").is_dir():
+        env["TIKTOKEN_CACHE_DIR"] = str(SHARED / "tiktoken")
+    port = _free_port()
+    log = tmp / "streamlit.log"
+    command = [
+        sys.executable, "-m", "streamlit", "run", "app.py",
+        "--server.port", str(port),
+        "--server.address", "127.0.0.1",
+        "--server.headless", "true",
+        "--server.fileWatcherType", "none",
+        "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"streamlit exited with {server.returncode}:\n{_tail(log)}", pytrace=False)
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.read().decode().strip() == "ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"streamlit not healthy after {STARTUP_TIMEOUT_S} s:\n{_tail(log)}", pytrace=False
+                )
+            time.sleep(0.25)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """Chromium and Playwright, checked before the app is started."""
+    executable = _chromium()
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _unavailable("the playwright package is not installed (pip install -r requirements-dev.txt)")
+    return executable
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        try:
+            launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        except Exception as exc:  # a browser that will not start is the same as none
+            _unavailable(f"chromium at {chromium} did not start: {exc}")
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    tab = context.new_page()
+    try:
+        yield tab
+    finally:
+        context.close()
+
+
+# ---- Helpers ------------------------------------------------------------------------------
+
+
+def settle(page: Any, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
+    """Wait until Streamlit's script run (rerun or fragment) has finished."""
+    page.wait_for_timeout(300)  # let the rerun request reach the server and the state flip
+    page.wait_for_selector(
+        '[data-testid="stApp"][data-test-script-state="notRunning"], '
+        '[data-testid="stApp"][data-test-script-state="initial"]',
+        state="attached",
+        timeout=timeout_ms,
+    )
+    page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=timeout_ms)
+
+
+def main(page: Any) -> Any:
+    return page.locator('[data-testid="stMain"]')
+
+
+def shot(page: Any, name: str) -> Path:
+    """A screenshot of the whole screen: Streamlit scrolls the main area and the sidebar inside
+    the window, so the window is made as tall as their content for the shot, then restored."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / name
+    tall = """() => ['stMain', 'stSidebarContent']
+        .map(id => document.querySelector(`[data-testid="${id}"]`))
+        .filter(Boolean).map(e => (e.scrollTop = 0, e.scrollHeight))"""
+    for _ in range(2):  # charts reflow once the window grows
+        height = max([VIEWPORT["height"], *page.evaluate(tall)])
+        page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
+        page.wait_for_timeout(500)
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(VIEWPORT)
+    return path
+
+
+def set_slider(page: Any, label: str, value: int, step: int) -> None:
+    """Move a sidebar slider with the keyboard, as a user can: Home, then right arrow steps.
+
+    One key at a time, letting each rerun finish: a key pressed while the app reruns is lost
+    (the rerun sends the widget its committed value back).
+    """
+    from playwright.sync_api import expect
+
+    slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').filter(has_text=label)
+    thumb = slider.locator('input[type="range"]')
+    minimum = int(float(thumb.get_attribute("min") or 0))
+    keys = ["Home"] + ["ArrowRight"] * ((value - minimum) // step)
+    for key in keys:
+        thumb.press(key)
+        settle(page)
+    expect(thumb).to_have_value(str(value))
+
+
+def both_visible_side_by_side(first: Any, second: Any) -> None:
+    a, b = first.bounding_box(), second.bounding_box()
+    assert a and b, "a result column has no box"
+    assert abs(a["y"] - b["y"]) < 40, f"the columns do not start on the same line: {a} vs {b}"
+    assert a["x"] + a["width"] <= b["x"] + 1, f"the columns overlap or are stacked: {a} vs {b}"
+
+
+# ---- The test -------------------------------------------------------------------------------
+
+
+def test_upload_ask_run_and_see_answers_costs_reminders_and_the_page(
+    app_url: str, page: Any, case: Case
+) -> None:
+    from playwright.sync_api import expect
+
+    console_errors: list[str] = []
+    page.on("pageerror", lambda exc: console_errors.append(str(exc)))
+
+    # 0. First open: the sample, no key, the offline engine's note.
+    page.goto(app_url)
+    expect(page.get_by_role("heading", name="Ask a long document")).to_be_visible(
+        timeout=STARTUP_TIMEOUT_S * 1000
+    )
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    expect(sidebar.get_by_text("The offline engine is not an LLM")).to_be_visible()
+    expect(main(page).get_by_text(re.compile(r"— 125 pages, [\d,]+ tokens"))).to_be_visible()
+    expect(main(page).get_by_role("heading", name="Before running")).to_be_visible()
+    settle(page)
+    shot(page, "00_first_open.png")
+
+    # 1. Reminders every 2,000 tokens, so the opinion's R&R retrieval call carries some.
+    set_slider(page, "Reprompt interval k (tokens)", REMINDER_EVERY, step=500)
+
+    # 2. Upload the PDF.
+    main(page).locator('[data-testid="stRadio"]').get_by_text("My file", exact=True).click()
+    uploader = main(page).locator('[data-testid="stFileUploader"]')
+    expect(uploader).to_be_visible()
+    uploader.locator('input[type="file"]').set_input_files(str(case.pdf))
+    expect(
+        main(page).get_by_text(re.compile(rf"{re.escape(case.pdf.name)}\s*— {case.pages} pages"))
+    ).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    settle(page)
+
+    # 3. The question (Ctrl+Enter submits a text area), Baseline and R&R (the defaults).
+    question = main(page).get_by_label("Question", exact=True)
+    question.fill(case.question)
+    question.press("Control+Enter")
+    settle(page)
+    methods = main(page).locator('[data-testid="stMultiSelect"]').filter(has_text="Methods to compare")
+    expect(methods.get_by_text("Baseline", exact=True)).to_be_visible()
+    expect(methods.get_by_text("R&R", exact=True)).to_be_visible()
+    expect(main(page).get_by_role("heading", name="Before running")).to_be_visible()
+
+    # 4. Run.
+    main(page).get_by_role("button", name="Run").click()
+    expect(main(page).get_by_role("heading", name="Results")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    settle(page)
+    results_caption = main(page).get_by_text(re.compile(r"^Question: "))
+    expect(results_caption).to_contain_text(case.question)
+    expect(results_caption).to_contain_text("offline engine (not an LLM)")
+
+    # Both answers, side by side: two bordered columns on one line.
+    columns = {
+        name: main(page)
+        .locator('[data-testid="stVerticalBlockBorderWrapper"], [data-testid="stVerticalBlock"]')
+        .filter(has=page.get_by_role("heading", name=name, exact=True))
+        .last
+        for name in ("Baseline", "R&R")
+    }
+    for column in columns.values():
+        expect(column).to_be_visible()
+        expect(column.locator("p").filter(has_text=re.compile(r"^Answer:"))).to_contain_text(
+            case.answer_words
+        )
+        expect(column.locator("p").filter(has_text=re.compile(r"^Cited page:"))).to_contain_text(
+            str(case.cited_page)
+        )
+    expect(columns["R&R"].locator("p").filter(has_text=re.compile(r"^Retrieved pages"))).to_be_visible()
+    both_visible_side_by_side(columns["Baseline"], columns["R&R"])
+
+    # The cost chart: plotly drew it, with a bar per method.
+    cost = main(page).locator('[data-testid="stPlotlyChart"]').first
+    cost.scroll_into_view_if_needed()
+    expect(cost.locator(".js-plotly-plot")).to_be_visible()
+    expect(cost.locator(".legendtext", has_text="reminder overhead")).to_be_attached()
+    expect(cost.locator(".xtick text", has_text="Baseline")).to_be_attached()
+    expect(cost.locator(".xtick text", has_text="R&R")).to_be_attached()
+    shot(page, "01_ask_results.png")
+
+    # 5. The Document screen: the page strip with reminder markers, the page with its highlight.
+    sidebar.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Document").click()
+    expect(main(page).get_by_role("heading", name="What the model saw")).to_be_visible()
+    settle(page)
+    expect(main(page).get_by_text(f"k = {REMINDER_EVERY:,} tokens")).to_be_visible()
+    strip = main(page).locator('[data-testid="stPlotlyChart"]').first
+    expect(strip.locator(".js-plotly-plot")).to_be_visible()
+    expect(
+        strip.locator(".legendtext", has_text=f"reminder (R&R retrieval, k = {REMINDER_EVERY:,})")
+    ).to_be_attached()
+    expect(strip.locator(".legendtext", has_text="cited page")).to_be_attached()
+    markers = strip.locator(".scatterlayer .trace").first.locator(".points path")
+    expect(markers.first).to_be_attached()
+    assert markers.count() >= 2, f"expected reminder markers on the strip, found {markers.count()}"
+    expect(
+        main(page).get_by_text(re.compile(r"R&R's retrieval call carries [1-9]\d* reminder"))
+    ).to_be_visible()
+
+    go_cited = main(page).get_by_role("button", name=f"Go to the cited page ({case.cited_page})")
+    expect(go_cited).to_be_visible()
+    go_cited.click()
+    settle(page)
+    viewer = main(page).locator('[data-testid="stImage"]').first
+    expect(viewer.locator("img")).to_be_visible()
+    caption = main(page).get_by_text(re.compile(rf"^Page {case.cited_page} of {case.pages} · "))
+    expect(caption).to_contain_text("cited — supporting text highlighted")
+    assert main(page).get_by_text("could not be placed on the rendered page").count() == 0
+    image = viewer.locator("img")
+    assert image.evaluate("img => img.complete && img.naturalWidth > 0"), "the page image did not load"
+    shot(page, "02_document.png")
+
+    assert not console_errors, f"errors in the page: {console_errors}"
