@@ -103,8 +103,22 @@ def strip_figure(strip: list[StripPage]) -> go.Figure:
             hovertemplate="reminder after page %{x:.0f}<extra></extra>",
         )
     breaks = chunk_breaks(strip)
-    for after in breaks:
-        fig.add_vline(x=after + 0.5, line_dash="dash", line_color="#7A7A7A", line_width=1)
+    # All lines in one layout update: add_vline copies every shape each call (quadratic).
+    fig.update_layout(
+        shapes=[
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": after + 0.5,
+                "x1": after + 0.5,
+                "y0": 0,
+                "y1": 1,
+                "line": {"dash": "dash", "color": "#7A7A7A", "width": 1},
+            }
+            for after in breaks
+        ]
+    )
     if breaks:  # a legend entry for the dashed lines
         fig.add_scatter(
             x=[None],
@@ -202,7 +216,7 @@ def page_viewer() -> None:
     st.image(
         rendered.png,
         caption=f"Page {number} of {pages} · " + " · ".join(notes),
-        width=700,
+        width=ui.PAGE_WIDTH,
         output_format="PNG",
     )
     if highlight and not rendered.highlight_found:

@@ -408,6 +408,9 @@ def last_results(document: Document | None = None) -> dict[str, Any] | None:
     return results
 
 
+PAGE_WIDTH = 700  # CSS pixels of the page viewer
+
+
 @st.cache_data(max_entries=128, show_spinner=False)
 def _png(
     sha256: str,
@@ -417,7 +420,8 @@ def _png(
     tokenizer: str,
     _document: Document,
 ) -> RenderedPage:
-    return render_page(_document, number, highlight=highlight, frame=frame)
+    # Rendered at the width it is shown at: a larger image is resized on every rerun.
+    return render_page(_document, number, width=PAGE_WIDTH, highlight=highlight, frame=frame)
 
 
 def page_png(

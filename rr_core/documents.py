@@ -440,10 +440,12 @@ def render_page(
     number: int,
     *,
     zoom: float = 1.5,
+    width: int | None = None,
     highlight: str | None = None,
     frame: tuple[float, float, float] | None = None,
 ) -> RenderedPage:
-    """Render one page to PNG, optionally highlighting a quote and framing the page."""
+    """Render one page to PNG (at ``zoom``, or ``width`` pixels wide), optionally
+    highlighting a quote and framing the page."""
     pymupdf = _pymupdf()
     page_info = document.page(number)
     if document.pdf_bytes is not None and page_info.source_page is not None:
@@ -466,6 +468,8 @@ def render_page(
             shape.draw_rect(page.rect + (2, 2, -2, -2))
             shape.finish(color=frame, width=4)
             shape.commit()
+        if width:
+            zoom = width / page.rect.width
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True)
         return RenderedPage(pix.tobytes("png"), pix.width, pix.height, found)
     finally:
