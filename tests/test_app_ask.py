@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from rr_core.chunking import partition_pages, plan_reminders
 from rr_core.errors import RateLimitError
 from rr_core.ledger import Ledger
+from rr_core.llm import DEFAULT_MODELS
 from rr_core.llm.base import Completion, LLMRequest
 from rr_core.llm.offline import OfflineEngine
 from rr_core.methods import Method, RunSettings, plan_all
@@ -78,7 +79,7 @@ def test_a_key_in_the_environment_selects_its_provider_without_showing_the_key(m
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
     at = open_app()
     assert at.session_state["provider"] == "anthropic"
-    assert at.sidebar.selectbox(key="w.model").value == "claude-sonnet-4-5"
+    assert at.sidebar.selectbox(key="w.model").value == DEFAULT_MODELS["anthropic"]
     key_field = at.sidebar.text_input(key="w.api_key")
     assert key_field.value == ""  # the key is used, never echoed into the page
     assert "ANTHROPIC_API_KEY" in key_field.placeholder
@@ -330,7 +331,7 @@ def test_provider_model_key_and_base_url_are_settable_for_stub_servers(monkeypat
     assert (trace.provider, trace.model) == ("openai-compatible", "stub-model")
     # Changing the provider in the sidebar resets the model and forgets the typed key.
     at.sidebar.selectbox(key="w.provider").set_value("anthropic").run()
-    assert at.session_state["model"] == "claude-sonnet-4-5" and at.session_state["api_key"] == ""
+    assert at.session_state["model"] == DEFAULT_MODELS["anthropic"] and at.session_state["api_key"] == ""
 
 
 def test_pages_without_text_are_reported() -> None:

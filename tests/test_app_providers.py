@@ -26,6 +26,7 @@ from streamlit.testing.v1 import AppTest
 
 from rr_core.exports import to_csv, to_json, to_markdown
 from rr_core.ledger import Ledger
+from rr_core.llm import DEFAULT_MODELS
 from rr_core.methods import Method, RunSettings, plan_method
 from rr_core.prompts import split_tagged
 from rr_core.runs import RunTrace
@@ -53,8 +54,6 @@ GOLD = next(q for q in SAMPLE.questions if "convenience" in q.question)
 K = 5_000  # small enough that R&R's retrieval prompt over ~70k tokens carries many reminders
 REMINDER_TAG = "<INSTRUCTIONS_REMINDER>"
 
-# The SDK warns that the default Claude model is near its end of life; not this file's subject.
-pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
 
 # ---- the stub as a model that reads --------------------------------------------------------
@@ -349,8 +348,8 @@ def test_openai_via_environment_variables(stub, monkeypatch) -> None:
 
 def test_anthropic_sends_reminders_only_in_rr_retrieval_and_no_temperature(stub, downloads) -> None:
     at = open_app("anthropic", stub.anthropic_url)
-    assert at.session_state["model"] == "claude-sonnet-4-5"
-    reminders = expected_reminders("anthropic", "claude-sonnet-4-5")
+    assert at.session_state["model"] == DEFAULT_MODELS["anthropic"]
+    reminders = expected_reminders("anthropic", DEFAULT_MODELS["anthropic"])
     assert plan_reminders_table(at) == {"Baseline": 0, "R&R": reminders}
     traces = run(at)
 
@@ -360,7 +359,7 @@ def test_anthropic_sends_reminders_only_in_rr_retrieval_and_no_temperature(stub,
     for request in stub.requests:
         body = request.body
         assert "temperature" not in body
-        assert body["model"] == "claude-sonnet-4-5"
+        assert body["model"] == DEFAULT_MODELS["anthropic"]
         assert body["output_config"]["format"]["type"] == "json_schema"
         # The SDK sends the key as x-api-key or, in newer versions, as a bearer token.
         bearer = request.headers.get("authorization", "").removeprefix("Bearer ")

@@ -14,7 +14,7 @@ PROVIDERS = ("offline", "openai", "anthropic", "openai-compatible")
 DEFAULT_MODELS = {
     "offline": "offline",
     "openai": "gpt-4.1-mini",
-    "anthropic": "claude-sonnet-4-5",
+    "anthropic": "claude-sonnet-5-5",
     "openai-compatible": "llama3.1",
 }
 
