@@ -4,8 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 # Offline tokenizer files: tiktoken reads them from here when the folder exists.
+# (Only when the folder exists: an empty TIKTOKEN_CACHE_DIR would switch tiktoken's cache off.)
 SHARED_TIKTOKEN := $(abspath ../shared/tiktoken)
-export TIKTOKEN_CACHE_DIR ?= $(if $(wildcard $(SHARED_TIKTOKEN)),$(SHARED_TIKTOKEN),)
+ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
+export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
+endif
 
 .PHONY: help run test lint typecheck bench samples clean
 

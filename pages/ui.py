@@ -25,9 +25,9 @@ import streamlit as st
 
 from rr_core.costs import known_models, price_data_version
 from rr_core.documents import Document, RenderedPage, load_document, render_page
-from rr_core.errors import RRError
+from rr_core.errors import MissingKeyError, RRError
 from rr_core.llm import DEFAULT_MODELS, KEY_VARIABLES, PROVIDERS, LLMClient, make_client
-from rr_core.methods import METHOD_LABELS, Method, RunSettings
+from rr_core.methods import Method, RunSettings
 from rr_core.runs import RunTrace
 from rr_core.samples import get_sample, list_samples, questions_middle_first
 from rr_core.sources import sample_document
@@ -194,7 +194,19 @@ def settings_for(method: Method | str) -> RunSettings:
 
 
 def new_client() -> LLMClient:
-    """A fresh client for this run (never cached: clients hold connections)."""
+    """A fresh client for this run (never cached: clients hold connections).
+
+    A server URL typed in the sidebar only ever gets a key typed in the sidebar: the key
+    configured for the deployment (environment, secrets) goes to its own server only.
+    """
+    typed_url = str(st.session_state.get("base_url") or "").strip()
+    typed_key = str(st.session_state.get("api_key") or "").strip()
+    if typed_url and not typed_key and provider() in KEY_VARIABLES:
+        raise MissingKeyError(
+            f"The server URL {typed_url} was typed in the sidebar, so it needs a key typed in the "
+            "sidebar too: the configured key is never sent to another server.",
+            provider=provider(),
+        )
     return make_client(provider(), model=model(), api_key=api_key(), base_url=base_url())
 
 
@@ -453,7 +465,7 @@ def plural(n: int, noun: str) -> str:
 def label(method: str) -> str:
     """A method's human name."""
     try:
-        return METHOD_LABELS[Method(method)]
+        return Method(method).label
     except ValueError:
         return method
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -17,7 +18,7 @@ from typing import Any
 from rr_core import samples
 from rr_core.costs import price_data_version
 from rr_core.documents import Document
-from rr_core.errors import ConfigError, LLMError, RRError
+from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
 from rr_core.methods import Method, RunSettings, plan_method, render_prompt
 from rr_core.runs import CallEvent, run_methods
@@ -293,6 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         data = COMMANDS[args.command](args)
+    except (MissingKeyError, ConfigError) as exc:  # the user's to fix: a key, a setting
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except LLMError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
@@ -302,11 +306,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    if args.json:
-        json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
-        print()
-    else:
-        _print_table(args.command, data)
+    try:
+        if args.json:
+            json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
+            print()
+        else:
+            _print_table(args.command, data)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `... | head`: the reader has all it wanted
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps interpreter shutdown quiet
+        return 0
     if args.command == "ask" and any(r["error"] for r in data["results"]):
         return 3 if all(r["error"] for r in data["results"]) else 0
     return 0

@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from rr_core.errors import (
+    ConfigError,
     CorruptDocument,
     DocumentTooLarge,
     EmptyDocument,
     NoTextError,
     PasswordRequired,
+    RRError,
     UnsupportedType,
     WrongPassword,
 )
@@ -320,12 +322,12 @@ def _docx_text(data: bytes, filename: str) -> str:
 
     try:
         document = docx.Document(io.BytesIO(data))
-    except Exception as exc:  # noqa: BLE001 - python-docx raises zip, xml and key errors
+        parts: list[str] = [p.text for p in document.paragraphs]
+        for table in document.tables:
+            for row in table.rows:
+                parts.append(" | ".join(cell.text.strip() for cell in row.cells))
+    except Exception as exc:  # noqa: BLE001 - python-docx raises zip, xml, key and index errors
         raise CorruptDocument(filename, f"not a readable DOCX ({type(exc).__name__})") from exc
-    parts: list[str] = [p.text for p in document.paragraphs]
-    for table in document.tables:
-        for row in table.rows:
-            parts.append(" | ".join(cell.text.strip() for cell in row.cells))
     return "\n\n".join(parts)
 
 
@@ -446,6 +448,24 @@ def render_page(
 ) -> RenderedPage:
     """Render one page to PNG (at ``zoom``, or ``width`` pixels wide), optionally
     highlighting a quote and framing the page."""
+    if not 1 <= number <= len(document.pages):
+        raise ConfigError(f"{document.name} has no page {number} (it has {len(document.pages)}).")
+    try:
+        return _render(document, number, zoom, width, highlight, frame)
+    except RRError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a page MuPDF cannot draw must not take the screen down
+        raise CorruptDocument(document.name, f"page {number} could not be rendered ({exc})") from exc
+
+
+def _render(
+    document: Document,
+    number: int,
+    zoom: float,
+    width: int | None,
+    highlight: str | None,
+    frame: tuple[float, float, float] | None,
+) -> RenderedPage:
     pymupdf = _pymupdf()
     page_info = document.page(number)
     if document.pdf_bytes is not None and page_info.source_page is not None:

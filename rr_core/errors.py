@@ -18,6 +18,7 @@
     │   └── ProviderError      anything else the provider said (5xx, 4xx, connection)
     ├── ResponseParseError     the model's output was not the JSON we asked for
     ├── LedgerError            the run history file cannot be read or written
+    ├── RunCancelled           the run was stopped before a call was sent
     └── ConfigError            settings that cannot work together
 
 Anything else that escapes ``rr_core`` is a bug.
@@ -109,6 +110,10 @@ class ResponseParseError(RRError):
 
 class LedgerError(RRError):
     """The run history (SQLite file) could not be read or written."""
+
+
+class RunCancelled(RRError):
+    """The run was stopped (the user left the page) before this call was sent."""
 
 
 class ConfigError(RRError):

@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 
-from rr_core.methods import METHOD_LABELS, Method
+from rr_core.methods import Method
 from rr_core.runs import RunTrace
 
 CSV_COLUMNS = (
@@ -44,19 +45,34 @@ def summary_row(trace: RunTrace) -> dict[str, object]:
     }
 
 
+def _csv_safe(value: object) -> object:
+    """Text a spreadsheet would run as a formula (=, +, -, @ first) is kept as text."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
 def to_csv(traces: Sequence[RunTrace]) -> str:
-    """One row per method."""
+    """One row per method (answers quoted from documents cannot run as spreadsheet formulas)."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
     writer.writeheader()
     for trace in traces:
-        writer.writerow(summary_row(trace))
+        writer.writerow({k: _csv_safe(v) for k, v in summary_row(trace).items()})
     return out.getvalue()
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~$])")
+
+
+def md_escape(text: str) -> str:
+    """Text from a document or a model, shown literally in Markdown: no links, images or HTML."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
 def _label(method: str) -> str:
     try:
-        return METHOD_LABELS[Method(method)]
+        return Method(method).label
     except ValueError:
         return method
 
@@ -69,8 +85,8 @@ def to_markdown(traces: Sequence[RunTrace]) -> str:
     lines = [
         "# R&R Studio report",
         "",
-        f"- **Document:** {first.document} (sha256 `{first.document_sha256[:12]}…`)",
-        f"- **Question:** {first.question}",
+        f"- **Document:** {md_escape(first.document)} (sha256 `{first.document_sha256[:12]}…`)",
+        f"- **Question:** {md_escape(first.question)}",
         f"- **Provider / model:** {first.provider} / {first.model}"
         + ("" if first.is_llm else " — offline engine, not an LLM"),
         f"- **Run at:** {first.started_at}",
@@ -80,7 +96,7 @@ def to_markdown(traces: Sequence[RunTrace]) -> str:
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for t in traces:
-        answer = (t.answer or f"error: {t.error}").replace("|", "\\|").replace("\n", " ")
+        answer = md_escape(t.answer or f"error: {t.error}")
         cited = f"p. {t.page}" if t.page else "—"
         retrieved = ", ".join(str(p) for p in t.retrieved_pages) or "—"
         lines.append(
@@ -90,7 +106,8 @@ def to_markdown(traces: Sequence[RunTrace]) -> str:
     lines.append("")
     for t in traces:
         if t.warnings or t.error:
-            lines.append(f"**{_label(t.method)}:** " + "; ".join(([t.error] if t.error else []) + t.warnings))
+            notes = ([t.error] if t.error else []) + t.warnings
+            lines.append(f"**{_label(t.method)}:** " + "; ".join(md_escape(n) for n in notes))
     lines.append("")
     lines.append("Page numbers are those of the document as loaded (PDF pages for PDFs).")
     return "\n".join(lines) + "\n"

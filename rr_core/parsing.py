@@ -56,10 +56,14 @@ class RetrievalOut(BaseModel):
     def _pages_to_ints(cls, value: Any) -> list[int]:
         if value is None:
             return []
-        if isinstance(value, (int, str)):
-            value = re.findall(r"\d+", str(value)) if isinstance(value, str) else [value]
+        if isinstance(value, str):
+            value = re.findall(r"\d+", value)
+        elif not isinstance(value, (list, tuple)):
+            value = [value]  # a lone number (7, 7.0) or object
         out: list[int] = []
         for item in value:
+            if isinstance(item, dict):  # [{"page": 3}, ...]
+                item = next((v for k, v in item.items() if "page" in str(k).lower()), None)
             page = _coerce_page(item)
             if isinstance(page, int):
                 out.append(page)

@@ -18,9 +18,10 @@ from typing import Any
 
 from rr_core.costs import price_data_version, price_usage
 from rr_core.documents import Document
-from rr_core.errors import LLMError, ResponseParseError, RRError
+from rr_core.errors import LLMError, ResponseParseError, RRError, RunCancelled
 from rr_core.llm.base import LLMClient, LLMRequest, Usage
-from rr_core.methods import Method, Plan, PlannedCall, RunSettings, plan_answer, plan_method, render_prompt
+from rr_core.llm.errors_map import redact
+from rr_core.methods import Plan, PlannedCall, RunSettings, plan_answer, plan_method, render_prompt
 from rr_core.parsing import parse_answer, parse_retrieval
 from rr_core.tokens import TokenCounter
 
@@ -42,6 +43,7 @@ class CallTrace:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     output_cost_usd: float = 0.0
+    price_known: bool = True
     latency_s: float = 0.0
     retrieved: list[int] = field(default_factory=list)
     error: str | None = None
@@ -141,7 +143,8 @@ class _Limiter:
     """Bounds the provider calls in flight across all methods and chunks."""
 
     def __init__(self, limit: int) -> None:
-        self._semaphore = threading.BoundedSemaphore(max(1, limit))
+        self.limit = max(1, limit)
+        self._semaphore = threading.BoundedSemaphore(self.limit)
 
     def __enter__(self) -> None:
         self._semaphore.acquire()
@@ -161,9 +164,11 @@ class _Runner:
         counter: TokenCounter,
         limiter: _Limiter,
         emit: Callable[[CallEvent], None],
+        cancel: threading.Event,
     ) -> None:
         self.document, self.plan, self.client = document, plan, client
-        self.counter, self.limiter, self.emit = counter, limiter, emit
+        self.counter, self.limiter, self.emit, self.cancel = counter, limiter, emit, cancel
+        self.max_workers = limiter.limit
         settings = plan.settings
         self.trace = RunTrace(
             method=plan.method.value,
@@ -191,10 +196,13 @@ class _Runner:
         except RRError as exc:
             self.trace.error = str(exc)
             self.trace.error_kind = type(exc).__name__
+        self.trace.price_known = self.plan.estimate.cost.known and all(c.price_known for c in self.trace.calls)
         self.trace.latency_s = round(time.perf_counter() - started, 3)
         return self.trace
 
     def _execute(self, call: PlannedCall) -> CallTrace:
+        """Send one call. The record is returned, or attached to the raised error: the caller
+        adds it to the trace, so chunk calls land in chunk order whatever finishes first."""
         prompt = render_prompt(self.document, call)
         record = CallTrace(
             stage=call.stage,
@@ -220,26 +228,32 @@ class _Runner:
         started = time.perf_counter()
         try:
             with self.limiter:
+                # Checked after waiting for a slot too: a stopped run sends nothing more.
+                if self.cancel.is_set():
+                    raise RunCancelled("The run was stopped before this call was sent.")
                 completion = self.client.complete(request)
-        except LLMError as exc:
+        except (LLMError, RunCancelled) as exc:
             record.error = str(exc)
             record.latency_s = round(time.perf_counter() - started, 3)
-            self.trace.calls.append(record)
             self.emit(replace(event, status="failed", message=str(exc)))
-            raise
+            raise _CallFailed(record, exc) from exc
         record.latency_s = round(time.perf_counter() - started, 3)
         record.response = completion.text
         record.usage = completion.usage
         cost = price_usage(completion.usage, *settings.pricing)
         record.cost_usd = cost.total_usd
         record.output_cost_usd = cost.output_usd
-        self.trace.price_known = self.trace.price_known and cost.known
-        self.trace.calls.append(record)
+        record.price_known = cost.known
         self.emit(replace(event, status="done"))
         return record
 
     def _answer(self, call: PlannedCall) -> None:
-        record = self._execute(call)
+        try:
+            record = self._execute(call)
+        except _CallFailed as failed:
+            self.trace.calls.append(failed.record)
+            raise failed.error from None
+        self.trace.calls.append(record)
         try:
             parsed = parse_answer(record.response)
         except ResponseParseError as exc:
@@ -254,50 +268,52 @@ class _Runner:
             page = None
         self.trace.page = page
 
-    def _retrieve(self, call: PlannedCall) -> list[int]:
-        record = self._execute(call)
+    def _retrieve(self, call: PlannedCall) -> _Retrieval:
+        """One retrieval call; never raises an ``RRError`` (it is part of the outcome)."""
+        try:
+            record = self._execute(call)
+        except _CallFailed as failed:
+            return _Retrieval(failed.record, error=failed.error)
         try:
             parsed = parse_retrieval(record.response)
         except ResponseParseError as exc:
             record.error = str(exc)
-            raise
+            return _Retrieval(record, error=exc)
         allowed = set(call.pages)
-        kept: list[int] = []
+        outcome = _Retrieval(record)
         for page in parsed.pages:
-            if page in allowed and page not in kept:
-                kept.append(page)
+            if page in allowed and page not in outcome.kept:
+                outcome.kept.append(page)
             elif page not in allowed:
-                self.trace.dropped_pages.append(page)
-        if len(kept) > call.top_k:
-            self.trace.warnings.append(
-                f"The model returned {len(kept)} pages where {call.top_k} were asked; kept the first {call.top_k}."
+                outcome.dropped.append(page)
+        if len(outcome.kept) > call.top_k:
+            outcome.warnings.append(
+                f"The model returned {len(outcome.kept)} pages where {call.top_k} were asked; "
+                f"kept the first {call.top_k}."
             )
-            kept = kept[: call.top_k]
-        record.retrieved = kept
-        return kept
+            del outcome.kept[call.top_k :]
+        record.retrieved = list(outcome.kept)
+        return outcome
 
     def _run_retrieve_then_answer(self) -> None:
-        retrieval_calls = self.plan.retrieval_calls
-        results: list[list[int] | None] = [None] * len(retrieval_calls)
-        errors: list[RRError] = []
-
-        def one(index: int) -> None:
-            try:
-                results[index] = self._retrieve(retrieval_calls[index])
-            except RRError as exc:
-                errors.append(exc)
-
-        if len(retrieval_calls) == 1:
-            one(0)
+        calls = self.plan.retrieval_calls
+        if len(calls) == 1:
+            outcomes = [self._retrieve(calls[0])]
         else:
-            with ThreadPoolExecutor(max_workers=len(retrieval_calls)) as pool:
-                list(pool.map(one, range(len(retrieval_calls))))
-        self.trace.calls.sort(key=lambda c: (c.stage != "retrieve", c.chunk or 0))
-        if errors and all(r is None for r in results):
-            raise errors[0]
-        for exc in errors:
-            self.trace.warnings.append(f"One chunk's retrieval failed and was skipped: {exc}")
-        self.trace.retrieved_pages = merge_ranked([r for r in results if r is not None])
+            workers = min(len(calls), self.max_workers)
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                outcomes = list(pool.map(self._retrieve, calls))
+        # Merged in chunk order, so identical runs give identical traces.
+        for outcome in outcomes:
+            self.trace.calls.append(outcome.record)
+            self.trace.dropped_pages.extend(outcome.dropped)
+            self.trace.warnings.extend(outcome.warnings)
+        failed = [o.error for o in outcomes if o.error is not None]
+        if failed and len(failed) == len(outcomes):
+            raise failed[0]
+        for error in failed:
+            self.trace.warnings.append(f"One chunk's retrieval failed and was skipped: {error}")
+        self.trace.retrieved_pages = merge_ranked([o.kept for o in outcomes if o.error is None])
         if self.trace.dropped_pages:
             dropped = ", ".join(str(p) for p in self.trace.dropped_pages)
             self.trace.warnings.append(f"Dropped page numbers that were not in the context: {dropped}.")
@@ -311,6 +327,25 @@ class _Runner:
             self.document, self.plan.question, self.plan.settings, self.counter, self.trace.retrieved_pages
         )
         self._answer(answer_call)
+
+
+@dataclass(slots=True)
+class _Retrieval:
+    """One retrieval call's outcome, merged into the trace by the method's thread."""
+
+    record: CallTrace
+    kept: list[int] = field(default_factory=list)
+    dropped: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: RRError | None = None
+
+
+class _CallFailed(Exception):
+    """Carries a failed call's record along with its error."""
+
+    def __init__(self, record: CallTrace, error: RRError) -> None:
+        super().__init__(str(error))
+        self.record, self.error = record, error
 
 
 def merge_ranked(rankings: Sequence[Sequence[int]]) -> list[int]:
@@ -349,13 +384,14 @@ def stream_runs(
     plans = [plan_method(document, question, s, counter) for s in settings]
     events: queue.Queue[CallEvent | RunTrace] = queue.Queue()
     limiter = _Limiter(max_concurrency)
-    runners = [_Runner(document, p, client, counter, limiter, events.put) for p in plans]
+    cancel = threading.Event()
+    runners = [_Runner(document, p, client, counter, limiter, events.put, cancel) for p in plans]
 
     def work(runner: _Runner) -> None:
         try:
             events.put(runner.run())
         except Exception as exc:  # noqa: BLE001 - a bug must reach the caller, not hang it
-            runner.trace.error = f"Internal error: {type(exc).__name__}: {exc}"
+            runner.trace.error = redact(f"Internal error: {type(exc).__name__}: {exc}")
             runner.trace.error_kind = "InternalError"
             events.put(runner.trace)
 
@@ -363,11 +399,16 @@ def stream_runs(
     for thread in threads:
         thread.start()
     finished = 0
-    while finished < len(runners):
-        item = events.get()
-        if isinstance(item, RunTrace):
-            finished += 1
-        yield item
+    try:
+        while finished < len(runners):
+            item = events.get()
+            if isinstance(item, RunTrace):
+                finished += 1
+            yield item
+    finally:
+        # The caller stopped listening (a closed generator: the user left the page): send
+        # no further paid calls. Calls already in flight finish on their own.
+        cancel.set()
 
 
 def run_methods(
@@ -396,8 +437,3 @@ def run_method(
 ) -> RunTrace:
     """Run one method."""
     return run_methods(document, question, [settings], client, counter)[0]
-
-
-def with_method(settings: RunSettings, method: Method | str) -> RunSettings:
-    """The same settings for another method."""
-    return replace(settings, method=Method(method))

@@ -343,6 +343,27 @@ def test_openai_via_environment_variables(stub, monkeypatch) -> None:
     assert_secret_kept(at, SECRET)
 
 
+def test_the_configured_key_never_goes_to_a_server_url_typed_in_the_sidebar(stub, monkeypatch) -> None:
+    # The deployment's key is in the environment; a visitor types another server's URL.
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["question"] = GOLD.question
+    at.run()
+    assert at.session_state["provider"] == "openai"
+    at.sidebar.text_input(key="w.base_url").set_value(stub.url).run()
+    at.button(key="run").click().run()
+    assert not at.exception
+    assert stub.requests == []
+    shown = " ".join(e.value for e in at.error)
+    assert "typed in the sidebar" in shown and "never sent to another server" in shown
+    assert SECRET not in shown
+    # With a key typed for that server, the run goes there with that key only.
+    at.sidebar.text_input(key="w.api_key").set_value("sk-typed-for-that-server").run()
+    at.button(key="run").click().run()
+    assert stub.requests
+    assert all(r.headers["authorization"] == "Bearer sk-typed-for-that-server" for r in stub.requests)
+
+
 # ---- Anthropic (Messages API) -------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ import pymupdf
 import pytest
 from conftest import PLANTED_FACT, PLANTED_PAGE, PLANTED_QUESTION, ROOT, planted_texts
 
+from rr_core import samples
 from rr_core.cli import main
 from rr_core.methods import Method
 
@@ -260,28 +261,23 @@ def test_user_mistakes_are_one_line_and_exit_2(
     assert captured.out == ""
 
 
-def test_a_paid_provider_without_a_key_is_exit_3_not_a_traceback(planted_txt: Path) -> None:
+def test_a_paid_provider_without_a_key_is_a_user_mistake_exit_2_not_a_traceback(planted_txt: Path) -> None:
     result = run_cli("ask", str(planted_txt), "-q", "x", "--provider", "openai", "--methods", "baseline")
-    assert result.returncode == 3
+    assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "OPENAI_API_KEY" in result.stdout + result.stderr
 
 
 # ---- samples -------------------------------------------------------------------------------------
 
-samples_module = pytest.importorskip("rr_core.samples")
-needs_samples = pytest.mark.skipif(
-    not hasattr(samples_module, "list_samples"), reason="rr_core.samples has no list_samples() yet"
-)
 
 
-@needs_samples
 def test_samples_json_lists_questions_with_gold_pages(capsys: pytest.CaptureFixture[str]) -> None:
     data = cli_json(capsys, "samples")
     names = [s["name"] for s in data["samples"]]
-    assert names == samples_module.list_samples() and "contract" in names
+    assert names == samples.list_samples() and "contract" in names
     for entry in data["samples"]:
-        sample = samples_module.get_sample(entry["name"])
+        sample = samples.get_sample(entry["name"])
         assert entry["pages"] == len(sample.pages) > 1 and entry["title"] == sample.title
         assert entry["questions"]
         for q in entry["questions"]:
@@ -290,7 +286,6 @@ def test_samples_json_lists_questions_with_gold_pages(capsys: pytest.CaptureFixt
             assert q["answers"][0].lower() in sample.pages[q["page"] - 1].lower()
 
 
-@needs_samples
 def test_samples_write(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     data = cli_json(capsys, "samples", "--write", str(tmp_path / "out"))
     for entry in data["samples"]:
@@ -302,9 +297,8 @@ def test_samples_write(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
             assert doc.page_count == entry["pages"]
 
 
-@needs_samples
 def test_ask_a_sample_by_name(capsys: pytest.CaptureFixture[str]) -> None:
-    sample = samples_module.get_sample("contract")
+    sample = samples.get_sample("contract")
     question = sample.questions[0]
     data = cli_json(
         capsys,

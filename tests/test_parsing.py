@@ -168,3 +168,13 @@ def test_schemas_by_task() -> None:
     assert schema_for("retrieve") is RETRIEVAL_SCHEMA and schema_for("answer") is ANSWER_SCHEMA
     assert set(ANSWER_SCHEMA["required"]) == {"question", "answer", "page"}
     assert set(RETRIEVAL_SCHEMA["required"]) == {"question", "pages"}
+
+
+@pytest.mark.parametrize(
+    ("pages", "expected"),
+    [(7.0, [7]), (7, [7]), ({"page": 3}, [3]), ([{"page": 3}, {"page_number": "5"}], [3, 5]), (True, [])],
+)
+def test_retrieval_pages_in_odd_shapes_never_crash(pages, expected) -> None:
+    import json
+
+    assert parse_retrieval(json.dumps({"question": "q", "pages": pages})).pages == expected
