@@ -156,47 +156,38 @@ def load_document(
     counter = counter or counter_for_model()
     kind = detect_kind(filename, data)
     sha = hashlib.sha256(data).hexdigest()
-    pdf_bytes: bytes | None = None
-    warnings: list[str] = []
     if kind == "pdf":
         texts, warnings = _pdf_texts(data, filename, password, max_pages)
-        pdf_bytes = data
-        source_pages: list[int | None] = list(range(1, len(texts) + 1))
-    else:
-        text = _plain_text(kind, data, filename)
-        texts = split_blocks(text)
-        if not texts:
-            raise EmptyDocument(filename, "the file has no text")
-        if len(texts) > max_pages:
-            raise DocumentTooLarge(filename, f"{len(texts)} pages; the limit is {max_pages}")
-        source_pages = [None] * len(texts)
-    counts = counter.count_many(list(texts))
-    pages = tuple(
-        Page(number=i + 1, text=t, tokens=n, source_page=sp)
-        for i, (t, n, sp) in enumerate(zip(texts, counts, source_pages, strict=True))
-    )
-    if counter.note:
-        warnings.append(counter.note)
-    return Document(
-        name=filename,
-        kind=kind,
-        pages=pages,
-        tokenizer=counter.label,
-        approximate_tokens=counter.approximate,
-        sha256=sha,
-        warnings=tuple(warnings),
-        pdf_bytes=pdf_bytes,
-        password=password if kind == "pdf" else None,
-    )
+        return document_from_texts(
+            filename, texts, counter=counter, kind=kind, sha256=sha, warnings=warnings,
+            pdf_bytes=data, password=password,
+        )  # fmt: skip
+    texts = split_blocks(_plain_text(kind, data, filename))
+    if not texts:
+        raise EmptyDocument(filename, "the file has no text")
+    if len(texts) > max_pages:
+        raise DocumentTooLarge(filename, f"{len(texts)} pages; the limit is {max_pages}")
+    return document_from_texts(filename, texts, counter=counter, kind=kind, sha256=sha)
 
 
 def document_from_texts(
-    name: str, texts: Sequence[str], *, counter: TokenCounter | None = None, kind: str = "txt"
+    name: str,
+    texts: Sequence[str],
+    *,
+    counter: TokenCounter | None = None,
+    kind: str = "txt",
+    sha256: str | None = None,
+    warnings: Sequence[str] = (),
+    pdf_bytes: bytes | None = None,
+    password: str | None = None,
 ) -> Document:
-    """A document whose pages are the given texts (samples, evaluation haystacks, tests)."""
+    """A document whose pages are the given texts, counted once.
+
+    Loading ends here; samples, evaluation haystacks and tests start here. A ``pdf`` kind's
+    page n is page n of ``pdf_bytes`` (when given) for rendering.
+    """
     counter = counter or counter_for_model()
     counts = counter.count_many(list(texts))
-    digest = hashlib.sha256("\f".join(texts).encode()).hexdigest()
     pages = tuple(
         Page(number=i + 1, text=t, tokens=n, source_page=i + 1 if kind == "pdf" else None)
         for i, (t, n) in enumerate(zip(texts, counts, strict=True))
@@ -207,8 +198,10 @@ def document_from_texts(
         pages=pages,
         tokenizer=counter.label,
         approximate_tokens=counter.approximate,
-        sha256=digest,
-        warnings=(counter.note,) if counter.note else (),
+        sha256=sha256 or hashlib.sha256("\f".join(texts).encode()).hexdigest(),
+        warnings=(*warnings, counter.note) if counter.note else tuple(warnings),
+        pdf_bytes=pdf_bytes,
+        password=password,
     )
 
 

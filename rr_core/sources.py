@@ -21,11 +21,8 @@ def _sample_pdf(name: str) -> bytes:
 
 def sample_document(name: str, counter: TokenCounter | None = None) -> Document:
     """A generated sample as a document, with a PDF rendering of its pages for the viewer."""
-    from dataclasses import replace
-
     sample = get_sample(name)
-    document = document_from_texts(f"{sample.title}", sample.pages, counter=counter, kind="pdf")
-    return replace(document, pdf_bytes=_sample_pdf(name))
+    return document_from_texts(sample.title, sample.pages, counter=counter, kind="pdf", pdf_bytes=_sample_pdf(name))
 
 
 def open_document(
