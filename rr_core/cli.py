@@ -117,7 +117,9 @@ def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     model = args.model or DEFAULT_MODELS[provider]
     document = _open(args, model)
     counter = counter_for_model(model)
-    plan = plan_method(document, args.question, _settings(args, _method(args.method), provider, model), counter)
+    plan = plan_method(
+        document, args.question, _settings(args, _method(args.method), provider, model), counter
+    )
     calls = []
     for call in plan.calls:
         calls.append(
@@ -249,7 +251,9 @@ def cmd_samples(args: argparse.Namespace) -> dict[str, Any]:
 
 def _print_table(command: str, data: dict[str, Any]) -> None:
     if command == "pages":
-        print(f"{data['file']}: {len(data['pages'])} pages, {data['total_tokens']:,} tokens ({data['tokenizer']})")
+        print(
+            f"{data['file']}: {len(data['pages'])} pages, {data['total_tokens']:,} tokens ({data['tokenizer']})"
+        )
         for w in data["warnings"]:
             print(f"warning: {w}")
         for p in data["pages"]:
@@ -264,7 +268,9 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             rem = f", reminders after {c['reminders_after_pages']}" if c["reminders_after_pages"] else ""
             pend = " (pending, estimated)" if c["pending"] else ""
             print(f"  {c['stage']}{chunk}: {pages}, {c['prompt_tokens']:,} tokens{rem}{pend}")
-        print(f"  total: {est['calls']} calls, {est['input_tokens']:,} input tokens, ~${est['usd']:.4f} as {est['priced_as']}")
+        print(
+            f"  total: {est['calls']} calls, {est['input_tokens']:,} input tokens, ~${est['usd']:.4f} as {est['priced_as']}"
+        )
     elif command == "ask":
         engine = "" if data["is_llm"] else "  [offline engine: not an LLM]"
         print(f"{data['file']} — {data['question']}{engine}")
@@ -274,8 +280,10 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 continue
             page = r["page"] if r["page"] is not None else "n/a"
             retrieved = f" retrieved {r['retrieved_pages']}" if r["retrieved_pages"] else ""
-            print(f"  {r['method']:<12} p.{page:<5} {r['usage']['input_tokens'] + r['usage']['cached_tokens']:>8,} in "
-                  f"{r['usage']['output_tokens']:>5,} out  ${r['cost_usd']:.4f}{retrieved}")
+            print(
+                f"  {r['method']:<12} p.{page:<5} {r['usage']['input_tokens'] + r['usage']['cached_tokens']:>8,} in "
+                f"{r['usage']['output_tokens']:>5,} out  ${r['cost_usd']:.4f}{retrieved}"
+            )
             print(f"               {r['answer']}")
             for w in r["warnings"]:
                 print(f"               warning: {w}")

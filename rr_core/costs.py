@@ -212,9 +212,7 @@ def _free(price: Price) -> _Rates:
 
 def _unknown(model: str) -> _Rates:
     source = f"unknown model '{model}': no price data"
-    return _Rates(
-        price=Price(0.0, 0.0, 0.0, 0.0, "unknown model"), known=False, source=source
-    )
+    return _Rates(price=Price(0.0, 0.0, 0.0, 0.0, "unknown model"), known=False, source=source)
 
 
 @lru_cache(maxsize=512)
@@ -249,13 +247,9 @@ def _rates(model: str, provider: str | None, utc_day: int) -> _Rates:
     cached = _to_rate(model_price.cache_read_mtok, input_rate)
     cache_write = _to_rate(model_price.cache_write_mtok, input_rate)
     output = _to_rate(output_value, _ZERO_RATE)
-    price = Price(
-        input_rate.base, cached.base, cache_write.base, output.base, _GENAI_SOURCE
-    )
+    price = Price(input_rate.base, cached.base, cache_write.base, output.base, _GENAI_SOURCE)
     tiered = any(rate.tiers for rate in (input_rate, cached, cache_write, output))
-    return _Rates(
-        price, True, _GENAI_SOURCE, input_rate, cached, cache_write, output, tiered
-    )
+    return _Rates(price, True, _GENAI_SOURCE, input_rate, cached, cache_write, output, tiered)
 
 
 def _today() -> int:
@@ -282,9 +276,7 @@ def price_usage(usage: Usage, model: str, provider: str | None = None) -> Cost:
     )
 
 
-def estimate_cost(
-    input_tokens: int, output_tokens: int, model: str, provider: str | None = None
-) -> Cost:
+def estimate_cost(input_tokens: int, output_tokens: int, model: str, provider: str | None = None) -> Cost:
     """Estimate one call's cost before running it, counting all input as uncached."""
     rates = _rates(model, provider, _today())
     return Cost(

@@ -262,9 +262,7 @@ def _pdf_texts(
             "OCR is not enabled, so there is nothing to ask about",
         )
     if empty:
-        warnings.append(
-            f"{filename}: pages {_ranges(empty)} have no text layer (scanned?) and stay empty."
-        )
+        warnings.append(f"{filename}: pages {_ranges(empty)} have no text layer (scanned?) and stay empty.")
     return texts, warnings
 
 

@@ -82,8 +82,7 @@ class Ledger:
 
     def _error(self, verb: str, exc: Exception) -> LedgerError:
         return LedgerError(
-            f"The run history at {self.path} could not be {verb} ({exc}). "
-            f"Point {DB_ENV} at a writable file."
+            f"The run history at {self.path} could not be {verb} ({exc}). Point {DB_ENV} at a writable file."
         )
 
     @contextmanager

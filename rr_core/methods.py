@@ -278,9 +278,7 @@ def _call(
     )
 
 
-def plan_method(
-    document: Document, question: str, settings: RunSettings, counter: TokenCounter
-) -> Plan:
+def plan_method(document: Document, question: str, settings: RunSettings, counter: TokenCounter) -> Plan:
     """Plan every call of ``settings.method`` on the document."""
     settings.validate()
     if not question.strip():

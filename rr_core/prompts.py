@@ -16,9 +16,7 @@ from dataclasses import dataclass
 # any "‹" already in the text is doubled so that the change can be undone exactly.
 
 _GUARD = "\u2039"
-_TAG_LIKE = re.compile(
-    r"<(?=\s*/?\s*(?:page|document|instructions))", re.IGNORECASE
-)
+_TAG_LIKE = re.compile(r"<(?=\s*/?\s*(?:page|document|instructions))", re.IGNORECASE)
 _UNESCAPE = re.compile(_GUARD + "{1,2}")
 
 
@@ -87,9 +85,7 @@ RETRIEVE_TASK = (
 )
 
 OPENING = "<INSTRUCTIONS>\nYour task is to {task}\n\nQuestion: {question}\n\n{format}\n</INSTRUCTIONS>"
-CLOSING = (
-    "<INSTRUCTIONS>\nNow, {task_now}\n\nQuestion: {question}\n\n{format}\n</INSTRUCTIONS>"
-)
+CLOSING = "<INSTRUCTIONS>\nNow, {task_now}\n\nQuestion: {question}\n\n{format}\n</INSTRUCTIONS>"
 REMINDER = (
     "<INSTRUCTIONS_REMINDER>\nRemember, your task is to {task}\n\nQuestion: {question}\n\n"
     "{format}\n</INSTRUCTIONS_REMINDER>"
@@ -129,8 +125,8 @@ def instructions(
         now = RETRIEVE_NOW.format(top_k=top_k)
     else:
         what, fmt, now = ANSWER_TASK, ANSWER_FORMAT, ANSWER_NOW
-    reminder = REMINDER_TAGS_ONLY if tags_only_reminder else REMINDER.format(
-        task=what, question=q, format=fmt
+    reminder = (
+        REMINDER_TAGS_ONLY if tags_only_reminder else REMINDER.format(task=what, question=q, format=fmt)
     )
     return Instructions(
         opening=OPENING.format(task=what, question=q, format=fmt),

@@ -76,7 +76,24 @@ class BM25:
         return [i for _, i in scored[:top_k]]
 
 
-_ABBREVIATIONS = ("Dr", "Mr", "Ms", "Mrs", "Prof", "No", "St", "Inc", "Ltd", "Co", "vs", "e.g", "i.e", "cf", "Art", "Sec")
+_ABBREVIATIONS = (
+    "Dr",
+    "Mr",
+    "Ms",
+    "Mrs",
+    "Prof",
+    "No",
+    "St",
+    "Inc",
+    "Ltd",
+    "Co",
+    "vs",
+    "e.g",
+    "i.e",
+    "cf",
+    "Art",
+    "Sec",
+)
 _NOT_AFTER_ABBREVIATION = "".join(f"(?<!\\b{re.escape(a)}\\.)" for a in _ABBREVIATIONS)
 _SENTENCE_END = re.compile(
     _NOT_AFTER_ABBREVIATION + r"(?<=[.!?;])\s+(?=[A-Z0-9(\"'])|\n{2,}|\n(?=[-*•\d]+[.)]?\s)"

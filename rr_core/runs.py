@@ -196,7 +196,9 @@ class _Runner:
         except RRError as exc:
             self.trace.error = str(exc)
             self.trace.error_kind = type(exc).__name__
-        self.trace.price_known = self.plan.estimate.cost.known and all(c.price_known for c in self.trace.calls)
+        self.trace.price_known = self.plan.estimate.cost.known and all(
+            c.price_known for c in self.trace.calls
+        )
         self.trace.latency_s = round(time.perf_counter() - started, 3)
         return self.trace
 
@@ -222,7 +224,11 @@ class _Runner:
             top_k=call.top_k,
         )
         event = CallEvent(
-            method=self.trace.method, stage=call.stage, chunk=call.chunk, pages=len(call.pages), status="started"
+            method=self.trace.method,
+            stage=call.stage,
+            chunk=call.chunk,
+            pages=len(call.pages),
+            status="started",
         )
         self.emit(event)
         started = time.perf_counter()

@@ -22,12 +22,12 @@ def _sample_pdf(name: str) -> bytes:
 def sample_document(name: str, counter: TokenCounter | None = None) -> Document:
     """A generated sample as a document, with a PDF rendering of its pages for the viewer."""
     sample = get_sample(name)
-    return document_from_texts(sample.title, sample.pages, counter=counter, kind="pdf", pdf_bytes=_sample_pdf(name))
+    return document_from_texts(
+        sample.title, sample.pages, counter=counter, kind="pdf", pdf_bytes=_sample_pdf(name)
+    )
 
 
-def open_document(
-    spec: str, *, password: str | None = None, counter: TokenCounter | None = None
-) -> Document:
+def open_document(spec: str, *, password: str | None = None, counter: TokenCounter | None = None) -> Document:
     """Open ``spec``: a path, or a sample name (``contract``, ``sample:contract``)."""
     counter = counter or counter_for_model()
     name = spec[len(SAMPLE_PREFIX) :] if spec.startswith(SAMPLE_PREFIX) else spec

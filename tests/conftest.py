@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import random
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data" / "documents"
@@ -15,11 +19,13 @@ SHARED_DATA = ROOT.parent / "shared" / "data" / "documents"
 _PROVIDER_VARIABLES = (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
+    "OPENAI_ADMIN_KEY",
     "OPENAI_ORG_ID",
     "OPENAI_PROJECT_ID",
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
     "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_PROFILE",
 )
 
 
@@ -29,6 +35,25 @@ def _no_real_providers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     # Every test gets its own run ledger.
     monkeypatch.setenv("RR_STUDIO_DB", str(tmp_path / "runs.sqlite3"))
+
+
+@pytest.fixture
+def stub() -> Iterator[StubServer]:
+    """The loopback provider stub (``tests/stub_server.py``), serving for one test."""
+    with StubServer() as server:
+        yield server
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A loopback port where a connection is refused, for certain, throughout the test.
+
+    The socket stays bound without listening: a connect gets a refusal, and no other process
+    can take the port meanwhile (as it could a port found free and then closed).
+    """
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import socket
-import time
-from collections.abc import Iterator
-
 import pytest
 
 from rr_core.errors import (
     AuthError,
     ContextTooLongError,
-    LLMError,
     MissingKeyError,
     ProviderError,
     ProviderTimeout,
@@ -19,8 +14,9 @@ from rr_core.errors import (
     ResponseParseError,
 )
 from rr_core.llm.anthropic_client import AnthropicClient
-from rr_core.llm.base import LLMRequest, Usage
+from rr_core.llm.base import Usage
 from rr_core.parsing import ANSWER_SCHEMA, RETRIEVAL_SCHEMA, parse_answer, parse_retrieval
+from tests.llm_fixtures import PROMPT, answer_request, raised, retrieve_request
 from tests.stub_server import (
     Reply,
     StubServer,
@@ -36,42 +32,12 @@ from tests.stub_server import (
 )
 
 KEY = "sk-ant-test-0123456789abcdefSECRET"
-PROMPT = 'Pages follow.\n<page 1>The sky is blue.</page 1>\nQuestion: What colour is the sky?\nReply as JSON with "answer" and "page".'
-RETRIEVE_PROMPT = 'Pages follow.\nQuestion: What colour is the sky?\nList the relevant "pages" as JSON.'
-
-
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_PROFILE"):
-        monkeypatch.delenv(var, raising=False)
-
-
-@pytest.fixture
-def stub() -> Iterator[StubServer]:
-    with StubServer() as server:
-        yield server
 
 
 def client_for(stub: StubServer, timeout_s: float = 120.0) -> AnthropicClient:
     return AnthropicClient(
         model="claude-test", api_key=KEY, base_url=stub.anthropic_url, max_retries=0, timeout_s=timeout_s
     )
-
-
-def answer_request(max_output_tokens: int = 1024) -> LLMRequest:
-    return LLMRequest(prompt=PROMPT, task="answer", model="claude-test", max_output_tokens=max_output_tokens)
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def raised(client: AnthropicClient, request: LLMRequest | None = None) -> LLMError:
-    with pytest.raises(LLMError) as info:
-        client.complete(request or answer_request())
-    return info.value
 
 
 def message_body(content: list[dict[str, object]], stop_reason: str = "end_turn") -> dict[str, object]:
@@ -109,9 +75,7 @@ def test_answer_sends_messages_request_with_output_schema(stub: StubServer) -> N
 
 
 def test_retrieval_uses_retrieval_schema(stub: StubServer) -> None:
-    completion = client_for(stub).complete(
-        LLMRequest(prompt=RETRIEVE_PROMPT, task="retrieve", model="claude-test")
-    )
+    completion = client_for(stub).complete(retrieve_request())
     assert stub.last.body["output_config"]["format"]["schema"] == RETRIEVAL_SCHEMA
     assert parse_retrieval(completion.text).pages == [1, 2]
 
@@ -244,14 +208,13 @@ def test_empty_output_at_token_limit_says_to_raise_it(stub: StubServer) -> None:
 
 def test_slow_server_is_a_timeout(stub: StubServer) -> None:
     stub.enqueue(slow(3.0))
-    started = time.monotonic()
     err = raised(client_for(stub, timeout_s=0.3))
     assert isinstance(err, ProviderTimeout)
-    assert time.monotonic() - started < 2.5
+    assert "0.3 s" in str(err)
 
 
-def test_connection_refused_names_the_url() -> None:
-    url = f"http://127.0.0.1:{closed_port()}"
+def test_connection_refused_names_the_url(refused_port: int) -> None:
+    url = f"http://127.0.0.1:{refused_port}"
     err = raised(AnthropicClient(model="claude-test", api_key=KEY, base_url=url, max_retries=0))
     assert type(err) is ProviderError
     assert f"Could not reach {url}" in str(err)
@@ -268,9 +231,7 @@ def test_malformed_output_passes_through_for_the_parser(stub: StubServer) -> Non
 def test_out_of_range_pages_are_returned_as_sent(stub: StubServer) -> None:
     # Range checks belong to the method layer; the adapter must not alter the output.
     stub.enqueue(json_output({"question": "q", "pages": [999, 2]}))
-    completion = client_for(stub).complete(
-        LLMRequest(prompt=RETRIEVE_PROMPT, task="retrieve", model="claude-test")
-    )
+    completion = client_for(stub).complete(retrieve_request())
     assert parse_retrieval(completion.text).pages == [999, 2]
 
 

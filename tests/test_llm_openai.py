@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import socket
-import time
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -13,16 +13,16 @@ from rr_core.errors import (
     AuthError,
     ConfigError,
     ContextTooLongError,
-    LLMError,
     MissingKeyError,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
     ResponseParseError,
 )
-from rr_core.llm.base import LLMRequest, Usage
+from rr_core.llm.base import Usage
 from rr_core.llm.openai_client import OpenAIClient
 from rr_core.parsing import ANSWER_SCHEMA, RETRIEVAL_SCHEMA, parse_answer, parse_retrieval
+from tests.llm_fixtures import PROMPT, answer_request, raised, retrieve_request
 from tests.stub_server import (
     Reply,
     StubServer,
@@ -37,26 +37,6 @@ from tests.stub_server import (
 )
 
 KEY = "sk-test-0123456789abcdefSECRET"
-PROMPT = 'Pages follow.\n<page 1>The sky is blue.</page 1>\nQuestion: What colour is the sky?\nReply as JSON with "answer" and "page".'
-RETRIEVE_PROMPT = 'Pages follow.\nQuestion: What colour is the sky?\nList the relevant "pages" as JSON.'
-
-
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in (
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "OPENAI_ADMIN_KEY",
-        "OPENAI_ORG_ID",
-        "OPENAI_PROJECT_ID",
-    ):
-        monkeypatch.delenv(var, raising=False)
-
-
-@pytest.fixture
-def stub() -> Iterator[StubServer]:
-    with StubServer() as server:
-        yield server
 
 
 def responses_client(stub: StubServer, timeout_s: float = 120.0) -> OpenAIClient:
@@ -68,32 +48,6 @@ def chat_client(stub: StubServer, timeout_s: float = 120.0) -> OpenAIClient:
 
 
 MakeClient = Callable[[StubServer], OpenAIClient]
-
-
-def answer_request(max_output_tokens: int = 1024, timeout_s: float = 120.0) -> LLMRequest:
-    return LLMRequest(
-        prompt=PROMPT,
-        task="answer",
-        model="gpt-test",
-        max_output_tokens=max_output_tokens,
-        timeout_s=timeout_s,
-    )
-
-
-def retrieve_request() -> LLMRequest:
-    return LLMRequest(prompt=RETRIEVE_PROMPT, task="retrieve", model="gpt-test")
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def raised(client: OpenAIClient, request: LLMRequest | None = None) -> LLMError:
-    with pytest.raises(LLMError) as info:
-        client.complete(request or answer_request())
-    return info.value
 
 
 # -- Responses API ---------------------------------------------------------------------------
@@ -130,6 +84,11 @@ def test_responses_retrieval_uses_retrieval_schema(stub: StubServer) -> None:
     assert fmt["schema"] == RETRIEVAL_SCHEMA
     assert stub.last.body["store"] is False
     assert parse_retrieval(completion.text).pages == [1, 2]
+
+
+def test_request_model_overrides_the_clients(stub: StubServer) -> None:
+    chat_client(stub).complete(answer_request(model="gpt-test"))
+    assert stub.last.body["model"] == "gpt-test"
 
 
 def test_model_reported_by_server_is_kept(stub: StubServer) -> None:
@@ -345,11 +304,9 @@ def test_context_too_long_is_not_mistaken_for_structured_rejection(stub: StubSer
 
 def test_slow_server_is_a_timeout(stub: StubServer) -> None:
     stub.enqueue(slow(3.0))
-    started = time.monotonic()
     err = raised(responses_client(stub, timeout_s=0.3))
     assert isinstance(err, ProviderTimeout)
     assert "0.3 s" in str(err)
-    assert time.monotonic() - started < 2.5
 
 
 def test_request_timeout_shorter_than_client_timeout_wins(stub: StubServer) -> None:
@@ -358,16 +315,16 @@ def test_request_timeout_shorter_than_client_timeout_wins(stub: StubServer) -> N
         responses_client(stub).complete(answer_request(timeout_s=0.3))
 
 
-def test_connection_refused_names_the_url() -> None:
-    url = f"http://127.0.0.1:{closed_port()}/v1"
+def test_connection_refused_names_the_url(refused_port: int) -> None:
+    url = f"http://127.0.0.1:{refused_port}/v1"
     client = OpenAIClient(model="llama-test", base_url=url, api="chat", max_retries=0)
     err = raised(client)
     assert type(err) is ProviderError
     assert f"Could not reach {url}" in str(err)
 
 
-def test_credentials_in_base_url_are_not_shown() -> None:
-    url = f"http://user:hunter2pass@127.0.0.1:{closed_port()}/v1"
+def test_credentials_in_base_url_are_not_shown(refused_port: int) -> None:
+    url = f"http://user:hunter2pass@127.0.0.1:{refused_port}/v1"
     err = raised(OpenAIClient(model="m", base_url=url, api="chat", max_retries=0))
     assert "hunter2pass" not in str(err)
 
@@ -418,12 +375,21 @@ def test_api_key_never_appears_in_errors(stub: StubServer, reply: Reply) -> None
 
 
 def test_client_serves_concurrent_calls(stub: StubServer) -> None:
-    for _ in range(4):
-        stub.enqueue(slow(0.4))
+    calls = 4
+    # Each request waits at the server until all four have arrived: the test passes only if
+    # the one client really has them in flight at once.
+    barrier = threading.Barrier(calls, timeout=10)
+
+    def all_at_once(path: str, body: Any) -> Reply:
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            return server_error(500, f"the {calls} requests were never in flight at once")
+        return Reply()
+
+    stub.responder = all_at_once
     client = responses_client(stub)
-    started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(lambda _: client.complete(answer_request()), range(4)))
-    assert len(results) == 4
-    assert stub.max_in_flight == 4
-    assert time.monotonic() - started < 1.5
+    with ThreadPoolExecutor(max_workers=calls) as pool:
+        results = list(pool.map(lambda _: client.complete(answer_request()), range(calls)))
+    assert len(results) == calls
+    assert stub.max_in_flight == calls

@@ -312,19 +312,37 @@ def test_an_unexpected_exception_surfaces_as_an_internal_error(planted_document:
 
 
 class InFlight:
-    """A responder that holds each call 0.2 s and records the most calls in flight at once."""
+    """A responder that records the most calls in flight at once (``most``).
 
-    def __init__(self) -> None:
+    The first ``meet`` calls wait for each other at a barrier before answering, so a run gets
+    past them only if that many calls really are in flight together; if they never are, the
+    barrier gives up and those calls fail the run, saying so. The other calls are held
+    ``hold_s``, which gives calls that should not overlap the chance to show that they do.
+    """
+
+    def __init__(self, meet: int = 0, hold_s: float = 0.05) -> None:
         self.lock = threading.Lock()
         self.now = 0
         self.most = 0
+        self.arrived = 0
+        self.meet = meet
+        self.hold_s = hold_s
+        self.barrier = threading.Barrier(max(1, meet), timeout=10)
 
     def __call__(self, request: LLMRequest) -> str:
         with self.lock:
             self.now += 1
             self.most = max(self.most, self.now)
+            self.arrived += 1
+            meets = self.arrived <= self.meet
         try:
-            time.sleep(0.2)
+            if meets:
+                try:
+                    self.barrier.wait()
+                except threading.BrokenBarrierError:
+                    raise AssertionError(f"{self.meet} calls were never in flight at once") from None
+            else:
+                time.sleep(self.hold_s)
             return good_responder(request)
         finally:
             with self.lock:
@@ -333,18 +351,21 @@ class InFlight:
 
 def test_chunk_retrievals_run_concurrently(planted_document: Document) -> None:
     counter = word_counter()
-    inflight = InFlight()
     plan = plan_method(planted_document, PLANTED_QUESTION, settings(Method.CHUNKED_ICR), counter)
-    assert len(plan.retrieval_calls) >= 3
-    trace = run_method(
+    chunks = len(plan.retrieval_calls)
+    assert chunks >= 3
+    # Every chunk's retrieval must be in flight at once for any of them to answer.
+    inflight = InFlight(meet=chunks)
+    trace = run_methods(
         planted_document,
         PLANTED_QUESTION,
-        settings(Method.CHUNKED_ICR),
+        [settings(Method.CHUNKED_ICR)],
         ScriptedClient(responder=inflight),
         counter,
-    )
-    assert trace.ok and trace.page == PLANTED_PAGE
-    assert inflight.most > 1
+        max_concurrency=chunks,
+    )[0]
+    assert trace.ok and trace.page == PLANTED_PAGE, trace.error
+    assert inflight.most == chunks
 
 
 @pytest.mark.parametrize("methods", [(Method.CHUNKED_RR,), (Method.CHUNKED_ICR, Method.RR, Method.BASELINE)])
@@ -360,12 +381,13 @@ def test_max_concurrency_one_bounds_calls_in_flight(
         word_counter(),
         max_concurrency=1,
     )
-    assert all(t.ok for t in traces)
+    assert all(t.ok for t in traces), [t.error for t in traces]
     assert inflight.most == 1
 
 
 def test_max_concurrency_bounds_across_methods(planted_document: Document) -> None:
-    inflight = InFlight()
+    # Two calls must be in flight together to get on; the limiter lets no third one in.
+    inflight = InFlight(meet=2)
     traces = run_methods(
         planted_document,
         PLANTED_QUESTION,
@@ -374,7 +396,7 @@ def test_max_concurrency_bounds_across_methods(planted_document: Document) -> No
         word_counter(),
         max_concurrency=2,
     )
-    assert all(t.ok for t in traces)
+    assert all(t.ok for t in traces), [t.error for t in traces]
     assert inflight.most == 2
 
 

@@ -53,7 +53,7 @@ def test_chunked_traces_are_in_chunk_order_whatever_finishes_first() -> None:
         pages = [int(line.split()[1].rstrip(">")) for line in request.prompt.splitlines() if line.startswith("<PAGE ")]
         # Later chunks answer first, and each names a page outside its chunk.
         time.sleep(0.05 * (len(document.pages) - pages[0]) / len(document.pages))
-        return '{"question": "q", "pages": [%d, 999]}' % pages[0]
+        return f'{{"question": "q", "pages": [{pages[0]}, 999]}}'
 
     traces: list[RunTrace] = []
     for _ in range(2):

@@ -13,20 +13,28 @@ from typing import Any
 import anthropic
 from anthropic.types import Message, MessageParam, OutputConfigParam
 
-from rr_core.errors import ContextTooLongError, LLMError, MissingKeyError, ProviderError
+from rr_core.errors import ContextTooLongError, MissingKeyError, ProviderError
 from rr_core.llm import errors_map
 from rr_core.llm.base import Completion, LLMRequest, Task, Usage
+from rr_core.llm.structured import HTTPFailure, SDKAdapter, SDKErrors, completion, count
 from rr_core.parsing import schema_for
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 _LABEL = "Anthropic"
 
 
-class AnthropicClient:
+class AnthropicClient(SDKAdapter):
     """An ``LLMClient`` over the Anthropic SDK (sync client, one per instance)."""
 
     name = "anthropic"
     is_llm = True
+    sdk_errors = SDKErrors(
+        base=anthropic.AnthropicError,
+        timeout=anthropic.APITimeoutError,
+        connection=anthropic.APIConnectionError,
+    )
+    key_var = "ANTHROPIC_API_KEY"
+    _label = _LABEL
 
     def __init__(
         self,
@@ -54,23 +62,6 @@ class AnthropicClient:
         self._client = anthropic.Anthropic(
             api_key=key, base_url=url, max_retries=max_retries, timeout=timeout_s
         )
-
-    def complete(self, request: LLMRequest) -> Completion:
-        """Send one request and return the completion, or raise an ``LLMError``."""
-        model = request.model or self.model
-        timeout = min(request.timeout_s, self.timeout_s)
-        structured = self._structured
-        try:
-            try:
-                return self._send(request, model, timeout, structured=structured)
-            except anthropic.APIStatusError as exc:
-                if not (structured and errors_map.rejects_structured_output(exc.status_code, _detail(exc))):
-                    raise
-                self._structured = False
-                return self._send(request, model, timeout, structured=False)
-        except anthropic.AnthropicError as exc:
-            # `from None`: the SDK error holds the request, headers and key included.
-            raise self._error(exc, timeout) from None
 
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
         messages: list[MessageParam] = [{"role": "user", "content": request.prompt}]
@@ -108,35 +99,14 @@ class AnthropicClient:
             if stop == "max_tokens":
                 why += "; raise the maximum output tokens"
             raise errors_map.empty_output(provider=self.name, label=_LABEL, why=why)
-        return Completion(
-            text=text,
-            usage=messages_usage(getattr(message, "usage", None)),
-            model=str(getattr(message, "model", "") or ""),
-            structured=structured,
-            raw={
-                "id": getattr(message, "id", ""),
-                "api": "messages",
-                "stop_reason": stop,
-            },
+        return completion(
+            message, text, messages_usage, structured=structured, api="messages", stop_reason=stop
         )
 
-    def _error(self, exc: anthropic.AnthropicError, timeout: float) -> LLMError:
-        if isinstance(exc, anthropic.APITimeoutError):
-            return errors_map.timed_out(provider=self.name, label=_LABEL, timeout_s=timeout)
-        if isinstance(exc, anthropic.APIConnectionError):
-            return errors_map.unreachable(provider=self.name, base_url=self.base_url)
-        if isinstance(exc, anthropic.APIStatusError):
-            return errors_map.from_status(
-                provider=self.name,
-                label=_LABEL,
-                key_var="ANTHROPIC_API_KEY",
-                status=exc.status_code,
-                detail=_detail(exc),
-                headers=exc.response.headers,
-                secrets=self._secrets,
-            )
-        said = errors_map.clean_detail(str(exc), self._secrets)
-        return ProviderError(f"{_LABEL} call failed: {said}", provider=self.name)
+    def _http_failure(self, exc: Exception) -> HTTPFailure | None:
+        if not isinstance(exc, anthropic.APIStatusError):
+            return None
+        return HTTPFailure(exc.status_code, _detail(exc), exc.response.headers)
 
 
 def _output_config(task: Task) -> OutputConfigParam:
@@ -154,17 +124,11 @@ def _detail(exc: anthropic.APIStatusError) -> str:
     return exc.message
 
 
-def _count(obj: Any, name: str) -> int:
-    """``obj.name`` as an int; 0 when the object, the field or its value is missing."""
-    value = getattr(obj, name, None) if obj is not None else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def messages_usage(usage: Any) -> Usage:
     """Normalise Messages usage: its ``input_tokens`` exclude cache reads and writes."""
     return Usage(
-        input_tokens=_count(usage, "input_tokens"),
-        cached_tokens=_count(usage, "cache_read_input_tokens"),
-        cache_write_tokens=_count(usage, "cache_creation_input_tokens"),
-        output_tokens=_count(usage, "output_tokens"),
+        input_tokens=count(usage, "input_tokens"),
+        cached_tokens=count(usage, "cache_read_input_tokens"),
+        cache_write_tokens=count(usage, "cache_creation_input_tokens"),
+        output_tokens=count(usage, "output_tokens"),
     )

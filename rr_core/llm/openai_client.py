@@ -16,9 +16,10 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.chat.completion_create_params import ResponseFormat
 from openai.types.responses import Response, ResponseTextConfigParam
 
-from rr_core.errors import ConfigError, LLMError, MissingKeyError, ProviderError
+from rr_core.errors import ConfigError, MissingKeyError, ProviderError
 from rr_core.llm import errors_map
 from rr_core.llm.base import Completion, LLMRequest, Task, Usage
+from rr_core.llm.structured import HTTPFailure, SDKAdapter, SDKErrors, completion, count
 from rr_core.parsing import schema_for
 
 Api = Literal["responses", "chat"]
@@ -28,10 +29,14 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 _PLACEHOLDER_KEY = "not-needed"
 
 
-class OpenAIClient:
+class OpenAIClient(SDKAdapter):
     """An ``LLMClient`` over the OpenAI SDK (sync client, one per instance)."""
 
     is_llm = True
+    sdk_errors = SDKErrors(
+        base=openai.OpenAIError, timeout=openai.APITimeoutError, connection=openai.APIConnectionError
+    )
+    key_var = "OPENAI_API_KEY"
 
     def __init__(
         self,
@@ -74,23 +79,6 @@ class OpenAIClient:
             timeout=timeout_s,
         )
 
-    def complete(self, request: LLMRequest) -> Completion:
-        """Send one request and return the completion, or raise an ``LLMError``."""
-        model = request.model or self.model
-        timeout = min(request.timeout_s, self.timeout_s)
-        structured = self._structured
-        try:
-            try:
-                return self._send(request, model, timeout, structured=structured)
-            except openai.APIStatusError as exc:
-                if not (structured and self._rejects_structured(exc)):
-                    raise
-                self._structured = False
-                return self._send(request, model, timeout, structured=False)
-        except openai.OpenAIError as exc:
-            # `from None`: the SDK error holds the request, headers and key included.
-            raise self._error(exc, timeout) from None
-
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
         if self.api == "responses":
             response = self._client.responses.create(
@@ -123,16 +111,13 @@ class OpenAIClient:
             raise errors_map.empty_output(
                 provider=self.name, label=self._label, why=_why_empty_response(response)
             )
-        return Completion(
-            text=text,
-            usage=responses_usage(getattr(response, "usage", None)),
-            model=str(getattr(response, "model", "") or ""),
+        return completion(
+            response,
+            text,
+            responses_usage,
             structured=structured,
-            raw={
-                "id": getattr(response, "id", ""),
-                "api": "responses",
-                "status": getattr(response, "status", None),
-            },
+            api="responses",
+            status=getattr(response, "status", None),
         )
 
     def _from_chat(self, chat: ChatCompletion, structured: bool) -> Completion:
@@ -148,13 +133,7 @@ class OpenAIClient:
             if finish == "length":
                 why += "; raise the maximum output tokens"
             raise errors_map.empty_output(provider=self.name, label=self._label, why=why)
-        return Completion(
-            text=text,
-            usage=chat_usage(getattr(chat, "usage", None)),
-            model=str(getattr(chat, "model", "") or ""),
-            structured=structured,
-            raw={"id": getattr(chat, "id", ""), "api": "chat", "finish_reason": finish},
-        )
+        return completion(chat, text, chat_usage, structured=structured, api="chat", finish_reason=finish)
 
     def _not_a_reply(self, api: str) -> ProviderError:
         return ProviderError(
@@ -163,26 +142,10 @@ class OpenAIClient:
             provider=self.name,
         )
 
-    def _rejects_structured(self, exc: openai.APIStatusError) -> bool:
-        return errors_map.rejects_structured_output(exc.status_code, _detail(exc))
-
-    def _error(self, exc: openai.OpenAIError, timeout: float) -> LLMError:
-        if isinstance(exc, openai.APITimeoutError):
-            return errors_map.timed_out(provider=self.name, label=self._label, timeout_s=timeout)
-        if isinstance(exc, openai.APIConnectionError):
-            return errors_map.unreachable(provider=self.name, base_url=self.base_url)
-        if isinstance(exc, openai.APIStatusError):
-            return errors_map.from_status(
-                provider=self.name,
-                label=self._label,
-                key_var="OPENAI_API_KEY",
-                status=exc.status_code,
-                detail=_detail(exc),
-                headers=exc.response.headers,
-                secrets=self._secrets,
-            )
-        said = errors_map.clean_detail(str(exc), self._secrets)
-        return ProviderError(f"{self._label} call failed: {said}", provider=self.name)
+    def _http_failure(self, exc: Exception) -> HTTPFailure | None:
+        if not isinstance(exc, openai.APIStatusError):
+            return None
+        return HTTPFailure(exc.status_code, _detail(exc), exc.response.headers)
 
 
 def _schema_name(task: Task) -> str:
@@ -241,41 +204,26 @@ def _why_empty_response(response: Response) -> str:
     return f"status: {getattr(response, 'status', None) or 'unknown'}"
 
 
-def _count(obj: Any, name: str) -> int:
-    """``obj.name`` as an int; 0 when the object, the field or its value is missing."""
-    value = getattr(obj, name, None) if obj is not None else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def responses_usage(usage: Any) -> Usage:
     """Normalise Responses usage: its ``input_tokens`` include cache reads and writes."""
-    details = getattr(usage, "input_tokens_details", None)
-    return _split_prompt(
-        _count(usage, "input_tokens"),
-        _count(details, "cached_tokens"),
-        _count(details, "cache_write_tokens"),
-        _count(usage, "output_tokens"),
-    )
+    return _split_prompt(usage, "input_tokens", "input_tokens_details", "output_tokens")
 
 
 def chat_usage(usage: Any) -> Usage:
     """Normalise Chat Completions usage: its ``prompt_tokens`` include cache reads and writes."""
-    details = getattr(usage, "prompt_tokens_details", None)
-    return _split_prompt(
-        _count(usage, "prompt_tokens"),
-        _count(details, "cached_tokens"),
-        _count(details, "cache_write_tokens"),
-        _count(usage, "completion_tokens"),
-    )
+    return _split_prompt(usage, "prompt_tokens", "prompt_tokens_details", "completion_tokens")
 
 
-def _split_prompt(prompt: int, cached: int, written: int, output: int) -> Usage:
+def _split_prompt(usage: Any, prompt_field: str, details_field: str, output_field: str) -> Usage:
+    """Split a prompt count that includes cache reads and writes into its three parts."""
+    prompt = count(usage, prompt_field)
+    details = getattr(usage, details_field, None)
     # Clamp: a server that reports details inconsistently must not yield negative counts.
-    cached = min(cached, prompt)
-    written = min(written, prompt - cached)
+    cached = min(count(details, "cached_tokens"), prompt)
+    written = min(count(details, "cache_write_tokens"), prompt - cached)
     return Usage(
         input_tokens=prompt - cached - written,
         cached_tokens=cached,
         cache_write_tokens=written,
-        output_tokens=output,
+        output_tokens=count(usage, output_field),
     )
