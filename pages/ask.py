@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pandas as pd
@@ -224,11 +223,9 @@ def run(document: Document, question: str, methods: list[Method]) -> None:
             expanded=False,
         )
     traces = [finished[s.method.value] for s in settings if s.method.value in finished]
-    batch = uuid.uuid4().hex[:12]
+    batch = "unsaved"
     try:
-        ledger = Ledger()
-        for trace in traces:
-            ledger.save(trace, batch)
+        batch = Ledger().save_batch(traces)
     except LedgerError as exc:
         st.warning(f"The results could not be saved to the history ({exc}); they are still shown below.")
     state["results"] = {

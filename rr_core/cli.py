@@ -19,6 +19,7 @@ from rr_core import samples
 from rr_core.costs import price_data_version
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
+from rr_core.ledger import Ledger
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
 from rr_core.methods import Method, RunSettings, plan_method, render_prompt
 from rr_core.runs import CallEvent, run_methods
@@ -63,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     p_ask.add_argument("--base-url", default=None, help="server URL (openai-compatible)")
     p_ask.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     p_ask.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
+    p_ask.add_argument(
+        "--save", action="store_true", help="store the runs in the history the app shows (RR_STUDIO_DB)"
+    )
 
     p_samples = sub.add_parser("samples", help="list the generated samples, or write them out")
     p_samples.add_argument("--write", metavar="DIR", help="write each sample as PDF and its QA as JSON")
@@ -212,9 +216,11 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
                 "error_kind": t.error_kind,
             }
         )
+    batch = Ledger().save_batch(traces) if args.save else None
     return {
         "file": document.name,
         "question": args.question,
+        "batch": batch,
         "provider": provider,
         "model": model,
         "is_llm": client.is_llm,
@@ -287,6 +293,8 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             print(f"               {r['answer']}")
             for w in r["warnings"]:
                 print(f"               warning: {w}")
+        if data["batch"]:
+            print(f"saved to the history as batch {data['batch']}")
     elif command == "samples":
         for s in data["samples"]:
             print(f"{s['name']:<10} {s['pages']:>4} pages, {len(s['questions'])} questions — {s['title']}")

@@ -6,7 +6,8 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +130,13 @@ class Ledger:
                 ),
             )
             return int(cursor.lastrowid or 0)
+
+    def save_batch(self, traces: Sequence[RunTrace]) -> str:
+        """Store the traces of one question (its methods) under a new batch id; returns it."""
+        batch = uuid.uuid4().hex[:12]
+        for trace in traces:
+            self.save(trace, batch)
+        return batch
 
     def list(self, limit: int = 200) -> list[LedgerRow]:
         """The newest runs first."""

@@ -320,3 +320,17 @@ def test_ask_a_sample_by_name(capsys: pytest.CaptureFixture[str]) -> None:
     # The same sample is also reachable with the explicit prefix.
     pages = cli_json(capsys, "pages", "sample:contract")
     assert len(pages["pages"]) == len(sample.pages)
+
+
+def test_ask_save_stores_the_runs_in_the_history_the_app_shows(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path
+) -> None:
+    from rr_core.ledger import Ledger
+
+    assert main(["ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "baseline,rr", "--save"]) == 0
+    out = capsys.readouterr().out
+    rows = Ledger().list()  # RR_STUDIO_DB points at this test's own file
+    assert sorted(r.method for r in rows) == ["baseline", "rr"]
+    assert len({r.batch for r in rows}) == 1 and f"batch {rows[0].batch}" in out
+    assert main(["ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "baseline"]) == 0
+    assert len(Ledger().list()) == 2  # without --save nothing more is stored

@@ -49,7 +49,7 @@ class AnthropicClient(SDKAdapter):
         url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         if not key:
             raise MissingKeyError(
-                "No Anthropic API key: set ANTHROPIC_API_KEY or enter a key in the sidebar.",
+                "No Anthropic API key: set ANTHROPIC_API_KEY (in the app, or enter a key in the sidebar).",
                 provider=self.name,
             )
         self.model = model

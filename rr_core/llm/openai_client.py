@@ -59,7 +59,7 @@ class OpenAIClient(SDKAdapter):
             )
         if api == "responses" and not key:
             raise MissingKeyError(
-                "No OpenAI API key: set OPENAI_API_KEY or enter a key in the sidebar.",
+                "No OpenAI API key: set OPENAI_API_KEY (in the app, or enter a key in the sidebar).",
                 provider="openai",
             )
         self.name = "openai" if api == "responses" else "openai-compatible"
