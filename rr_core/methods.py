@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache, partial
 from typing import Literal
@@ -396,6 +396,4 @@ def plan_all(
     methods: Sequence[Method] = tuple(Method),
 ) -> dict[Method, Plan]:
     """Plans for several methods that share the other settings."""
-    from dataclasses import replace
-
     return {m: plan_method(document, question, replace(settings, method=m), counter) for m in methods}

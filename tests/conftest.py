@@ -139,3 +139,17 @@ def planted_document():  # type: ignore[no-untyped-def]
     from rr_core.documents import document_from_texts
 
     return document_from_texts("planted.txt", planted_texts(), counter=word_counter())
+
+
+def offline_traces(document, *methods):  # type: ignore[no-untyped-def]
+    """Runs of the given methods (all six by default) on the offline engine, word-counted."""
+    from rr_core.llm import OfflineEngine
+    from rr_core.methods import Method, RunSettings
+    from rr_core.runs import run_methods
+
+    counter = word_counter()
+    settings = [
+        RunSettings(method=m, reminder_every=1_000, chunk_size=3_000, price_model="gpt-4.1-mini")
+        for m in (methods or tuple(Method))
+    ]
+    return run_methods(document, PLANTED_QUESTION, settings, OfflineEngine(counter), counter)

@@ -7,11 +7,11 @@ import io
 import json
 
 import pytest
-from conftest import PLANTED_PAGE, PLANTED_QUESTION, word_counter
+from conftest import PLANTED_PAGE, PLANTED_QUESTION, offline_traces, word_counter
 
 from rr_core.documents import Document
 from rr_core.exports import CSV_COLUMNS, to_csv, to_json, to_markdown
-from rr_core.llm import OfflineEngine, ScriptedClient
+from rr_core.llm import ScriptedClient
 from rr_core.methods import Method, RunSettings
 from rr_core.runs import RunTrace, run_methods
 
@@ -20,17 +20,7 @@ FACT = "4.2 million euros"
 
 @pytest.fixture
 def traces(planted_document: Document) -> list[RunTrace]:
-    counter = word_counter()
-    return run_methods(
-        planted_document,
-        PLANTED_QUESTION,
-        [
-            RunSettings(method=m, reminder_every=1_000, chunk_size=3_000, price_model="gpt-4.1-mini")
-            for m in Method
-        ],
-        OfflineEngine(counter),
-        counter,
-    )
+    return offline_traces(planted_document)
 
 
 def test_json_export_holds_every_trace_with_prompts(traces: list[RunTrace]) -> None:

@@ -6,11 +6,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import PLANTED_QUESTION, word_counter
+from conftest import PLANTED_QUESTION, offline_traces, word_counter
 
 from rr_core.documents import Document
 from rr_core.ledger import DB_ENV, Ledger, default_path
-from rr_core.llm import OfflineEngine, ScriptedClient
+from rr_core.llm import ScriptedClient
 from rr_core.methods import Method, RunSettings
 from rr_core.runs import RunTrace, run_methods
 
@@ -18,17 +18,7 @@ SECRET = "sk-test-DO-NOT-STORE-0123456789abcdef"
 
 
 def traces_for(document: Document, *methods: Method) -> list[RunTrace]:
-    counter = word_counter()
-    return run_methods(
-        document,
-        PLANTED_QUESTION,
-        [
-            RunSettings(method=m, reminder_every=1_000, chunk_size=3_000, price_model="gpt-4.1-mini")
-            for m in methods
-        ],
-        OfflineEngine(counter),
-        counter,
-    )
+    return offline_traces(document, *methods)
 
 
 def test_save_list_get_delete_count(tmp_path: Path, planted_document: Document) -> None:
