@@ -19,14 +19,17 @@ from rr_core import samples
 from rr_core.costs import price_data_version
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
-from rr_core.ledger import Ledger
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
-from rr_core.methods import Method, RunSettings, plan_method, render_prompt
-from rr_core.runs import CallEvent, run_methods
+from rr_core.methods import get_method, method_names
+from rr_core.plans import Plan
+from rr_core.questions import Question, read_questions
+from rr_core.runs import CallEvent, RunTrace, run_plans
+from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.sources import open_document
+from rr_core.store import open_store
 from rr_core.tokens import counter_for_model
 
-METHOD_NAMES = ", ".join(m.value for m in Method)
+METHOD_NAMES = ", ".join(method_names())
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,22 +47,43 @@ def _parser() -> argparse.ArgumentParser:
     document_args(p_pages)
 
     def method_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--question", "-q", required=True)
-        p.add_argument("--interval", type=int, default=10_000, help="reprompt interval k (tokens)")
-        p.add_argument("--top-k", type=int, default=5, help="pages to retrieve, N")
-        p.add_argument("--chunk-size", type=int, default=20_000, help="chunk size c (tokens)")
+        p.add_argument("--question", "-q", action="append", default=[], help="a question (repeat for several)")
+        p.add_argument(
+            "--questions", metavar="FILE", help="questions, one per line, or a CSV with question,answers,gold_pages"
+        )
+        for name, flag in (("reminder_every", "--interval"), ("top_k", "--top-k"), ("chunk_size", "--chunk-size")):
+            param = PARAMS[name]
+            p.add_argument(flag, type=int, default=int(param.default), help=f"{param.label} ({param.symbol}): {param.help}")
+        for name in ("rag_chunk_words", "rag_top_k", "brief_top_n", "brief_partition"):
+            param = PARAMS[name]
+            p.add_argument("--" + name.replace("_", "-"), type=int, default=int(param.default), help=param.help)
+        p.add_argument("--gold-pages", default="", help="the page(s) holding the answer, for oracle: 3,4")
+        p.add_argument(
+            "--reminder-style", default="full", choices=[s.value for s in ReminderStyle], help="ablation (000 Table 6)"
+        )
+        p.add_argument(
+            "--reminder-placement",
+            default="interval",
+            choices=[s.value for s in ReminderPlacement],
+            help="ablation (000 Table 6): every k tokens, all at the beginning, or before --reminder-pages",
+        )
+        p.add_argument("--reminder-pages", default="", help="pages to put a reminder before (before-pages)")
         p.add_argument("--price-model", default="", help="price the run as this model")
 
     p_plan = sub.add_parser("plan", help="the calls and prompts of a method, before running")
     document_args(p_plan)
     method_args(p_plan)
-    p_plan.add_argument("--method", "-m", required=True, help=METHOD_NAMES)
+    p_plan.add_argument("--method", "-m", required=True, help=f"{METHOD_NAMES}; settings as rr:k=5000")
     p_plan.add_argument("--provider", default="offline", choices=PROVIDERS)
 
     p_ask = sub.add_parser("ask", help="run methods and print answers, pages and costs")
     document_args(p_ask)
     method_args(p_ask)
-    p_ask.add_argument("--methods", default="baseline,rr", help=f"comma-separated: {METHOD_NAMES}")
+    p_ask.add_argument(
+        "--methods",
+        default="baseline,rr",
+        help=f"comma-separated: {METHOD_NAMES}; a method may carry its own settings: rr:k=5000,rr:k=20000",
+    )
     p_ask.add_argument("--provider", default=None, choices=PROVIDERS)
     p_ask.add_argument("--base-url", default=None, help="server URL (openai-compatible)")
     p_ask.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
@@ -74,28 +98,79 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _method(name: str) -> Method:
+def _pages(text: str, what: str) -> tuple[int, ...]:
     try:
-        return Method(name.strip())
+        return tuple(int(p) for p in text.replace(";", ",").split(",") if p.strip())
     except ValueError:
-        raise ConfigError(f"unknown method {name!r}; choose from: {METHOD_NAMES}") from None
+        raise ConfigError(f"{what} must be page numbers separated by commas, e.g. 3,4 (got {text!r})") from None
+
+
+_SYMBOLS = {p.symbol.lower(): p.name for p in PARAMS.values()} | {p.name: p.name for p in PARAMS.values()}
+
+
+def _method_spec(spec: str, base: RunSettings) -> RunSettings:
+    """``rr`` or ``rr:k=5000:N=3``: a method and the settings it overrides."""
+    name, *overrides = spec.strip().split(":")
+    settings = base.but(method=get_method(name).name)
+    for item in overrides:
+        key, _, value = item.partition("=")
+        field = _SYMBOLS.get(key.strip().lower()) or _SYMBOLS.get(key.strip().replace("-", "_"))
+        if field is None or not value.strip():
+            raise ConfigError(f"{item!r} in {spec!r}: write a setting as k=5000 (one of: k, N, c, w, top, n, g)")
+        kind = type(getattr(base, field))
+        try:
+            settings = settings.but(**{field: kind(value.replace(",", "").replace("_", ""))})
+        except ValueError:
+            raise ConfigError(f"{item!r} in {spec!r}: {value!r} is not a number") from None
+    return settings
 
 
 def _open(args: argparse.Namespace, model: str) -> Document:
     return open_document(args.file, password=args.password, counter=counter_for_model(model))
 
 
-def _settings(args: argparse.Namespace, method: Method, provider: str, model: str) -> RunSettings:
+def _questions(args: argparse.Namespace) -> list[Question]:
+    questions = [Question(q) for q in args.question if q.strip()]
+    if args.questions:
+        questions += read_questions(Path(args.questions))
+    if not questions:
+        raise ConfigError("ask a question with -q, or name a file of questions with --questions")
+    return questions
+
+
+def _base_settings(args: argparse.Namespace, provider: str, model: str) -> RunSettings:
     price_model = args.price_model or ("gpt-4.1-mini" if provider == "offline" else "")
     return RunSettings(
-        method=method,
         reminder_every=args.interval,
         top_k=args.top_k,
         chunk_size=args.chunk_size,
+        rag_chunk_words=args.rag_chunk_words,
+        rag_top_k=args.rag_top_k,
+        brief_top_n=args.brief_top_n,
+        brief_partition=args.brief_partition,
+        gold_pages=_pages(args.gold_pages, "--gold-pages"),
+        reminder_style=ReminderStyle(args.reminder_style),
+        reminder_placement=ReminderPlacement(args.reminder_placement),
+        reminder_pages=_pages(args.reminder_pages, "--reminder-pages"),
         model=model,
         provider=provider,
         price_model=price_model,
     )
+
+
+def plan_questions(
+    document: Document, questions: list[Question], settings: RunSettings, counter: object
+) -> list[Plan]:
+    """Plans for one method over the questions: one plan for all of them where the method
+    retrieves for several questions in one pass, else one plan per question."""
+    method = get_method(settings.method)
+    if len(questions) > 1 and method.several_questions:
+        return [method.plan(document, [q.text for q in questions], settings, counter)]  # type: ignore[arg-type]
+    plans = []
+    for q in questions:
+        gold = settings.gold_pages or tuple(q.gold_pages)
+        plans.append(method.plan(document, q.text, settings.but(gold_pages=gold), counter))  # type: ignore[arg-type]
+    return plans
 
 
 def cmd_pages(args: argparse.Namespace) -> dict[str, Any]:
@@ -115,38 +190,39 @@ def cmd_pages(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
-    """The plan of one method."""
-    provider = args.provider
-    model = args.model or DEFAULT_MODELS[provider]
-    document = _open(args, model)
-    counter = counter_for_model(model)
-    plan = plan_method(
-        document, args.question, _settings(args, _method(args.method), provider, model), counter
-    )
-    calls = []
-    for call in plan.calls:
-        calls.append(
-            {
-                "stage": call.stage,
-                "chunk": call.chunk,
-                "pages": list(call.pages),
-                "reminders_after_pages": list(call.reminders_after),
-                "leading_reminders": call.leading_reminders,
-                "prompt_tokens": call.prompt_tokens,
-                "reminder_tokens": call.reminder_tokens,
-                "prompt": None if call.pending else render_prompt(document, call),
-                "pending": call.pending,
-            }
-        )
+def _plan_json(plan: Plan, document: Document) -> dict[str, Any]:
     est = plan.estimate
     return {
-        "method": plan.method.value,
-        "file": document.name,
-        "tokenizer": document.tokenizer,
-        "total_tokens": document.total_tokens,
+        "method": plan.method,
+        "label": plan.label,
+        "settings": plan.describe,
+        "questions": list(plan.questions),
         "chunks": [[c.start, c.stop - 1] for c in plan.chunks],
-        "calls": calls,
+        "phases": [
+            {
+                "stage": phase.stage,
+                "estimated": phase.estimated,
+                "note": phase.note,
+                "steps": [
+                    {"id": step.id, "local": step.description}
+                    if not hasattr(step, "layout")
+                    else {
+                        "id": step.id,
+                        "stage": step.stage,
+                        "chunk": step.chunk,
+                        "pages": list(dict.fromkeys(step.pages)),
+                        "reminders_after_pages": list(step.reminders_after),
+                        "leading_reminders": step.leading_reminders,
+                        "prompt_tokens": step.prompt_tokens,
+                        "reminder_tokens": step.reminder_tokens,
+                        "prompt": None if phase.estimated else step.render(),
+                    }
+                    for step in phase.steps
+                ],
+            }
+            for phase in plan.phases
+        ],
+        "notes": list(plan.notes),
         "estimate": {
             "calls": est.calls,
             "input_tokens": est.input_tokens,
@@ -160,74 +236,68 @@ def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
+    """The plan of one method (for one question, or several)."""
+    provider = args.provider
+    model = args.model or DEFAULT_MODELS[provider]
+    document = _open(args, model)
+    counter = counter_for_model(model)
+    settings = _method_spec(args.method, _base_settings(args, provider, model))
+    plans = plan_questions(document, _questions(args), settings, counter)
+    return {
+        "file": document.name,
+        "tokenizer": document.tokenizer,
+        "total_tokens": document.total_tokens,
+        "plans": [_plan_json(p, document) for p in plans],
+    }
+
+
 def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     """Run methods on a document."""
     provider = args.provider or default_provider()
     model = args.model or DEFAULT_MODELS[provider]
     document = _open(args, model)
     counter = counter_for_model(model)
-    methods = [_method(m) for m in args.methods.split(",") if m.strip()]
-    if not methods:
+    questions = _questions(args)
+    base = _base_settings(args, provider, model)
+    specs = [m for m in args.methods.split(",") if m.strip()]
+    if not specs:
         raise ConfigError(f"name at least one method: {METHOD_NAMES}")
+    plans = [p for spec in specs for p in plan_questions(document, questions, _method_spec(spec, base), counter)]
     client = make_client(provider, model=model, base_url=args.base_url, timeout_s=args.timeout)
 
     def progress(event: CallEvent) -> None:
         if not args.json and event.status != "started":
             chunk = f" chunk {event.chunk}" if event.chunk else ""
-            print(f"  {event.method}: {event.stage}{chunk} {event.status}", file=sys.stderr)
+            print(f"  {event.label}: {event.stage}{chunk} {event.status}", file=sys.stderr)
 
-    traces = run_methods(
-        document,
-        args.question,
-        [_settings(args, m, provider, model) for m in methods],
-        client,
-        counter,
-        max_concurrency=args.concurrency,
-        on_event=progress,
-    )
-    results = []
-    for t in traces:
-        results.append(
-            {
-                "method": t.method,
-                "answer": t.answer,
-                "page": t.page,
-                "retrieved_pages": t.retrieved_pages,
-                "dropped_pages": t.dropped_pages,
-                "calls": [
-                    {
-                        "stage": c.stage,
-                        "chunk": c.chunk,
-                        "pages": c.pages,
-                        "reminders_after_pages": c.reminders_after,
-                        "usage": asdict(c.usage),
-                        "cost_usd": c.cost_usd,
-                        "latency_s": c.latency_s,
-                        "error": c.error,
-                    }
-                    for c in t.calls
-                ],
-                "usage": asdict(t.usage),
-                "cost_usd": t.cost_usd,
-                "estimate_usd": t.estimate_usd,
-                "latency_s": t.latency_s,
-                "warnings": t.warnings,
-                "error": t.error,
-                "error_kind": t.error_kind,
-            }
-        )
-    batch = Ledger().save_batch(traces) if args.save else None
+    traces = run_plans(document, plans, client, concurrency=args.concurrency, on_event=progress)
+    _mark(traces, questions)
+    batch = open_store().save_batch(traces) if args.save else None
     return {
         "file": document.name,
-        "question": args.question,
+        "questions": [q.text for q in questions],
+        "question": questions[0].text,
         "batch": batch,
         "provider": provider,
         "model": model,
         "is_llm": client.is_llm,
-        "priced_as": _settings(args, methods[0], provider, model).pricing[0],
+        "priced_as": base.pricing[0],
         "price_data": price_data_version(),
-        "results": results,
+        "results": [t.to_dict(prompts=False) for t in traces],
     }
+
+
+def _mark(traces: list[RunTrace], questions: list[Question]) -> None:
+    """Where the right answers are known (a questions file), mark each outcome right or wrong."""
+    from rr_core.metrics import mark_outcome
+
+    known = {q.text: q for q in questions if q.answers}
+    for trace in traces:
+        for outcome in trace.outcomes:
+            q = known.get(" ".join(outcome.question.split()))
+            if q is not None:
+                mark_outcome(outcome, q.answers, q.gold_pages)
 
 
 def cmd_samples(args: argparse.Namespace) -> dict[str, Any]:
@@ -266,33 +336,44 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             flag = "" if p["has_text"] else "  (no text)"
             print(f"  page {p['number']:>4}  {p['tokens']:>7,} tokens  {p['chars']:>8,} chars{flag}")
     elif command == "plan":
-        est = data["estimate"]
-        print(f"{data['method']} on {data['file']} ({data['total_tokens']:,} tokens)")
-        for c in data["calls"]:
-            chunk = f" chunk {c['chunk']}" if c["chunk"] else ""
-            pages = f"pages {c['pages'][0]}–{c['pages'][-1]}" if c["pages"] else "pages: after retrieval"
-            rem = f", reminders after {c['reminders_after_pages']}" if c["reminders_after_pages"] else ""
-            pend = " (pending, estimated)" if c["pending"] else ""
-            print(f"  {c['stage']}{chunk}: {pages}, {c['prompt_tokens']:,} tokens{rem}{pend}")
-        print(
-            f"  total: {est['calls']} calls, {est['input_tokens']:,} input tokens, ~${est['usd']:.4f} as {est['priced_as']}"
-        )
+        for plan in data["plans"]:
+            est = plan["estimate"]
+            settings = f" ({plan['settings']})" if plan["settings"] else ""
+            print(f"{plan['label']}{settings} on {data['file']} ({data['total_tokens']:,} tokens)")
+            for phase in plan["phases"]:
+                for c in phase["steps"]:
+                    if "local" in c:
+                        print(f"  {phase['stage']}: {c['local']} (local, no LLM call)")
+                        continue
+                    chunk = f" chunk {c['chunk']}" if c["chunk"] else ""
+                    pages = f"pages {c['pages'][0]}–{c['pages'][-1]}" if c["pages"] and not phase["estimated"] else "pages: after the phase before"
+                    rem = f", reminders after {c['reminders_after_pages']}" if c["reminders_after_pages"] else ""
+                    pend = " (estimated)" if phase["estimated"] else ""
+                    print(f"  {c['stage']}{chunk}: {pages}, {c['prompt_tokens']:,} tokens{rem}{pend}")
+            print(
+                f"  total: {est['calls']} calls, {est['input_tokens']:,} input tokens, ~${est['usd']:.4f} as {est['priced_as']}"
+            )
     elif command == "ask":
         engine = "" if data["is_llm"] else "  [offline engine: not an LLM]"
-        print(f"{data['file']} — {data['question']}{engine}")
+        print(f"{data['file']}{engine}")
         for r in data["results"]:
+            label = r["label"] + (f" ({r['describe']})" if r["describe"] else "")
             if r["error"]:
-                print(f"  {r['method']:<12} ERROR: {r['error']}")
+                print(f"  {label}: ERROR: {r['error']}")
                 continue
-            page = r["page"] if r["page"] is not None else "n/a"
-            retrieved = f" retrieved {r['retrieved_pages']}" if r["retrieved_pages"] else ""
+            usage = r["usage"]
             print(
-                f"  {r['method']:<12} p.{page:<5} {r['usage']['input_tokens'] + r['usage']['cached_tokens']:>8,} in "
-                f"{r['usage']['output_tokens']:>5,} out  ${r['cost_usd']:.4f}{retrieved}"
+                f"  {label}: {usage['input_tokens'] + usage['cached_tokens'] + usage['cache_write_tokens']:,} in "
+                f"{usage['output_tokens']:,} out  ${r['cost_usd']:.4f}"
             )
-            print(f"               {r['answer']}")
+            for o in r["outcomes"]:
+                page = o["page"] if o["page"] is not None else "n/a"
+                mark = "" if o["correct"] is None else ("  [right]" if o["correct"] else "  [wrong]")
+                retrieved = f"  retrieved {o['retrieved_pages']}" if o["retrieved_pages"] else ""
+                print(f"    Q: {o['question']}")
+                print(f"    A: {o['answer']}  (p. {page}; quote {o['quote_check']}){mark}{retrieved}")
             for w in r["warnings"]:
-                print(f"               warning: {w}")
+                print(f"    warning: {w}")
         if data["batch"]:
             print(f"saved to the history as batch {data['batch']}")
     elif command == "samples":

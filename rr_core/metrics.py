@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rr_core.plans import Outcome
 
 # Letters and digits of any script survive (a Korean answer is not an empty string).
 _NOT_WORDY = re.compile(r"[^\w ]|_")
@@ -55,3 +59,10 @@ def page_recall(retrieved: Sequence[int], gold_page: int) -> float:
 def page_accuracy(cited: int | None, gold_page: int) -> float:
     """1.0 if the cited page is the gold page."""
     return float(cited == gold_page)
+
+
+def mark_outcome(outcome: Outcome, answers: Sequence[str], gold_pages: Sequence[int] = ()) -> None:
+    """Record the known answers on an outcome and whether its answer matches (fuzzy match)."""
+    outcome.gold_answers = list(answers)
+    outcome.gold_pages = list(gold_pages)
+    outcome.correct = bool(fuzzy_match(outcome.answer or "n/a", answers)) if answers else None

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 # ---- Tag neutralisation --------------------------------------------------------------
 #
@@ -58,36 +59,88 @@ def split_tagged(prompt: str) -> list[tuple[int, str]]:
 
 
 # ---- Templates -----------------------------------------------------------------------
+#
+# One skeleton for every call (000 §3.1): instructions, the document, the instructions again
+# opening with "Now, …". What changes between calls is the task sentence, the reply format
+# and what stands in the document block (pages, passages, extracts, or nothing at all).
+
+PAGES_NOTE = "The document is divided into pages; each page is enclosed in <PAGE n> and </PAGE n> tags, where n is its page number."
 
 ANSWER_FORMAT = (
-    "Reply with one JSON object and nothing else, with three keys: "
+    "Reply with one JSON object and nothing else, with four keys: "
     '"question" (the question, repeated), '
     '"answer" (a short answer in words taken from the document, or "n/a" if the document '
-    "does not contain the answer), and "
-    '"page" (the number of the page that contains the answer, or "n/a").'
+    "does not contain the answer), "
+    '"page" (the number of the page that contains the answer, or "n/a"), and '
+    '"quote" (the sentence of that page the answer rests on, copied word for word, or "").'
 )
-
 RETRIEVE_FORMAT = (
     "Reply with one JSON object and nothing else, with two keys: "
     '"question" (the question, repeated) and '
     '"pages" (a list of at most {top_k} page numbers, most relevant first).'
 )
-
-ANSWER_TASK = (
-    "answer a question using only the document below. The document is divided into pages; "
-    "each page is enclosed in <PAGE n> and </PAGE n> tags, where n is its page number."
+RETRIEVE_MANY_FORMAT = (
+    "Reply with one JSON object and nothing else, with one key, "
+    '"results": a list with one entry per question, each an object with the keys '
+    '"question" (the question\'s number) and "pages" (a list of at most {top_k} page numbers, '
+    "most relevant first)."
+)
+EXTRACT_FORMAT = (
+    "Reply with one JSON object and nothing else, with three keys: "
+    '"relevant" (true if the pages say anything that bears on the question, else false), '
+    '"extracts" (a list of objects with the keys "page" and "text": the sentences that bear on '
+    'the question, copied word for word with their page number; an empty list if none), and '
+    '"answer" (the answer these pages support, or "n/a").'
+)
+CLOSED_BOOK_FORMAT = (
+    "Reply with one JSON object and nothing else, with four keys: "
+    '"question" (the question, repeated), "answer" (a short answer, or "n/a" if you do not '
+    'know), "page" ("n/a") and "quote" ("").'
 )
 
-RETRIEVE_TASK = (
-    "find the pages of the document below that are most relevant to a question. The document "
-    "is divided into pages; each page is enclosed in <PAGE n> and </PAGE n> tags, where n is "
-    "its page number. Identify up to {top_k} page numbers, most relevant first."
-)
+TASKS: dict[str, tuple[str, str, str]] = {
+    # task: (what the task is, what "Now, …" asks, the reply format)
+    "answer": (
+        "answer a question using only the document below. " + PAGES_NOTE,
+        "answer the question using only the document above, citing the page.",
+        ANSWER_FORMAT,
+    ),
+    "retrieve": (
+        "find the pages of the document below that are most relevant to a question. "
+        + PAGES_NOTE
+        + " Identify up to {top_k} page numbers, most relevant first.",
+        "identify up to {top_k} pages of the document above most relevant to the question.",
+        RETRIEVE_FORMAT,
+    ),
+    "retrieve_many": (
+        "find, for each of several numbered questions, the pages of the document below that are "
+        "most relevant to it. " + PAGES_NOTE + " Identify up to {top_k} page numbers per question, "
+        "most relevant first.",
+        "identify, for each numbered question, up to {top_k} pages of the document above most relevant to it.",
+        RETRIEVE_MANY_FORMAT,
+    ),
+    "extract": (
+        "read the pages below and pick out what bears on a question. " + PAGES_NOTE,
+        "pick out, word for word, what the pages above say that bears on the question.",
+        EXTRACT_FORMAT,
+    ),
+    "reduce": (
+        "answer a question using only the extracts below, which were taken word for word from a "
+        "longer document. " + PAGES_NOTE.replace("document", "set of extracts"),
+        "answer the question using only the extracts above, citing the page.",
+        ANSWER_FORMAT,
+    ),
+    "closed_book": (
+        "answer a question from what you know. No document is given.",
+        "answer the question from what you know.",
+        CLOSED_BOOK_FORMAT,
+    ),
+}
 
-OPENING = "<INSTRUCTIONS>\nYour task is to {task}\n\nQuestion: {question}\n\n{format}\n</INSTRUCTIONS>"
-CLOSING = "<INSTRUCTIONS>\nNow, {task_now}\n\nQuestion: {question}\n\n{format}\n</INSTRUCTIONS>"
+OPENING = "<INSTRUCTIONS>\nYour task is to {task}\n\n{questions}\n\n{format}\n</INSTRUCTIONS>"
+CLOSING = "<INSTRUCTIONS>\nNow, {task_now}\n\n{questions}\n\n{format}\n</INSTRUCTIONS>"
 REMINDER = (
-    "<INSTRUCTIONS_REMINDER>\nRemember, your task is to {task}\n\nQuestion: {question}\n\n"
+    "<INSTRUCTIONS_REMINDER>\nRemember, your task is to {task}\n\n{questions}\n\n"
     "{format}\n</INSTRUCTIONS_REMINDER>"
 )
 # The paper's "tags only" ablation (Table 6): the reminder only points back.
@@ -95,9 +148,6 @@ REMINDER_TAGS_ONLY = (
     "<INSTRUCTIONS_REMINDER>\nRemember, your task is to follow the instructions under the "
     '"<INSTRUCTIONS>" tag.\n</INSTRUCTIONS_REMINDER>'
 )
-
-ANSWER_NOW = "answer the question using only the document above, citing the page."
-RETRIEVE_NOW = "identify up to {top_k} pages of the document above most relevant to the question."
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,25 +164,97 @@ def _clean_question(question: str) -> str:
     return neutralize(" ".join(question.split()))
 
 
+def _questions_text(questions: Sequence[str]) -> str:
+    if len(questions) == 1:
+        return f"Question: {_clean_question(questions[0])}"
+    lines = [f"Question {i}: {_clean_question(q)}" for i, q in enumerate(questions, start=1)]
+    return "Questions:\n" + "\n".join(lines)
+
+
 def instructions(
-    task: str, question: str, *, top_k: int = 5, tags_only_reminder: bool = False
+    task: str, question: str | Sequence[str], *, top_k: int = 5, tags_only_reminder: bool = False
 ) -> Instructions:
-    """The instruction blocks for an ``answer`` or ``retrieve`` prompt."""
-    q = _clean_question(question)
-    if task == "retrieve":
-        what = RETRIEVE_TASK.format(top_k=top_k)
-        fmt = RETRIEVE_FORMAT.format(top_k=top_k)
-        now = RETRIEVE_NOW.format(top_k=top_k)
-    else:
-        what, fmt, now = ANSWER_TASK, ANSWER_FORMAT, ANSWER_NOW
-    reminder = (
-        REMINDER_TAGS_ONLY if tags_only_reminder else REMINDER.format(task=what, question=q, format=fmt)
-    )
+    """The instruction blocks of a prompt for one of ``TASKS`` and its question(s)."""
+    questions = [question] if isinstance(question, str) else list(question)
+    what, now, fmt = (part.format(top_k=top_k) for part in TASKS[task])
+    q = _questions_text(questions)
+    reminder = REMINDER_TAGS_ONLY if tags_only_reminder else REMINDER.format(task=what, questions=q, format=fmt)
     return Instructions(
-        opening=OPENING.format(task=what, question=q, format=fmt),
+        opening=OPENING.format(task=what, questions=q, format=fmt),
         reminder=reminder,
-        closing=CLOSING.format(task_now=now, question=q, format=fmt),
+        closing=CLOSING.format(task_now=now, questions=q, format=fmt),
     )
+
+
+# ---- The layout of a prompt ------------------------------------------------------------
+#
+# A prompt is a sequence of blocks joined by blank lines. The layout is the one place that
+# knows where the instructions, reminders and pages sit: the plan counts it, the runner
+# renders it, the viewer draws it and the offline engine reads it, none by re-parsing text.
+
+BlockKind = Literal["opening", "document_open", "reminder", "page", "document_close", "closing"]
+INSTRUCTION_KINDS: frozenset[str] = frozenset({"opening", "reminder", "closing"})
+SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One block of a prompt. Page blocks keep their page's original text in ``source``."""
+
+    kind: BlockKind
+    text: str
+    page: int | None = None
+    source: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptLayout:
+    """A prompt as blocks, with the question(s) and page limit its instructions state."""
+
+    blocks: tuple[Block, ...]
+    questions: tuple[str, ...] = ()
+    limit: int = 0
+
+    def render(self) -> str:
+        """The exact prompt text."""
+        return SEPARATOR.join(b.text for b in self.blocks)
+
+    def pages(self) -> list[tuple[int, str]]:
+        """(page number, original text) of every page block, in prompt order."""
+        return [(b.page, b.source) for b in self.blocks if b.kind == "page" and b.page is not None]
+
+    @property
+    def reminder_count(self) -> int:
+        """Reminder blocks in the prompt."""
+        return sum(1 for b in self.blocks if b.kind == "reminder")
+
+
+def build_layout(
+    blocks: Instructions,
+    pages: Sequence[tuple[int, str]] | None,
+    *,
+    reminders_after: Iterable[int] = (),
+    reminders_before_document: int = 0,
+    questions: Sequence[str] = (),
+    limit: int = 0,
+) -> PromptLayout:
+    """Opening instructions, the tagged pages with reminders, closing instructions.
+
+    ``reminders_after`` holds page numbers after which a reminder block goes; ``pages=None``
+    leaves the document out entirely (closed-book).
+    """
+    after = set(reminders_after)
+    out = [Block("opening", blocks.opening)]
+    if pages is not None:
+        out.append(Block("document_open", "<DOCUMENT>"))
+        out.extend(Block("reminder", blocks.reminder) for _ in range(reminders_before_document))
+        for number, text in pages:
+            out.append(Block("page", tag_page(number, text), number, text))
+            if number in after:
+                out.append(Block("reminder", blocks.reminder))
+        out.append(Block("document_close", "</DOCUMENT>"))
+    out.append(Block("closing", blocks.closing))
+    return PromptLayout(tuple(out), tuple(questions), limit)
 
 
 def build_prompt(
@@ -142,17 +264,7 @@ def build_prompt(
     reminders_after: Iterable[int] = (),
     reminders_before_document: int = 0,
 ) -> str:
-    """The full prompt: opening instructions, tagged pages with reminders, closing instructions.
-
-    ``reminders_after`` holds page numbers after which a reminder block goes.
-    """
-    after = set(reminders_after)
-    parts = [blocks.opening, "<DOCUMENT>"]
-    parts.extend([blocks.reminder] * reminders_before_document)
-    for number, text in pages:
-        parts.append(tag_page(number, text))
-        if number in after:
-            parts.append(blocks.reminder)
-    parts.append("</DOCUMENT>")
-    parts.append(blocks.closing)
-    return "\n\n".join(parts)
+    """The full prompt text (see ``build_layout``)."""
+    return build_layout(
+        blocks, pages, reminders_after=reminders_after, reminders_before_document=reminders_before_document
+    ).render()

@@ -1,72 +1,111 @@
-"""Running plans: the only place that calls a client. Produces one ``RunTrace`` per method.
+"""Running plans: the only place that calls a client. One ``RunTrace`` per plan.
 
-Independent calls (the chunks of a chunked method, and the methods themselves) run in
-threads, and every provider call passes through one shared limiter, so concurrency is
-bounded however many methods and chunks are in flight.
+One ``Executor`` per caller (an app session, a CLI command, a Lab sweep) owns one bounded
+pool for every call in flight, a cancel switch and progress events. It runs the plans it is
+given (the ones that were shown), phase by phase: the steps of a phase run together, an
+estimated phase is resolved from the results before it, and the plan's ``conclude`` turns
+the results into outcomes. It never asks which method made a plan.
+
+With a call cache (the run store), every call is looked up by its key first and stored as
+soon as it returns: an interrupted or repeated run pays only for what is missing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import queue
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from rr_core.costs import price_data_version, price_usage
 from rr_core.documents import Document
-from rr_core.errors import LLMError, ResponseParseError, RRError, RunCancelled
-from rr_core.llm.base import LLMClient, LLMRequest, Usage
+from rr_core.errors import ContextTooLongError, LLMError, ResponseParseError, RRError, RunCancelled
+from rr_core.llm.base import Completion, LLMClient, LLMRequest, Usage
 from rr_core.llm.errors_map import redact
-from rr_core.methods import Plan, PlannedCall, RunSettings, plan_answer, plan_method, render_prompt
-from rr_core.parsing import parse_answer, parse_retrieval
-from rr_core.tokens import TokenCounter
+from rr_core.plans import Call, LocalStep, Outcome, Phase, PhaseResults, Plan, StepResult
+from rr_core.quotes import check_quote
+from rr_core.settings import RunSettings
 
 DEFAULT_CONCURRENCY = 8
+TRACE_SCHEMA_VERSION = 2
+# What a trace keeps of a reply: enough for any JSON we asked for (max_output_tokens is
+# capped at 8,192), never a runaway body.
+MAX_STORED_RESPONSE_CHARS = 64_000
+# A server that reports far fewer prompt tokens than were sent may have cut the prompt.
+TRUNCATION_RATIO = 0.6
+
+
+# ---- Traces ---------------------------------------------------------------------------
 
 
 @dataclass(slots=True, kw_only=True)
 class CallTrace:
     """One call as it happened: what was sent, what came back, what it cost."""
 
+    id: str
     stage: str
-    chunk: int | None
-    pages: list[int]
-    reminders_after: list[int]
-    leading_reminders: int
-    reminder_tokens: int
-    prompt: str
+    chunk: int | None = None
+    question: int | None = None
+    pages: list[int] = field(default_factory=list)
+    reminders_after: list[int] = field(default_factory=list)
+    leading_reminders: int = 0
+    reminder_tokens: int = 0
+    planned_prompt_tokens: int = 0
+    schema: str = ""
+    prompt: str = ""
     response: str = ""
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     output_cost_usd: float = 0.0
     price_known: bool = True
     latency_s: float = 0.0
+    cache_key: str = ""
+    cached: bool = False
     retrieved: list[int] = field(default_factory=list)
     error: str | None = None
 
 
 @dataclass(slots=True, kw_only=True)
-class RunTrace:
-    """A method's whole run: the one record the UI, the ledger, the exports and the CLI read."""
+class StepTrace:
+    """A local step (not an LLM call) as it ran."""
 
+    id: str
+    stage: str
+    description: str
+    latency_s: float = 0.0
+    error: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class RunTrace:
+    """A plan's whole run: the one record the UI, the store, the exports and the CLI read."""
+
+    run_id: str
     method: str
-    question: str
+    label: str
+    describe: str
+    questions: list[str]
     document: str
     document_sha256: str
     provider: str
     model: str
     is_llm: bool
-    settings: dict[str, Any]
+    settings: RunSettings
+    cache_key: str = ""
+    schema_version: int = TRACE_SCHEMA_VERSION
     calls: list[CallTrace] = field(default_factory=list)
-    retrieved_pages: list[int] = field(default_factory=list)
-    dropped_pages: list[int] = field(default_factory=list)
-    answer: str | None = None
-    page: int | None = None
+    steps: list[StepTrace] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the method says of itself (e.g. which ranker)
     error: str | None = None
     error_kind: str | None = None
     estimate_usd: float = 0.0
@@ -76,9 +115,40 @@ class RunTrace:
     latency_s: float = 0.0
     started_at: str = ""
 
+    # The first (usually only) question's outcome, for one-question screens.
+    @property
+    def outcome(self) -> Outcome:
+        """The first question's outcome (an empty one before the run concluded)."""
+        return self.outcomes[0] if self.outcomes else Outcome(question=self.question)
+
+    @property
+    def question(self) -> str:
+        """The first question."""
+        return self.questions[0] if self.questions else ""
+
+    @property
+    def answer(self) -> str | None:
+        """The first question's answer."""
+        return self.outcome.answer
+
+    @property
+    def page(self) -> int | None:
+        """The page the first answer cites."""
+        return self.outcome.page
+
+    @property
+    def retrieved_pages(self) -> list[int]:
+        """Pages retrieved for the first question, best first."""
+        return self.outcome.retrieved_pages
+
+    @property
+    def dropped_pages(self) -> list[int]:
+        """Page numbers the model returned that were not in its context."""
+        return self.outcome.dropped_pages
+
     @property
     def usage(self) -> Usage:
-        """Tokens over all calls."""
+        """Tokens over all calls (cached ones as they were first billed)."""
         total = Usage()
         for call in self.calls:
             total = total + call.usage
@@ -86,8 +156,13 @@ class RunTrace:
 
     @property
     def cost_usd(self) -> float:
-        """Cost over all calls."""
-        return sum(c.cost_usd for c in self.calls)
+        """What this run paid (calls answered from the cache cost nothing again)."""
+        return sum(c.cost_usd for c in self.calls if not c.cached)
+
+    @property
+    def cached_calls(self) -> int:
+        """Calls answered from the store instead of the provider."""
+        return sum(1 for c in self.calls if c.cached)
 
     @property
     def ok(self) -> bool:
@@ -95,258 +170,141 @@ class RunTrace:
         return self.error is None
 
     def cost_by_stage(self) -> dict[str, float]:
-        """Cost split into retrieval, answer and reminder overhead (USD)."""
-        out = {"retrieval": 0.0, "answer": 0.0, "reminders": 0.0}
+        """Cost by stage (``retrieve``, ``answer``, ``map``, ``reduce``…) plus ``reminders``."""
+        out: dict[str, float] = {}
+        reminders = 0.0
         for call in self.calls:
+            if call.cached:
+                continue
             prompt = call.usage.prompt_tokens
             share = call.reminder_tokens / prompt if prompt and call.reminder_tokens else 0.0
             # Reminders are input tokens: their share of the call's input cost.
             input_cost = call.cost_usd - call.output_cost_usd
-            out["reminders"] += input_cost * share
-            key = "retrieval" if call.stage == "retrieve" else "answer"
-            out[key] += call.cost_usd - input_cost * share
+            reminders += input_cost * min(share, 1.0)
+            out[call.stage] = out.get(call.stage, 0.0) + call.cost_usd - input_cost * min(share, 1.0)
+        if reminders:
+            out["reminders"] = reminders
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready record (usage and cost totals included)."""
+    def to_dict(self, *, prompts: bool = True) -> dict[str, Any]:
+        """The one JSON shape (CLI, exports, store); ``prompts=False`` leaves prompts out."""
         data = asdict(self)
+        data["settings"] = self.settings.to_dict()
+        if not prompts:
+            for call in data["calls"]:
+                call["prompt"] = None
         data["usage"] = asdict(self.usage)
         data["cost_usd"] = self.cost_usd
         data["cost_by_stage"] = self.cost_by_stage()
+        data["question"] = self.question
+        data["answer"] = self.answer
+        data["page"] = self.page
+        data["retrieved_pages"] = self.retrieved_pages
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunTrace:
-        """Rebuild a trace from ``to_dict`` output (the ledger and imports)."""
-        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        """Rebuild a trace from ``to_dict`` output (also reads the first version's shape)."""
+        names = set(cls.__dataclass_fields__)
+        values = {k: v for k, v in data.items() if k in names}
+        settings = dict(values.get("settings") or {})
+        values["settings"] = RunSettings.from_dict(settings)
         calls = []
-        for raw in fields.pop("calls", []):
+        for raw in values.pop("calls", []):
             raw = {k: v for k, v in raw.items() if k in CallTrace.__dataclass_fields__}
             raw["usage"] = Usage(**raw.get("usage", {}))
+            raw["prompt"] = raw.get("prompt") or ""
+            raw.setdefault("id", raw.get("stage", "call"))
             calls.append(CallTrace(**raw))
-        return cls(calls=calls, **fields)
+        values["calls"] = calls
+        values["steps"] = [StepTrace(**s) for s in values.get("steps", [])]
+        if "outcomes" in data:
+            values["outcomes"] = [
+                Outcome(**{k: v for k, v in o.items() if k in Outcome.__dataclass_fields__})
+                for o in data["outcomes"]
+            ]
+        else:  # version 1: one question, its answer at the top level
+            values["outcomes"] = [
+                Outcome(
+                    question=data.get("question", ""),
+                    answer=data.get("answer"),
+                    page=data.get("page"),
+                    retrieved_pages=list(data.get("retrieved_pages", [])),
+                    dropped_pages=list(data.get("dropped_pages", [])),
+                )
+            ]
+        values.setdefault("questions", [data.get("question", "")])
+        values.setdefault("run_id", f"v1-{uuid.uuid4().hex[:12]}")
+        values.setdefault("label", data.get("method", ""))
+        values.setdefault("describe", "")
+        values["schema_version"] = int(data.get("schema_version", 1))
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)
 class CallEvent:
     """Progress of one call, for progress displays."""
 
+    run: int  # index of the plan in the batch
     method: str
+    label: str
     stage: str
     chunk: int | None
     pages: int
-    status: str  # "started" | "done" | "failed"
+    status: str  # "started" | "done" | "failed" | "cached" | "skipped"
     message: str = ""
 
 
-class _Limiter:
-    """Bounds the provider calls in flight across all methods and chunks."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = max(1, limit)
-        self._semaphore = threading.BoundedSemaphore(self.limit)
-
-    def __enter__(self) -> None:
-        self._semaphore.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self._semaphore.release()
+# ---- Keys -----------------------------------------------------------------------------
 
 
-class _Runner:
-    """Runs one plan; shares the client, limiter and event sink with its siblings."""
-
-    def __init__(
-        self,
-        document: Document,
-        plan: Plan,
-        client: LLMClient,
-        counter: TokenCounter,
-        limiter: _Limiter,
-        emit: Callable[[CallEvent], None],
-        cancel: threading.Event,
-    ) -> None:
-        self.document, self.plan, self.client = document, plan, client
-        self.counter, self.limiter, self.emit, self.cancel = counter, limiter, emit, cancel
-        self.max_workers = limiter.limit
-        settings = plan.settings
-        self.trace = RunTrace(
-            method=plan.method.value,
-            question=plan.question,
-            document=document.name,
-            document_sha256=document.sha256,
-            provider=settings.provider,
-            model=settings.model,
-            is_llm=client.is_llm,
-            settings=_settings_dict(settings),
-            estimate_usd=plan.estimate.usd,
-            price_known=plan.estimate.cost.known,
-            price_source=plan.estimate.cost.source,
-            price_data=price_data_version(),
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        )
-
-    def run(self) -> RunTrace:
-        started = time.perf_counter()
-        try:
-            if self.plan.method.retrieves:
-                self._run_retrieve_then_answer()
-            else:
-                self._answer(self.plan.calls[0])
-        except RRError as exc:
-            self.trace.error = str(exc)
-            self.trace.error_kind = type(exc).__name__
-        self.trace.price_known = self.plan.estimate.cost.known and all(
-            c.price_known for c in self.trace.calls
-        )
-        self.trace.latency_s = round(time.perf_counter() - started, 3)
-        return self.trace
-
-    def _execute(self, call: PlannedCall) -> CallTrace:
-        """Send one call. The record is returned, or attached to the raised error: the caller
-        adds it to the trace, so chunk calls land in chunk order whatever finishes first."""
-        prompt = render_prompt(self.document, call)
-        record = CallTrace(
-            stage=call.stage,
-            chunk=call.chunk,
-            pages=list(call.pages),
-            reminders_after=list(call.reminders_after),
-            leading_reminders=call.leading_reminders,
-            reminder_tokens=call.reminder_tokens,
-            prompt=prompt,
-        )
-        settings = self.plan.settings
-        request = LLMRequest(
-            prompt=prompt,
-            task=call.stage,
-            model=settings.model,
-            max_output_tokens=settings.max_output_tokens,
-            top_k=call.top_k,
-        )
-        event = CallEvent(
-            method=self.trace.method,
-            stage=call.stage,
-            chunk=call.chunk,
-            pages=len(call.pages),
-            status="started",
-        )
-        self.emit(event)
-        started = time.perf_counter()
-        try:
-            with self.limiter:
-                # Checked after waiting for a slot too: a stopped run sends nothing more.
-                if self.cancel.is_set():
-                    raise RunCancelled("The run was stopped before this call was sent.")
-                completion = self.client.complete(request)
-        except (LLMError, RunCancelled) as exc:
-            record.error = str(exc)
-            record.latency_s = round(time.perf_counter() - started, 3)
-            self.emit(replace(event, status="failed", message=str(exc)))
-            raise _CallFailed(record, exc) from exc
-        record.latency_s = round(time.perf_counter() - started, 3)
-        record.response = completion.text
-        record.usage = completion.usage
-        cost = price_usage(completion.usage, *settings.pricing)
-        record.cost_usd = cost.total_usd
-        record.output_cost_usd = cost.output_usd
-        record.price_known = cost.known
-        self.emit(replace(event, status="done"))
-        return record
-
-    def _answer(self, call: PlannedCall) -> None:
-        try:
-            record = self._execute(call)
-        except _CallFailed as failed:
-            self.trace.calls.append(failed.record)
-            raise failed.error from None
-        self.trace.calls.append(record)
-        try:
-            parsed = parse_answer(record.response)
-        except ResponseParseError as exc:
-            record.error = str(exc)
-            raise
-        self.trace.answer = parsed.answer
-        page = parsed.page_number
-        if page is not None and page not in call.pages:
-            self.trace.warnings.append(
-                f"The model cited page {page}, which was not in its context; citation dropped."
-            )
-            page = None
-        self.trace.page = page
-
-    def _retrieve(self, call: PlannedCall) -> _Retrieval:
-        """One retrieval call; never raises an ``RRError`` (it is part of the outcome)."""
-        try:
-            record = self._execute(call)
-        except _CallFailed as failed:
-            return _Retrieval(failed.record, error=failed.error)
-        try:
-            parsed = parse_retrieval(record.response)
-        except ResponseParseError as exc:
-            record.error = str(exc)
-            return _Retrieval(record, error=exc)
-        allowed = set(call.pages)
-        outcome = _Retrieval(record)
-        for page in parsed.pages:
-            if page in allowed and page not in outcome.kept:
-                outcome.kept.append(page)
-            elif page not in allowed:
-                outcome.dropped.append(page)
-        if len(outcome.kept) > call.top_k:
-            outcome.warnings.append(
-                f"The model returned {len(outcome.kept)} pages where {call.top_k} were asked; "
-                f"kept the first {call.top_k}."
-            )
-            del outcome.kept[call.top_k :]
-        record.retrieved = list(outcome.kept)
-        return outcome
-
-    def _run_retrieve_then_answer(self) -> None:
-        calls = self.plan.retrieval_calls
-        if len(calls) == 1:
-            outcomes = [self._retrieve(calls[0])]
-        else:
-            workers = min(len(calls), self.max_workers)
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                outcomes = list(pool.map(self._retrieve, calls))
-        # Merged in chunk order, so identical runs give identical traces.
-        for outcome in outcomes:
-            self.trace.calls.append(outcome.record)
-            self.trace.dropped_pages.extend(outcome.dropped)
-            self.trace.warnings.extend(outcome.warnings)
-        failed = [o.error for o in outcomes if o.error is not None]
-        if failed and len(failed) == len(outcomes):
-            raise failed[0]
-        for error in failed:
-            self.trace.warnings.append(f"One chunk's retrieval failed and was skipped: {error}")
-        self.trace.retrieved_pages = merge_ranked([o.kept for o in outcomes if o.error is None])
-        if self.trace.dropped_pages:
-            dropped = ", ".join(str(p) for p in self.trace.dropped_pages)
-            self.trace.warnings.append(f"Dropped page numbers that were not in the context: {dropped}.")
-        if not self.trace.retrieved_pages:
-            self.trace.answer = "n/a"
-            self.trace.warnings.append(
-                "The retrieval phase returned no valid page, so there was nothing to answer from."
-            )
-            return
-        answer_call = plan_answer(
-            self.document, self.plan.question, self.plan.settings, self.counter, self.trace.retrieved_pages
-        )
-        self._answer(answer_call)
+def _digest(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-@dataclass(slots=True)
-class _Retrieval:
-    """One retrieval call's outcome, merged into the trace by the method's thread."""
-
-    record: CallTrace
-    kept: list[int] = field(default_factory=list)
-    dropped: list[int] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    error: RRError | None = None
+def call_key(client: LLMClient, model: str, call: Call, prompt: str) -> str:
+    """The deterministic key of one call: who answers, the reply shape and the exact prompt."""
+    prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()
+    where = getattr(client, "base_url", "") or ""
+    return _digest(["call", client.name, where, model, call.schema.WIRE_NAME, call.max_output_tokens, prompt_hash])
 
 
-class _CallFailed(Exception):
+def run_key(plan: Plan, provider: str, model: str) -> str:
+    """The deterministic key of a run: document, method, settings, question(s), model."""
+    settings = plan.settings.to_dict()
+    settings.pop("price_model", None)  # pricing changes no call
+    return _digest(["run", TRACE_SCHEMA_VERSION, plan.document_sha256, plan.method, settings,
+                    list(plan.questions), provider, model])
+
+
+# ---- The call cache (the run store implements it) ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CachedCall:
+    """A stored reply: its text and the usage it was billed at."""
+
+    text: str
+    usage: Usage
+    model: str = ""
+
+
+class CallCache(Protocol):
+    """Looks calls up by key and keeps them as they arrive."""
+
+    def find(self, key: str) -> CachedCall | None:
+        """The stored reply for this key, or None."""
+        ...
+
+    def put(self, key: str, call: CachedCall) -> None:
+        """Keep a reply under its key."""
+        ...
+
+
+# ---- The executor ------------------------------------------------------------------------
+
+
+class _Failed(Exception):
     """Carries a failed call's record along with its error."""
 
     def __init__(self, record: CallTrace, error: RRError) -> None:
@@ -354,92 +312,299 @@ class _CallFailed(Exception):
         self.record, self.error = record, error
 
 
-def merge_ranked(rankings: Sequence[Sequence[int]]) -> list[int]:
-    """Interleave per-chunk rankings: every chunk's first page, then every second, …"""
-    merged: list[int] = []
-    for rank in range(max((len(r) for r in rankings), default=0)):
-        for ranking in rankings:
-            if rank < len(ranking) and ranking[rank] not in merged:
-                merged.append(ranking[rank])
-    return merged
+class Executor:
+    """Runs plans through one client with one bounded pool, a cancel switch and events."""
 
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        cache: CallCache | None = None,
+        context_window: int | None = None,
+    ) -> None:
+        self.client = client
+        self.concurrency = max(1, int(concurrency))
+        self.cache = cache
+        self.context_window = context_window
+        self._cancel = threading.Event()
+        self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rr-call")
+        self.calls_made = 0
+        self.calls_cached = 0
+        self._count_lock = threading.Lock()
 
-def _settings_dict(settings: RunSettings) -> dict[str, Any]:
-    # JSON-native values (enums as strings, tuples as lists), so that a trace read back from
-    # the ledger or an export equals the trace that was saved.
-    data = asdict(settings)
-    return {
-        k: (v.value if hasattr(v, "value") else list(v) if isinstance(v, tuple) else v)
-        for k, v in data.items()
-    }
+    # -- lifecycle --
+    def cancel(self) -> None:
+        """Send no further calls; calls in flight finish on their own."""
+        self._cancel.set()
 
+    @property
+    def cancelled(self) -> bool:
+        """Whether ``cancel`` was called."""
+        return self._cancel.is_set()
 
-def stream_runs(
-    document: Document,
-    question: str,
-    settings: Sequence[RunSettings],
-    client: LLMClient,
-    counter: TokenCounter,
-    *,
-    max_concurrency: int = DEFAULT_CONCURRENCY,
-) -> Iterator[CallEvent | RunTrace]:
-    """Run several methods concurrently, yielding progress events, then each finished trace.
+    def close(self) -> None:
+        """Stop the pool (after the calls in flight)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
-    Plans are made (and configuration errors raised) before any call is sent.
-    """
-    plans = [plan_method(document, question, s, counter) for s in settings]
-    events: queue.Queue[CallEvent | RunTrace] = queue.Queue()
-    limiter = _Limiter(max_concurrency)
-    cancel = threading.Event()
-    runners = [_Runner(document, p, client, counter, limiter, events.put, cancel) for p in plans]
+    def __enter__(self) -> Executor:
+        return self
 
-    def work(runner: _Runner) -> None:
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- running --
+    def stream(self, document: Document, plans: Sequence[Plan]) -> Iterator[CallEvent | RunTrace]:
+        """Run the plans concurrently, yielding progress events, then each finished trace."""
+        events: queue.Queue[CallEvent | RunTrace] = queue.Queue()
+        runners = [_Run(self, document, plan, index, events.put) for index, plan in enumerate(plans)]
+        return self._drive(runners, events)
+
+    def run(
+        self,
+        document: Document,
+        plans: Sequence[Plan],
+        on_event: Callable[[CallEvent], None] | None = None,
+    ) -> list[RunTrace]:
+        """Run the plans; traces come back in the order of ``plans``."""
+        events: queue.Queue[CallEvent | RunTrace] = queue.Queue()
+        runners = [_Run(self, document, plan, index, events.put) for index, plan in enumerate(plans)]
+        for item in self._drive(runners, events):
+            if isinstance(item, CallEvent) and on_event is not None:
+                on_event(item)
+        return [r.trace for r in runners]
+
+    def _drive(self, runners: list[_Run], events: queue.Queue[CallEvent | RunTrace]) -> Iterator[CallEvent | RunTrace]:
+        def work(runner: _Run) -> None:
+            try:
+                events.put(runner.run())
+            except Exception as exc:  # noqa: BLE001 - a bug must reach the caller, not hang it
+                runner.trace.error = redact(f"Internal error: {type(exc).__name__}: {exc}")
+                runner.trace.error_kind = "InternalError"
+                events.put(runner.trace)
+
+        for runner in runners:
+            threading.Thread(target=work, args=(runner,), daemon=True).start()
+        finished = 0
         try:
-            events.put(runner.run())
-        except Exception as exc:  # noqa: BLE001 - a bug must reach the caller, not hang it
-            runner.trace.error = redact(f"Internal error: {type(exc).__name__}: {exc}")
-            runner.trace.error_kind = "InternalError"
-            events.put(runner.trace)
+            while finished < len(runners):
+                item = events.get()
+                if isinstance(item, RunTrace):
+                    finished += 1
+                yield item
+        finally:
+            # The caller stopped listening (the user left the page): send no further calls.
+            if finished < len(runners):
+                self.cancel()
 
-    threads = [threading.Thread(target=work, args=(r,), daemon=True) for r in runners]
-    for thread in threads:
-        thread.start()
-    finished = 0
-    try:
-        while finished < len(runners):
-            item = events.get()
-            if isinstance(item, RunTrace):
-                finished += 1
-            yield item
-    finally:
-        # The caller stopped listening (a closed generator: the user left the page): send
-        # no further paid calls. Calls already in flight finish on their own.
-        cancel.set()
+    # -- one call (in the pool) --
+    def _send(self, run: _Run, call: Call) -> tuple[CallTrace, Any]:
+        prompt = call.render()
+        settings = run.plan.settings
+        key = call_key(self.client, settings.model, call, prompt)
+        record = CallTrace(
+            id=call.id,
+            stage=call.stage,
+            chunk=call.chunk,
+            question=call.question,
+            pages=list(dict.fromkeys(call.pages)),
+            reminders_after=list(call.reminders_after),
+            leading_reminders=call.leading_reminders,
+            reminder_tokens=call.reminder_tokens,
+            planned_prompt_tokens=call.prompt_tokens,
+            schema=call.schema.WIRE_NAME,
+            prompt=prompt,
+            cache_key=key,
+        )
+        event = CallEvent(run.index, run.plan.method, run.plan.label, call.stage, call.chunk, len(record.pages), "started")
+        started = time.perf_counter()
+        completion: Completion | CachedCall | None = self.cache.find(key) if self.cache is not None else None
+        if completion is not None:
+            record.cached = True
+            with self._count_lock:
+                self.calls_cached += 1
+        else:
+            if self._cancel.is_set():
+                error = RunCancelled("The run was stopped before this call was sent.")
+                record.error = str(error)
+                run.emit(replace(event, status="skipped", message=str(error)))
+                raise _Failed(record, error)
+            run.emit(event)
+            request = LLMRequest(
+                prompt=prompt,
+                schema=call.schema,
+                model=settings.model,
+                max_output_tokens=call.max_output_tokens,
+                layout=call.layout,
+            )
+            try:
+                completion = self.client.complete(request)
+            except LLMError as exc:
+                record.error = str(exc)
+                record.latency_s = round(time.perf_counter() - started, 3)
+                run.emit(replace(event, status="failed", message=str(exc)))
+                raise _Failed(record, exc) from exc
+            with self._count_lock:
+                self.calls_made += 1
+            if self.cache is not None:
+                self.cache.put(key, CachedCall(completion.text, completion.usage, completion.model))
+        record.latency_s = round(time.perf_counter() - started, 3)
+        record.response = completion.text[:MAX_STORED_RESPONSE_CHARS]
+        record.usage = completion.usage
+        cost = price_usage(completion.usage, *settings.pricing)
+        record.cost_usd, record.output_cost_usd, record.price_known = cost.total_usd, cost.output_usd, cost.known
+        if (
+            not record.cached
+            and self.client.is_llm
+            and 0 < completion.usage.prompt_tokens < TRUNCATION_RATIO * call.prompt_tokens
+        ):
+            run.warn(
+                f"The server reported {completion.usage.prompt_tokens:,} prompt tokens for call {call.id} where "
+                f"about {call.prompt_tokens:,} were sent: it may have cut the prompt to fit its context window "
+                "without saying so."
+            )
+        try:
+            parsed = call.schema.parse(completion.text)
+        except ResponseParseError as exc:
+            record.error = str(exc)
+            run.emit(replace(event, status="failed", message=str(exc)))
+            raise _Failed(record, exc) from exc
+        if hasattr(parsed, "pages") and isinstance(parsed.pages, list):
+            record.retrieved = [p for p in parsed.pages if isinstance(p, int)]
+        run.emit(replace(event, status="cached" if record.cached else "done"))
+        return record, parsed
 
 
-def run_methods(
+class _Run:
+    """One plan's run: drives its phases, collects its trace."""
+
+    def __init__(
+        self, executor: Executor, document: Document, plan: Plan, index: int, emit: Callable[[CallEvent | RunTrace], None]
+    ) -> None:
+        self.executor, self.document, self.plan, self.index, self._emit = executor, document, plan, index, emit
+        self._lock = threading.Lock()
+        settings = plan.settings
+        client = executor.client
+        self.trace = RunTrace(
+            run_id=uuid.uuid4().hex,
+            method=plan.method,
+            label=plan.label,
+            describe=plan.describe,
+            questions=list(plan.questions),
+            document=document.name,
+            document_sha256=document.sha256,
+            provider=settings.provider,
+            model=settings.model,
+            is_llm=client.is_llm,
+            settings=settings,
+            cache_key=run_key(plan, settings.provider, settings.model),
+            estimate_usd=plan.estimate.usd,
+            price_known=plan.estimate.cost.known,
+            price_source=plan.estimate.cost.source,
+            price_data=price_data_version(),
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            notes=list(plan.notes),
+        )
+
+    def emit(self, event: CallEvent) -> None:
+        self._emit(event)
+
+    def warn(self, message: str) -> None:
+        with self._lock:
+            self.trace.warnings.append(message)
+
+    def run(self) -> RunTrace:
+        started = time.perf_counter()
+        try:
+            self._refuse_oversized()
+            done: list[PhaseResults] = []
+            for phase in self.plan.phases:
+                concrete = phase.resolve(done) if phase.estimated and phase.resolve else phase
+                if phase.estimated and not concrete.steps:
+                    done.append({})
+                    continue
+                done.append(self._run_phase(concrete))
+            conclusion = self.plan.conclude(done)
+            self.trace.outcomes = conclusion.outcomes
+            self.trace.warnings.extend(conclusion.warnings)
+            self.trace.details.update(conclusion.details)
+            self._check_quotes()
+            errors = [o.error for o in self.trace.outcomes if o.error]
+            if errors and len(errors) == len(self.trace.outcomes):
+                self.trace.error = errors[0]
+                self.trace.error_kind = self._first_error_kind()
+        except RRError as exc:
+            self.trace.error = str(exc)
+            self.trace.error_kind = type(exc).__name__
+        self.trace.price_known = self.plan.estimate.cost.known and all(c.price_known for c in self.trace.calls)
+        self.trace.latency_s = round(time.perf_counter() - started, 3)
+        return self.trace
+
+    def _refuse_oversized(self) -> None:
+        window = self.executor.context_window
+        if window and self.plan.largest_prompt > window:
+            raise ContextTooLongError(
+                f"{self.plan.label}'s largest prompt is about {self.plan.largest_prompt:,} tokens; "
+                f"{self.plan.settings.model} reads at most {window:,}. Nothing was sent. "
+                "A chunked method with a smaller chunk size c fits.",
+                provider=self.plan.settings.provider,
+            )
+
+    def _run_phase(self, phase: Phase) -> PhaseResults:
+        results: dict[str, StepResult] = {}
+        futures: dict[str, Future[tuple[CallTrace, Any]]] = {}
+        for step in phase.steps:
+            if isinstance(step, Call):
+                futures[step.id] = self.executor._pool.submit(self.executor._send, self, step)
+        for step in phase.steps:
+            if isinstance(step, LocalStep):
+                results[step.id] = self._local(step)
+        for step in phase.calls:
+            try:
+                record, parsed = futures[step.id].result()
+                results[step.id] = StepResult(step, parsed)
+            except _Failed as failed:
+                record = failed.record
+                results[step.id] = StepResult(step, error=failed.error)
+            with self._lock:
+                self.trace.calls.append(record)
+        ordered = {s.id: results[s.id] for s in phase.steps}
+        if ordered and all(not r.ok for r in ordered.values()):
+            # Nothing to go on: the phase's first error becomes the run's.
+            error = next(r.error for r in ordered.values())
+            raise error if isinstance(error, RRError) else RRError(str(error))
+        return ordered
+
+    def _local(self, step: LocalStep) -> StepResult:
+        started = time.perf_counter()
+        record = StepTrace(id=step.id, stage=step.stage, description=step.description)
+        try:
+            value = step.run()
+        finally:
+            record.latency_s = round(time.perf_counter() - started, 3)
+            self.trace.steps.append(record)
+        return StepResult(step, value)
+
+    def _check_quotes(self) -> None:
+        pages = self.document.pages
+        for outcome in self.trace.outcomes:
+            text = pages[outcome.page - 1].text if outcome.page and 1 <= outcome.page <= len(pages) else None
+            check = check_quote(outcome.quote, text)
+            outcome.quote_check, outcome.quote_score = check.status, check.score
+
+    def _first_error_kind(self) -> str:
+        return "LLMError" if any(c.error for c in self.trace.calls) else "RRError"
+
+
+def run_plans(
     document: Document,
-    question: str,
-    settings: Sequence[RunSettings],
+    plans: Sequence[Plan],
     client: LLMClient,
-    counter: TokenCounter,
     *,
-    max_concurrency: int = DEFAULT_CONCURRENCY,
+    concurrency: int = DEFAULT_CONCURRENCY,
     on_event: Callable[[CallEvent], None] | None = None,
+    cache: CallCache | None = None,
 ) -> list[RunTrace]:
-    """Run several methods; traces come back in the order of ``settings``."""
-    order = {s.method.value: i for i, s in enumerate(settings)}
-    traces: list[RunTrace] = []
-    for item in stream_runs(document, question, settings, client, counter, max_concurrency=max_concurrency):
-        if isinstance(item, RunTrace):
-            traces.append(item)
-        elif on_event is not None:
-            on_event(item)
-    return sorted(traces, key=lambda t: order.get(t.method, 0))
-
-
-def run_method(
-    document: Document, question: str, settings: RunSettings, client: LLMClient, counter: TokenCounter
-) -> RunTrace:
-    """Run one method."""
-    return run_methods(document, question, [settings], client, counter)[0]
+    """Run plans with a one-off executor (the CLI and tests); traces in the order of plans."""
+    with Executor(client, concurrency=concurrency, cache=cache) as executor:
+        return executor.run(document, plans, on_event)

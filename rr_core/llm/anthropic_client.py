@@ -2,7 +2,7 @@
 
 Structured output goes as ``output_config.format`` (a JSON schema) on ``messages.create``;
 models or proxies that reject it get the call repeated once without it, and the tolerant
-parser in ``rr_core.parsing`` reads the reply. ``messages.create`` takes no temperature.
+parser of the request's ``Output`` class reads the reply. ``messages.create`` takes no temperature.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from anthropic.types import Message, MessageParam, OutputConfigParam
 
 from rr_core.errors import ContextTooLongError, MissingKeyError, ProviderError
 from rr_core.llm import errors_map
-from rr_core.llm.base import Completion, LLMRequest, Task, Usage
+from rr_core.llm.base import Completion, LLMRequest, Usage
 from rr_core.llm.structured import HTTPFailure, SDKAdapter, SDKErrors, completion, count
-from rr_core.parsing import schema_for
+from rr_core.outputs import Output
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 _LABEL = "Anthropic"
@@ -69,7 +69,7 @@ class AnthropicClient(SDKAdapter):
             model=model,
             max_tokens=request.max_output_tokens,
             messages=messages,
-            output_config=_output_config(request.task) if structured else anthropic.omit,
+            output_config=_output_config(request.schema) if structured else anthropic.omit,
             timeout=timeout,
         )
         return self._from_message(message, structured)
@@ -109,8 +109,8 @@ class AnthropicClient(SDKAdapter):
         return HTTPFailure(exc.status_code, _detail(exc), exc.response.headers)
 
 
-def _output_config(task: Task) -> OutputConfigParam:
-    return {"format": {"type": "json_schema", "schema": schema_for(task)}}
+def _output_config(schema: type[Output]) -> OutputConfigParam:
+    return {"format": {"type": "json_schema", "schema": schema.WIRE_SCHEMA}}
 
 
 def _detail(exc: anthropic.APIStatusError) -> str:

@@ -1,11 +1,16 @@
-"""The provider seam: one request in, one completion out."""
+"""The provider seam: one request in, one completion out.
+
+A request carries the *shape* of the reply it expects (an ``Output`` class), never the
+method or stage that asked: adapters and the offline engine stay method-blind.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Protocol
 
-Task = Literal["answer", "retrieve"]
+from rr_core.outputs import Output
+from rr_core.prompts import PromptLayout
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,15 +42,18 @@ class Usage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LLMRequest:
-    """One call: the whole prompt as a single user message, and what JSON we expect back."""
+    """One call: the whole prompt as a single user message, and the shape expected back.
+
+    ``layout`` is the same prompt as blocks: adapters send ``prompt``; the offline engine
+    reads the layout instead of re-parsing the text.
+    """
 
     prompt: str
-    task: Task
+    schema: type[Output]
     model: str
     max_output_tokens: int = 1024
-    # Retrieval asks for at most this many pages; the offline engine honours it.
-    top_k: int = 5
     timeout_s: float = 120.0
+    layout: PromptLayout | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

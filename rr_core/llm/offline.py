@@ -6,15 +6,36 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 
+from rr_core.errors import ProviderError
 from rr_core.llm.base import Completion, LLMRequest, Usage
+from rr_core.outputs import AnswerOut, ExtractionOut, MultiRetrievalOut, Output, RetrievalOut
 from rr_core.prompts import split_tagged
 from rr_core.retrieval import BM25, sentences, terms
 from rr_core.tokens import TokenCounter, counter_for_model
 
 OFFLINE_LABEL = "Offline engine (BM25 page ranking + sentence extraction; not an LLM)"
 
-_QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
+_QUESTION = re.compile(r"^Question(?: \d+)?: (.*)$", re.MULTILINE)
+_LIMIT = re.compile(r"up to (\d+) page")
+
+
+def _read(request: LLMRequest) -> tuple[list[str], list[tuple[int, str]], int]:
+    """The question(s), pages and page limit of a request: from its layout, or (a bare
+    prompt) from the text, as a reader would."""
+    layout = request.layout
+    if layout is not None:
+        return list(layout.questions), layout.pages(), layout.limit or 5
+    prompt = request.prompt
+    # The opening instructions hold the question(s); they end at the first closing tag.
+    head = prompt.split("</INSTRUCTIONS>", 1)[0]
+    limit = _LIMIT.search(head)
+    return (
+        [q.strip() for q in _QUESTION.findall(head)],
+        split_tagged(prompt),
+        int(limit.group(1)) if limit else 5,
+    )
 
 
 class OfflineEngine:
@@ -27,19 +48,15 @@ class OfflineEngine:
         self.counter = counter or counter_for_model()
 
     def complete(self, request: LLMRequest) -> Completion:
-        """Rank the prompt's pages (retrieve) or extract the best sentence (answer)."""
+        """Fill the requested output shape from the prompt's pages, as a model would."""
         started = time.perf_counter()
-        match = _QUESTION.search(request.prompt)
-        question = match.group(1).strip() if match else ""
-        pages = split_tagged(request.prompt)
-        if request.task == "retrieve":
-            payload: dict[str, object] = {
-                "question": question,
-                "pages": self._retrieve(question, pages, request.top_k),
-            }
-        else:
-            answer, page = self._answer(question, pages)
-            payload = {"question": question, "answer": answer, "page": page}
+        questions, pages, limit = _read(request)
+        fill = _FILLERS.get(request.schema)
+        if fill is None:
+            raise ProviderError(
+                f"The offline engine cannot produce a {request.schema.WIRE_NAME!r} reply.", provider=self.name
+            )
+        payload = fill(self, questions, pages, limit)
         text = json.dumps(payload, ensure_ascii=False)
         usage = Usage(
             input_tokens=self.counter.count(request.prompt),
@@ -47,6 +64,31 @@ class OfflineEngine:
         )
         raw = {"engine": "offline", "seconds": round(time.perf_counter() - started, 4)}
         return Completion(text=text, usage=usage, model="offline", structured=True, raw=raw)
+
+    def _fill_retrieval(self, questions: list[str], pages: list[tuple[int, str]], limit: int) -> dict[str, object]:
+        question = questions[0] if questions else ""
+        return {"question": question, "pages": self._retrieve(question, pages, limit)}
+
+    def _fill_retrieval_many(
+        self, questions: list[str], pages: list[tuple[int, str]], limit: int
+    ) -> dict[str, object]:
+        return {
+            "results": [
+                {"question": i, "pages": self._retrieve(q, pages, limit)} for i, q in enumerate(questions, start=1)
+            ]
+        }
+
+    def _fill_answer(self, questions: list[str], pages: list[tuple[int, str]], limit: int) -> dict[str, object]:
+        question = questions[0] if questions else ""
+        answer, page = self._answer(question, pages)
+        return {"question": question, "answer": answer, "page": page, "quote": "" if answer == "n/a" else answer}
+
+    def _fill_extraction(self, questions: list[str], pages: list[tuple[int, str]], limit: int) -> dict[str, object]:
+        question = questions[0] if questions else ""
+        answer, page = self._answer(question, pages)
+        if answer == "n/a":
+            return {"relevant": False, "extracts": [], "answer": "n/a"}
+        return {"relevant": True, "extracts": [{"page": page, "text": answer}], "answer": answer}
 
     @staticmethod
     def _retrieve(question: str, pages: list[tuple[int, str]], top_k: int) -> list[int]:
@@ -74,3 +116,12 @@ class OfflineEngine:
             return "n/a", "n/a"
         number, sentence = candidates[best]
         return sentence, str(number)
+
+
+_Filler = Callable[[OfflineEngine, list[str], list[tuple[int, str]], int], dict[str, object]]
+_FILLERS: dict[type[Output], _Filler] = {
+    RetrievalOut: OfflineEngine._fill_retrieval,
+    MultiRetrievalOut: OfflineEngine._fill_retrieval_many,
+    AnswerOut: OfflineEngine._fill_answer,
+    ExtractionOut: OfflineEngine._fill_extraction,
+}

@@ -18,9 +18,9 @@ from openai.types.responses import Response, ResponseTextConfigParam
 
 from rr_core.errors import ConfigError, MissingKeyError, ProviderError
 from rr_core.llm import errors_map
-from rr_core.llm.base import Completion, LLMRequest, Task, Usage
+from rr_core.llm.base import Completion, LLMRequest, Usage
 from rr_core.llm.structured import HTTPFailure, SDKAdapter, SDKErrors, completion, count
-from rr_core.parsing import schema_for
+from rr_core.outputs import Output
 
 Api = Literal["responses", "chat"]
 
@@ -86,7 +86,7 @@ class OpenAIClient(SDKAdapter):
                 input=request.prompt,
                 store=False,
                 max_output_tokens=request.max_output_tokens,
-                text=_text_format(request.task) if structured else openai.omit,
+                text=_text_format(request.schema) if structured else openai.omit,
                 timeout=timeout,
             )
             return self._from_response(response, structured)
@@ -97,7 +97,7 @@ class OpenAIClient(SDKAdapter):
             model=model,
             messages=messages,
             max_tokens=request.max_output_tokens,
-            response_format=_response_format(request.task) if structured else openai.omit,
+            response_format=_response_format(request.schema) if structured else openai.omit,
             timeout=timeout,
         )
         return self._from_chat(chat, structured)
@@ -148,27 +148,23 @@ class OpenAIClient(SDKAdapter):
         return HTTPFailure(exc.status_code, _detail(exc), exc.response.headers)
 
 
-def _schema_name(task: Task) -> str:
-    return "retrieval" if task == "retrieve" else "answer"
-
-
-def _text_format(task: Task) -> ResponseTextConfigParam:
+def _text_format(schema: type[Output]) -> ResponseTextConfigParam:
     return {
         "format": {
             "type": "json_schema",
-            "name": _schema_name(task),
-            "schema": schema_for(task),
+            "name": schema.WIRE_NAME,
+            "schema": schema.WIRE_SCHEMA,
             "strict": True,
         }
     }
 
 
-def _response_format(task: Task) -> ResponseFormat:
+def _response_format(schema: type[Output]) -> ResponseFormat:
     return {
         "type": "json_schema",
         "json_schema": {
-            "name": _schema_name(task),
-            "schema": schema_for(task),
+            "name": schema.WIRE_NAME,
+            "schema": schema.WIRE_SCHEMA,
             "strict": True,
         },
     }

@@ -1,0 +1,56 @@
+"""The methods, as registered values (METHOD.md §3–§10).
+
+Each method lives in one module of this package and is a ``Method`` value: its name, a plain
+sentence, the settings it reads and a planner that turns (document, question(s), settings)
+into a ``Plan``. The registry below is the only list of methods; nothing outside a method's
+own definition asks which method it is. Adding a method: one module here (or a value in an
+existing one) and one line in ``_ALL``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rr_core.documents import Document
+from rr_core.errors import ConfigError
+from rr_core.methods import bounds, briefcontext, paper, rag
+from rr_core.methods.building import Group, Method
+from rr_core.plans import Plan
+from rr_core.settings import RunSettings
+from rr_core.tokens import TokenCounter
+
+_ALL: tuple[Method, ...] = (*paper.METHODS, *rag.METHODS, *briefcontext.METHODS, *bounds.METHODS)
+REGISTRY: dict[str, Method] = {m.name: m for m in _ALL}
+
+GROUP_LABELS: dict[Group, str] = {
+    "paper": "The R&R paper",
+    "other": "Other approaches",
+    "bounds": "Bounds (for evaluation)",
+}
+
+__all__ = ["GROUP_LABELS", "REGISTRY", "Method", "all_methods", "get_method", "method_names", "plan_method"]
+
+
+def all_methods() -> tuple[Method, ...]:
+    """Every method, in the order they are shown."""
+    return _ALL
+
+
+def method_names() -> list[str]:
+    """Every method's name."""
+    return [m.name for m in _ALL]
+
+
+def get_method(name: str) -> Method:
+    """The method of this name; ``ConfigError`` names the choices otherwise."""
+    try:
+        return REGISTRY[name.strip()]
+    except KeyError:
+        raise ConfigError(f"unknown method {name!r}; choose from: {', '.join(REGISTRY)}") from None
+
+
+def plan_method(
+    document: Document, questions: str | Sequence[str], settings: RunSettings, counter: TokenCounter
+) -> Plan:
+    """Plan ``settings.method`` on the document."""
+    return get_method(settings.method).plan(document, questions, settings, counter)

@@ -1,0 +1,281 @@
+"""What the method definitions share: the method value, planning context, call building,
+and reading retrieval and answer replies into outcomes. Pure: no I/O."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rr_core.chunking import plan_reminders
+from rr_core.documents import Document
+from rr_core.errors import ConfigError
+from rr_core.outputs import AnswerOut, Output
+from rr_core.plans import Call, Outcome, PhaseResults, Plan, StepResult, count_layout
+from rr_core.prompts import build_layout, instructions
+from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
+from rr_core.tokens import TokenCounter
+
+Group = Literal["paper", "other", "bounds"]
+
+# Typical output sizes, for estimates before a run (JSON with a short answer and its quote;
+# a page list; an extraction).
+ANSWER_OUTPUT_TOKENS = 90
+RETRIEVE_OUTPUT_TOKENS_BASE = 20
+RETRIEVE_OUTPUT_TOKENS_PER_PAGE = 3
+EXTRACT_OUTPUT_TOKENS = 160
+TOKENS_PER_WORD = 1.35  # English prose, o200k/cl100k: for sizing passages before a run
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a planner needs: the document, the question(s), the settings and a counter."""
+
+    method: Method
+    document: Document
+    questions: tuple[str, ...]
+    settings: RunSettings
+    counter: TokenCounter
+
+    def page_texts(self, numbers: Sequence[int]) -> list[tuple[int, str]]:
+        """(number, text) of the given pages."""
+        return [(n, self.document.pages[n - 1].text) for n in numbers]
+
+    def call(
+        self,
+        *,
+        id: str,
+        stage: str,
+        task: str,
+        pages: Sequence[tuple[int, str]] | None,
+        schema: type[Output],
+        output_tokens: int,
+        remind: bool = False,
+        chunk: int | None = None,
+        question: int | None = None,
+        limit: int = 0,
+    ) -> Call:
+        """One call over the given pages (or passages), with reminders where the method reminds."""
+        asked = self.questions if question is None else (self.questions[question],)
+        s = self.settings
+        limit = limit or s.top_k
+        blocks = instructions(
+            task, asked, top_k=limit, tags_only_reminder=s.reminder_style is ReminderStyle.TAGS_ONLY
+        )
+        after, leading = reminder_layout(s, self.document, [n for n, _ in pages or ()]) if remind else ((), 0)
+        layout = build_layout(
+            blocks, pages, reminders_after=after, reminders_before_document=leading, questions=asked, limit=limit
+        )
+        tokens, reminder_tokens = count_layout(layout, self.counter, self.document)
+        return Call(
+            id=id,
+            stage=stage,
+            layout=layout,
+            schema=schema,
+            prompt_tokens=tokens,
+            reminder_tokens=reminder_tokens,
+            output_tokens=min(output_tokens, s.max_output_tokens),
+            max_output_tokens=s.max_output_tokens,
+            chunk=chunk,
+            question=question,
+        )
+
+    def sized_call(
+        self, *, id: str, stage: str, task: str, schema: type[Output], tokens: int, output_tokens: int,
+        question: int | None = None,
+    ) -> Call:
+        """An estimated call: the instructions of the real one, and ``tokens`` of context."""
+        call = self.call(id=id, stage=stage, task=task, pages=[], schema=schema, output_tokens=output_tokens,
+                         question=question)
+        return Call(
+            id=call.id,
+            stage=call.stage,
+            layout=call.layout,
+            schema=schema,
+            prompt_tokens=call.prompt_tokens + tokens,
+            reminder_tokens=0,
+            output_tokens=call.output_tokens,
+            max_output_tokens=call.max_output_tokens,
+            question=question,
+        )
+
+    def average_page_tokens(self) -> float:
+        """Mean tokens a page (tags included, roughly)."""
+        pages = max(len(self.document.pages), 1)
+        return self.document.total_tokens / pages + 8
+
+
+def reminder_layout(
+    settings: RunSettings, document: Document, pages: Sequence[int]
+) -> tuple[tuple[int, ...], int]:
+    """(pages after which a reminder goes, reminders before the first page) for one call."""
+    if not pages:
+        return (), 0
+    interval = plan_reminders([document.pages[n - 1].tokens for n in pages], settings.reminder_every)
+    after = tuple(pages[i - 1] for i in interval)
+    if settings.reminder_placement is ReminderPlacement.INTERVAL:
+        return after, 0
+    if settings.reminder_placement is ReminderPlacement.BEGINNING:
+        return (), len(after)
+    # BEFORE_PAGES: one reminder right before each given page present in this call.
+    position = {n: i for i, n in enumerate(pages)}
+    targets = sorted(position[p] for p in set(settings.reminder_pages) if p in position)
+    leading = 1 if targets and targets[0] == 0 else 0
+    return tuple(pages[i - 1] for i in targets if i > 0), leading
+
+
+def retrieve_output_tokens(top_k: int) -> int:
+    """Expected output of a retrieval reply asking for ``top_k`` pages."""
+    return RETRIEVE_OUTPUT_TOKENS_BASE + RETRIEVE_OUTPUT_TOKENS_PER_PAGE * top_k
+
+
+def words_to_tokens(words: int) -> int:
+    """Tokens of ``words`` words of prose (estimate)."""
+    return math.ceil(words * TOKENS_PER_WORD)
+
+
+# ---- The method value ------------------------------------------------------------------
+
+
+Planner = Callable[[Context], Plan]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Method:
+    """A method: its name and plain description, the settings it reads, and its planner."""
+
+    name: str
+    label: str
+    group: Group
+    summary: str  # one plain sentence a lawyer understands
+    params: tuple[str, ...] = ()  # the ``RunSettings`` fields it reads (the app shows only these)
+    reminds: bool = False  # carries reminders, so the ablation options apply
+    several_questions: bool = False  # one plan serves several questions (one retrieval pass)
+    needs_gold: bool = False  # reads the gold pages the user names (oracle)
+    planner: Planner = field(repr=False, compare=False)
+
+    def plan(
+        self,
+        document: Document,
+        questions: str | Sequence[str],
+        settings: RunSettings,
+        counter: TokenCounter,
+    ) -> Plan:
+        """Plan every step of this method on the document."""
+        asked = (questions,) if isinstance(questions, str) else tuple(questions)
+        asked = tuple(q for q in (" ".join(q.split()) for q in asked) if q)
+        if not asked:
+            raise ConfigError("Type a question first.")
+        if len(asked) > 1 and not self.several_questions:
+            raise ConfigError(f"{self.label} answers one question at a time; plan it once per question.")
+        settings = settings.but(method=self.name)
+        settings.validate()
+        if not document.pages:
+            raise ConfigError("The document has no pages.")
+        return self.planner(Context(self, document, asked, settings, counter))
+
+    def describe(self, settings: RunSettings) -> str:
+        """The settings this method reads, e.g. ``k = 10,000 · N = 5``."""
+        parts = []
+        for name in self.params:
+            param = PARAMS.get(name)
+            if param is None:
+                continue
+            value = getattr(settings, name)
+            parts.append(f"{param.symbol} = {value:,}" if isinstance(value, int) else f"{param.symbol} = {value:g}")
+        if self.reminds and settings.reminder_style is not ReminderStyle.FULL:
+            parts.append(f"reminder: {settings.reminder_style.value}")
+        if self.reminds and settings.reminder_placement is not ReminderPlacement.INTERVAL:
+            parts.append(f"placement: {settings.reminder_placement.value}")
+        if self.needs_gold and settings.gold_pages:
+            parts.append("gold pages " + ", ".join(str(p) for p in settings.gold_pages))
+        return " · ".join(parts)
+
+
+def make_plan(ctx: Context, **kwargs: object) -> Plan:
+    """A ``Plan`` stamped with the context's method, questions, settings and document."""
+    return Plan(
+        method=ctx.method.name,
+        label=ctx.method.label,
+        describe=ctx.method.describe(ctx.settings),
+        questions=ctx.questions,
+        settings=ctx.settings,
+        document_sha256=ctx.document.sha256,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+# ---- Reading replies ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Kept:
+    """Pages a retrieval reply returned, split into kept (valid) and dropped."""
+
+    kept: list[int] = field(default_factory=list)
+    dropped: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def keep_pages(pages: Sequence[int], allowed: Sequence[int], top_k: int) -> Kept:
+    """Keep the returned pages that were in the context, at most ``top_k``, first ones first."""
+    allowed_set = set(allowed)
+    out = Kept()
+    for page in pages:
+        if page in allowed_set and page not in out.kept:
+            out.kept.append(page)
+        elif page not in allowed_set:
+            out.dropped.append(page)
+    if len(out.kept) > top_k:
+        out.warnings.append(
+            f"The model returned {len(out.kept)} pages where {top_k} were asked; kept the first {top_k}."
+        )
+        del out.kept[top_k:]
+    return out
+
+
+def merge_ranked(rankings: Sequence[Sequence[int]]) -> list[int]:
+    """Interleave per-part rankings: every part's first page, then every second, …"""
+    merged: list[int] = []
+    seen: set[int] = set()
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking) and ranking[rank] not in seen:
+                seen.add(ranking[rank])
+                merged.append(ranking[rank])
+    return merged
+
+
+def failed_parts(results: PhaseResults, what: str) -> list[str]:
+    """One warning per failed step of a phase whose other steps succeeded."""
+    failed = [r for r in results.values() if not r.ok]
+    if not failed or len(failed) == len(results):
+        return []
+    return [f"{what} {_where(r)} failed and was skipped: {r.error}" for r in failed]
+
+
+def _where(result: StepResult) -> str:
+    step = result.step
+    chunk = getattr(step, "chunk", None)
+    return f"for chunk {chunk}" if chunk else f"({step.id})"
+
+
+def answer_outcome(result: StepResult | None, question: str, *, allowed: Sequence[int]) -> tuple[Outcome, list[str]]:
+    """The outcome of an answer call: the answer, the cited page (if it was in the context)."""
+    outcome = Outcome(question=question)
+    if result is None:
+        return outcome, []
+    if not result.ok:
+        outcome.error = str(result.error)
+        return outcome, []
+    parsed: AnswerOut = result.value
+    outcome.answer = parsed.answer
+    outcome.quote = parsed.quote if parsed.quote.lower() != "n/a" else ""
+    page = parsed.page_number
+    warnings: list[str] = []
+    if page is not None and page not in set(allowed):
+        warnings.append(f"The model cited page {page}, which was not in its context; citation dropped.")
+        page = None
+    outcome.page = page
+    return outcome, warnings

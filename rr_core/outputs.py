@@ -1,0 +1,249 @@
+"""What a call asks the model to return: one pydantic model per output shape.
+
+A request carries one of these classes as its schema, so the provider adapters and the
+offline engine learn *what shape* to return, never which method asked. Each class knows its
+wire schema (the strict JSON schema sent to providers that support structured output) and
+how to read a reply tolerantly (models wrap JSON in prose, fences and near-miss keys).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rr_core.errors import ResponseParseError
+from rr_core.parsing import NA, coerce_page, extract_json, page_list
+
+T = TypeVar("T", bound="Output")
+
+
+class Output(BaseModel):
+    """Base of every output shape."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    WIRE_NAME: ClassVar[str] = "output"
+    WIRE_SCHEMA: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Tolerate near misses before validation (renamed keys and the like)."""
+        return data
+
+    @classmethod
+    def parse(cls: type[T], text: str) -> T:
+        """Read a reply; raises ``ResponseParseError`` when it is unusable."""
+        data = cls.prepare(extract_json(text))
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err.get("loc", ())) or "object"
+            raise ResponseParseError(
+                f"The model's JSON lacks what was asked ({cls.WIRE_NAME}: {where}: {err.get('msg', 'invalid')}).",
+                text,
+            ) from exc
+
+
+def _strict(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+class AnswerOut(Output):
+    """An answer, the page that holds it, and the sentence it rests on, quoted."""
+
+    WIRE_NAME: ClassVar[str] = "answer"
+    # Pages are strings so that "n/a" is expressible; the validators turn them into ints.
+    WIRE_SCHEMA: ClassVar[dict[str, Any]] = _strict(
+        {
+            "question": {"type": "string"},
+            "answer": {"type": "string"},
+            "page": {"type": "string"},
+            "quote": {"type": "string"},
+        }
+    )
+
+    question: str = ""
+    answer: str
+    page: int | str = NA
+    quote: str = ""
+
+    @field_validator("answer", "quote", mode="before")
+    @classmethod
+    def _to_text(cls, value: Any) -> str:
+        if value is None:
+            return NA
+        if isinstance(value, (list, tuple)):
+            return "; ".join(str(v) for v in value)
+        return str(value).strip()
+
+    @field_validator("page", mode="before")
+    @classmethod
+    def _page(cls, value: Any) -> int | str:
+        return coerce_page(value)
+
+    @property
+    def page_number(self) -> int | None:
+        """The cited page as an int, or None for ``n/a``."""
+        return self.page if isinstance(self.page, int) else None
+
+
+class RetrievalOut(Output):
+    """Page numbers most relevant to one question, most relevant first."""
+
+    WIRE_NAME: ClassVar[str] = "retrieval"
+    WIRE_SCHEMA: ClassVar[dict[str, Any]] = _strict(
+        {"question": {"type": "string"}, "pages": {"type": "array", "items": {"type": "integer"}}}
+    )
+
+    question: str = ""
+    # Required: a reply without any list of pages is a parse error, not "nothing relevant".
+    pages: list[int]
+
+    @classmethod
+    def prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
+        if "pages" not in data:  # tolerate {"page_numbers": [...]}
+            for key, value in data.items():
+                if "page" in key.lower() and isinstance(value, list):
+                    return {**data, "pages": value}
+        return data
+
+    @field_validator("pages", mode="before")
+    @classmethod
+    def _pages(cls, value: Any) -> list[int]:
+        return page_list(value)
+
+
+class QuestionPages(BaseModel):
+    """One entry of a several-questions retrieval: the question's number and its pages."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question: int
+    pages: list[int] = Field(default_factory=list)
+
+    @field_validator("question", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> int:
+        page = coerce_page(value)
+        if not isinstance(page, int):
+            raise ValueError("question must be the question's number")
+        return page
+
+    @field_validator("pages", mode="before")
+    @classmethod
+    def _pages(cls, value: Any) -> list[int]:
+        return page_list(value)
+
+
+class MultiRetrievalOut(Output):
+    """Pages for each of several numbered questions, in one reply (000 §9)."""
+
+    WIRE_NAME: ClassVar[str] = "retrieval_per_question"
+    WIRE_SCHEMA: ClassVar[dict[str, Any]] = _strict(
+        {
+            "results": {
+                "type": "array",
+                "items": _strict(
+                    {"question": {"type": "integer"}, "pages": {"type": "array", "items": {"type": "integer"}}}
+                ),
+            }
+        }
+    )
+
+    results: list[QuestionPages]
+
+    @classmethod
+    def prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
+        if "results" not in data:
+            lists = [v for v in data.values() if isinstance(v, list)]
+            if lists:
+                return {"results": lists[0]}
+            # {"1": [3, 4], "2": [9]}: numbered keys
+            numbered = {k: v for k, v in data.items() if re.fullmatch(r"\d+", str(k))}
+            if numbered:
+                return {"results": [{"question": k, "pages": v} for k, v in numbered.items()]}
+        return data
+
+    def pages_for(self, count: int) -> tuple[dict[int, list[int]], list[int], list[int]]:
+        """(pages per question 1..count, question numbers missing, extra numbers ignored)."""
+        found: dict[int, list[int]] = {}
+        extra: list[int] = []
+        for entry in self.results:
+            if 1 <= entry.question <= count:
+                found.setdefault(entry.question, []).extend(p for p in entry.pages if p not in found.get(entry.question, []))
+            else:
+                extra.append(entry.question)
+        missing = [n for n in range(1, count + 1) if n not in found]
+        return found, missing, extra
+
+
+class Extract(BaseModel):
+    """A piece of a page that bears on the question."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    page: int | str = NA
+    text: str = ""
+
+    @field_validator("page", mode="before")
+    @classmethod
+    def _page(cls, value: Any) -> int | str:
+        return coerce_page(value)
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> str:
+        return "" if value is None else str(value).strip()
+
+
+class ExtractionOut(Output):
+    """What a partition of passages says about the question (BriefContext's map step)."""
+
+    WIRE_NAME: ClassVar[str] = "extraction"
+    WIRE_SCHEMA: ClassVar[dict[str, Any]] = _strict(
+        {
+            "relevant": {"type": "boolean"},
+            "extracts": {
+                "type": "array",
+                "items": _strict({"page": {"type": "string"}, "text": {"type": "string"}}),
+            },
+            "answer": {"type": "string"},
+        }
+    )
+
+    relevant: bool = False
+    extracts: list[Extract] = Field(default_factory=list)
+    answer: str = NA
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _answer(cls, value: Any) -> str:
+        return NA if value is None else str(value).strip()
+
+    @field_validator("extracts", mode="before")
+    @classmethod
+    def _extracts(cls, value: Any) -> list[Any]:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [{"text": value}] if value.strip() else []
+        return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+OUTPUTS: tuple[type[Output], ...] = (AnswerOut, RetrievalOut, MultiRetrievalOut, ExtractionOut)
+
+
+def output_named(name: str) -> type[Output]:
+    """The output class of a wire name (traces store the name)."""
+    for cls in OUTPUTS:
+        if cls.WIRE_NAME == name:
+            return cls
+    raise KeyError(name)

@@ -1,0 +1,285 @@
+"""Plans: everything a method will do, decided before any money is spent. Pure: no I/O.
+
+A plan is a sequence of **phases**. A phase is a set of independent **steps**: LLM calls
+(which the executor may run concurrently) or local steps that are not LLM calls (a BM25
+ranking). A phase that depends on earlier results is planned with *estimated* steps, sized
+for the cost estimate, and a ``resolve`` function that turns the earlier results into its
+real steps at run time. ``conclude`` turns all results into the outcome(s).
+
+The executor (``rr_core.runs``) runs any plan and never asks which method made it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from rr_core.costs import Cost, estimate_cost
+from rr_core.documents import Document
+from rr_core.outputs import Output
+from rr_core.prompts import SEPARATOR, Block, PromptLayout
+from rr_core.settings import RunSettings
+from rr_core.tokens import TokenCounter
+
+# ---- Steps ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """One LLM call: its prompt as a layout, the reply shape, and its expected size."""
+
+    id: str  # unique within the plan ("retrieve.2", "answer")
+    stage: str  # what it is for, as shown to the user ("retrieve", "answer", "map", "reduce")
+    layout: PromptLayout = field(repr=False)
+    schema: type[Output]
+    prompt_tokens: int
+    reminder_tokens: int
+    output_tokens: int
+    max_output_tokens: int
+    chunk: int | None = None
+    question: int | None = None  # index into the plan's questions, where a call serves one
+
+    @property
+    def pages(self) -> tuple[int, ...]:
+        """Page numbers in the prompt, in prompt order (passages repeat their page)."""
+        return tuple(n for n, _ in self.layout.pages())
+
+    @property
+    def reminders_after(self) -> tuple[int, ...]:
+        """Pages right after which a reminder block stands."""
+        out: list[int] = []
+        last: int | None = None
+        for block in self.layout.blocks:
+            if block.kind == "page":
+                last = block.page
+            elif block.kind == "reminder" and last is not None:
+                out.append(last)
+        return tuple(out)
+
+    @property
+    def leading_reminders(self) -> int:
+        """Reminder blocks before the first page."""
+        count = 0
+        for block in self.layout.blocks:
+            if block.kind == "page":
+                break
+            count += block.kind == "reminder"
+        return count
+
+    @property
+    def reminder_count(self) -> int:
+        """Reminder blocks in the prompt."""
+        return self.layout.reminder_count
+
+    def render(self) -> str:
+        """The exact prompt text."""
+        return self.layout.render()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalStep:
+    """A step that is not an LLM call (a ranking); free, and run by the executor in order."""
+
+    id: str
+    stage: str
+    description: str
+    run: Callable[[], Any] = field(repr=False, compare=False)
+
+
+Step = Call | LocalStep
+
+
+@dataclass(slots=True)
+class StepResult:
+    """What one step produced: a parsed reply (or a local value), or the error it met."""
+
+    step: Step
+    value: Any = None
+    error: Exception | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the step produced a value."""
+        return self.error is None
+
+
+PhaseResults = Mapping[str, StepResult]  # step id -> result
+Resolve = Callable[[Sequence[PhaseResults]], "Phase"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Phase:
+    """Steps that can run together. ``estimated`` phases are resolved from earlier results."""
+
+    stage: str
+    steps: tuple[Step, ...]
+    estimated: bool = False
+    resolve: Resolve | None = field(default=None, repr=False, compare=False)
+    note: str = ""
+
+    @property
+    def calls(self) -> tuple[Call, ...]:
+        """The LLM calls of the phase."""
+        return tuple(s for s in self.steps if isinstance(s, Call))
+
+
+# ---- Outcomes -------------------------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class Outcome:
+    """The answer to one question, with the pages behind it."""
+
+    question: str
+    answer: str | None = None
+    page: int | None = None
+    quote: str = ""
+    retrieved_pages: list[int] = field(default_factory=list)
+    # For methods that retrieve per part (chunks, partitions): the pages each part returned.
+    retrieved_groups: list[list[int]] = field(default_factory=list)
+    dropped_pages: list[int] = field(default_factory=list)
+    # Filled in by the runner: was the quote found on the cited page, and how closely.
+    quote_check: str = "unchecked"  # verified | approximate | not-found | no-quote | unchecked
+    quote_score: float = 0.0
+    # Known right answers (samples' planted questions, the Lab): filled in by the caller.
+    gold_answers: list[str] = field(default_factory=list)
+    gold_pages: list[int] = field(default_factory=list)
+    correct: bool | None = None
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class Conclusion:
+    """What ``conclude`` returns: one outcome per question, and anything worth saying."""
+
+    outcomes: list[Outcome]
+    warnings: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+Conclude = Callable[[Sequence[PhaseResults]], Conclusion]
+
+
+# ---- The plan -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """What a plan is expected to cost before it runs."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    reminder_tokens: int
+    cost: Cost
+
+    @property
+    def usd(self) -> float:
+        """Estimated total in US dollars."""
+        return self.cost.total_usd
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """Every step a method will take on a document, and what that is expected to cost."""
+
+    method: str
+    label: str
+    questions: tuple[str, ...]
+    settings: RunSettings
+    document_sha256: str
+    phases: tuple[Phase, ...]
+    conclude: Conclude = field(repr=False, compare=False)
+    describe: str = ""  # the settings the method reads, e.g. "k = 10,000 · N = 5"
+    chunks: tuple[range, ...] = ()
+    notes: tuple[str, ...] = ()
+    estimate: Estimate = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "estimate", estimate_calls(self.calls, self.settings))
+
+    @property
+    def question(self) -> str:
+        """The (first) question."""
+        return self.questions[0] if self.questions else ""
+
+    @property
+    def calls(self) -> tuple[Call, ...]:
+        """Every call, estimated ones included, in phase order."""
+        return tuple(c for phase in self.phases for c in phase.calls)
+
+    @property
+    def known_calls(self) -> tuple[Call, ...]:
+        """The calls whose prompts are already known (not estimated)."""
+        return tuple(c for phase in self.phases if not phase.estimated for c in phase.calls)
+
+    @property
+    def reminders(self) -> int:
+        """Reminder blocks over the whole plan."""
+        return sum(c.reminder_count for c in self.calls)
+
+    @property
+    def largest_prompt(self) -> int:
+        """Tokens of the largest prompt the plan sends (estimated calls included)."""
+        return max((c.prompt_tokens for c in self.calls), default=0)
+
+
+def estimate_calls(calls: Sequence[Call], settings: RunSettings) -> Estimate:
+    """Tokens and cost of calls; priced per call (long-context tiers price each prompt)."""
+    cost = Cost() if not calls else sum(
+        (estimate_cost(c.prompt_tokens, c.output_tokens, *settings.pricing) for c in calls[1:]),
+        estimate_cost(calls[0].prompt_tokens, calls[0].output_tokens, *settings.pricing),
+    )
+    return Estimate(
+        calls=len(calls),
+        input_tokens=sum(c.prompt_tokens for c in calls),
+        output_tokens=sum(c.output_tokens for c in calls),
+        reminder_tokens=sum(c.reminder_tokens for c in calls),
+        cost=cost,
+    )
+
+
+# ---- Token arithmetic over a layout ------------------------------------------------------
+# A prompt is counted as the sum of its blocks (whole pages come from loading), so a plan
+# for a 3,000-page document takes milliseconds. The sum differs from counting the rendered
+# prompt by a few tokens at the seams; traces record the provider's exact usage.
+
+
+@lru_cache(maxsize=8192)
+def _count_cached(counter: TokenCounter, text: str) -> int:
+    return counter.count(text)
+
+
+def _tag_tokens(counter: TokenCounter, number: int) -> int:
+    """Tokens of a page's tags and separators (depends only on the number's digits)."""
+    probe = "9" * len(str(number))
+    return _count_cached(counter, f"<PAGE {probe}>\n\n</PAGE {probe}>{SEPARATOR}")
+
+
+def block_tokens(layout: PromptLayout, counter: TokenCounter, document: Document | None) -> list[int]:
+    """Tokens of each block of a layout, separators included."""
+    out: list[int] = []
+    for block in layout.blocks:
+        out.append(_block_tokens(block, counter, document))
+    return out
+
+
+def _block_tokens(block: Block, counter: TokenCounter, document: Document | None) -> int:
+    if block.kind == "page" and block.page is not None:
+        whole = (
+            document is not None
+            and 1 <= block.page <= len(document.pages)
+            and block.source is document.pages[block.page - 1].text
+        )
+        body = document.pages[block.page - 1].tokens if whole and document else counter.count(block.source)
+        return body + _tag_tokens(counter, block.page)
+    return _count_cached(counter, block.text + SEPARATOR)
+
+
+def count_layout(layout: PromptLayout, counter: TokenCounter, document: Document | None) -> tuple[int, int]:
+    """(prompt tokens, of which reminder tokens) of a layout."""
+    counts = block_tokens(layout, counter, document)
+    reminders = sum(n for n, b in zip(counts, layout.blocks, strict=True) if b.kind == "reminder")
+    return sum(counts), reminders

@@ -1,0 +1,65 @@
+"""Questions as a user brings them: typed, one per line in a file, or a CSV with the known
+answers and gold pages (``question,answers,gold_pages``; several answers or pages separated
+by ``|`` or ``;``)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from rr_core.errors import ConfigError
+
+MAX_QUESTIONS = 200
+_SPLIT = re.compile(r"[|;]")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A question, and where known its accepted answers and the page(s) that hold them."""
+
+    text: str
+    answers: tuple[str, ...] = ()
+    gold_pages: tuple[int, ...] = ()
+
+
+def parse_questions(text: str, *, name: str = "questions") -> list[Question]:
+    """Questions from a file's text: CSV with a ``question`` header, else one per line."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ConfigError(f"{name} holds no question.")
+    header = [h.strip().lower() for h in next(csv.reader([lines[0]]))]
+    if "question" in header:
+        out = []
+        for number, row in enumerate(csv.DictReader(io.StringIO("\n".join(lines))), start=2):
+            row = {(k or "").strip().lower(): (v or "") for k, v in row.items()}
+            question = " ".join(row.get("question", "").split())
+            if not question:
+                continue
+            answers = tuple(a.strip() for a in _SPLIT.split(row.get("answers", "")) if a.strip())
+            pages: list[int] = []
+            for p in _SPLIT.split(row.get("gold_pages", "").replace(",", ";")):
+                if not p.strip():
+                    continue
+                if not p.strip().isdigit():
+                    raise ConfigError(f"{name}, line {number}: gold page {p.strip()!r} is not a page number.")
+                pages.append(int(p))
+            out.append(Question(question, answers, tuple(pages)))
+    else:
+        out = [Question(" ".join(line.split())) for line in lines]
+    if not out:
+        raise ConfigError(f"{name} holds no question.")
+    if len(out) > MAX_QUESTIONS:
+        raise ConfigError(f"{name} holds {len(out)} questions; at most {MAX_QUESTIONS} at a time.")
+    return out
+
+
+def read_questions(path: Path) -> list[Question]:
+    """Questions from a file (see ``parse_questions``)."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the questions file {path}: {exc}") from None
+    return parse_questions(text, name=path.name)

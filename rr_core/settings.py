@@ -1,0 +1,229 @@
+"""The user's choices as one value, with every default and bound in one place.
+
+``PARAMS`` describes each numeric setting once (label, default, bounds, step, a plain
+sentence): validation, the CLI's defaults and the app's sliders all read it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from enum import StrEnum
+from typing import Any
+
+from rr_core.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One numeric setting: how it is named, shown and bounded."""
+
+    name: str
+    label: str
+    symbol: str
+    default: int | float
+    minimum: int | float
+    maximum: int | float
+    step: int | float
+    help: str
+    unit: str = ""
+
+
+PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param(
+            "reminder_every",
+            "Reprompt interval",
+            "k",
+            10_000,
+            100,
+            100_000,
+            100,
+            "How often a reminder of the task is repeated inside a long prompt: after every k tokens of "
+            "pages. Smaller means more reminders (a little more cost).",
+            "tokens",
+        ),
+        Param(
+            "top_k",
+            "Pages to retrieve",
+            "N",
+            5,
+            1,
+            50,
+            1,
+            "How many pages the model picks before it answers (per chunk for the chunked methods).",
+            "pages",
+        ),
+        Param(
+            "chunk_size",
+            "Chunk size",
+            "c",
+            20_000,
+            500,
+            400_000,
+            500,
+            "Chunked methods split the document into parts of about c tokens and pick pages in each part "
+            "separately; smaller chunks mean more, shorter calls.",
+            "tokens",
+        ),
+        Param(
+            "rag_chunk_words",
+            "Passage size",
+            "w",
+            300,
+            50,
+            2_000,
+            50,
+            "RAG and BriefContext cut pages into passages of about this many words and search them.",
+            "words",
+        ),
+        Param(
+            "rag_top_k",
+            "Passages kept (RAG)",
+            "top",
+            5,
+            1,
+            50,
+            1,
+            "How many of the best-matching passages RAG puts in front of the model.",
+            "passages",
+        ),
+        Param(
+            "brief_top_n",
+            "Passages kept (BriefContext)",
+            "n",
+            8,
+            2,
+            64,
+            1,
+            "How many passages BriefContext retrieves before splitting them into small groups.",
+            "passages",
+        ),
+        Param(
+            "brief_partition",
+            "Passages per group",
+            "g",
+            4,
+            1,
+            16,
+            1,
+            "BriefContext reads its passages in groups of this size, in parallel, then combines the notes.",
+            "passages",
+        ),
+        Param(
+            "brief_iou_threshold",
+            "Agreement threshold",
+            "IoU",
+            0.2,
+            0.0,
+            1.0,
+            0.05,
+            "BriefContext answers directly when two rankings agree on their top 3 more than this (overlap).",
+        ),
+        Param(
+            "max_output_tokens",
+            "Longest reply",
+            "out",
+            512,
+            64,
+            8_192,
+            64,
+            "The most tokens a model may write in one reply.",
+            "tokens",
+        ),
+    )
+}
+
+
+class ReminderStyle(StrEnum):
+    """What a reminder says: the full instructions, or only a pointer (ablation)."""
+
+    FULL = "full"
+    TAGS_ONLY = "tags-only"
+
+
+class ReminderPlacement(StrEnum):
+    """Where reminders go: every k tokens, all at the start (ablation), or before given pages
+    (the paper's oracle ablation; evaluation only)."""
+
+    INTERVAL = "interval"
+    BEGINNING = "beginning"
+    BEFORE_PAGES = "before-pages"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSettings:
+    """The user's choices for one method, carried into the core as one value."""
+
+    method: str = "rr"
+    reminder_every: int = int(PARAMS["reminder_every"].default)
+    top_k: int = int(PARAMS["top_k"].default)
+    chunk_size: int = int(PARAMS["chunk_size"].default)
+    rag_chunk_words: int = int(PARAMS["rag_chunk_words"].default)
+    rag_top_k: int = int(PARAMS["rag_top_k"].default)
+    brief_top_n: int = int(PARAMS["brief_top_n"].default)
+    brief_partition: int = int(PARAMS["brief_partition"].default)
+    brief_iou_threshold: float = float(PARAMS["brief_iou_threshold"].default)
+    max_output_tokens: int = int(PARAMS["max_output_tokens"].default)
+    reminder_style: ReminderStyle = ReminderStyle.FULL
+    reminder_placement: ReminderPlacement = ReminderPlacement.INTERVAL
+    reminder_pages: tuple[int, ...] = ()
+    # The oracle reads only these pages (the upper bound; the user or the Lab names them).
+    gold_pages: tuple[int, ...] = ()
+    model: str = "gpt-4.1-mini"
+    provider: str = "offline"
+    # Price the run as this model (the offline engine is free, but shows what a paid model
+    # would cost for the same tokens). Empty: the model itself.
+    price_model: str = ""
+
+    @property
+    def pricing(self) -> tuple[str, str | None]:
+        """(model, provider) that prices this run."""
+        if self.price_model:
+            return self.price_model, None
+        return self.model, self.provider
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` for values that cannot work."""
+        for name, param in PARAMS.items():
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+                raise ConfigError(f"{param.label} ({param.symbol}) must be a number.")
+            if not param.minimum <= value <= param.maximum:
+                unit = f" {param.unit}" if param.unit else ""
+                raise ConfigError(
+                    f"{param.label} ({param.symbol}) must be between {param.minimum:,} and "
+                    f"{param.maximum:,}{unit}; it is {value:,}."
+                )
+        if self.reminder_placement is ReminderPlacement.BEFORE_PAGES and not self.reminder_pages:
+            raise ConfigError("Reminders 'before pages' need the page numbers to put them before.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-native values (enums as strings, tuples as lists); ``from_dict`` reverses it."""
+        data = asdict(self)
+        return {
+            k: (v.value if isinstance(v, StrEnum) else list(v) if isinstance(v, tuple) else v)
+            for k, v in data.items()
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunSettings:
+        """Rebuild settings from ``to_dict`` output; unknown keys are ignored (older traces)."""
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
+        if "reminder_style" in values:
+            values["reminder_style"] = ReminderStyle(values["reminder_style"])
+        if "reminder_placement" in values:
+            values["reminder_placement"] = ReminderPlacement(values["reminder_placement"])
+        for name in ("reminder_pages", "gold_pages"):
+            if name in values:
+                values[name] = tuple(int(p) for p in values[name])
+        return cls(**values)
+
+    def but(self, **changes: Any) -> RunSettings:
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+
+DEFAULTS = RunSettings()
