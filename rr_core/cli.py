@@ -11,7 +11,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,8 @@ from rr_core.costs import price_data_version
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
-from rr_core.methods import get_method, method_names
-from rr_core.plans import Plan
+from rr_core.methods import get_method, method_names, parse_spec
+from rr_core.plans import LocalStep, Plan
 from rr_core.questions import Question, read_questions
 from rr_core.runs import CallEvent, RunTrace, run_plans
 from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
@@ -47,19 +46,37 @@ def _parser() -> argparse.ArgumentParser:
     document_args(p_pages)
 
     def method_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--question", "-q", action="append", default=[], help="a question (repeat for several)")
         p.add_argument(
-            "--questions", metavar="FILE", help="questions, one per line, or a CSV with question,answers,gold_pages"
+            "--question", "-q", action="append", default=[], help="a question (repeat for several)"
         )
-        for name, flag in (("reminder_every", "--interval"), ("top_k", "--top-k"), ("chunk_size", "--chunk-size")):
+        p.add_argument(
+            "--questions",
+            metavar="FILE",
+            help="questions, one per line, or a CSV with question,answers,gold_pages",
+        )
+        for name, flag in (
+            ("reminder_every", "--interval"),
+            ("top_k", "--top-k"),
+            ("chunk_size", "--chunk-size"),
+        ):
             param = PARAMS[name]
-            p.add_argument(flag, type=int, default=int(param.default), help=f"{param.label} ({param.symbol}): {param.help}")
+            p.add_argument(
+                flag,
+                type=int,
+                default=int(param.default),
+                help=f"{param.label} ({param.symbol}): {param.help}",
+            )
         for name in ("rag_chunk_words", "rag_top_k", "brief_top_n", "brief_partition"):
             param = PARAMS[name]
-            p.add_argument("--" + name.replace("_", "-"), type=int, default=int(param.default), help=param.help)
+            p.add_argument(
+                "--" + name.replace("_", "-"), type=int, default=int(param.default), help=param.help
+            )
         p.add_argument("--gold-pages", default="", help="the page(s) holding the answer, for oracle: 3,4")
         p.add_argument(
-            "--reminder-style", default="full", choices=[s.value for s in ReminderStyle], help="ablation (000 Table 6)"
+            "--reminder-style",
+            default="full",
+            choices=[s.value for s in ReminderStyle],
+            help="ablation (000 Table 6)",
         )
         p.add_argument(
             "--reminder-placement",
@@ -102,27 +119,9 @@ def _pages(text: str, what: str) -> tuple[int, ...]:
     try:
         return tuple(int(p) for p in text.replace(";", ",").split(",") if p.strip())
     except ValueError:
-        raise ConfigError(f"{what} must be page numbers separated by commas, e.g. 3,4 (got {text!r})") from None
-
-
-_SYMBOLS = {p.symbol.lower(): p.name for p in PARAMS.values()} | {p.name: p.name for p in PARAMS.values()}
-
-
-def _method_spec(spec: str, base: RunSettings) -> RunSettings:
-    """``rr`` or ``rr:k=5000:N=3``: a method and the settings it overrides."""
-    name, *overrides = spec.strip().split(":")
-    settings = base.but(method=get_method(name).name)
-    for item in overrides:
-        key, _, value = item.partition("=")
-        field = _SYMBOLS.get(key.strip().lower()) or _SYMBOLS.get(key.strip().replace("-", "_"))
-        if field is None or not value.strip():
-            raise ConfigError(f"{item!r} in {spec!r}: write a setting as k=5000 (one of: k, N, c, w, top, n, g)")
-        kind = type(getattr(base, field))
-        try:
-            settings = settings.but(**{field: kind(value.replace(",", "").replace("_", ""))})
-        except ValueError:
-            raise ConfigError(f"{item!r} in {spec!r}: {value!r} is not a number") from None
-    return settings
+        raise ConfigError(
+            f"{what} must be page numbers separated by commas, e.g. 3,4 (got {text!r})"
+        ) from None
 
 
 def _open(args: argparse.Namespace, model: str) -> Document:
@@ -205,7 +204,7 @@ def _plan_json(plan: Plan, document: Document) -> dict[str, Any]:
                 "note": phase.note,
                 "steps": [
                     {"id": step.id, "local": step.description}
-                    if not hasattr(step, "layout")
+                    if isinstance(step, LocalStep)
                     else {
                         "id": step.id,
                         "stage": step.stage,
@@ -242,7 +241,7 @@ def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     model = args.model or DEFAULT_MODELS[provider]
     document = _open(args, model)
     counter = counter_for_model(model)
-    settings = _method_spec(args.method, _base_settings(args, provider, model))
+    settings = parse_spec(args.method, _base_settings(args, provider, model))
     plans = plan_questions(document, _questions(args), settings, counter)
     return {
         "file": document.name,
@@ -263,7 +262,9 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     specs = [m for m in args.methods.split(",") if m.strip()]
     if not specs:
         raise ConfigError(f"name at least one method: {METHOD_NAMES}")
-    plans = [p for spec in specs for p in plan_questions(document, questions, _method_spec(spec, base), counter)]
+    plans = [
+        p for spec in specs for p in plan_questions(document, questions, parse_spec(spec, base), counter)
+    ]
     client = make_client(provider, model=model, base_url=args.base_url, timeout_s=args.timeout)
 
     def progress(event: CallEvent) -> None:
@@ -346,8 +347,16 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                         print(f"  {phase['stage']}: {c['local']} (local, no LLM call)")
                         continue
                     chunk = f" chunk {c['chunk']}" if c["chunk"] else ""
-                    pages = f"pages {c['pages'][0]}–{c['pages'][-1]}" if c["pages"] and not phase["estimated"] else "pages: after the phase before"
-                    rem = f", reminders after {c['reminders_after_pages']}" if c["reminders_after_pages"] else ""
+                    pages = (
+                        f"pages {c['pages'][0]}–{c['pages'][-1]}"
+                        if c["pages"] and not phase["estimated"]
+                        else "pages: after the phase before"
+                    )
+                    rem = (
+                        f", reminders after {c['reminders_after_pages']}"
+                        if c["reminders_after_pages"]
+                        else ""
+                    )
                     pend = " (estimated)" if phase["estimated"] else ""
                     print(f"  {c['stage']}{chunk}: {pages}, {c['prompt_tokens']:,} tokens{rem}{pend}")
             print(

@@ -152,7 +152,10 @@ class MultiRetrievalOut(Output):
             "results": {
                 "type": "array",
                 "items": _strict(
-                    {"question": {"type": "integer"}, "pages": {"type": "array", "items": {"type": "integer"}}}
+                    {
+                        "question": {"type": "integer"},
+                        "pages": {"type": "array", "items": {"type": "integer"}},
+                    }
                 ),
             }
         }
@@ -178,7 +181,9 @@ class MultiRetrievalOut(Output):
         extra: list[int] = []
         for entry in self.results:
             if 1 <= entry.question <= count:
-                found.setdefault(entry.question, []).extend(p for p in entry.pages if p not in found.get(entry.question, []))
+                found.setdefault(entry.question, []).extend(
+                    p for p in entry.pages if p not in found.get(entry.question, [])
+                )
             else:
                 extra.append(entry.question)
         missing = [n for n in range(1, count + 1) if n not in found]
@@ -244,6 +249,6 @@ OUTPUTS: tuple[type[Output], ...] = (AnswerOut, RetrievalOut, MultiRetrievalOut,
 def output_named(name: str) -> type[Output]:
     """The output class of a wire name (traces store the name)."""
     for cls in OUTPUTS:
-        if cls.WIRE_NAME == name:
+        if name == cls.WIRE_NAME:
             return cls
     raise KeyError(name)

@@ -228,9 +228,13 @@ class Plan:
 
 def estimate_calls(calls: Sequence[Call], settings: RunSettings) -> Estimate:
     """Tokens and cost of calls; priced per call (long-context tiers price each prompt)."""
-    cost = Cost() if not calls else sum(
-        (estimate_cost(c.prompt_tokens, c.output_tokens, *settings.pricing) for c in calls[1:]),
-        estimate_cost(calls[0].prompt_tokens, calls[0].output_tokens, *settings.pricing),
+    cost = (
+        Cost()
+        if not calls
+        else sum(
+            (estimate_cost(c.prompt_tokens, c.output_tokens, *settings.pricing) for c in calls[1:]),
+            estimate_cost(calls[0].prompt_tokens, calls[0].output_tokens, *settings.pricing),
+        )
     )
     return Estimate(
         calls=len(calls),

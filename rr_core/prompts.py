@@ -89,7 +89,7 @@ EXTRACT_FORMAT = (
     "Reply with one JSON object and nothing else, with three keys: "
     '"relevant" (true if the pages say anything that bears on the question, else false), '
     '"extracts" (a list of objects with the keys "page" and "text": the sentences that bear on '
-    'the question, copied word for word with their page number; an empty list if none), and '
+    "the question, copied word for word with their page number; an empty list if none), and "
     '"answer" (the answer these pages support, or "n/a").'
 )
 CLOSED_BOOK_FORMAT = (
@@ -178,7 +178,9 @@ def instructions(
     questions = [question] if isinstance(question, str) else list(question)
     what, now, fmt = (part.format(top_k=top_k) for part in TASKS[task])
     q = _questions_text(questions)
-    reminder = REMINDER_TAGS_ONLY if tags_only_reminder else REMINDER.format(task=what, questions=q, format=fmt)
+    reminder = (
+        REMINDER_TAGS_ONLY if tags_only_reminder else REMINDER.format(task=what, questions=q, format=fmt)
+    )
     return Instructions(
         opening=OPENING.format(task=what, questions=q, format=fmt),
         reminder=reminder,

@@ -40,7 +40,9 @@ def check_quote(quote: str, page_text: str | None) -> QuoteCheck:
     if needle in hay:
         return QuoteCheck(VERIFIED, 100.0)
     # Quotes may drop a line-break hyphen or a footnote mark: a near match counts as approximate.
-    score = float(fuzz.partial_ratio(needle, hay)) if len(needle) <= len(hay) else float(fuzz.ratio(needle, hay))
+    score = (
+        float(fuzz.partial_ratio(needle, hay)) if len(needle) <= len(hay) else float(fuzz.ratio(needle, hay))
+    )
     if score >= APPROXIMATE_AT:
         return QuoteCheck(APPROXIMATE, round(score, 1))
     return QuoteCheck(NOT_FOUND, round(score, 1))

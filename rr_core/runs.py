@@ -266,15 +266,27 @@ def call_key(client: LLMClient, model: str, call: Call, prompt: str) -> str:
     """The deterministic key of one call: who answers, the reply shape and the exact prompt."""
     prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()
     where = getattr(client, "base_url", "") or ""
-    return _digest(["call", client.name, where, model, call.schema.WIRE_NAME, call.max_output_tokens, prompt_hash])
+    return _digest(
+        ["call", client.name, where, model, call.schema.WIRE_NAME, call.max_output_tokens, prompt_hash]
+    )
 
 
 def run_key(plan: Plan, provider: str, model: str) -> str:
     """The deterministic key of a run: document, method, settings, question(s), model."""
     settings = plan.settings.to_dict()
     settings.pop("price_model", None)  # pricing changes no call
-    return _digest(["run", TRACE_SCHEMA_VERSION, plan.document_sha256, plan.method, settings,
-                    list(plan.questions), provider, model])
+    return _digest(
+        [
+            "run",
+            TRACE_SCHEMA_VERSION,
+            plan.document_sha256,
+            plan.method,
+            settings,
+            list(plan.questions),
+            provider,
+            model,
+        ]
+    )
 
 
 # ---- The call cache (the run store implements it) ---------------------------------------
@@ -374,7 +386,9 @@ class Executor:
                 on_event(item)
         return [r.trace for r in runners]
 
-    def _drive(self, runners: list[_Run], events: queue.Queue[CallEvent | RunTrace]) -> Iterator[CallEvent | RunTrace]:
+    def _drive(
+        self, runners: list[_Run], events: queue.Queue[CallEvent | RunTrace]
+    ) -> Iterator[CallEvent | RunTrace]:
         def work(runner: _Run) -> None:
             try:
                 events.put(runner.run())
@@ -416,7 +430,9 @@ class Executor:
             prompt=prompt,
             cache_key=key,
         )
-        event = CallEvent(run.index, run.plan.method, run.plan.label, call.stage, call.chunk, len(record.pages), "started")
+        event = CallEvent(
+            run.index, run.plan.method, run.plan.label, call.stage, call.chunk, len(record.pages), "started"
+        )
         started = time.perf_counter()
         completion: Completion | CachedCall | None = self.cache.find(key) if self.cache is not None else None
         if completion is not None:
@@ -452,7 +468,11 @@ class Executor:
         record.response = completion.text[:MAX_STORED_RESPONSE_CHARS]
         record.usage = completion.usage
         cost = price_usage(completion.usage, *settings.pricing)
-        record.cost_usd, record.output_cost_usd, record.price_known = cost.total_usd, cost.output_usd, cost.known
+        record.cost_usd, record.output_cost_usd, record.price_known = (
+            cost.total_usd,
+            cost.output_usd,
+            cost.known,
+        )
         if (
             not record.cached
             and self.client.is_llm
@@ -479,9 +499,20 @@ class _Run:
     """One plan's run: drives its phases, collects its trace."""
 
     def __init__(
-        self, executor: Executor, document: Document, plan: Plan, index: int, emit: Callable[[CallEvent | RunTrace], None]
+        self,
+        executor: Executor,
+        document: Document,
+        plan: Plan,
+        index: int,
+        emit: Callable[[CallEvent | RunTrace], None],
     ) -> None:
-        self.executor, self.document, self.plan, self.index, self._emit = executor, document, plan, index, emit
+        self.executor, self.document, self.plan, self.index, self._emit = (
+            executor,
+            document,
+            plan,
+            index,
+            emit,
+        )
         self._lock = threading.Lock()
         settings = plan.settings
         client = executor.client
@@ -536,7 +567,9 @@ class _Run:
         except RRError as exc:
             self.trace.error = str(exc)
             self.trace.error_kind = type(exc).__name__
-        self.trace.price_known = self.plan.estimate.cost.known and all(c.price_known for c in self.trace.calls)
+        self.trace.price_known = self.plan.estimate.cost.known and all(
+            c.price_known for c in self.trace.calls
+        )
         self.trace.latency_s = round(time.perf_counter() - started, 3)
         return self.trace
 

@@ -241,7 +241,9 @@ class SQLiteStore:
     def find(self, key: str) -> CachedCall | None:
         """The stored reply of a call, by its cache key."""
         with self._connect() as db:
-            row = db.execute("SELECT response, usage, model FROM calls WHERE cache_key = ?", (key,)).fetchone()
+            row = db.execute(
+                "SELECT response, usage, model FROM calls WHERE cache_key = ?", (key,)
+            ).fetchone()
         if not row:
             return None
         return CachedCall(text=row[0], usage=Usage(**json.loads(row[1])), model=row[2])
@@ -251,7 +253,13 @@ class SQLiteStore:
         with self._connect() as db:
             db.execute(
                 "INSERT OR IGNORE INTO calls (cache_key, created_at, model, response, usage) VALUES (?,?,?,?,?)",
-                (key, datetime.now(UTC).isoformat(timespec="seconds"), call.model, call.text, json.dumps(asdict(call.usage))),
+                (
+                    key,
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                    call.model,
+                    call.text,
+                    json.dumps(asdict(call.usage)),
+                ),
             )
 
     def calls_cached(self) -> int:

@@ -65,7 +65,9 @@ class OfflineEngine:
         raw = {"engine": "offline", "seconds": round(time.perf_counter() - started, 4)}
         return Completion(text=text, usage=usage, model="offline", structured=True, raw=raw)
 
-    def _fill_retrieval(self, questions: list[str], pages: list[tuple[int, str]], limit: int) -> dict[str, object]:
+    def _fill_retrieval(
+        self, questions: list[str], pages: list[tuple[int, str]], limit: int
+    ) -> dict[str, object]:
         question = questions[0] if questions else ""
         return {"question": question, "pages": self._retrieve(question, pages, limit)}
 
@@ -74,16 +76,26 @@ class OfflineEngine:
     ) -> dict[str, object]:
         return {
             "results": [
-                {"question": i, "pages": self._retrieve(q, pages, limit)} for i, q in enumerate(questions, start=1)
+                {"question": i, "pages": self._retrieve(q, pages, limit)}
+                for i, q in enumerate(questions, start=1)
             ]
         }
 
-    def _fill_answer(self, questions: list[str], pages: list[tuple[int, str]], limit: int) -> dict[str, object]:
+    def _fill_answer(
+        self, questions: list[str], pages: list[tuple[int, str]], limit: int
+    ) -> dict[str, object]:
         question = questions[0] if questions else ""
         answer, page = self._answer(question, pages)
-        return {"question": question, "answer": answer, "page": page, "quote": "" if answer == "n/a" else answer}
+        return {
+            "question": question,
+            "answer": answer,
+            "page": page,
+            "quote": "" if answer == "n/a" else answer,
+        }
 
-    def _fill_extraction(self, questions: list[str], pages: list[tuple[int, str]], limit: int) -> dict[str, object]:
+    def _fill_extraction(
+        self, questions: list[str], pages: list[tuple[int, str]], limit: int
+    ) -> dict[str, object]:
         question = questions[0] if questions else ""
         answer, page = self._answer(question, pages)
         if answer == "n/a":

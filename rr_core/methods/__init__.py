@@ -16,7 +16,7 @@ from rr_core.errors import ConfigError
 from rr_core.methods import bounds, briefcontext, paper, rag
 from rr_core.methods.building import Group, Method
 from rr_core.plans import Plan
-from rr_core.settings import RunSettings
+from rr_core.settings import PARAMS, RunSettings
 from rr_core.tokens import TokenCounter
 
 _ALL: tuple[Method, ...] = (*paper.METHODS, *rag.METHODS, *briefcontext.METHODS, *bounds.METHODS)
@@ -28,7 +28,20 @@ GROUP_LABELS: dict[Group, str] = {
     "bounds": "Bounds (for evaluation)",
 }
 
-__all__ = ["GROUP_LABELS", "REGISTRY", "Method", "all_methods", "get_method", "method_names", "plan_method"]
+__all__ = [
+    "GROUP_LABELS",
+    "REGISTRY",
+    "Method",
+    "all_methods",
+    "get_method",
+    "method_names",
+    "parse_spec",
+    "plan_method",
+    "spec_of",
+]
+
+# Symbols are case-sensitive (N pages, n passages); full names work too.
+_FIELDS = {p.symbol: p.name for p in PARAMS.values()} | {p.name: p.name for p in PARAMS.values()}
 
 
 def all_methods() -> tuple[Method, ...]:
@@ -54,3 +67,32 @@ def plan_method(
 ) -> Plan:
     """Plan ``settings.method`` on the document."""
     return get_method(settings.method).plan(document, questions, settings, counter)
+
+
+def parse_spec(spec: str, base: RunSettings) -> RunSettings:
+    """``rr`` or ``rr:k=5000:N=3``: a method, and the settings it changes from ``base``."""
+    name, *overrides = spec.strip().split(":")
+    settings = base.but(method=get_method(name).name)
+    for item in overrides:
+        key, _, value = item.partition("=")
+        field = _FIELDS.get(key.strip()) or _FIELDS.get(key.strip().lower().replace("-", "_"))
+        if field is None or not value.strip():
+            symbols = ", ".join(p.symbol for p in PARAMS.values())
+            raise ConfigError(f"{item!r} in {spec!r}: write a setting as k=5000 (one of: {symbols})")
+        kind = type(getattr(base, field))
+        try:
+            settings = settings.but(**{field: kind(value.strip().replace(",", "").replace("_", ""))})
+        except ValueError:
+            raise ConfigError(f"{item!r} in {spec!r}: {value!r} is not a number") from None
+    return settings
+
+
+def spec_of(settings: RunSettings, base: RunSettings) -> str:
+    """The spec ``parse_spec`` reads back: the method and the settings it reads that differ from ``base``."""
+    method = get_method(settings.method)
+    changed = [
+        f"{PARAMS[name].symbol}={getattr(settings, name):g}"
+        for name in method.params
+        if getattr(settings, name) != getattr(base, name)
+    ]
+    return ":".join([method.name, *changed])

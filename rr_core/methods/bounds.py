@@ -18,7 +18,11 @@ from rr_core.plans import Conclusion, Phase, PhaseResults, Plan
 
 def _closed_book(ctx: Context) -> Plan:
     call = ctx.call(
-        id="answer", stage="answer", task="closed_book", pages=None, schema=AnswerOut,
+        id="answer",
+        stage="answer",
+        task="closed_book",
+        pages=None,
+        schema=AnswerOut,
         output_tokens=ANSWER_OUTPUT_TOKENS,
     )
 
@@ -39,7 +43,11 @@ def _oracle(ctx: Context) -> Plan:
             f"Gold page(s) {', '.join(map(str, outside))} are not in the document (1–{len(ctx.document.pages)})."
         )
     call = ctx.call(
-        id="answer", stage="answer", task="answer", pages=ctx.page_texts(gold), schema=AnswerOut,
+        id="answer",
+        stage="answer",
+        task="answer",
+        pages=ctx.page_texts(gold),
+        schema=AnswerOut,
         output_tokens=ANSWER_OUTPUT_TOKENS,
     )
 

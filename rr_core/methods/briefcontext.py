@@ -63,14 +63,22 @@ def _briefcontext(ctx: Context) -> Plan:
     passage_tokens = words_to_tokens(s.rag_chunk_words) + 8
     map_estimates = tuple(
         ctx.sized_call(
-            id=f"map.{i}", stage="map", task="extract", schema=ExtractionOut,
-            tokens=s.brief_partition * passage_tokens, output_tokens=EXTRACT_OUTPUT_TOKENS,
+            id=f"map.{i}",
+            stage="map",
+            task="extract",
+            schema=ExtractionOut,
+            tokens=s.brief_partition * passage_tokens,
+            output_tokens=EXTRACT_OUTPUT_TOKENS,
         )
         for i in range(1, n_parts + 1)
     )
     reduce_estimate = ctx.sized_call(
-        id="reduce", stage="reduce", task="reduce", schema=AnswerOut,
-        tokens=n_parts * EXTRACT_OUTPUT_TOKENS, output_tokens=ANSWER_OUTPUT_TOKENS,
+        id="reduce",
+        stage="reduce",
+        task="reduce",
+        schema=AnswerOut,
+        tokens=n_parts * EXTRACT_OUTPUT_TOKENS,
+        output_tokens=ANSWER_OUTPUT_TOKENS,
     )
 
     def decision(done: Sequence[PhaseResults]) -> str:
@@ -83,9 +91,13 @@ def _briefcontext(ctx: Context) -> Plan:
         for i, part in enumerate(_partitions(ranked, s.brief_partition), start=1):
             calls.append(
                 ctx.call(
-                    id=f"map.{i}", stage="map", task="extract",
-                    pages=[(r.passage.page, r.passage.text) for r in part], schema=ExtractionOut,
-                    output_tokens=EXTRACT_OUTPUT_TOKENS, chunk=i,
+                    id=f"map.{i}",
+                    stage="map",
+                    task="extract",
+                    pages=[(r.passage.page, r.passage.text) for r in part],
+                    schema=ExtractionOut,
+                    output_tokens=EXTRACT_OUTPUT_TOKENS,
+                    chunk=i,
                 )
             )
         return Phase(stage="map", steps=tuple(calls))
@@ -106,7 +118,11 @@ def _briefcontext(ctx: Context) -> Plan:
         if not found:
             return Phase(stage="reduce", steps=())
         call = ctx.call(
-            id="reduce", stage="reduce", task="reduce", pages=found, schema=AnswerOut,
+            id="reduce",
+            stage="reduce",
+            task="reduce",
+            pages=found,
+            schema=AnswerOut,
             output_tokens=ANSWER_OUTPUT_TOKENS,
         )
         return Phase(stage="reduce", steps=(call,))
@@ -117,10 +133,13 @@ def _briefcontext(ctx: Context) -> Plan:
         warnings = failed_parts(done[1], "Reading a group of passages") if len(done) > 1 else []
         partitions: list[dict[str, Any]] = []
         answers: dict[int, str] = {}
-        for result in (done[1].values() if len(done) > 1 else []):
+        for result in done[1].values() if len(done) > 1 else []:
             step = result.step
             part = step.chunk if isinstance(step, Call) and step.chunk else 0
-            entry: dict[str, Any] = {"partition": part, "pages": list(dict.fromkeys(getattr(step, "pages", ())))}
+            entry: dict[str, Any] = {
+                "partition": part,
+                "pages": list(dict.fromkeys(getattr(step, "pages", ()))),
+            }
             if result.ok:
                 value: ExtractionOut = result.value
                 entry.update(
@@ -137,9 +156,7 @@ def _briefcontext(ctx: Context) -> Plan:
         if len(groups) > 1:
             for entry in partitions:
                 entry["disagrees"] = entry["partition"] in {p for g in groups[1:] for p in g}
-            said = "; ".join(
-                f"group(s) {', '.join(map(str, g))}: “{answers[g[0]]}”" for g in groups
-            )
+            said = "; ".join(f"group(s) {', '.join(map(str, g))}: “{answers[g[0]]}”" for g in groups)
             warnings.append(f"The groups of passages disagree — {said}.")
         reduce = done[2].get("reduce") if len(done) > 2 else None
         allowed = [p for p, _ in extracts(done)] if len(done) > 1 else []
@@ -149,7 +166,8 @@ def _briefcontext(ctx: Context) -> Plan:
         if reduce is None:
             outcome.answer = "n/a"
             warnings.append(
-                "No passage shares a word with the question." if not ranked
+                "No passage shares a word with the question."
+                if not ranked
                 else "No group of passages held anything relevant, so there was nothing to combine."
             )
         details = {
@@ -164,10 +182,20 @@ def _briefcontext(ctx: Context) -> Plan:
         ctx,
         phases=(
             Phase(stage="rank", steps=(rank,), note=ONE_RANKER),
-            Phase(stage="map", steps=map_estimates, estimated=True, resolve=resolve_map,
-                  note=f"{n_parts} groups of {s.brief_partition} passages, read in parallel"),
-            Phase(stage="reduce", steps=(reduce_estimate,), estimated=True, resolve=resolve_reduce,
-                  note="one call combines the groups' extracts"),
+            Phase(
+                stage="map",
+                steps=map_estimates,
+                estimated=True,
+                resolve=resolve_map,
+                note=f"{n_parts} groups of {s.brief_partition} passages, read in parallel",
+            ),
+            Phase(
+                stage="reduce",
+                steps=(reduce_estimate,),
+                estimated=True,
+                resolve=resolve_reduce,
+                note="one call combines the groups' extracts",
+            ),
         ),
         conclude=conclude,
         notes=(ONE_RANKER,),

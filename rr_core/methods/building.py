@@ -65,7 +65,12 @@ class Context:
         )
         after, leading = reminder_layout(s, self.document, [n for n, _ in pages or ()]) if remind else ((), 0)
         layout = build_layout(
-            blocks, pages, reminders_after=after, reminders_before_document=leading, questions=asked, limit=limit
+            blocks,
+            pages,
+            reminders_after=after,
+            reminders_before_document=leading,
+            questions=asked,
+            limit=limit,
         )
         tokens, reminder_tokens = count_layout(layout, self.counter, self.document)
         return Call(
@@ -82,12 +87,26 @@ class Context:
         )
 
     def sized_call(
-        self, *, id: str, stage: str, task: str, schema: type[Output], tokens: int, output_tokens: int,
+        self,
+        *,
+        id: str,
+        stage: str,
+        task: str,
+        schema: type[Output],
+        tokens: int,
+        output_tokens: int,
         question: int | None = None,
     ) -> Call:
         """An estimated call: the instructions of the real one, and ``tokens`` of context."""
-        call = self.call(id=id, stage=stage, task=task, pages=[], schema=schema, output_tokens=output_tokens,
-                         question=question)
+        call = self.call(
+            id=id,
+            stage=stage,
+            task=task,
+            pages=[],
+            schema=schema,
+            output_tokens=output_tokens,
+            question=question,
+        )
         return Call(
             id=call.id,
             stage=call.stage,
@@ -183,7 +202,9 @@ class Method:
             if param is None:
                 continue
             value = getattr(settings, name)
-            parts.append(f"{param.symbol} = {value:,}" if isinstance(value, int) else f"{param.symbol} = {value:g}")
+            parts.append(
+                f"{param.symbol} = {value:,}" if isinstance(value, int) else f"{param.symbol} = {value:g}"
+            )
         if self.reminds and settings.reminder_style is not ReminderStyle.FULL:
             parts.append(f"reminder: {settings.reminder_style.value}")
         if self.reminds and settings.reminder_placement is not ReminderPlacement.INTERVAL:
@@ -261,7 +282,9 @@ def _where(result: StepResult) -> str:
     return f"for chunk {chunk}" if chunk else f"({step.id})"
 
 
-def answer_outcome(result: StepResult | None, question: str, *, allowed: Sequence[int]) -> tuple[Outcome, list[str]]:
+def answer_outcome(
+    result: StepResult | None, question: str, *, allowed: Sequence[int]
+) -> tuple[Outcome, list[str]]:
     """The outcome of an answer call: the answer, the cited page (if it was in the context)."""
     outcome = Outcome(question=question)
     if result is None:

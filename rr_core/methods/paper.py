@@ -33,8 +33,13 @@ from rr_core.plans import Call, Conclusion, Outcome, Phase, PhaseResults, Plan
 def _one_pass(ctx: Context, *, remind: bool) -> Plan:
     pages = ctx.page_texts(range(1, len(ctx.document.pages) + 1))
     call = ctx.call(
-        id="answer", stage="answer", task="answer", pages=pages, schema=AnswerOut,
-        output_tokens=ANSWER_OUTPUT_TOKENS, remind=remind,
+        id="answer",
+        stage="answer",
+        task="answer",
+        pages=pages,
+        schema=AnswerOut,
+        output_tokens=ANSWER_OUTPUT_TOKENS,
+        remind=remind,
     )
 
     def conclude(results: Sequence[PhaseResults]) -> Conclusion:
@@ -85,7 +90,9 @@ def _per_question(ctx: Context, results: PhaseResults) -> tuple[list[list[Kept]]
                 f"The reply for {where} had no entry for question(s) {', '.join(map(str, missing))}."
             )
         if extra:
-            warnings.append(f"The reply for {where} named unknown question number(s) {', '.join(map(str, extra))}; ignored.")
+            warnings.append(
+                f"The reply for {where} named unknown question number(s) {', '.join(map(str, extra))}; ignored."
+            )
         for q in range(count):
             per_question[q].append(keep_pages(found.get(q + 1, []), allowed, ctx.settings.top_k))
     return per_question, warnings
@@ -95,14 +102,19 @@ def _retrieve_then_answer(ctx: Context, *, remind: bool, chunked: bool) -> Plan:
     s = ctx.settings
     n_pages = len(ctx.document.pages)
     chunks = partition_pages(ctx.document.page_tokens, s.chunk_size) if chunked else [range(1, n_pages + 1)]
-    retrieval = Phase(stage="retrieve", steps=tuple(_retrieval_calls(ctx, chunks, remind=remind, chunked=chunked)))
+    retrieval = Phase(
+        stage="retrieve", steps=tuple(_retrieval_calls(ctx, chunks, remind=remind, chunked=chunked))
+    )
     expected_pages = min(n_pages, s.top_k * len(chunks))
     estimated = tuple(
         ctx.sized_call(
             id=f"answer.{q + 1}" if len(ctx.questions) > 1 else "answer",
-            stage="answer", task="answer", schema=AnswerOut,
+            stage="answer",
+            task="answer",
+            schema=AnswerOut,
             tokens=math.ceil(expected_pages * ctx.average_page_tokens()),
-            output_tokens=ANSWER_OUTPUT_TOKENS, question=q if len(ctx.questions) > 1 else None,
+            output_tokens=ANSWER_OUTPUT_TOKENS,
+            question=q if len(ctx.questions) > 1 else None,
         )
         for q in range(len(ctx.questions))
     )
@@ -118,14 +130,23 @@ def _retrieve_then_answer(ctx: Context, *, remind: bool, chunked: bool) -> Plan:
             calls.append(
                 ctx.call(
                     id=f"answer.{q + 1}" if several else "answer",
-                    stage="answer", task="answer", pages=ctx.page_texts(pages), schema=AnswerOut,
-                    output_tokens=ANSWER_OUTPUT_TOKENS, question=q if several else None,
+                    stage="answer",
+                    task="answer",
+                    pages=ctx.page_texts(pages),
+                    schema=AnswerOut,
+                    output_tokens=ANSWER_OUTPUT_TOKENS,
+                    question=q if several else None,
                 )
             )
         return Phase(stage="answer", steps=tuple(calls))
 
-    answer = Phase(stage="answer", steps=estimated, estimated=True, resolve=resolve,
-                   note="sized as N average pages per chunk until retrieval has run")
+    answer = Phase(
+        stage="answer",
+        steps=estimated,
+        estimated=True,
+        resolve=resolve,
+        note="sized as N average pages per chunk until retrieval has run",
+    )
 
     def conclude(done: Sequence[PhaseResults]) -> Conclusion:
         per_question, warnings = _per_question(ctx, done[0])
@@ -145,11 +166,14 @@ def _retrieve_then_answer(ctx: Context, *, remind: bool, chunked: bool) -> Plan:
             if outcome.dropped_pages:
                 warnings.append(
                     "Dropped page numbers that were not in the context: "
-                    + ", ".join(str(p) for p in outcome.dropped_pages) + "."
+                    + ", ".join(str(p) for p in outcome.dropped_pages)
+                    + "."
                 )
             if not ranked:
                 outcome.answer = "n/a"
-                said.append("The retrieval phase returned no valid page, so there was nothing to answer from.")
+                said.append(
+                    "The retrieval phase returned no valid page, so there was nothing to answer from."
+                )
             warnings.extend(said)
             outcomes.append(outcome)
         return Conclusion(outcomes, warnings)

@@ -56,8 +56,12 @@ def _rag(ctx: Context) -> Plan:
     s = ctx.settings
     rank = ranking_step(ctx, s.rag_top_k)
     estimated = ctx.sized_call(
-        id="answer", stage="answer", task="answer", schema=AnswerOut,
-        tokens=s.rag_top_k * (words_to_tokens(s.rag_chunk_words) + 8), output_tokens=ANSWER_OUTPUT_TOKENS,
+        id="answer",
+        stage="answer",
+        task="answer",
+        schema=AnswerOut,
+        tokens=s.rag_top_k * (words_to_tokens(s.rag_chunk_words) + 8),
+        output_tokens=ANSWER_OUTPUT_TOKENS,
     )
 
     def resolve(done: Sequence[PhaseResults]) -> Phase:
@@ -66,7 +70,11 @@ def _rag(ctx: Context) -> Plan:
             return Phase(stage="answer", steps=())
         passages = [(r.passage.page, r.passage.text) for r in ranked]  # most relevant first
         call = ctx.call(
-            id="answer", stage="answer", task="answer", pages=passages, schema=AnswerOut,
+            id="answer",
+            stage="answer",
+            task="answer",
+            pages=passages,
+            schema=AnswerOut,
             output_tokens=ANSWER_OUTPUT_TOKENS,
         )
         return Phase(stage="answer", steps=(call,))
@@ -79,15 +87,22 @@ def _rag(ctx: Context) -> Plan:
         outcome.retrieved_pages = pages
         if not ranked:
             outcome.answer = "n/a"
-            warnings.append("No passage shares a word with the question, so there was nothing to answer from.")
+            warnings.append(
+                "No passage shares a word with the question, so there was nothing to answer from."
+            )
         return Conclusion([outcome], warnings, {"retriever": "BM25", "passages": passage_details(ranked)})
 
     return make_plan(
         ctx,
         phases=(
             Phase(stage="rank", steps=(rank,)),
-            Phase(stage="answer", steps=(estimated,), estimated=True, resolve=resolve,
-                  note="sized as the kept passages until the ranking has run"),
+            Phase(
+                stage="answer",
+                steps=(estimated,),
+                estimated=True,
+                resolve=resolve,
+                note="sized as the kept passages until the ranking has run",
+            ),
         ),
         conclude=conclude,
         notes=("Passages ranked by BM25 (lexical). No dense retriever is configured.",),
