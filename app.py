@@ -2,11 +2,11 @@
 
 Run with ``streamlit run app.py``. This file lists the screens for ``st.navigation`` and
 runs the one the user chose. Screens live in ``pages/``; each starts with
-``ui.page_setup()``, which sets the page up and draws the sidebar every screen shares
+``sidebar.page_setup()``, which sets the page up and draws the sidebar every screen shares
 (provider, model, key, method parameters). The sidebar is drawn by the screen rather than
 here because Streamlit runs a file in ``pages/`` on its own (without this file) until
 ``st.navigation`` has run once in the process, and AppTest does so on every page switch.
-Shared UI code lives in ``pages/ui.py``; the engine in ``rr_core`` (never imports streamlit).
+Shared UI code lives in ``pages/common/``; the engine in ``rr_core`` (never imports streamlit).
 """
 
 import sys
@@ -21,6 +21,7 @@ import streamlit as st  # noqa: E402
 screens = [
     st.Page(ROOT / "pages" / "ask.py", title="Ask", icon=":material/forum:", default=True),
     st.Page(ROOT / "pages" / "document.py", title="Document", icon=":material/description:"),
+    st.Page(ROOT / "pages" / "lab.py", title="Lab", icon=":material/science:"),
     st.Page(ROOT / "pages" / "history.py", title="History", icon=":material/history:"),
 ]
 st.navigation(screens).run()

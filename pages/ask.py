@@ -1,4 +1,4 @@
-"""Ask: a document and a question → the methods side by side → answers, pages and cost."""
+"""Ask: a document and a question (or several) → methods side by side → answers, pages, cost."""
 
 from __future__ import annotations
 
@@ -7,30 +7,44 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages import ui
+from pages.common import docs, results, sidebar
+from pages.common import state as S
+from pages.common.text import md, plural, short
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, PasswordRequired, RRError, WrongPassword
 from rr_core.exports import to_csv, to_json, to_markdown
-from rr_core.ledger import Ledger
-from rr_core.methods import METHOD_LABELS, Method, Plan, plan_all
-from rr_core.runs import CallEvent, RunTrace, stream_runs
+from rr_core.methods import GROUP_LABELS, all_methods, get_method, parse_spec, plan_questions
+from rr_core.plans import Plan
+from rr_core.questions import Question, mark_traces
+from rr_core.runs import CallEvent, Executor, RunTrace
+from rr_core.store import open_store
 
-ui.page_setup()
+sidebar.page_setup()
 state = st.session_state
 st.title("Ask a long document")
-st.caption("Choose a document, ask a question, compare the methods: answers, cited pages and cost.")
 
 # ---- 1. The document --------------------------------------------------------------------
 
 source_col, pick_col = st.columns([1, 3])
+
+
 def _source_changed() -> None:
-    # A sample's question means nothing for the user's own file.
-    if state["source"] == "upload" and state["question"] in ui.sample_questions(state["sample"]):
-        state["question"] = ""
+    # A sample's question means nothing for the user's own file, and the other way round.
+    state["question"] = ""
+    state["questions_text"] = ""
+    state["gold_pages"] = ""
+
+
+def _sample_changed() -> None:
+    # A new sample: start from its middle question rather than the last sample's.
+    questions = docs.sample_questions(state["sample"])
+    state["question"] = questions[0].text if questions else ""
+    state["questions_text"] = ""
+    state["gold_pages"] = str(questions[0].page) if questions else ""
 
 
 with source_col:
-    ui.bound(
+    S.bound(
         st.radio,
         "Document",
         "source",
@@ -40,236 +54,426 @@ with source_col:
     )
 with pick_col:
     if state["source"] == "sample":
-
-        def _sample_changed() -> None:
-            # A new sample: start from its first question rather than the last sample's.
-            questions = ui.sample_questions(state["sample"])
-            state["question"] = questions[0] if questions else ""
-
-        ui.bound(
+        S.bound(
             st.selectbox,
             "Sample",
             "sample",
-            options=ui.sample_names(),
-            format_func=ui.sample_title,
+            options=docs.sample_names(),
+            format_func=docs.sample_title,
             on_change=_sample_changed,
         )
-        st.caption(ui.sample_description(state["sample"]))
     else:
         uploaded = st.file_uploader(
-            "Upload a PDF, DOCX, TXT, HTML or Markdown file", type=ui.UPLOAD_TYPES, key="w.upload"
+            "Upload a PDF, DOCX, TXT, HTML or Markdown file", type=docs.UPLOAD_TYPES, key="w.upload"
         )
         if uploaded is not None:
-            ui.remember_upload(uploaded)
+            docs.remember_upload(uploaded)
         elif state.get("upload") is not None:
-            st.caption(f"Using **{ui.md(state['upload'].name)}** (upload another file to replace it).")
+            st.caption(f"Using **{md(state['upload'].name)}** (upload another file to replace it).")
         else:
             st.info("Upload a document to ask about it, or switch to a sample.")
             st.stop()
 
 
 def _password_field(message: str) -> None:
-    st.warning(message)
-    ui.bound(st.text_input, "PDF password", "upload_password", type="password")
+    st.warning(md(message))
+    S.bound(st.text_input, "PDF password", "upload_password", type="password")
+    st.caption("The password is used for this session only; it is never stored.")
     st.stop()
 
 
 try:
-    document: Document = ui.active_document()
+    document: Document = docs.active_document()
 except PasswordRequired as exc:
-    _password_field(f"{exc} It is used for this session only.")
+    _password_field(str(exc))
 except WrongPassword as exc:
     _password_field(f"{exc} Try again.")
 except RRError as exc:
-    ui.show_rr_error(exc)
+    results.show_rr_error(exc)
     st.stop()
 
-state["document_sha256"] = document.sha256
-approx = " (approximate)" if document.approximate_tokens else ""
+approx = ", approximate count" if document.approximate_tokens else ""
+about = docs.sample_description(state["sample"]) if state["source"] == "sample" else ""
 st.caption(
-    f"**{ui.md(document.name)}** — {ui.plural(len(document.pages), 'page')}, {document.total_tokens:,} tokens "
-    f"({document.tokenizer}{approx})."
+    f"**{md(document.name)}** — {plural(len(document.pages), 'page')}, {document.total_tokens:,} tokens "
+    f"({md(document.tokenizer)}{approx}). {md(about)}"
 )
 for warning in document.warnings:
-    st.warning(warning)
+    st.warning(md(warning))
 
-# ---- 2. The question and the methods ----------------------------------------------------
+# ---- 2. The question(s) and the methods ----------------------------------------------------
 
-questions = ui.sample_questions(state["sample"]) if state["source"] == "sample" else []
-if questions and not state.get("question_prefilled"):
-    # The first visit opens ready to run: the sample's first question is filled in.
+known = docs.sample_questions(state["sample"]) if state["source"] == "sample" else []
+if known and not state.get("question_prefilled"):
+    # The first visit opens ready to run: the sample question nearest the middle is filled in.
     state["question_prefilled"] = True
     if not state["question"].strip():
-        state["question"] = questions[0]
-if questions:
+        state["question"] = known[0].text
+        state["gold_pages"] = str(known[0].page)
 
-    def _pick() -> None:
-        if state.get("w.quick"):
-            state["question"] = state["w.quick"]
-
-    st.selectbox(
-        "Sample questions",
-        questions,
-        index=None,
-        placeholder="Pick one of the sample's questions…",
-        key="w.quick",
-        on_change=_pick,
-    )
-ui.bound(st.text_area, "Question", "question", height=80, placeholder="What do you want to know?")
-ui.bound(
-    st.multiselect,
-    "Methods to compare",
-    "methods",
-    options=[m.value for m in Method],
-    format_func=lambda v: METHOD_LABELS[Method(v)],
-    help="Baseline reads the whole document once; R&R retrieves pages with reminders, then answers.",
+S.bound(
+    st.segmented_control,
+    "Questions",
+    "ask_mode",
+    options=["one", "several"],
+    required=True,
+    format_func={"one": "One question", "several": "Several questions"}.get,
+    help="Several questions: ICR and R&R pick pages for all of them in one long call, then answer each "
+    "in a short call — cheaper than asking one at a time.",
 )
+several = state["ask_mode"] == "several"
+if not several:
+    if known:
 
-question = state["question"].strip()
-methods = ui.selected_methods()
-if not question:
-    st.info("Type a question to see what each method would send.")
+        def _pick() -> None:
+            picked = state.get("w.quick")
+            if picked:
+                state["question"] = picked
+                page = next((q.page for q in known if q.text == picked), None)
+                state["gold_pages"] = str(page) if page else ""
+
+        st.selectbox(
+            "Sample questions (each has a known answer, so results are marked right or wrong)",
+            [q.text for q in known],
+            index=None,
+            placeholder="Pick one of the sample's questions…",
+            key="w.quick",
+            on_change=_pick,
+        )
+    S.bound(st.text_area, "Question", "question", height=68, placeholder="What do you want to know?")
+else:
+    if known and st.button("Use all of the sample's questions", key="all_sample_questions"):
+        state["questions_text"] = "\n".join(q.text for q in known)
+    S.bound(
+        st.text_area,
+        "Questions, one per line",
+        "questions_text",
+        height=140,
+        placeholder="One question per line",
+    )
+
+group_columns = st.columns(len(GROUP_LABELS))
+for column, (group, group_label) in zip(group_columns, GROUP_LABELS.items(), strict=True):
+    members = [m for m in all_methods() if m.group == group]
+    key = f"methods_{group}"
+    state.setdefault(key, [m.name for m in members if m.name in state["methods"]])
+
+    def _methods_changed() -> None:
+        state["methods"] = [
+            m.name
+            for m in all_methods()
+            if any(m.name in state.get(f"methods_{g}", []) for g in GROUP_LABELS)
+        ]
+
+    with column:
+        S.bound(
+            st.multiselect,
+            group_label,
+            key,
+            options=[m.name for m in members],
+            format_func=lambda name: get_method(name).label,
+            on_change=_methods_changed,
+            help="\n\n".join(f"**{m.label}**: {m.summary}" for m in members),
+        )
+
+with st.expander("Compare a method with itself at other settings"):
+    st.caption(
+        "Add the same method again with its own settings, e.g. R&R at k = 5,000 beside R&R at k = 20,000. "
+        "Write settings as k=5000, N=3, c=40000 (k: reprompt interval, N: pages retrieved, c: chunk size)."
+    )
+    add_col, spec_col, button_col = st.columns([2, 2, 1], vertical_alignment="bottom")
+    variant_method = add_col.selectbox(
+        "Method",
+        [m.name for m in all_methods() if m.params],
+        format_func=lambda n: get_method(n).label,
+        key="w.variant_method",
+    )
+    variant_settings = spec_col.text_input("Settings", placeholder="k=5000", key="w.variant_settings")
+    if button_col.button("Add", key="add_variant"):
+        spec = ":".join(
+            [variant_method, *[p.strip() for p in variant_settings.replace(",", ":").split(":") if p.strip()]]
+        )
+        try:
+            parse_spec(spec, S.base_settings())
+        except RRError as exc:
+            results.show_rr_error(exc)
+        else:
+            state["variants"] = [*state["variants"], spec]
+    for i, spec in enumerate(list(state["variants"])):
+        row = st.columns([4, 1], vertical_alignment="center")
+        try:
+            shown = parse_spec(spec, S.base_settings())
+            row[0].markdown(f"{get_method(shown.method).label} ({get_method(shown.method).describe(shown)})")
+        except RRError:
+            row[0].markdown(md(spec))
+        if row[1].button("Remove", key=f"remove_variant_{i}"):
+            state["variants"] = [v for j, v in enumerate(state["variants"]) if j != i]
+            st.rerun()
+
+specs = S.chosen_specs()
+if any(s.split(":")[0] == "oracle" for s in specs):
+    S.bound(
+        st.text_input,
+        "Gold pages for the Oracle (the page numbers that hold the answer)",
+        "gold_pages",
+        placeholder="e.g. 62",
+        help="The Oracle reads only these pages: the best any method could do. For sample questions they are filled in.",
+    )
+
+if several:
+    texts = [" ".join(line.split()) for line in str(state["questions_text"]).splitlines() if line.strip()]
+else:
+    texts = [" ".join(str(state["question"]).split())] if str(state["question"]).strip() else []
+known_by_text = {q.text: q for q in known}
+questions = [
+    Question(t, known_by_text[t].answers, (known_by_text[t].page,)) if t in known_by_text else Question(t)
+    for t in texts
+]
+if not questions:
+    st.info(
+        "Type a question to see what each method would send."
+        if not several
+        else "Type one question per line."
+    )
     st.stop()
-if not methods:
+if not specs:
     st.info("Choose at least one method.")
     st.stop()
 
-# ---- 3. The plan: what each method will send, before any money is spent ------------------
+# ---- 3. The plans: what each method will send, before any money is spent -------------------
 
-tokens = ui.counter()
+tokens = S.counter()
 try:
-    plans: dict[Method, Plan] = plan_all(document, question, ui.settings_for(methods[0]), tokens, methods)
+    chosen = S.chosen_settings()
+    plans: list[Plan] = [p for s in chosen for p in plan_questions(document, questions, s, tokens)]
 except RRError as exc:
-    ui.show_rr_error(exc)
+    results.show_rr_error(exc)
     st.stop()
 
-priced_as = ui.settings_for(methods[0]).pricing[0]
-st.subheader("Before running")
-plan_rows = [
-    {
-        "Method": METHOD_LABELS[m],
-        "Calls": p.estimate.calls,
-        "Input tokens": p.estimate.input_tokens,
-        "Reminders": p.reminders,
-        "Chunks": len(p.chunks) or 1,
-        "Reminder tokens": p.estimate.reminder_tokens,
-        "Estimated cost (USD)": round(p.estimate.usd, 5),
-    }
-    for m, p in plans.items()
-]
-st.dataframe(
-    pd.DataFrame(plan_rows),
-    hide_index=True,
-    width="stretch",
-    column_config={
-        "Input tokens": st.column_config.NumberColumn(format="localized"),
-        "Reminder tokens": st.column_config.NumberColumn(format="localized"),
-        "Estimated cost (USD)": st.column_config.NumberColumn(format="$%.5f"),
-    },
+calls = sum(p.estimate.calls for p in plans)
+input_tokens = sum(p.estimate.input_tokens for p in plans)
+usd = sum(p.estimate.usd for p in plans)
+priced_as = chosen[0].pricing[0]
+run_col, summary_col = st.columns([1, 5], vertical_alignment="center")
+clicked = run_col.button("Run", type="primary", key="run", icon=":material/play_arrow:", width="stretch")
+summary_col.markdown(
+    f"**Before running:** {plural(len(plans), 'run')}, about {plural(calls, 'call')}, "
+    f"{input_tokens:,} input tokens, **~${usd:.4f}** priced as {md(priced_as)}"
+    + (
+        " (no price data for this model: shown as $0)"
+        if not all(p.estimate.cost.known for p in plans)
+        else ""
+    )
+    + "."
 )
-unknown = not all(p.estimate.cost.known for p in plans.values())
-st.caption(
-    f"Priced as **{ui.md(priced_as)}**"
-    + (" — no price data for this model, so costs show as 0" if unknown else "")
-    + ". Retrieval methods' answer call is estimated as N average pages until retrieval has run."
-)
+
+
+def _plan_rows() -> list[dict[str, Any]]:
+    rows = []
+    for p in plans:
+        rows.append(
+            {
+                "Method": p.label,
+                "Settings": p.describe,
+                "Questions": len(p.questions),
+                "Calls": p.estimate.calls,
+                "Input tokens": p.estimate.input_tokens,
+                "Reminders": p.reminders,
+                "Chunks": len(p.chunks) or "",
+                "Estimated cost (USD)": round(p.estimate.usd, 5),
+            }
+        )
+    return rows
+
+
+with st.expander("What each method will send", expanded=len(plans) <= 4):
+    st.dataframe(
+        pd.DataFrame(_plan_rows()),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "Input tokens": st.column_config.NumberColumn(format="localized"),
+            "Estimated cost (USD)": st.column_config.NumberColumn(format="$%.5f"),
+        },
+        key="plan_table",
+    )
+    estimated = [ph.note for p in plans for ph in p.phases if ph.estimated and ph.note]
+    if estimated:
+        st.caption(
+            "Later phases depend on earlier ones (the pages retrieved, the passages found), so they are "
+            "estimated until they run: " + md("; ".join(dict.fromkeys(estimated))) + "."
+        )
+    if several:
+        savings = []
+        for s in chosen:
+            method = get_method(s.method)
+            if not method.several_questions or len(questions) < 2:
+                continue
+            together = sum(p.estimate.usd for p in plan_questions(document, questions, s, tokens))
+            alone = sum(method.plan(document, q.text, s, tokens).estimate.usd for q in questions)
+            savings.append(
+                f"{method.label}: ${together:.4f} for all {len(questions)} questions in one retrieval pass, "
+                f"against ${alone:.4f} asked one at a time ({(1 - together / alone) * 100 if alone else 0:.0f}% less)."
+            )
+        for line in savings:
+            st.caption(md(line))
 
 # ---- 4. Run -------------------------------------------------------------------------------
 
 
 def _line(event: CallEvent) -> str:
-    where = "retrieval" if event.stage == "retrieve" else "answer"
-    chunk = f", chunk {event.chunk}" if event.chunk else ""
+    chunk = f", part {event.chunk}" if event.chunk else ""
     icon = {
         "started": ":material/hourglass_top:",
         "done": ":green[:material/check_circle:]",
+        "cached": ":green[:material/inventory_2:]",
         "failed": ":red[:material/error:]",
+        "skipped": ":material/block:",
     }.get(event.status, "•")
-    text = f"{icon} **{ui.label(event.method)}** — {where}{chunk} ({event.pages} pages): {event.status}"
+    text = f"{icon} **{md(event.label)}** — {results.STAGE_NAMES.get(event.stage, event.stage)}{chunk} ({plural(event.pages, 'page')}): {event.status}"
     if event.message:
-        text += f" — {ui.md(event.message)}"
+        text += f" — {md(short(event.message, 160))}"
     return text
 
 
-def run(document: Document, question: str, methods: list[Method]) -> None:
-    """Run the methods with progress per call, keep the results, save them to the ledger."""
-    settings = [ui.settings_for(m) for m in methods]
+def _signature() -> dict[str, Any]:
+    """What the results on screen answer: a change to any of it makes them stale."""
+    return {
+        "document": document.sha256,
+        "questions": [q.text for q in questions],
+        "specs": S.chosen_specs(),
+        "settings": S.base_settings().to_dict(),
+    }
+
+
+def run() -> None:
+    """Run the plans that were shown, with progress per call; keep and store the results."""
     try:
-        client = ui.new_client()
+        client = S.new_client()
     except RRError as exc:
-        ui.show_rr_error(exc)
+        results.show_rr_error(exc)
         return
-    finished: dict[str, RunTrace] = {}
-    calls = sum(p.estimate.calls for p in plans.values())
-    with st.status(f"Running {ui.plural(len(methods), 'method')}, about {ui.plural(calls, 'call')}…", expanded=True) as status:
-        lines: dict[tuple[str, str, int | None], Any] = {}
-        try:
-            for item in stream_runs(document, question, settings, client, ui.counter()):
-                if isinstance(item, RunTrace):
-                    finished[item.method] = item
-                    continue
-                key = (item.method, item.stage, item.chunk)
-                if key not in lines:
-                    lines[key] = st.empty()
-                lines[key].markdown(_line(item))
-        except RRError as exc:
-            status.update(label="The run could not start", state="error")
-            ui.show_rr_error(exc)
-            return
-        failed = [t for t in finished.values() if t.error]
+    with (
+        st.status(
+            f"Running {plural(len(plans), 'method')}, about {plural(calls, 'call')}…", expanded=True
+        ) as status,
+        Executor(client, concurrency=S.concurrency()) as executor,
+    ):
+        lines: dict[tuple[int, str, int | None], Any] = {}
+
+        def progress(event: CallEvent) -> None:
+            key = (event.run, event.stage, event.chunk)
+            if key not in lines:
+                lines[key] = st.empty()
+            lines[key].markdown(_line(event))
+
+        # The plans that were shown are the plans that run; traces come back in their order.
+        traces = executor.run(document, plans, progress)
+        failed = [t for t in traces if t.error]
         status.update(
-            label=f"Done: {len(finished) - len(failed)} of {ui.plural(len(finished), 'method')} answered",
-            state="error" if failed and len(failed) == len(finished) else "complete",
+            label=f"Done: {len(traces) - len(failed)} of {plural(len(traces), 'run')} answered",
+            state="error" if failed and len(failed) == len(traces) else "complete",
             expanded=False,
         )
-    traces = [finished[s.method.value] for s in settings if s.method.value in finished]
+    mark_traces(traces, questions)
     batch = "unsaved"
     try:
-        batch = Ledger().save_batch(traces)
+        batch = open_store().save_batch(traces)
     except LedgerError as exc:
-        st.warning(f"The results could not be saved to the history ({exc}); they are still shown below.")
+        st.warning(f"The results could not be saved to the history ({md(exc)}); they are still shown below.")
     state["results"] = {
         "batch": batch,
         "document_sha256": document.sha256,
         "document": document.name,
-        "question": question,
+        "questions": [q.text for q in questions],
+        "signature": _signature(),
         "traces": traces,
     }
+    state["scroll_to_results"] = True
 
 
-if st.button("Run", type="primary", key="run", icon=":material/play_arrow:"):
-    run(document, question, methods)
+if clicked:
+    run()
 
 # ---- 5. Results ---------------------------------------------------------------------------
 
-results = ui.last_results()
-if results is None:
+last: dict[str, Any] | None = state.get("results")
+if last is None:
+    if S.provider() == "offline":
+        st.caption(
+            "No key needed: the offline engine runs every method here for free. It is not an LLM, "
+            "so it shows how the methods work and what they cost, not how well a model reads."
+        )
     st.stop()
-traces: list[RunTrace] = results["traces"]
-st.subheader("Results")
-current_doc = document if results["document_sha256"] == document.sha256 else None
-st.caption(
-    f"Question: **{ui.md(results['question'])}** on {ui.md(results['document'])} · "
-    + (f"{traces[0].provider} / {traces[0].model}" if traces[0].is_llm else "offline engine (not an LLM)")
-    + f" · batch `{results['batch']}`"
+traces: list[RunTrace] = last["traces"]
+st.subheader("Results", anchor="results")
+if last["signature"] != _signature():
+    stale_col, clear_col = st.columns([5, 1], vertical_alignment="center")
+    stale_col.warning(
+        "These results belong to an earlier run: “"
+        + md(short(" / ".join(last["questions"]), 120))
+        + f"” on {md(last['document'])}. The document, question or settings have changed since; run again to update them."
+    )
+    if clear_col.button("Clear", key="clear_results"):
+        del state["results"]
+        st.rerun()
+current_doc = document if last["document_sha256"] == document.sha256 else None
+engine = (
+    f"{traces[0].provider} / {traces[0].model}"
+    if traces and traces[0].is_llm
+    else "offline engine (not an LLM)"
 )
-per_row = min(len(traces), 3)  # three columns fit a laptop screen; more methods wrap
-for start in range(0, len(traces), per_row):
-    columns = st.columns(per_row)
-    for column, trace in zip(columns, traces[start : start + per_row], strict=False):
-        with column, st.container(border=True):
-            ui.result_column(trace, current_doc)
+st.caption(f"{md(engine)} · saved to the history as batch `{last['batch']}`")
+
+if len(last["questions"]) > 1:
+    rows = []
+    for q in last["questions"]:
+        row: dict[str, Any] = {"Question": q}
+        for t in traces:
+            for o in t.outcomes:
+                if o.question == q:
+                    mark = "" if o.correct is None else (" ✓" if o.correct else " ✗")
+                    page = f" (p. {o.page}, quote {o.quote_check})" if o.page else ""
+                    row[results.title(t)] = f"{o.answer}{page}{mark}"
+        rows.append(row)
+    st.markdown("**Answers by question and method** (✓ right, ✗ wrong where the answer is known)")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="answers_table")
+    with st.expander("Each run in full"):
+        for t in traces:
+            with st.container(border=True):
+                results.result_card(t, current_doc)
+else:
+    per_row = min(len(traces), 3)  # three columns fit a laptop screen; more runs wrap
+    for start in range(0, len(traces), per_row):
+        columns = st.columns(per_row)
+        for column, trace in zip(columns, traces[start : start + per_row], strict=False):
+            with column, st.container(border=True):
+                results.result_card(trace, current_doc)
 
 st.markdown("**Cost by method and stage**")
-st.plotly_chart(ui.cost_chart(traces), width="stretch", key="cost_chart")
-if not traces[0].is_llm:
-    st.caption(
-        f"The offline engine is free: these are the costs of the same tokens priced as {traces[0].settings.get('price_model') or traces[0].model}."
+st.plotly_chart(
+    results.cost_chart(traces), width="stretch", key="cost_chart", config={"displayModeBar": False}
+)
+if traces and not traces[0].is_llm:
+    st.info(
+        "**What this comparison can and cannot show.** The offline engine is not a language model: it finds "
+        "pages by the question's words, wherever they sit, so it has no 'lost in the middle' for R&R to fix. "
+        "Here R&R costs a little more for the same answer. What it does show is the mechanism (see how the "
+        "reminders keep every page close to the instructions on the Document screen) and the cost. Whether "
+        "R&R helps *your* model on *your* document is measured in the Lab, with a real model."
     )
+    link_cols = st.columns(2)
+    link_cols[0].page_link("pages/document.py", label="See the reminders on the Document screen →")
+    link_cols[1].page_link("pages/lab.py", label="Measure it in the Lab →")
 
 downloads = st.container(horizontal=True)
+include_prompts = downloads.checkbox("Include prompts in the JSON", key="w.json_prompts")
 downloads.download_button(
-    "Download JSON", to_json(traces), "rr-results.json", "application/json", key="dl_json"
+    "Download JSON",
+    to_json(traces, prompts=include_prompts),
+    "rr-results.json",
+    "application/json",
+    key="dl_json",
 )
 downloads.download_button("Download CSV", to_csv(traces), "rr-results.csv", "text/csv", key="dl_csv")
 downloads.download_button(
@@ -277,3 +481,9 @@ downloads.download_button(
 )
 if current_doc is not None:
     downloads.page_link("pages/document.py", label="See what the model saw →")
+if state.pop("scroll_to_results", False):
+    # Bring the results into view after a run (the page does not scroll by itself).
+    st.html(
+        "<script>window.parent.document.getElementById('results')?.scrollIntoView({behavior: 'smooth'});</script>",
+        unsafe_allow_javascript=True,
+    )

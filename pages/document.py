@@ -1,4 +1,4 @@
-"""Document: what the model saw. Page sizes, reminders, chunks, the page itself, the prompts."""
+"""Document: what the model saw. Pages, the plan's reminders and chunks, the page itself, the prompts."""
 
 from __future__ import annotations
 
@@ -6,63 +6,93 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages import ui
+from pages.common import docs, results, sidebar
+from pages.common import state as S
+from pages.common.text import md, plural, short
 from rr_core.documents import Document
 from rr_core.errors import RRError
-from rr_core.methods import METHOD_LABELS, Method, plan_method, render_prompt
-from rr_core.runs import RunTrace
+from rr_core.methods import get_method, plan_questions
+from rr_core.plans import Call, Plan, block_tokens
+from rr_core.questions import Question
+from rr_core.runs import CallTrace, RunTrace
 from rr_core.viewer import (
     StripPage,
     chunk_breaks,
     condense_prompt,
     instruction_distances,
-    layout_prompt,
+    locate_support,
     page_strip,
+    plan_marks,
     reminder_offsets,
     reminder_pages,
+    segments_of,
     without_reminders,
 )
 
-ui.page_setup()
+sidebar.page_setup()
 state = st.session_state
 st.title("What the model saw")
 
 try:
-    document: Document = ui.active_document()
+    document: Document = docs.active_document()
 except RRError as exc:
-    ui.show_rr_error(exc)
+    results.show_rr_error(exc)
     st.page_link("pages/ask.py", label="Open the document on the Ask screen")
     st.stop()
 
-k, top_k, chunk_size = int(state["reminder_every"]), int(state["top_k"]), int(state["chunk_size"])
-results = ui.last_results(document)
-traces: dict[str, RunTrace] = {t.method: t for t in results["traces"]} if results else {}
+tokens = S.counter()
+last = state.get("results")
+traces: list[RunTrace] = list(last["traces"]) if last and last["document_sha256"] == document.sha256 else []
 st.caption(
-    f"**{ui.md(document.name)}** — {ui.plural(len(document.pages), 'page')}, {document.total_tokens:,} tokens "
-    f"({document.tokenizer}). k = {k:,} tokens, N = {top_k}, c = {chunk_size:,} tokens."
+    f"**{md(document.name)}** — {plural(len(document.pages), 'page')}, {document.total_tokens:,} tokens "
+    f"({md(document.tokenizer)})."
 )
 
-# Which run's pages to colour (only once a run on this document exists).
-shown: RunTrace | None = None
-if traces:
-    order = list(traces)
-    default = order.index("rr") if "rr" in order else 0
-    picked = st.selectbox(
-        "Colour the pages retrieved and cited by",
-        order,
-        index=default,
-        format_func=ui.label,
-        key="w.doc_method",
-    )
-    shown = traces[picked]
-    st.caption(f"From the last run: “{ui.md(results['question'])}”." if results else "")
-else:
-    st.caption("Run a question on the Ask screen to see the retrieved and cited pages here.")
+# ---- Which run (or plan) to show -----------------------------------------------------------
 
+question = " ".join(str(state.get("question") or "").split())
+Option = tuple[str, int]  # ("run", index into traces) or ("plan", index into chosen settings)
+options: list[Option] = [("run", i) for i in range(len(traces))]
+try:
+    chosen = S.chosen_settings()
+except RRError:
+    chosen = []
+options += [("plan", i) for i in range(len(chosen))] if question else []
+if not options:
+    st.info("Type a question and choose methods on the Ask screen: this screen shows what each would send.")
+    st.page_link("pages/ask.py", label="Go to Ask")
+    st.stop()
+
+
+def _option_label(option: Option) -> str:
+    kind, index = option
+    if kind == "run":
+        t = traces[index]
+        return f"Last run: {results.title(t)} — “{short(t.question, 50)}”"
+    s = chosen[index]
+    method = get_method(s.method)
+    settings = method.describe(s)
+    return f"Plan at the current settings: {method.label}" + (f" ({settings})" if settings else "")
+
+
+default = next((i for i, (kind, ix) in enumerate(options) if kind == "run" and traces[ix].method == "rr"), 0)
+picked: Option = st.selectbox("Show", options, index=default, format_func=_option_label, key="w.doc_show")
+shown: RunTrace | None = traces[picked[1]] if picked[0] == "run" else None
+try:
+    if shown is not None:
+        # The run's own plan, made again from its settings (planning is pure, so it is the same).
+        plan: Plan = get_method(shown.method).plan(document, shown.questions, shown.settings, tokens)
+    else:
+        plan = plan_questions(document, [Question(question)], chosen[picked[1]], tokens)[0]
+except RRError as exc:
+    results.show_rr_error(exc)
+    st.stop()
+
+marks = plan_marks(plan)
 strip = page_strip(
     document.page_tokens,
-    reminder_every=k,
-    chunk_size=chunk_size,
+    reminders_after=marks.reminders_after,
+    chunks=marks.chunks,
     retrieved=shown.retrieved_pages if shown else (),
     cited=shown.page if shown else None,
 )
@@ -70,25 +100,17 @@ ranked = sum(1 for p in strip if p.rank)
 
 
 def strip_figure(strip: list[StripPage]) -> go.Figure:
-    """Tokens per page; reminders, chunk breaks, retrieved ranks and the cited page marked."""
-    colours = [ui.hex_colour(ui.rank_colour(p.rank, ranked)) if p.rank else "#C9D3E3" for p in strip]
-    hover = [
-        f"page {p.number}: {p.tokens:,} tokens · chunk {p.chunk}"
-        + (f" · retrieved #{p.rank}" if p.rank else "")
-        + (" · cited" if p.cited else "")
-        + (" · reminder after" if p.reminder_after else "")
-        for p in strip
+    """Tokens per page; the plan's reminders and chunk breaks, retrieved ranks, the cited page."""
+    colours = [
+        results.hex_colour(results.rank_colour(p.rank, ranked)) if p.rank else "#C9D3E3" for p in strip
     ]
     fig = go.Figure()
     fig.add_bar(
         x=[p.number for p in strip],
         y=[p.tokens for p in strip],
         marker_color=colours,
-        marker_line_color=[ui.CITED_COLOUR if p.cited else "rgba(0,0,0,0)" for p in strip],
-        marker_line_width=[3 if p.cited else 0 for p in strip],
-        hovertext=hover,
-        hoverinfo="text",
-        name="tokens",
+        customdata=[[p.chunk, p.rank or "—"] for p in strip],
+        hovertemplate="page %{x}: %{y:,} tokens · chunk %{customdata[0]} · retrieved #%{customdata[1]}<extra></extra>",
         showlegend=False,
     )
     top = max((p.tokens for p in strip), default=1) * 1.08
@@ -98,8 +120,8 @@ def strip_figure(strip: list[StripPage]) -> go.Figure:
             x=reminders,
             y=[top] * len(reminders),
             mode="markers",
-            marker={"symbol": "triangle-down", "size": 11, "color": "#F2A541"},
-            name=f"reminder (R&R retrieval, k = {k:,})",
+            marker={"symbol": "triangle-down", "size": 10, "color": "#F2A541"},
+            name="reminder",
             hovertemplate="reminder after page %{x:.0f}<extra></extra>",
         )
     breaks = chunk_breaks(strip)
@@ -119,13 +141,9 @@ def strip_figure(strip: list[StripPage]) -> go.Figure:
             for after in breaks
         ]
     )
-    if breaks:  # a legend entry for the dashed lines
+    if breaks:
         fig.add_scatter(
-            x=[None],
-            y=[None],
-            mode="lines",
-            line={"dash": "dash", "color": "#7A7A7A"},
-            name=f"chunk boundary (c = {chunk_size:,})",
+            x=[None], y=[None], mode="lines", line={"dash": "dash", "color": "#7A7A7A"}, name="chunk boundary"
         )
     cited = [p for p in strip if p.cited]
     if cited:
@@ -133,7 +151,7 @@ def strip_figure(strip: list[StripPage]) -> go.Figure:
             x=[cited[0].number],
             y=[cited[0].tokens * 1.02 + top * 0.06],
             mode="markers",
-            marker={"symbol": "star", "size": 15, "color": ui.CITED_COLOUR},
+            marker={"symbol": "star", "size": 15, "color": results.CITED_COLOUR},
             name="cited page",
             hovertemplate="cited: page %{x}<extra></extra>",
         )
@@ -142,32 +160,35 @@ def strip_figure(strip: list[StripPage]) -> go.Figure:
             x=[None],
             y=[None],
             mode="markers",
-            marker={"symbol": "square", "size": 10, "color": ui.hex_colour(ui.rank_colour(1, ranked))},
+            marker={
+                "symbol": "square",
+                "size": 10,
+                "color": results.hex_colour(results.rank_colour(1, ranked)),
+            },
             name="retrieved (darker = higher rank)",
         )
     fig.update_layout(
-        height=300,
+        height=280,
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         xaxis_title="page",
         yaxis_title="tokens",
         bargap=0.1,
-        legend={"orientation": "h", "y": -0.25},
+        legend={"orientation": "h", "y": -0.3},
         yaxis_range=[0, top * 1.15],
-        # Every page labelled while the labels fit; plotly picks a step beyond that.
         xaxis={"dtick": 1} if len(strip) <= 40 else {},
     )
     return fig
 
 
 st.subheader("Pages")
-st.plotly_chart(strip_figure(strip), width="stretch", key="page_strip")
-reminder_count = sum(p.reminder_after for p in strip)
-chunks = max((p.chunk for p in strip), default=1)
+st.plotly_chart(strip_figure(strip), width="stretch", key="page_strip", config={"displayModeBar": False})
+reminder_count = len(marks.reminders_after) + marks.leading_reminders
+chunk_note = f" in {plural(len(marks.chunks), 'chunk')}" if marks.chunks else ""
 st.caption(
-    f"At k = {k:,}, R&R's retrieval call carries {ui.plural(reminder_count, 'reminder')} "
-    f"(chunked R&R restarts the count in each chunk). At c = {chunk_size:,}, chunked methods read "
-    f"{ui.plural(chunks, 'chunk')}."
-    + (f" {ui.plural(ranked, 'page')} retrieved by {ui.label(shown.method)}." if shown else "")
+    f"{md(plan.label)} sends {plural(reminder_count, 'reminder')}{chunk_note}"
+    + (f" ({md(plan.describe)})" if plan.describe else "")
+    + (f"; {plural(ranked, 'page')} retrieved, darker first." if shown else ".")
+    + " Markers come from the plan of the run shown, not from the sliders."
 )
 
 # ---- The page on screen -----------------------------------------------------------------
@@ -180,7 +201,7 @@ def page_viewer() -> None:
     state["view_page"] = min(max(int(state["view_page"]), 1), pages)
     cited = shown.page if shown is not None else None
     top = shown.retrieved_pages[0] if shown is not None and shown.retrieved_pages else None
-    batch = results["batch"] if results else None
+    batch = (last or {}).get("batch")
     if batch is not None and state.get("viewed_batch") != batch:
         # A new run: open on the page that answers it.
         state["viewed_batch"] = batch
@@ -188,41 +209,42 @@ def page_viewer() -> None:
             state["view_page"] = cited or top
     if cited or top:
         jumps = st.container(horizontal=True)
-        if cited and jumps.button(f"Go to the cited page ({cited})", key="go_cited"):
+        if cited and jumps.button(f"Go to the cited page ({docs.page_ref(document, cited)})", key="go_cited"):
             state["view_page"] = cited
         if top and top != cited and jumps.button(f"Go to the top retrieved page ({top})", key="go_top"):
             state["view_page"] = top
-    number = int(ui.bound(st.number_input, "Page", "view_page", min_value=1, max_value=pages, step=1))
+    number = int(S.bound(st.number_input, "Page", "view_page", min_value=1, max_value=pages, step=1))
     info = strip[number - 1]
     highlight = None
     if info.cited and shown is not None:
-        support = ui.support_for(shown, document)
+        quote = shown.outcome.quote or shown.answer
+        support = locate_support(quote, document.page(number).text)
         highlight = support.passage if support else None
-    frame = ui.rank_colour(info.rank, ranked) if info.rank else None
-    notes = [f"{info.tokens:,} tokens", f"chunk {info.chunk}"]
+    frame = results.rank_colour(info.rank, ranked) if info.rank else None
+    notes = [f"{info.tokens:,} tokens"]
+    if marks.chunks:
+        notes.append(f"chunk {info.chunk}")
     if info.rank:
         notes.append(f"retrieved #{info.rank} (framed)")
     if info.cited:
-        notes.append("cited — supporting text highlighted" if highlight else "cited")
+        notes.append("cited — the quoted sentence highlighted" if highlight else "cited")
     if info.reminder_after:
         notes.append("a reminder follows this page")
     if not document.page(number).has_text:
         notes.append("no text on this page")
     try:
-        rendered = ui.page_png(document, number, highlight=highlight, frame=frame)
+        rendered = docs.page_png(document, number, highlight=highlight, frame=frame)
     except RRError as exc:
-        ui.show_rr_error(exc)
+        results.show_rr_error(exc)
         return
     st.image(
         rendered.png,
-        caption=f"Page {number} of {pages} · " + " · ".join(notes),
-        width=ui.PAGE_WIDTH,
+        caption=f"{docs.page_ref(document, number)} of {pages} · " + " · ".join(notes),
+        width=docs.PAGE_WIDTH,
         output_format="PNG",
     )
     if highlight and not rendered.highlight_found:
-        st.caption(
-            "The supporting text could not be placed on the rendered page; it reads: " + ui.md(highlight)
-        )
+        st.caption("The quoted sentence could not be placed on the rendered page; it reads: " + md(highlight))
 
 
 st.subheader("The page")
@@ -232,127 +254,126 @@ page_viewer()
 
 # ---- The prompts, exactly as sent ---------------------------------------------------------
 
-st.subheader("The prompt, as sent")
-method_values = [m.value for m in Method]
-default_method = shown.method if shown else "rr"
-prompt_method = Method(
-    st.selectbox(
-        "Method",
-        method_values,
-        index=method_values.index(default_method) if default_method in method_values else 0,
-        format_func=lambda v: METHOD_LABELS[Method(v)],
-        key="w.prompt_method",
-    )
-)
-tokens = ui.counter()
-count = ui.count_function(tokens)
-trace = traces.get(prompt_method.value)
-current = (k, top_k, chunk_size)
-if trace is not None:
-    run_settings = (
-        trace.settings.get("reminder_every"),
-        trace.settings.get("top_k"),
-        trace.settings.get("chunk_size"),
-    )
-    if run_settings != current:
-        st.caption(
-            "The settings changed since the last run: showing the plan at the current settings. "
-            "Run again on the Ask screen to see the prompts of this run."
-        )
-        trace = None
-
-question = (results["question"] if results else "") or str(state.get("question") or "").strip()
-calls: list[tuple[str, str | None]] = []  # (label, prompt or None when pending)
-if trace is not None and trace.calls:
-    st.caption("From the last run: the prompts exactly as they were sent.")
-    for i, call in enumerate(trace.calls, start=1):
-        stage = "retrieval" if call.stage == "retrieve" else "answer"
-        chunk = f", chunk {call.chunk}" if call.chunk else ""
-        calls.append((f"{i}. {stage}{chunk} — {len(call.pages)} pages", call.prompt))
-elif question:
-    try:
-        plan = plan_method(document, question, ui.settings_for(prompt_method), tokens)
-    except RRError as exc:
-        ui.show_rr_error(exc)
-        st.stop()
-    st.caption("Not run yet: the prompts the plan would send at the current settings.")
-    for i, planned in enumerate(plan.calls, start=1):
-        stage = "retrieval" if planned.stage == "retrieve" else "answer"
-        chunk = f", chunk {planned.chunk}" if planned.chunk else ""
-        if planned.pending:
-            calls.append((f"{i}. {stage} — waits for the retrieved pages", None))
-        else:
-            calls.append(
-                (f"{i}. {stage}{chunk} — {len(planned.pages)} pages", render_prompt(document, planned))
+st.subheader("The prompt, as sent" if shown else "The prompt the plan would send")
+known = {c.id: c for c in plan.known_calls}
+Entry = tuple[str, Call | None, CallTrace | None]
+entries: list[Entry] = []
+if shown is not None:
+    for i, record in enumerate(shown.calls, start=1):
+        chunk = f", part {record.chunk}" if record.chunk else ""
+        entries.append(
+            (
+                f"{i}. {results.STAGE_NAMES.get(record.stage, record.stage)}{chunk} — {plural(len(record.pages), 'page')}",
+                known.get(record.id),
+                record,
             )
+        )
 else:
-    st.info("Type a question on the Ask screen to see the prompts.")
+    for i, call in enumerate(plan.calls, start=1):
+        chunk = f", part {call.chunk}" if call.chunk else ""
+        waits = "" if known.get(call.id) is call else " — waits for the phase before"
+        entries.append(
+            (
+                f"{i}. {results.STAGE_NAMES.get(call.stage, call.stage)}{chunk}{waits}",
+                known.get(call.id),
+                None,
+            )
+        )
+if not entries:
+    st.info("This run made no call.")
+    st.stop()
+choice = st.selectbox("Call", range(len(entries)), format_func=lambda i: entries[i][0], key="w.prompt_call")
+label, planned, record = entries[choice]
+if record is not None:
+    text = record.prompt
+    # The plan's layout describes this prompt only if it renders to exactly what was sent.
+    layout_ok = planned is not None and bool(text) and planned.render() == text
+elif planned is not None:
+    text = planned.render()
+    layout_ok = True
+else:
+    st.info("This call's prompt depends on what the phase before returns: run the method to see it.")
+    st.stop()
+if not text:
+    st.info("This run's prompts were not kept (exports and the history can leave them out).")
     st.stop()
 
-choice = st.selectbox("Call", range(len(calls)), format_func=lambda i: calls[i][0], key="w.prompt_call")
-prompt = calls[choice][1]
-if prompt is None:
-    st.info("This call's prompt depends on the pages the retrieval phase returns: run to see it.")
-    st.stop()
-
-segments = layout_prompt(prompt, count)
+segments = (
+    segments_of(planned.layout, block_tokens(planned.layout, tokens, document))
+    if layout_ok and planned
+    else []
+)
 offsets = reminder_offsets(segments)
-total = segments[-1].end if segments else 0
 prompt_col, reminder_col = st.columns([2, 1])
 with prompt_col:
-    full = st.toggle("Show every page in full", key="w.prompt_full")
-    shown_prompt = prompt if full else condense_prompt(prompt)
-    st.code(shown_prompt, language="xml", wrap_lines=True, height=420)
-    st.download_button("Download this prompt", prompt, "prompt.txt", "text/plain", key="dl_prompt")
+    condensed = condense_prompt(text, keep_chars=200)
+    limit = 20_000
+    st.code(
+        condensed[:limit]
+        + ("\n… (cut here on screen; the download holds it all)" if len(condensed) > limit else ""),
+        language=None,
+        wrap_lines=True,
+        height=380,
+    )
+    st.caption(
+        "Each page is cut to its first 200 characters on screen; tags, instructions and reminders are whole."
+    )
+    if st.button("Prepare the full prompt for download", key="prepare_prompt"):
+        state["prompt_download"] = (label, text)
+    prepared = state.get("prompt_download")
+    if prepared and prepared[0] == label:
+        st.download_button("Download this prompt", prepared[1], "prompt.txt", "text/plain", key="dl_prompt")
 with reminder_col:
-    st.metric("Prompt tokens (≈)", f"{total:,}")
-    st.metric("Reminders", len(offsets))
+    st.metric("Prompt tokens (≈)", f"{segments[-1].end:,}" if segments else "—")
+    st.metric("Reminders", len(offsets) if segments else "—")
     if offsets:
         st.dataframe(
             pd.DataFrame(
                 {
                     "reminder": range(1, len(offsets) + 1),
-                    "after page": [p if p is not None else "—" for p in reminder_pages(segments)],
+                    "after page": [str(p) if p is not None else "—" for p in reminder_pages(segments)],
                     "token offset": offsets,
                 }
-            ).astype({"after page": str}),
+            ),
             hide_index=True,
             width="stretch",
             key="reminder_table",
         )
-    else:
+    elif segments:
         st.caption("No reminder in this prompt.")
+    else:
+        st.caption("This prompt was recorded as sent; its layout is shown for the plan's own calls only.")
 
-st.markdown("**Distance from each page to the nearest copy of the instructions**")
-distances = instruction_distances(segments)
-baseline = instruction_distances(without_reminders(segments)) if offsets else {}
-fig = go.Figure()
-if baseline:
+if segments and any(s.kind == "page" for s in segments):
+    st.markdown("**Distance from each page to the nearest copy of the instructions**")
+    distances = instruction_distances(segments)
+    baseline = instruction_distances(without_reminders(segments)) if offsets else {}
+    fig = go.Figure()
+    if baseline:
+        fig.add_scatter(
+            x=list(baseline),
+            y=list(baseline.values()),
+            mode="lines",
+            name="without reminders",
+            line={"color": "#9AA5B8", "dash": "dot"},
+        )
     fig.add_scatter(
-        x=list(baseline),
-        y=list(baseline.values()),
+        x=list(distances),
+        y=list(distances.values()),
         mode="lines",
-        name="without reminders",
-        line={"color": "#9AA5B8", "dash": "dot"},
+        name="this prompt" + (f" ({len(offsets)} reminders)" if offsets else ""),
+        line={"color": "#2F5FD0"},
     )
-fig.add_scatter(
-    x=list(distances),
-    y=list(distances.values()),
-    mode="lines+markers",
-    name="this prompt" + (f" ({len(offsets)} reminders)" if offsets else ""),
-    line={"color": "#2F5FD0"},
-    marker={"size": 4},
-)
-fig.update_layout(
-    height=280,
-    margin={"l": 10, "r": 10, "t": 10, "b": 10},
-    xaxis_title="page",
-    yaxis_title="tokens to the nearest instructions",
-    legend={"orientation": "h", "y": 1.15},
-)
-st.plotly_chart(fig, width="stretch", key="distance_chart")
-st.caption(
-    "This is the paper's explanation of why reprompting works: repeating the instructions every k "
-    "tokens keeps every page close to a copy of them, so the model never reads far past the task it is doing. "
-    "(Distance: tokens from the middle of a page to the nearest opening, reminder or closing instructions.)"
-)
+    fig.update_layout(
+        height=260,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis_title="page (in prompt order)",
+        yaxis_title="tokens to the nearest instructions",
+        legend={"orientation": "h", "y": 1.15},
+    )
+    st.plotly_chart(fig, width="stretch", key="distance_chart", config={"displayModeBar": False})
+    st.caption(
+        "Why reprompting works, in the paper's words made visible: repeating the instructions every k tokens "
+        "keeps every page close to a copy of them, so the model never reads far past the task. (Distance: "
+        "tokens from the middle of a page to the nearest opening, reminder or closing instructions.)"
+    )

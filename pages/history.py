@@ -1,26 +1,31 @@
-"""History: every run in the ledger. List, open, compare two, export, delete."""
+"""History: every question asked, with its runs. Open, compare two runs, export, delete several."""
 
 from __future__ import annotations
+
+from collections import OrderedDict
 
 import pandas as pd
 import streamlit as st
 
-from pages import ui
-from rr_core.errors import LedgerError
+from pages.common import docs, results, sidebar
+from pages.common.text import md, plural, short, when
+from rr_core.errors import LedgerError, RRError
 from rr_core.exports import to_csv, to_json, to_markdown
-from rr_core.ledger import Ledger, LedgerRow
 from rr_core.runs import RunTrace
+from rr_core.store import StoredRun, open_store
 
-ui.page_setup()
+sidebar.page_setup()
 state = st.session_state
 st.title("History")
-st.caption("Every run is stored with its settings, prompts, tokens and cost — never an API key.")
+st.caption(
+    "Every run is stored on this machine with its settings, prompts, responses, tokens and cost — never an API key."
+)
 
 try:
-    ledger = Ledger()
-    rows: list[LedgerRow] = ledger.list(limit=500)
+    store = open_store()
+    rows: list[StoredRun] = store.list(limit=1000)
 except LedgerError as exc:
-    st.error(str(exc))
+    st.error(md(exc))
     st.stop()
 
 if not rows:
@@ -28,101 +33,126 @@ if not rows:
     st.page_link("pages/ask.py", label="Go to Ask")
     st.stop()
 
-by_id = {row.id: row for row in rows}
-ids = list(by_id)
+# One row per question asked (a batch: the methods run together), newest first.
+batches: OrderedDict[str, list[StoredRun]] = OrderedDict()
+for row in rows:
+    batches.setdefault(row.batch, []).append(row)
+batch_ids = list(batches)
+by_run = {row.run_id: row for row in rows}
 
 
-def describe(run_id: int) -> str:
-    """A run as one line for menus."""
-    row = by_id[run_id]
-    question = row.question if len(row.question) <= 60 else row.question[:57] + "…"
-    return f"#{row.id} · {ui.label(row.method)} · {question} · {row.created_at}"
+def _batch_line(batch: str) -> str:
+    runs = batches[batch]
+    first = runs[0]
+    return f"{when(first.created_at)} · {short(first.question, 60)} · {short(first.document, 30)}"
 
 
 table = pd.DataFrame(
     [
         {
-            "id": r.id,
-            "when": r.created_at.replace("T", " ")[:16],
-            "method": ui.label(r.method),
-            "question": r.question,
-            "answer": r.answer if r.error is None else f"error: {r.error}",
-            "page": r.page,
-            "cost (USD)": round(r.cost_usd, 6),
-            "input tokens": r.input_tokens,
-            "output tokens": r.output_tokens,
-            "latency (s)": r.latency_s,
-            "provider / model": f"{r.provider} / {r.model}",
-            "document": r.document,
-            "batch": r.batch,
+            "when": when(runs[0].created_at),
+            "question": runs[0].question,
+            "document": runs[0].document,
+            "methods": ", ".join(dict.fromkeys(r.label for r in reversed(runs))),
+            "answers": sum(1 for r in runs if r.error is None),
+            "cost (USD)": round(sum(r.cost_usd for r in runs), 6),
+            "provider / model": f"{runs[0].provider} / {runs[0].model}",
         }
-        for r in rows
+        for runs in batches.values()
     ]
 )
-st.dataframe(
+st.markdown("**Questions asked** — select rows to open, export or delete them.")
+event = st.dataframe(
     table,
     hide_index=True,
     width="stretch",
-    height=min(38 + 35 * len(rows), 320),
+    height=min(38 + 35 * len(batches), 320),
     column_config={"cost (USD)": st.column_config.NumberColumn(format="$%.5f")},
+    on_select="rerun",
+    selection_mode="multi-row",
     key="history_table",
 )
-st.caption(f"{ui.plural(len(rows), 'run')} stored in {ledger.path}.")
+selected = [batch_ids[i] for i in event.selection.rows if i < len(batch_ids)]
+st.caption(f"{plural(len(batches), 'question')}, {plural(len(rows), 'run')} stored in {md(store.path)}.")
 
 
-def load(run_id: int) -> RunTrace | None:
+def load(run_id: str) -> RunTrace | None:
     """A stored run, or None (with a message) when it is gone or unreadable."""
     try:
-        trace = ledger.get(run_id)
+        trace = store.get(run_id)
     except LedgerError as exc:
-        st.error(str(exc))
+        st.error(md(exc))
         return None
     if trace is None:
-        st.warning(f"Run #{run_id} no longer exists.")
+        st.warning(f"That run no longer exists ({md(run_id)}).")
     return trace
 
 
-document = None
 try:
-    document = ui.active_document()
-except Exception:  # noqa: BLE001 - the supporting text is optional here; the runs still show
+    document = docs.active_document()
+except RRError:
     document = None
 
-open_tab, compare_tab, export_tab, delete_tab = st.tabs(
-    ["Open a run", "Compare two runs", "Export", "Delete"]
-)
+
+def _doc_for(trace: RunTrace) -> object:
+    return document if document is not None and document.sha256 == trace.document_sha256 else None
+
+
+open_tab, compare_tab, export_tab, delete_tab = st.tabs(["Open", "Compare two runs", "Export", "Delete"])
 
 with open_tab:
-    opened = st.selectbox("Run", ids, format_func=describe, key="w.history_open")
-    trace = load(opened) if opened is not None else None
-    if trace is not None:
-        st.markdown(f"**Question:** {ui.md(trace.question)}  \n**Document:** {ui.md(trace.document)}")
-        ui.result_column(trace, document)
-        st.markdown("**Calls**")
-        st.dataframe(
-            pd.DataFrame(ui.calls_rows(trace)), hide_index=True, width="stretch", key="history_calls"
+    if not selected:
+        st.caption("Select a question in the table above to open its runs.")
+    for batch in selected[:3]:
+        runs = [t for t in (load(r.run_id) for r in reversed(batches[batch])) if t is not None]
+        if not runs:
+            continue
+        st.markdown(
+            f"**Question:** {md(runs[0].question)}  \n**Document:** {md(runs[0].document)} · {md(when(runs[0].started_at))}"
         )
-        with st.expander("Settings"):
-            st.json(trace.settings)
-        with st.expander("Prompts and responses"):
-            for i, call in enumerate(trace.calls, start=1):
-                stage = "retrieval" if call.stage == "retrieve" else "answer"
-                st.markdown(f"**Call {i}: {stage}**" + (f", chunk {call.chunk}" if call.chunk else ""))
-                st.code(call.response or "(no response)", language="json", wrap_lines=True)
+        columns = st.columns(min(len(runs), 3))
+        for i, trace in enumerate(runs):
+            with columns[i % len(columns)], st.container(border=True):
+                results.result_card(trace, _doc_for(trace))  # type: ignore[arg-type]
+                with st.expander("Calls, prompts and responses"):
+                    st.dataframe(pd.DataFrame(results.calls_rows(trace)), hide_index=True, width="stretch")
+                    for call in trace.calls:
+                        st.markdown(
+                            f"**{md(call.id)}** — prompt ({len(call.prompt):,} characters), then the response"
+                        )
+                        st.code(
+                            call.prompt[:3_000] + ("\n…" if len(call.prompt) > 3_000 else ""),
+                            language=None,
+                            wrap_lines=True,
+                            height=160,
+                        )
+                        st.code(call.response or "(no response)", language="json", wrap_lines=True)
+    if len(selected) > 3:
+        st.caption(f"Showing the first 3 of {len(selected)} selected questions.")
 
 with compare_tab:
+    run_ids = [r.run_id for r in rows]
+
+    def _run_line(run_id: str) -> str:
+        r = by_run[run_id]
+        return f"{r.label} · {short(r.question, 50)} · {short(r.document, 25)} · {when(r.created_at)}"
+
     left_col, right_col = st.columns(2)
-    first = left_col.selectbox("Run A", ids, index=0, format_func=describe, key="w.history_a")
+    first = left_col.selectbox("Run A", run_ids, index=0, format_func=_run_line, key="w.history_a")
     second = right_col.selectbox(
-        "Run B", ids, index=1 if len(ids) > 1 else 0, format_func=describe, key="w.history_b"
+        "Run B", run_ids, index=1 if len(run_ids) > 1 else 0, format_func=_run_line, key="w.history_b"
     )
-    pair = [load(first), load(second)] if first is not None and second is not None else []
+    pair = [load(first), load(second)] if first and second else []
     if len(pair) == 2 and pair[0] is not None and pair[1] is not None:
         a, b = pair
         facts = {
-            "method": (ui.label(a.method), ui.label(b.method)),
+            "question": (a.question, b.question),
+            "document": (a.document, b.document),
+            "asked": (when(a.started_at), when(b.started_at)),
+            "method": (results.title(a), results.title(b)),
             "answer": (a.answer or "", b.answer or ""),
             "cited page": (str(a.page or "—"), str(b.page or "—")),
+            "quote check": (a.outcome.quote_check, b.outcome.quote_check),
             "retrieved pages": (
                 " ".join(map(str, a.retrieved_pages)) or "—",
                 " ".join(map(str, b.retrieved_pages)) or "—",
@@ -131,18 +161,14 @@ with compare_tab:
             "output tokens": (f"{a.usage.output_tokens:,}", f"{b.usage.output_tokens:,}"),
             "cost (USD)": (f"{a.cost_usd:.5f}", f"{b.cost_usd:.5f}"),
             "latency (s)": (f"{a.latency_s:.2f}", f"{b.latency_s:.2f}"),
-            "k / N / c": tuple(
-                f"{t.settings.get('reminder_every'):,} / {t.settings.get('top_k')} / {t.settings.get('chunk_size'):,}"
-                for t in (a, b)
-            ),
             "provider / model": (f"{a.provider} / {a.model}", f"{b.provider} / {b.model}"),
         }
         st.dataframe(
             pd.DataFrame(
                 {
                     "": list(facts),
-                    f"A: #{first}": [v[0] for v in facts.values()],
-                    f"B: #{second}": [v[1] for v in facts.values()],
+                    "A": [v[0] for v in facts.values()],
+                    "B": [v[1] for v in facts.values()],
                     "same": ["✓" if v[0] == v[1] else "" for v in facts.values()],
                 }
             ),
@@ -150,56 +176,43 @@ with compare_tab:
             width="stretch",
             key="history_compare",
         )
-        left, right = st.columns(2)
-        with left, st.container(border=True):
-            ui.result_column(a, document)
-        with right, st.container(border=True):
-            ui.result_column(b, document)
 
 with export_tab:
-    batch_of_opened = by_id[opened].batch if opened is not None else None
-    default = [i for i in ids if by_id[i].batch == batch_of_opened] or ids[:1]
-    chosen = st.multiselect(
-        "Runs to export",
-        ids,
-        default=default,
-        format_func=describe,
-        key="w.history_export",
-        help="By default, the runs asked together with the opened run.",
+    chosen = selected or batch_ids[:1]
+    exported = [t for b in chosen for t in (load(r.run_id) for r in reversed(batches[b])) if t is not None]
+    st.caption(
+        f"Exporting {plural(len(exported), 'run')} of {plural(len(chosen), 'question')}"
+        + ("" if selected else " (the newest; select rows above to choose)")
+        + ". Each row and section names its own question and document."
     )
-    exported = [t for t in (load(i) for i in chosen) if t is not None]
     if exported:
+        include_prompts = st.checkbox("Include prompts in the JSON", key="w.hx_prompts")
         c1, c2, c3 = st.columns(3)
         c1.download_button(
-            "Download JSON", to_json(exported), "rr-runs.json", "application/json", key="hx_json"
+            "Download JSON",
+            to_json(exported, prompts=include_prompts),
+            "rr-runs.json",
+            "application/json",
+            key="hx_json",
         )
         c2.download_button("Download CSV", to_csv(exported), "rr-runs.csv", "text/csv", key="hx_csv")
         c3.download_button(
             "Download report (Markdown)", to_markdown(exported), "rr-runs.md", "text/markdown", key="hx_md"
         )
         with st.expander("Preview the Markdown report"):
-            st.markdown(to_markdown(exported))
-    else:
-        st.caption("Choose one or more runs.")
+            st.text(to_markdown(exported))
 
 
-def _ask_delete(run_id: int) -> None:
-    state["confirm_delete"] = run_id
-
-
-def _cancel_delete() -> None:
-    state.pop("confirm_delete", None)
-
-
-def _delete(run_id: int) -> None:
+def _delete(batch_list: list[str]) -> None:
+    run_ids = [r.run_id for b in batch_list for r in batches.get(b, [])]
     try:
-        gone = ledger.delete(run_id)
+        gone = store.delete(run_ids)
     except LedgerError as exc:
-        state["delete_message"] = ("error", f"Run #{run_id} could not be deleted ({exc}).")
+        state["delete_message"] = ("error", f"The runs could not be deleted ({exc}).")
     else:
         state["delete_message"] = (
             "success",
-            f"Deleted run #{run_id}." if gone else f"Run #{run_id} was already gone.",
+            f"Deleted {plural(gone, 'run')} of {plural(len(batch_list), 'question')}.",
         )
     state.pop("confirm_delete", None)
 
@@ -207,13 +220,21 @@ def _delete(run_id: int) -> None:
 with delete_tab:
     message = state.pop("delete_message", None)
     if message:
-        getattr(st, message[0])(message[1])
-    target = st.selectbox("Run to delete", ids, format_func=describe, key="w.history_delete")
-    pending = state.get("confirm_delete")
-    if pending is not None and pending in by_id:
-        st.warning(f"Delete run #{pending} for good? This cannot be undone.")
-        yes, no = st.columns(2)
-        yes.button("Yes, delete it", type="primary", key="delete_yes", on_click=_delete, args=(pending,))
-        no.button("Cancel", key="delete_no", on_click=_cancel_delete)
-    elif target is not None:
-        st.button(f"Delete run #{target}…", key="delete_ask", on_click=_ask_delete, args=(target,))
+        getattr(st, message[0])(md(message[1]))
+    if not selected:
+        st.caption("Select the questions to delete in the table above (several at once).")
+    else:
+        runs_count = sum(len(batches[b]) for b in selected)
+        if state.get("confirm_delete") == selected:
+            st.warning(
+                f"Delete {plural(len(selected), 'question')} ({plural(runs_count, 'run')}) for good, with their "
+                "prompts and responses? This cannot be undone."
+            )
+            yes, no = st.columns(2)
+            yes.button(
+                "Yes, delete them", type="primary", key="delete_yes", on_click=_delete, args=(selected,)
+            )
+            no.button("Cancel", key="delete_no", on_click=lambda: state.pop("confirm_delete", None))
+        elif st.button(f"Delete {plural(len(selected), 'selected question')}…", key="delete_ask"):
+            state["confirm_delete"] = selected
+            st.rerun()

@@ -19,10 +19,10 @@ from rr_core.costs import price_data_version
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
-from rr_core.methods import get_method, method_names, parse_spec
+from rr_core.methods import method_names, parse_spec, plan_questions
 from rr_core.plans import LocalStep, Plan
-from rr_core.questions import Question, read_questions
-from rr_core.runs import CallEvent, RunTrace, run_plans
+from rr_core.questions import Question, mark_traces, read_questions
+from rr_core.runs import CallEvent, run_plans
 from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.sources import open_document
 from rr_core.store import open_store
@@ -157,21 +157,6 @@ def _base_settings(args: argparse.Namespace, provider: str, model: str) -> RunSe
     )
 
 
-def plan_questions(
-    document: Document, questions: list[Question], settings: RunSettings, counter: object
-) -> list[Plan]:
-    """Plans for one method over the questions: one plan for all of them where the method
-    retrieves for several questions in one pass, else one plan per question."""
-    method = get_method(settings.method)
-    if len(questions) > 1 and method.several_questions:
-        return [method.plan(document, [q.text for q in questions], settings, counter)]  # type: ignore[arg-type]
-    plans = []
-    for q in questions:
-        gold = settings.gold_pages or tuple(q.gold_pages)
-        plans.append(method.plan(document, q.text, settings.but(gold_pages=gold), counter))  # type: ignore[arg-type]
-    return plans
-
-
 def cmd_pages(args: argparse.Namespace) -> dict[str, Any]:
     """The pages of a document."""
     document = _open(args, args.model or "")
@@ -273,7 +258,7 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
             print(f"  {event.label}: {event.stage}{chunk} {event.status}", file=sys.stderr)
 
     traces = run_plans(document, plans, client, concurrency=args.concurrency, on_event=progress)
-    _mark(traces, questions)
+    mark_traces(traces, questions)
     batch = open_store().save_batch(traces) if args.save else None
     return {
         "file": document.name,
@@ -287,18 +272,6 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
         "price_data": price_data_version(),
         "results": [t.to_dict(prompts=False) for t in traces],
     }
-
-
-def _mark(traces: list[RunTrace], questions: list[Question]) -> None:
-    """Where the right answers are known (a questions file), mark each outcome right or wrong."""
-    from rr_core.metrics import mark_outcome
-
-    known = {q.text: q for q in questions if q.answers}
-    for trace in traces:
-        for outcome in trace.outcomes:
-            q = known.get(" ".join(outcome.question.split()))
-            if q is not None:
-                mark_outcome(outcome, q.answers, q.gold_pages)
 
 
 def cmd_samples(args: argparse.Namespace) -> dict[str, Any]:

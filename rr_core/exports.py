@@ -17,9 +17,9 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 
-def to_json(traces: Sequence[RunTrace]) -> str:
-    """All traces, with every call's prompt and response."""
-    return json.dumps({"results": [t.to_dict() for t in traces]}, indent=2, ensure_ascii=False)
+def to_json(traces: Sequence[RunTrace], *, prompts: bool = False) -> str:
+    """All traces, with every call's response (and prompt, when asked: prompts are large)."""
+    return json.dumps({"results": [t.to_dict(prompts=prompts) for t in traces]}, indent=2, ensure_ascii=False)
 
 
 def summary_row(trace: RunTrace) -> dict[str, object]:

@@ -7,10 +7,13 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rr_core.errors import ConfigError
+from rr_core.metrics import mark_outcome
+from rr_core.runs import RunTrace
 
 MAX_QUESTIONS = 200
 _SPLIT = re.compile(r"[|;]")
@@ -63,3 +66,13 @@ def read_questions(path: Path) -> list[Question]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the questions file {path}: {exc}") from None
     return parse_questions(text, name=path.name)
+
+
+def mark_traces(traces: Sequence[RunTrace], questions: Sequence[Question]) -> None:
+    """Where a question's right answers are known, mark each outcome right or wrong."""
+    known = {" ".join(q.text.split()): q for q in questions if q.answers}
+    for trace in traces:
+        for outcome in trace.outcomes:
+            q = known.get(" ".join(outcome.question.split()))
+            if q is not None:
+                mark_outcome(outcome, q.answers, q.gold_pages)

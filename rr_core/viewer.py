@@ -1,10 +1,10 @@
 """What the model saw, as data for the page viewer. Pure: no I/O, no streamlit.
 
-- ``page_strip``: per page, its tokens, where reminders and chunk breaks fall at the current
-  k and c, and its rank among retrieved pages once a run exists.
-- ``layout_prompt``: a prompt cut into its instruction blocks, pages and glue, each with its
-  token span; from it ``reminder_offsets`` and ``instruction_distances`` (how far every page
-  sits from the nearest copy of the instructions: the paper's reason reprompting works).
+- ``page_strip``: per page, its tokens, where the *plan's* reminders and chunk breaks fall
+  (``plan_marks`` reads them off the plan), and its rank among retrieved pages after a run.
+- ``segments_of``: a prompt layout's blocks with their token spans; from them
+  ``reminder_offsets`` and ``instruction_distances`` (how far every page sits from the
+  nearest copy of the instructions: the paper's reason reprompting works).
 - ``condense_prompt``: a prompt shortened for display, tags and reminders kept intact.
 - ``locate_support``: the passage of a page that supports an answer (rapidfuzz alignment).
 
@@ -14,13 +14,14 @@ Token counting comes in as a function, so tests need no tokenizer.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from rapidfuzz import fuzz
 
-from rr_core.chunking import partition_pages, plan_reminders
+from rr_core.plans import Plan
+from rr_core.prompts import SEPARATOR, PromptLayout
 
 Count = Callable[[str], int]
 SegmentKind = Literal["opening", "reminder", "closing", "page", "other"]
@@ -31,29 +32,48 @@ INSTRUCTION_KINDS: frozenset[str] = frozenset({"opening", "reminder", "closing"}
 
 @dataclass(frozen=True, slots=True)
 class StripPage:
-    """One page of the strip: its size, place, and role in the current settings and run."""
+    """One page of the strip: its size, place, and role in a plan and a run."""
 
     number: int
     tokens: int
     start: int  # tokens of the document before this page
-    chunk: int  # 1-based chunk index at the current chunk size
-    reminder_after: bool  # R&R's retrieval call puts a reminder right after this page
+    chunk: int  # 1-based chunk index in the plan (1 when the plan does not chunk)
+    reminder_after: bool  # a call of the plan puts a reminder right after this page
     rank: int | None = None  # 1 = retrieved first; None = not retrieved
     cited: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PlanMarks:
+    """Where a plan's long-context calls put reminders, and where its chunks break."""
+
+    reminders_after: frozenset[int]
+    leading_reminders: int
+    chunks: tuple[range, ...]
+
+
+def plan_marks(plan: Plan) -> PlanMarks:
+    """The reminder and chunk layout of a plan, read off its known calls (not recomputed)."""
+    after: set[int] = set()
+    leading = 0
+    for call in plan.known_calls:
+        after.update(call.reminders_after)
+        leading += call.leading_reminders
+    return PlanMarks(frozenset(after), leading, plan.chunks)
 
 
 def page_strip(
     page_tokens: Sequence[int],
     *,
-    reminder_every: int,
-    chunk_size: int,
+    reminders_after: Iterable[int] = (),
+    chunks: Sequence[range] = (),
     retrieved: Sequence[int] = (),
     cited: int | None = None,
 ) -> list[StripPage]:
     """Every page with its tokens, reminder marker, chunk and retrieval rank."""
-    reminders = set(plan_reminders(page_tokens, reminder_every))
+    reminders = set(reminders_after)
     chunk_of: dict[int, int] = {}
-    for index, pages in enumerate(partition_pages(page_tokens, chunk_size), start=1):
+    for index, pages in enumerate(chunks, start=1):
         for number in pages:
             chunk_of[number] = index
     rank = {page: i for i, page in enumerate(dict.fromkeys(retrieved), start=1)}
@@ -82,12 +102,12 @@ def chunk_breaks(strip: Sequence[StripPage]) -> list[int]:
 
 # ---- Prompt layout ---------------------------------------------------------------------
 
-_BLOCK = re.compile(
-    r"<INSTRUCTIONS>\n.*?\n</INSTRUCTIONS>"
-    r"|<INSTRUCTIONS_REMINDER>\n.*?\n</INSTRUCTIONS_REMINDER>"
-    r"|<PAGE (?P<page>\d+)>\n.*?\n</PAGE (?P=page)>",
-    re.DOTALL,
-)
+_KINDS: dict[str, SegmentKind] = {
+    "opening": "opening",
+    "reminder": "reminder",
+    "closing": "closing",
+    "page": "page",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,38 +127,17 @@ class Segment:
         return self.end - self.start
 
 
-def layout_prompt(prompt: str, count: Count) -> list[Segment]:
-    """Cut a prompt into instruction blocks, tagged pages and the glue between them.
-
-    Each piece is counted on its own, so offsets can differ from counting the whole prompt
-    by a token at a seam. Page text cannot fake a block: tagging neutralises tag-like text.
-    """
-    pieces: list[tuple[SegmentKind, int, int, int | None]] = []
-    cursor = 0
-    seen_document_end = False
-    for match in _BLOCK.finditer(prompt):
-        if match.start() > cursor:
-            pieces.append(("other", cursor, match.start(), None))
-            seen_document_end = seen_document_end or "</DOCUMENT>" in prompt[cursor : match.start()]
-        text = match.group()
-        kind: SegmentKind
-        if match.group("page"):
-            kind = "page"
-        elif text.startswith("<INSTRUCTIONS_REMINDER>"):
-            kind = "reminder"
-        else:
-            kind = "closing" if seen_document_end else "opening"
-        page = int(match.group("page")) if match.group("page") else None
-        pieces.append((kind, match.start(), match.end(), page))
-        cursor = match.end()
-    if cursor < len(prompt):
-        pieces.append(("other", cursor, len(prompt), None))
+def segments_of(layout: PromptLayout, counts: Sequence[int]) -> list[Segment]:
+    """A prompt's blocks as segments with token and character offsets (``counts``: tokens per
+    block, as the plan counted them). Nothing is re-parsed: the layout says what each block is."""
     segments: list[Segment] = []
     offset = 0
-    for kind, a, b, page in pieces:
-        tokens = count(prompt[a:b])
-        segments.append(Segment(kind, offset, offset + tokens, a, b, page))
+    char = 0
+    for block, tokens in zip(layout.blocks, counts, strict=True):
+        kind = _KINDS.get(block.kind, "other")
+        segments.append(Segment(kind, offset, offset + tokens, char, char + len(block.text), block.page))
         offset += tokens
+        char += len(block.text) + len(SEPARATOR)
     return segments
 
 

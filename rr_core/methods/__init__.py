@@ -16,6 +16,7 @@ from rr_core.errors import ConfigError
 from rr_core.methods import bounds, briefcontext, paper, rag
 from rr_core.methods.building import Group, Method
 from rr_core.plans import Plan
+from rr_core.questions import Question
 from rr_core.settings import PARAMS, RunSettings
 from rr_core.tokens import TokenCounter
 
@@ -37,6 +38,7 @@ __all__ = [
     "method_names",
     "parse_spec",
     "plan_method",
+    "plan_questions",
     "spec_of",
 ]
 
@@ -96,3 +98,18 @@ def spec_of(settings: RunSettings, base: RunSettings) -> str:
         if getattr(settings, name) != getattr(base, name)
     ]
     return ":".join([method.name, *changed])
+
+
+def plan_questions(
+    document: Document, questions: Sequence[Question], settings: RunSettings, counter: TokenCounter
+) -> list[Plan]:
+    """Plans of one method over several questions: one plan for all of them where the method
+    retrieves for several questions in one pass, else one plan per question (each with its
+    own gold pages, where the question names them and the settings do not)."""
+    method = get_method(settings.method)
+    if len(questions) > 1 and method.several_questions:
+        return [method.plan(document, [q.text for q in questions], settings, counter)]
+    return [
+        method.plan(document, q.text, settings.but(gold_pages=settings.gold_pages or q.gold_pages), counter)
+        for q in questions
+    ]

@@ -1,0 +1,136 @@
+"""The active document (a sample or the user's upload), its pages rendered, its samples' questions."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from pages.common import state as S
+from rr_core.documents import Document, RenderedPage, load_document, render_page
+from rr_core.samples import get_sample, list_samples, questions_middle_first
+from rr_core.sources import sample_document
+from rr_core.tokens import TokenCounter
+
+UPLOAD_TYPES = ["pdf", "docx", "txt", "text", "md", "markdown", "html", "htm"]
+PAGE_WIDTH = 640  # CSS pixels of the page viewer: fits a half-width column at 1280 px
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """An uploaded file, kept for the session so other screens can reopen it."""
+
+    file_id: str
+    name: str
+    sha256: str
+    data: bytes
+
+
+@st.cache_resource(max_entries=8, show_spinner="Preparing the sample document…")
+def _sample(name: str, tokenizer: str, _counter: TokenCounter) -> Document:
+    return sample_document(name, _counter)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading the document…")
+def _upload(
+    sha256: str, name: str, password: str, tokenizer: str, _data: bytes, _counter: TokenCounter
+) -> Document:
+    # Keyed by content hash: the bytes themselves are never hashed again.
+    return load_document(_data, filename=name, password=password or None, counter=_counter)
+
+
+def remember_upload(file: Any) -> Upload:
+    """Keep an uploaded file (once per upload: hashing 200 MB is not free)."""
+    state = st.session_state
+    previous: Upload | None = state.get("upload")
+    if previous is None or previous.file_id != file.file_id:
+        data = file.getvalue()
+        state["upload"] = Upload(file.file_id, file.name, hashlib.sha256(data).hexdigest(), data)
+        state["upload_password"] = ""
+    upload: Upload = state["upload"]
+    return upload
+
+
+def active_document() -> Document:
+    """The document the screens work on (raises ``RRError`` when it cannot be read)."""
+    state = st.session_state
+    tokens = S.counter()
+    upload: Upload | None = state.get("upload")
+    if state["source"] == "upload" and upload is not None:
+        return _upload(
+            upload.sha256, upload.name, state["upload_password"], tokens.label, upload.data, tokens
+        )
+    return _sample(state["sample"], tokens.label, tokens)
+
+
+def sample_names() -> list[str]:
+    """The bundled samples."""
+    return list(list_samples())
+
+
+def sample_title(name: str) -> str:
+    """A sample's title for menus."""
+    return get_sample(name).title
+
+
+def sample_description(name: str) -> str:
+    """A sample's one-paragraph description."""
+    return get_sample(name).description
+
+
+@dataclass(frozen=True, slots=True)
+class KnownQuestion:
+    """A sample's question with its accepted answers and the page that holds them."""
+
+    text: str
+    answers: tuple[str, ...]
+    page: int
+
+
+def sample_questions(name: str) -> list[KnownQuestion]:
+    """The questions planted in a sample, those in the middle of the document first."""
+    return [KnownQuestion(q.question, tuple(q.answers), q.page) for q in questions_middle_first(name)]
+
+
+def known_answers(document: Document) -> dict[str, KnownQuestion]:
+    """The right answers known for questions on this document (a sample's), by question text."""
+    state = st.session_state
+    if state["source"] != "sample":
+        return {}
+    return {" ".join(q.text.split()): q for q in sample_questions(state["sample"])}
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _png(
+    sha256: str,
+    number: int,
+    highlight: str | None,
+    frame: tuple[float, float, float] | None,
+    tokenizer: str,
+    _document: Document,
+) -> RenderedPage:
+    # Rendered at the width it is shown at: a larger image is resized on every rerun.
+    return render_page(_document, number, width=PAGE_WIDTH, highlight=highlight, frame=frame)
+
+
+def page_png(
+    document: Document,
+    number: int,
+    *,
+    highlight: str | None = None,
+    frame: tuple[float, float, float] | None = None,
+) -> RenderedPage:
+    """One page as PNG, rendered once per (document, page, highlight, frame)."""
+    return _png(document.sha256, number, highlight, frame, document.tokenizer, document)
+
+
+def page_ref(document: Document | None, number: int | None) -> str:
+    """``p. 12`` — with the printed page label beside it where the PDF has one that differs."""
+    if number is None:
+        return "—"
+    label = ""
+    if document is not None and 1 <= number <= len(document.pages):
+        label = getattr(document.pages[number - 1], "label", "") or ""
+    return f"p. {number}" + (f" (printed “{label}”)" if label and label != str(number) else "")

@@ -1,0 +1,233 @@
+"""Drawing runs: a method's card, errors with what to do, its calls, the cost chart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages.common.docs import page_ref
+from pages.common.text import md, plural
+from rr_core import errors
+from rr_core.documents import Document
+from rr_core.errors import RRError
+from rr_core.plans import Outcome
+from rr_core.runs import RunTrace
+
+# What to do next, by kind of error (the error's own message says what happened).
+_HINTS: dict[type[Exception], str] = {
+    errors.MissingKeyError: "Enter an API key in the sidebar, or set the provider's key variable and restart.",
+    errors.AuthError: "Check the API key in the sidebar (or the environment variable); it was rejected.",
+    errors.RateLimitError: "Wait a minute and run again, or lower 'Calls at once' in the sidebar's Advanced part.",
+    errors.ContextTooLongError: "Try a chunked method (Chunked R&R) with a smaller chunk size c, or a model with a longer context.",
+    errors.ProviderTimeout: "The provider is slow: run again, or try a smaller document or a chunked method.",
+    errors.ProviderError: "Run again in a moment; if it keeps failing, check the model name and the base URL in the sidebar.",
+    errors.ResponseParseError: "The model did not reply in the requested JSON: run again or choose another model.",
+    errors.ConfigError: "Adjust the settings in the sidebar.",
+    errors.RunCancelled: "Run again when you are ready.",
+}
+HINTS: dict[str, str] = {cls.__name__: hint for cls, hint in _HINTS.items()} | {
+    "InternalError": "This is a bug in R&R Studio; the other methods' results are still valid."
+}
+STAGE_COLOURS = {
+    "rank": "#7A7A7A",
+    "retrieve": "#2F5FD0",
+    "map": "#7E57C2",
+    "reduce": "#26A69A",
+    "answer": "#4CB391",
+    "reminders": "#F2A541",
+}
+STAGE_NAMES = {
+    "retrieve": "retrieval",
+    "map": "map (read groups)",
+    "reduce": "reduce (combine)",
+    "answer": "answer",
+    "reminders": "reminder overhead",
+}
+CITED_COLOUR = "#D94F2B"
+
+
+def title(trace: RunTrace) -> str:
+    """A run's name with the settings that tell it apart: ``R&R (k = 5,000 · N = 5)``."""
+    return trace.label + (f" ({trace.describe})" if trace.describe else "")
+
+
+def show_rr_error(exc: RRError) -> None:
+    """An ``RRError`` as an error box with what to do."""
+    hint = HINTS.get(type(exc).__name__, "")
+    st.error(md(str(exc)) + (f"\n\n**What to do:** {hint}" if hint else ""))
+
+
+def show_trace_error(trace: RunTrace) -> None:
+    """A failed method: what happened and what to do next."""
+    hint = HINTS.get(trace.error_kind or "", "")
+    st.error(md(trace.error or "") + (f"\n\n**What to do:** {hint}" if hint else ""))
+
+
+QUOTE_CAPTIONS = {
+    "verified": ":green[:material/check:] The quoted sentence stands word for word on {page}. "
+    "(This checks where the sentence is, not that it answers the question.)",
+    "approximate": ":orange[:material/approximately_equal:] The quoted sentence stands on {page} "
+    "with small differences ({score:.0f}% match).",
+    "not-found": ":red[:material/error:] The quoted sentence is **not** on {page}: check the page before relying on it.",
+    "no-quote": "The model gave no quote to check.",
+    "no-page": "The model cited no page, so its quote could not be checked.",
+}
+
+
+def quote_caption(outcome: Outcome, document: Document | None) -> str:
+    """What was checked about the quote, said plainly."""
+    template = QUOTE_CAPTIONS.get(outcome.quote_check, "")
+    return template.format(page=page_ref(document, outcome.page), score=outcome.quote_score)
+
+
+def correctness(outcome: Outcome) -> str | None:
+    """Right or wrong against a known answer (sample questions, the Lab); None when unknown."""
+    if outcome.correct is None:
+        return None
+    known = " / ".join(outcome.gold_answers)
+    where = f" on p. {', '.join(map(str, outcome.gold_pages))}" if outcome.gold_pages else ""
+    if outcome.correct:
+        return f":green[:material/check_circle: **Right**]: matches the known answer ({md(known)}){where}."
+    return f":red[:material/cancel: **Wrong**]: the known answer is {md(known)}{where}."
+
+
+def retrieved_summary(outcome: Outcome) -> str:
+    """The retrieved pages, short: best first, or a count by chunk when there are many."""
+    pages = outcome.retrieved_pages
+    if not pages:
+        return "none"
+    if outcome.retrieved_groups and len(pages) > 8:
+        return f"{plural(len(pages), 'page')} from {plural(len(outcome.retrieved_groups), 'chunk')}"
+    return f"{plural(len(pages), 'page')}, best first: " + " → ".join(str(p) for p in pages)
+
+
+def outcome_block(trace: RunTrace, outcome: Outcome, document: Document | None) -> None:
+    """One question's answer with its page, quote check, right/wrong and retrieved pages."""
+    if outcome.error:
+        st.error(md(outcome.error))
+    if outcome.answer is not None:
+        st.markdown(f"**Answer:** {md(outcome.answer)}")
+    verdict = correctness(outcome)
+    if verdict:
+        st.markdown(verdict)
+    st.markdown(f"**Cited page:** {page_ref(document, outcome.page)}")
+    if outcome.quote and " ".join(outcome.quote.split()) != " ".join((outcome.answer or "").split()):
+        st.markdown(f"> {md(outcome.quote)}")
+    caption = quote_caption(outcome, document)
+    if caption:
+        st.caption(caption)
+    if outcome.retrieved_pages or trace.calls and any(c.stage == "retrieve" for c in trace.calls):
+        st.markdown(f"**Retrieved:** {retrieved_summary(outcome)}")
+    if outcome.retrieved_groups and len(outcome.retrieved_pages) > 8:
+        with st.expander("Retrieved pages by chunk"):
+            for i, group in enumerate(outcome.retrieved_groups, start=1):
+                st.caption(f"Chunk {i}: " + (", ".join(str(p) for p in group) or "none"))
+
+
+def result_card(trace: RunTrace, document: Document | None) -> None:
+    """One method's run: outcome(s), tokens, cost, latency, warnings and the method's own details."""
+    st.markdown(f"#### {md(trace.label)}")
+    if trace.describe:
+        st.caption(md(trace.describe))
+    if trace.error:
+        show_trace_error(trace)
+    for outcome in trace.outcomes:
+        if len(trace.outcomes) > 1:
+            st.markdown(f"**Q:** {md(outcome.question)}")
+        outcome_block(trace, outcome, document)
+    usage = trace.usage
+    unknown = "" if trace.price_known else " (no price data for this model)"
+    cached = f" ({usage.cached_tokens:,} cached)" if trace.is_llm else ""
+    reused = f" · {trace.cached_calls} from the store, not paid again" if trace.cached_calls else ""
+    st.markdown(
+        f"**Tokens:** {usage.prompt_tokens:,} in{cached} · {usage.output_tokens:,} out  \n"
+        f"**Cost:** ${trace.cost_usd:.4f}{unknown} (estimated ${trace.estimate_usd:.4f})  \n"
+        f"**Latency:** {trace.latency_s:.2f} s · {plural(len(trace.calls), 'call')}{reused}"
+    )
+    for note in trace.notes:
+        st.caption(f":material/info: {md(note)}")
+    for warning in trace.warnings:
+        st.caption(f":material/warning: {md(warning)}")
+    partitions = trace.details.get("partitions")
+    if partitions:
+        with st.expander("What each group of passages found"):
+            for part in partitions:
+                flag = " · :orange[disagrees]" if part.get("disagrees") else ""
+                pages = ", ".join(str(p) for p in part.get("pages", []))
+                said = part.get("error") or (
+                    part.get("answer") if part.get("relevant") else "nothing relevant"
+                )
+                st.markdown(f"**Group {part.get('partition')}** (pages {pages}){flag}: {md(said)}")
+    passages = trace.details.get("passages")
+    if passages and not partitions:
+        with st.expander(f"The {len(passages)} passages it read"):
+            for p in passages:
+                st.caption(f"#{p['rank']} · p. {p['page']} · BM25 {p['score']}: {md(str(p['text'])[:300])}")
+
+
+def cost_chart(traces: Sequence[RunTrace]) -> go.Figure:
+    """Cost by method and stage (ranking, retrieval, map, reduce, answer, reminder overhead)."""
+    names = [title(t) for t in traces]
+    # Two runs of one method at the same settings still need two bars.
+    names = [n if names.count(n) == 1 else f"{n} #{i + 1}" for i, n in enumerate(names)]
+    stages = [t.cost_by_stage() for t in traces]
+    fig = go.Figure()
+    for key in ("retrieve", "map", "reduce", "answer", "reminders"):
+        values = [s.get(key, 0.0) for s in stages]
+        if not any(values):
+            continue
+        name = STAGE_NAMES[key]
+        fig.add_bar(
+            name=name,
+            x=names,
+            y=values,
+            marker_color=STAGE_COLOURS[key],
+            hovertemplate="%{x}: $%{y:.5f}<extra>" + name + "</extra>",
+        )
+    fig.update_layout(
+        barmode="stack",
+        height=320,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        yaxis_title="USD",
+        legend={"orientation": "h", "y": 1.18, "x": 0},
+    )
+    return fig
+
+
+def calls_rows(trace: RunTrace) -> list[dict[str, Any]]:
+    """One row per call of a run, for tables (text cells only where a column is text)."""
+    rows = []
+    for call in trace.calls:
+        rows.append(
+            {
+                "call": call.id,
+                "stage": STAGE_NAMES.get(call.stage, call.stage),
+                "chunk": str(call.chunk or ""),
+                "pages": len(call.pages),
+                "reminders": len(call.reminders_after) + call.leading_reminders,
+                "input tokens": call.usage.prompt_tokens,
+                "cached": call.usage.cached_tokens,
+                "output tokens": call.usage.output_tokens,
+                "cost (USD)": round(call.cost_usd, 6),
+                "latency (s)": call.latency_s,
+                "from store": "yes" if call.cached else "",
+                "error": call.error or "",
+            }
+        )
+    return rows
+
+
+def rank_colour(rank: int, total: int) -> tuple[float, float, float]:
+    """Dark blue for the first retrieved page, fading to light blue for the last."""
+    dark, light = (0.12, 0.25, 0.65), (0.55, 0.72, 0.98)
+    t = 0.0 if total <= 1 else (rank - 1) / (total - 1)
+    r, g, b = (round(a + (b - a) * t, 3) for a, b in zip(dark, light, strict=True))
+    return (r, g, b)
+
+
+def hex_colour(rgb: Sequence[float]) -> str:
+    """``(r, g, b)`` in 0–1 as ``#rrggbb``."""
+    return "#" + "".join(f"{round(c * 255):02x}" for c in rgb)

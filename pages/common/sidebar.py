@@ -1,0 +1,183 @@
+"""Page set-up and the sidebar every screen shows: the engine, and the method parameters."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.common import state as S
+from pages.common.text import md
+from rr_core.costs import known_models, price_data_version
+from rr_core.llm import DEFAULT_MODELS, KEY_VARIABLES, PROVIDERS
+from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle
+
+PROVIDER_LABELS = {
+    "offline": "Offline engine (no key)",
+    "openai": "OpenAI",
+    "anthropic": "Anthropic",
+    "openai-compatible": "OpenAI-compatible server",
+}
+OFFLINE_NOTE = (
+    "**The offline engine is not an LLM**: it ranks pages by the question's words (BM25) and "
+    "returns the best-matching sentence. It shows how each method works and what it would cost; "
+    "it cannot show how a model reads. Costs are what the same tokens would cost on the model "
+    "chosen below."
+)
+
+
+def page_setup() -> None:
+    """Start a screen: page config and the shared sidebar (see app.py for why here)."""
+    st.set_page_config(page_title="R&R Studio", page_icon=":material/description:", layout="wide")
+    # Less empty space above the title, so the Run button is on screen at laptop height.
+    st.html("<style>[data-testid='stMainBlockContainer'], .block-container {padding-top: 2rem;}</style>")
+    sidebar()
+
+
+def _provider_changed() -> None:
+    state = st.session_state
+    state["model"] = DEFAULT_MODELS.get(state["provider"], "")
+    state["concurrency"] = S.DEFAULT_CONCURRENCY.get(state["provider"], 4)
+    # A key typed for one provider is never sent to another.
+    state["api_key"] = ""
+    state["base_url"] = ""
+
+
+def _model_options(selected_provider: str, current: str) -> list[str]:
+    if selected_provider == "anthropic":
+        options = [m for m in known_models() if m.startswith("claude")]
+    elif selected_provider == "openai":
+        options = [m for m in known_models() if not m.startswith("claude")]
+    else:
+        options = [DEFAULT_MODELS.get(selected_provider, "")]
+    return list(dict.fromkeys([current, *options] if current else options))
+
+
+def _reset_parameters() -> None:
+    for key, value in S.parameter_defaults().items():
+        st.session_state[key] = value
+
+
+def _param_slider(name: str) -> None:
+    param = PARAMS[name]
+    unit = f" ({param.unit})" if param.unit else ""
+    S.bound(
+        st.slider,
+        f"{param.label} {param.symbol}{unit}",
+        name,
+        min_value=param.minimum,
+        max_value=param.maximum,
+        step=param.step,
+        help=param.help,
+    )
+    users = S.methods_using(name)
+    st.caption(("Used by " + ", ".join(users) + ".") if users else "None of the chosen methods uses this.")
+
+
+def _engine() -> None:
+    st.subheader("Engine")
+    S.bound(
+        st.selectbox,
+        "Provider",
+        "provider",
+        options=list(PROVIDERS),
+        format_func=lambda p: PROVIDER_LABELS.get(p, p),
+        on_change=_provider_changed,
+    )
+    current = S.provider()
+    if current == "offline":
+        st.info(OFFLINE_NOTE)
+        models = known_models()
+        if st.session_state["price_model"] not in models:
+            models = [st.session_state["price_model"], *models]
+        S.bound(
+            st.selectbox,
+            "Price as",
+            "price_model",
+            options=models,
+            help="The offline engine is free. Costs show what the same tokens would cost on this "
+            "model, and its tokenizer counts the document.",
+        )
+        return
+    S.bound(
+        st.selectbox,
+        "Model",
+        "model",
+        options=_model_options(current, S.model()),
+        accept_new_options=True,
+        help="Pick a model or type any model id your provider serves.",
+    )
+    variable = KEY_VARIABLES.get(current)
+    has_configured = bool(variable and S.configured(variable))
+    S.bound(
+        st.text_input,
+        "API key",
+        "api_key",
+        type="password",
+        placeholder=f"using {variable}" if has_configured else ("optional" if not variable else "sk-…"),
+        help="Kept in this browser session only: never written to disk, logs, history or exports.",
+    )
+    url_variable = S.BASE_URL_VARIABLES[current]
+    S.bound(
+        st.text_input,
+        "Base URL" if current == "openai-compatible" else "Base URL (optional)",
+        "base_url",
+        placeholder=S.configured(url_variable)
+        or ("http://localhost:11434/v1" if current == "openai-compatible" else "the provider's default"),
+        help=f"Leave empty to use {url_variable} or the provider's default address.",
+    )
+    if variable and not S.api_key():
+        st.warning(f"No API key: enter one above or set {variable}. Until then, runs will fail.")
+    if current == "openai-compatible" and not S.base_url():
+        st.warning("Enter the server's base URL (for Ollama: http://localhost:11434/v1).")
+
+
+def sidebar() -> None:
+    """The engine and method settings shared by every screen."""
+    S.init_state()
+    with st.sidebar:
+        _engine()
+        st.subheader("Method parameters")
+        for name in ("reminder_every", "top_k", "chunk_size"):
+            _param_slider(name)
+        with st.expander("Passages (RAG, BriefContext)"):
+            for name in ("rag_chunk_words", "rag_top_k", "brief_top_n", "brief_partition"):
+                _param_slider(name)
+        with st.expander("Advanced"):
+            st.caption(
+                "The paper's reminder ablations (000, Table 6). They change the reminding methods only."
+            )
+            S.bound(
+                st.selectbox,
+                "What a reminder says",
+                "reminder_style",
+                options=[s.value for s in ReminderStyle],
+                format_func={
+                    "full": "the whole task and question",
+                    "tags-only": "only 'follow the instructions'",
+                }.get,
+            )
+            S.bound(
+                st.selectbox,
+                "Where reminders go",
+                "reminder_placement",
+                options=[p.value for p in ReminderPlacement],
+                format_func={
+                    "interval": "every k tokens",
+                    "beginning": "all at the start",
+                    "before-pages": "right before given pages",
+                }.get,
+            )
+            if st.session_state["reminder_placement"] == ReminderPlacement.BEFORE_PAGES.value:
+                S.bound(st.text_input, "Reminders before pages", "reminder_pages", placeholder="e.g. 12, 40")
+            S.bound(
+                st.slider,
+                "Calls at once",
+                "concurrency",
+                min_value=1,
+                max_value=32,
+                help="How many calls are in flight together (chunks, groups and methods share them).",
+            )
+        st.button("Reset parameters to defaults", on_click=_reset_parameters, key="reset_params")
+        tokens = S.counter()
+        st.caption(f"Tokenizer: {md(tokens.label)}. Prices: {md(price_data_version())}.")
+        if tokens.note:
+            st.caption(md(tokens.note))

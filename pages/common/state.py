@@ -1,0 +1,220 @@
+"""Settings in session state, and what they make: run settings, plans' inputs, a client.
+
+Each setting lives under a plain key (``"reminder_every"``) that no widget owns, so it
+survives screens that do not draw its widget (Streamlit drops a widget's key when the widget
+is not rendered). The widget uses ``"w." + key``, is seeded from the plain key before it is
+drawn, and copies its value back in ``on_change``. Tests and callers set the plain key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from rr_core.errors import ConfigError, MissingKeyError, RRError
+from rr_core.llm import DEFAULT_MODELS, KEY_VARIABLES, LLMClient, make_client
+from rr_core.methods import get_method, parse_spec
+from rr_core.samples import list_samples
+from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
+from rr_core.tokens import TokenCounter, counter_for_model
+
+W = "w."  # prefix of widget keys; the plain key holds the value that persists
+
+DEFAULT_SAMPLE = "contract"
+DEFAULT_PRICE_MODEL = "gpt-4.1-mini"
+DEFAULT_METHODS = ["baseline", "rr"]
+# Calls in flight at once, by provider: the offline engine is CPU-bound (two cores);
+# hosted APIs take many; a local server usually serves one or two at a time.
+DEFAULT_CONCURRENCY = {"offline": 2, "openai": 8, "anthropic": 4, "openai-compatible": 2}
+BASE_URL_VARIABLES = {
+    "openai": "OPENAI_BASE_URL",
+    "openai-compatible": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+}
+
+
+def _secret(name: str) -> str:
+    """A value from .streamlit/secrets.toml, or "" (st.secrets raises without a file)."""
+    try:
+        value = st.secrets.get(name)
+    except Exception:  # noqa: BLE001 - no secrets file, or an unreadable one: same as unset
+        return ""
+    return str(value) if value else ""
+
+
+def configured(variable: str) -> str:
+    """A setting from the environment, else from secrets."""
+    return os.environ.get(variable) or _secret(variable)
+
+
+def starting_provider() -> str:
+    """A paid provider only when its key is configured; otherwise the offline engine."""
+    for provider in ("openai", "anthropic"):
+        if configured(KEY_VARIABLES[provider]):
+            return provider
+    return "offline"
+
+
+def parameter_defaults() -> dict[str, Any]:
+    """Every method parameter at its default (the sidebar's reset)."""
+    return {name: param.default for name, param in PARAMS.items()} | {
+        "reminder_style": ReminderStyle.FULL.value,
+        "reminder_placement": ReminderPlacement.INTERVAL.value,
+        "reminder_pages": "",
+    }
+
+
+def init_state() -> None:
+    """Give every setting a value once per session (keys already set, e.g. by tests, stay)."""
+    state = st.session_state
+    state.setdefault("provider", starting_provider())
+    state.setdefault("model", DEFAULT_MODELS.get(state["provider"], "offline"))
+    state.setdefault("api_key", "")
+    state.setdefault("base_url", "")
+    state.setdefault("price_model", DEFAULT_PRICE_MODEL)
+    for key, value in parameter_defaults().items():
+        state.setdefault(key, value)
+    state.setdefault("concurrency", DEFAULT_CONCURRENCY.get(state["provider"], 4))
+    state.setdefault("source", "sample")
+    state.setdefault("sample", DEFAULT_SAMPLE if DEFAULT_SAMPLE in list_samples() else list_samples()[0])
+    state.setdefault("question", "")
+    state.setdefault("ask_mode", "one")
+    state.setdefault("questions_text", "")
+    state.setdefault("methods", list(DEFAULT_METHODS))
+    state.setdefault("variants", [])
+    state.setdefault("gold_pages", "")
+    state.setdefault("upload_password", "")
+    state.setdefault("view_page", 1)
+
+
+def _keep(key: str) -> None:
+    st.session_state[key] = st.session_state[W + key]
+
+
+def bound(widget: Callable[..., Any], label: str, key: str, **kwargs: Any) -> Any:
+    """Draw ``widget`` for the persistent setting ``key`` (see the module docstring)."""
+    # Written on every run: a widget on another screen is a new widget, and Streamlit's
+    # value for its key is gone or stale until this puts the setting back.
+    st.session_state[W + key] = st.session_state[key]
+    after = kwargs.pop("on_change", None)
+
+    def changed() -> None:
+        _keep(key)
+        if after is not None:
+            after()
+
+    return widget(label, key=W + key, on_change=changed, **kwargs)
+
+
+def provider() -> str:
+    """The selected provider."""
+    return str(st.session_state["provider"])
+
+
+def model() -> str:
+    """The model the provider runs (``offline`` for the offline engine)."""
+    return "offline" if provider() == "offline" else str(st.session_state["model"]).strip()
+
+
+def api_key() -> str | None:
+    """The key for the provider: the session's field, else the environment, else secrets."""
+    typed = str(st.session_state.get("api_key") or "").strip()
+    if typed:
+        return typed
+    variable = KEY_VARIABLES.get(provider())
+    return (configured(variable) or None) if variable else None
+
+
+def base_url() -> str | None:
+    """The server URL: the session's field, else OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else secrets."""
+    typed = str(st.session_state.get("base_url") or "").strip()
+    if typed:
+        return typed
+    variable = BASE_URL_VARIABLES.get(provider())
+    return (configured(variable) or None) if variable else None
+
+
+def token_model() -> str:
+    """The model whose tokenizer counts the document (the priced model when offline)."""
+    return str(st.session_state["price_model"]) if provider() == "offline" else model()
+
+
+def counter() -> TokenCounter:
+    """The token counter for the current model."""
+    return counter_for_model(token_model())
+
+
+def _pages(text: str, what: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in str(text).replace(";", ",").split(",") if p.strip()]
+    if not all(p.isdigit() for p in parts):
+        raise ConfigError(f"{what}: write page numbers separated by commas, e.g. 12, 14.")
+    return tuple(int(p) for p in parts)
+
+
+def base_settings() -> RunSettings:
+    """The sidebar's settings as one value (the method is filled in per method)."""
+    state = st.session_state
+    values = {
+        name: (int(state[name]) if isinstance(p.default, int) else float(state[name]))
+        for name, p in PARAMS.items()
+    }
+    return RunSettings(
+        **values,
+        reminder_style=ReminderStyle(state["reminder_style"]),
+        reminder_placement=ReminderPlacement(state["reminder_placement"]),
+        reminder_pages=_pages(state["reminder_pages"], "Reminder pages"),
+        gold_pages=_pages(state["gold_pages"], "Gold pages"),
+        model=model(),
+        provider=provider(),
+        price_model=str(state["price_model"]) if provider() == "offline" else "",
+    )
+
+
+def chosen_specs() -> list[str]:
+    """The methods chosen on the Ask screen, then the variants added with their own settings."""
+    state = st.session_state
+    return [*state.get("methods", []), *state.get("variants", [])]
+
+
+def chosen_settings() -> list[RunSettings]:
+    """One ``RunSettings`` per chosen method or variant (``ConfigError`` for a bad one)."""
+    base = base_settings()
+    return [parse_spec(spec, base) for spec in chosen_specs()]
+
+
+def methods_using(param: str) -> list[str]:
+    """Labels of the chosen methods that read a parameter."""
+    labels = []
+    for spec in chosen_specs():
+        try:
+            method = get_method(spec.split(":", 1)[0])
+        except RRError:
+            continue
+        if param in method.params or (param in ("reminder_style", "reminder_placement") and method.reminds):
+            labels.append(method.label)
+    return list(dict.fromkeys(labels))
+
+
+def new_client() -> LLMClient:
+    """A fresh client for this run (never cached: clients hold connections).
+
+    A server URL typed in the sidebar only ever gets a key typed in the sidebar: the key
+    configured for the deployment (environment, secrets) goes to its own server only.
+    """
+    typed_url = str(st.session_state.get("base_url") or "").strip()
+    typed_key = str(st.session_state.get("api_key") or "").strip()
+    if typed_url and not typed_key and provider() in KEY_VARIABLES:
+        raise MissingKeyError(
+            f"The server URL {typed_url} was typed in the sidebar, so it needs a key typed in the "
+            "sidebar too: the configured key is never sent to another server.",
+            provider=provider(),
+        )
+    return make_client(provider(), model=model(), api_key=api_key(), base_url=base_url())
+
+
+def concurrency() -> int:
+    """Calls in flight at once."""
+    return max(1, int(st.session_state.get("concurrency") or 1))

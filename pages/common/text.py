@@ -1,0 +1,33 @@
+"""Text from documents, models and servers is shown as text: never as live Markdown.
+
+Streamlit renders Markdown (links, images, ``:red[...]`` colours, ``:material/...:`` icons)
+in captions, error boxes and most labels. ``md`` escapes every character that starts such
+markup, so an answer that carries ``[click](https://…)`` shows those characters, not a link.
+"""
+
+from __future__ import annotations
+
+import re
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~$:<&])")
+
+
+def md(text: object) -> str:
+    """``text`` escaped for Streamlit Markdown: shown literally, never as markup."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 page``, ``2 pages``."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def short(text: str, limit: int = 70) -> str:
+    """One line, cut at ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def when(iso: str) -> str:
+    """An ISO time as ``2026-11-23 10:42 UTC``."""
+    return iso.replace("T", " ")[:16] + (" UTC" if iso.endswith(("+00:00", "Z")) else "")
