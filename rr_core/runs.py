@@ -99,6 +99,7 @@ class RunTrace:
     is_llm: bool
     settings: RunSettings
     cache_key: str = ""
+    position: int = 0  # index of its plan among the plans run together
     schema_version: int = TRACE_SCHEMA_VERSION
     calls: list[CallTrace] = field(default_factory=list)
     steps: list[StepTrace] = field(default_factory=list)
@@ -344,6 +345,7 @@ class Executor:
         self.calls_made = 0
         self.calls_cached = 0
         self._count_lock = threading.Lock()
+        self._inflight: dict[str, Future[Completion | CachedCall]] = {}
 
     # -- lifecycle --
     def cancel(self) -> None:
@@ -368,8 +370,12 @@ class Executor:
     # -- running --
     def stream(self, document: Document, plans: Sequence[Plan]) -> Iterator[CallEvent | RunTrace]:
         """Run the plans concurrently, yielding progress events, then each finished trace."""
+        return self.stream_jobs([(document, plan) for plan in plans])
+
+    def stream_jobs(self, jobs: Sequence[tuple[Document, Plan]]) -> Iterator[CallEvent | RunTrace]:
+        """Like ``stream``, each plan on its own document (the Lab's trials)."""
         events: queue.Queue[CallEvent | RunTrace] = queue.Queue()
-        runners = [_Run(self, document, plan, index, events.put) for index, plan in enumerate(plans)]
+        runners = [_Run(self, document, plan, index, events.put) for index, (document, plan) in enumerate(jobs)]
         return self._drive(runners, events)
 
     def run(
@@ -397,14 +403,24 @@ class Executor:
                 runner.trace.error_kind = "InternalError"
                 events.put(runner.trace)
 
-        for runner in runners:
-            threading.Thread(target=work, args=(runner,), daemon=True).start()
+        # Runs start as others finish: a sweep of a thousand trials holds a few documents'
+        # prompts at a time, not all of them (the pool bounds the calls themselves).
+        waiting = list(reversed(runners))
+        active_limit = max(4, 2 * self.concurrency)
+
+        def start_next() -> None:
+            if waiting:
+                threading.Thread(target=work, args=(waiting.pop(),), daemon=True).start()
+
+        for _ in range(min(active_limit, len(runners))):
+            start_next()
         finished = 0
         try:
             while finished < len(runners):
                 item = events.get()
                 if isinstance(item, RunTrace):
                     finished += 1
+                    start_next()
                 yield item
         finally:
             # The caller stopped listening (the user left the page): send no further calls.
@@ -412,6 +428,33 @@ class Executor:
                 self.cancel()
 
     # -- one call (in the pool) --
+    def _call_provider(
+        self, run: _Run, call: Call, prompt: str, record: CallTrace, event: CallEvent, started: float
+    ) -> Completion:
+        if self._cancel.is_set():
+            error = RunCancelled("The run was stopped before this call was sent.")
+            record.error = str(error)
+            run.emit(replace(event, status="skipped", message=str(error)))
+            raise _Failed(record, error)
+        run.emit(event)
+        request = LLMRequest(
+            prompt=prompt,
+            schema=call.schema,
+            model=run.plan.settings.model,
+            max_output_tokens=call.max_output_tokens,
+            layout=call.layout,
+        )
+        try:
+            completion = self.client.complete(request)
+        except LLMError as exc:
+            record.error = str(exc)
+            record.latency_s = round(time.perf_counter() - started, 3)
+            run.emit(replace(event, status="failed", message=str(exc)))
+            raise _Failed(record, exc) from exc
+        with self._count_lock:
+            self.calls_made += 1
+        return completion
+
     def _send(self, run: _Run, call: Call) -> tuple[CallTrace, Any]:
         prompt = call.render()
         settings = run.plan.settings
@@ -435,33 +478,33 @@ class Executor:
         )
         started = time.perf_counter()
         completion: Completion | CachedCall | None = self.cache.find(key) if self.cache is not None else None
+        # The same call already in flight (two methods, or two trials, sending one prompt):
+        # wait for its reply instead of paying for it twice.
+        with self._count_lock:
+            pending = self._inflight.get(key) if completion is None else None
+            owner = completion is None and pending is None
+            if owner:
+                pending = self._inflight[key] = Future()
+        if completion is None and not owner and pending is not None:
+            try:
+                completion = pending.result()
+            except _Shared:
+                completion = None  # the first one failed: this one tries for itself
         if completion is not None:
             record.cached = True
             with self._count_lock:
                 self.calls_cached += 1
         else:
-            if self._cancel.is_set():
-                error = RunCancelled("The run was stopped before this call was sent.")
-                record.error = str(error)
-                run.emit(replace(event, status="skipped", message=str(error)))
-                raise _Failed(record, error)
-            run.emit(event)
-            request = LLMRequest(
-                prompt=prompt,
-                schema=call.schema,
-                model=settings.model,
-                max_output_tokens=call.max_output_tokens,
-                layout=call.layout,
-            )
             try:
-                completion = self.client.complete(request)
-            except LLMError as exc:
-                record.error = str(exc)
-                record.latency_s = round(time.perf_counter() - started, 3)
-                run.emit(replace(event, status="failed", message=str(exc)))
-                raise _Failed(record, exc) from exc
-            with self._count_lock:
-                self.calls_made += 1
+                completion = self._call_provider(run, call, prompt, record, event, started)
+            finally:
+                if owner and pending is not None:
+                    with self._count_lock:
+                        self._inflight.pop(key, None)
+                    if completion is not None:
+                        pending.set_result(completion)
+                    else:
+                        pending.set_exception(_Shared())
             if self.cache is not None:
                 self.cache.put(key, CachedCall(completion.text, completion.usage, completion.model))
         record.latency_s = round(time.perf_counter() - started, 3)
@@ -493,6 +536,10 @@ class Executor:
             record.retrieved = [p for p in parsed.pages if isinstance(p, int)]
         run.emit(replace(event, status="cached" if record.cached else "done"))
         return record, parsed
+
+
+class _Shared(Exception):
+    """The in-flight call another run was waiting for failed."""
 
 
 class _Run:
@@ -529,6 +576,7 @@ class _Run:
             is_llm=client.is_llm,
             settings=settings,
             cache_key=run_key(plan, settings.provider, settings.model),
+            position=index,
             estimate_usd=plan.estimate.usd,
             price_known=plan.estimate.cost.known,
             price_source=plan.estimate.cost.source,

@@ -17,7 +17,7 @@ from rr_core.methods import bounds, briefcontext, paper, rag
 from rr_core.methods.building import Group, Method
 from rr_core.plans import Plan
 from rr_core.questions import Question
-from rr_core.settings import PARAMS, RunSettings
+from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.tokens import TokenCounter
 
 _ALL: tuple[Method, ...] = (*paper.METHODS, *rag.METHODS, *briefcontext.METHODS, *bounds.METHODS)
@@ -77,6 +77,16 @@ def parse_spec(spec: str, base: RunSettings) -> RunSettings:
     settings = base.but(method=get_method(name).name)
     for item in overrides:
         key, _, value = item.partition("=")
+        if key.strip() in ("style", "placement") and value.strip():
+            try:
+                settings = (
+                    settings.but(reminder_style=ReminderStyle(value.strip()))
+                    if key.strip() == "style"
+                    else settings.but(reminder_placement=ReminderPlacement(value.strip()))
+                )
+            except ValueError:
+                raise ConfigError(f"{item!r} in {spec!r}: not a reminder {key.strip()}") from None
+            continue
         field = _FIELDS.get(key.strip()) or _FIELDS.get(key.strip().lower().replace("-", "_"))
         if field is None or not value.strip():
             symbols = ", ".join(p.symbol for p in PARAMS.values())
@@ -97,6 +107,10 @@ def spec_of(settings: RunSettings, base: RunSettings) -> str:
         for name in method.params
         if getattr(settings, name) != getattr(base, name)
     ]
+    if settings.reminder_style is not base.reminder_style:
+        changed.append(f"style={settings.reminder_style.value}")
+    if settings.reminder_placement is not base.reminder_placement:
+        changed.append(f"placement={settings.reminder_placement.value}")
     return ":".join([method.name, *changed])
 
 

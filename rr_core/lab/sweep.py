@@ -1,0 +1,232 @@
+"""A sweep: methods × lengths × depths × repeats on test documents with known answers.
+
+``plan_sweep`` makes every plan before any call, with the total calls, tokens and estimated
+cost, and refuses to start above a budget. ``run_sweep`` runs the plans through one
+executor whose call cache is the run store: every call is looked up by its key first and
+kept as soon as it returns, so an interrupted or repeated sweep pays only for what is
+missing. Closed-book and oracle run once per question, as the lower and upper bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rr_core.costs import Cost
+from rr_core.errors import ConfigError
+from rr_core.lab.haystacks import Trial
+from rr_core.lab.stats import Cell, Score, SeriesSummary, cells, score, summarise
+from rr_core.methods import get_method
+from rr_core.plans import Plan, estimate_calls
+from rr_core.runs import CallEvent, Executor, RunTrace
+from rr_core.settings import RunSettings
+from rr_core.tokens import TokenCounter
+
+MAX_JOBS = 20_000
+BOUNDS = ("closed-book", "oracle")
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One plan on one trial's document."""
+
+    trial: Trial
+    plan: Plan
+    series: str
+    bound: bool  # closed-book or oracle: run once per question, drawn as lines
+
+    @property
+    def retrieves(self) -> bool:
+        """The method answers from pages it picked first (its plan has more than one phase)."""
+        return len(self.plan.phases) > 1
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPlan:
+    """Every job of a sweep and what it is expected to cost, before any call."""
+
+    trials: tuple[Trial, ...]
+    jobs: tuple[Job, ...]
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: Cost
+    priced_as: str
+
+    @property
+    def usd(self) -> float:
+        """Estimated total in US dollars."""
+        return self.cost.total_usd
+
+    def summary(self) -> dict[str, Any]:
+        """The plan as JSON: what running it will send and cost."""
+        return {
+            "trials": len(self.trials),
+            "runs": len(self.jobs),
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "usd": round(self.usd, 6),
+            "priced_as": self.priced_as,
+            "price_known": self.cost.known,
+        }
+
+
+def series_name(settings: RunSettings) -> str:
+    """A series' name: the method and the settings it reads, e.g. ``R&R (k = 5,000 · N = 5)``."""
+    method = get_method(settings.method)
+    described = method.describe(settings)
+    return method.label + (f" ({described})" if described else "")
+
+
+def plan_sweep(
+    trials: Sequence[Trial],
+    series: Sequence[RunSettings],
+    counter: TokenCounter,
+    *,
+    bounds: bool = True,
+) -> SweepPlan:
+    """Plan every method on every trial, and each bound once per question."""
+    if not trials:
+        raise ConfigError("The sweep has no trial: choose at least one length and one depth.")
+    if not series:
+        raise ConfigError("Choose at least one method to measure.")
+    jobs: list[Job] = []
+    for trial in trials:
+        for settings in series:
+            if settings.method in BOUNDS:
+                continue
+            own = settings.but(gold_pages=trial.gold_pages)
+            plan = get_method(settings.method).plan(trial.document, trial.question, own, counter)
+            jobs.append(Job(trial, plan, series_name(settings), bound=False))
+    if bounds:
+        base = series[0]
+        seen: set[str] = set()
+        for trial in trials:
+            if trial.question_id in seen:
+                continue
+            seen.add(trial.question_id)
+            for name in BOUNDS:
+                settings = base.but(method=name, gold_pages=trial.gold_pages)
+                plan = get_method(name).plan(trial.document, trial.question, settings, counter)
+                jobs.append(Job(trial, plan, get_method(name).label, bound=True))
+    if len(jobs) > MAX_JOBS:
+        raise ConfigError(
+            f"The sweep would make {len(jobs):,} runs; at most {MAX_JOBS:,} at a time. Use fewer lengths, depths or repeats."
+        )
+    calls = [c for job in jobs for c in job.plan.calls]
+    estimate = estimate_calls(calls, series[0])
+    return SweepPlan(
+        trials=tuple(trials),
+        jobs=tuple(jobs),
+        calls=estimate.calls,
+        input_tokens=estimate.input_tokens,
+        output_tokens=estimate.output_tokens,
+        cost=estimate.cost,
+        priced_as=series[0].pricing[0],
+    )
+
+
+def check_budget(plan: SweepPlan, max_usd: float | None) -> None:
+    """Refuse, before any call, a sweep estimated above the budget."""
+    if max_usd is not None and plan.usd > max_usd:
+        raise ConfigError(
+            f"The sweep is estimated at ${plan.usd:.2f} ({plan.calls:,} calls, {plan.input_tokens:,} input tokens), "
+            f"above the budget of ${max_usd:.2f}. Nothing was sent: raise the budget or measure less."
+        )
+
+
+@dataclass(slots=True)
+class SweepResult:
+    """What a sweep measured, and what it cost."""
+
+    scores: list[Score] = field(default_factory=list)
+    bound_scores: list[Score] = field(default_factory=list)
+    calls_made: int = 0
+    calls_cached: int = 0
+    failures: list[str] = field(default_factory=list)
+    cancelled: bool = False
+
+    @property
+    def cells(self) -> list[Cell]:
+        """Accuracy per series × length × depth."""
+        return cells(self.scores)
+
+    @property
+    def summaries(self) -> list[SeriesSummary]:
+        """One line per series: accuracy, cost, effective length, failure split, frontier."""
+        return summarise(self.scores)
+
+    @property
+    def bounds(self) -> list[SeriesSummary]:
+        """Closed-book and oracle over the questions asked."""
+        return summarise(self.bound_scores)
+
+    @property
+    def missing_cells(self) -> list[str]:
+        """Cells with a failed trial, named (the results there are incomplete)."""
+        return [f"{c.series} at {c.length:,} tokens, depth {c.depth:g}%" for c in self.cells if c.failed]
+
+    def cost_usd(self) -> float:
+        """What this sweep paid (calls found in the store cost nothing again)."""
+        return sum(s.cost_usd for s in (*self.scores, *self.bound_scores))
+
+
+Progress = Callable[[int, int, SweepResult], None]
+
+
+def score_trace(job: Job, trace: RunTrace) -> Score:
+    """A job's trace scored against its trial's known answer."""
+    outcome = trace.outcome
+    usage = trace.usage
+    return score(
+        series=job.series,
+        method=job.plan.method,
+        length=job.trial.length,
+        depth=job.trial.depth,
+        trial=job.trial.id,
+        question_id=job.trial.question_id,
+        answer=outcome.answer,
+        answers=job.trial.answers,
+        gold_pages=job.trial.gold_pages,
+        retrieved=outcome.retrieved_pages,
+        cited=outcome.page,
+        retrieves=job.retrieves,
+        cost_usd=trace.cost_usd,
+        calls=len(trace.calls),
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.output_tokens,
+        failed=trace.error is not None,
+    )
+
+
+def run_sweep(
+    plan: SweepPlan,
+    executor: Executor,
+    *,
+    on_progress: Progress | None = None,
+    on_event: Callable[[CallEvent], None] | None = None,
+) -> SweepResult:
+    """Run every job; scores arrive as runs finish. A failed run is kept as a failure (its
+    cell says so); a cancelled sweep keeps what finished."""
+    result = SweepResult()
+    jobs = plan.jobs
+    done = 0
+    for item in executor.stream_jobs([(job.trial.document, job.plan) for job in jobs]):
+        if isinstance(item, CallEvent):
+            if on_event is not None:
+                on_event(item)
+            continue
+        job = jobs[item.position]
+        scored = score_trace(job, item)
+        (result.bound_scores if job.bound else result.scores).append(scored)
+        if item.error:
+            result.failures.append(f"{job.series} on {job.trial.id}: {item.error}")
+        done += 1
+        result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
+        if on_progress is not None:
+            on_progress(done, len(jobs), result)
+    result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
+    result.cancelled = executor.cancelled
+    return result
