@@ -18,11 +18,12 @@ from rr_core import samples
 from rr_core.costs import price_data_version
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
+from rr_core.lab.presets import PRESETS
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
 from rr_core.methods import method_names, parse_spec, plan_questions
 from rr_core.plans import LocalStep, Plan
 from rr_core.questions import Question, mark_traces, read_questions
-from rr_core.runs import CallEvent, run_plans
+from rr_core.runs import CallEvent, Executor, run_plans
 from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.sources import open_document
 from rr_core.store import open_store
@@ -108,6 +109,31 @@ def _parser() -> argparse.ArgumentParser:
     p_ask.add_argument(
         "--save", action="store_true", help="store the runs in the history the app shows (RR_STUDIO_DB)"
     )
+
+    p_lab = sub.add_parser("lab", help="measure the methods on test documents with known answers (the Lab)")
+    p_lab.add_argument("file", nargs="?", default="", help="the document to plant facts in (planted and questions tasks)")
+    p_lab.add_argument("--password", help="password of an encrypted PDF")
+    p_lab.add_argument("--model", default=None, help="model id (also picks the tokenizer)")
+    p_lab.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    p_lab.add_argument("--preset", default="quick", help=f"one of: {', '.join(PRESETS)}")
+    p_lab.add_argument("--methods", default=None, help="comma-separated method specs (default: the preset's)")
+    p_lab.add_argument("--lengths", default=None, help="document lengths in tokens (pairs for key-value): 10000,20000")
+    p_lab.add_argument("--depths", default=None, help="depths in percent: 0,25,50,75,100")
+    p_lab.add_argument("--repeats", type=int, default=None, help="trials per cell (distracters differ per repeat)")
+    p_lab.add_argument("--seed", type=int, default=0)
+    p_lab.add_argument("--paraphrase", action="store_true", help="ask paraphrased questions (little word overlap)")
+    p_lab.add_argument("--distracters", type=int, default=0, help="near-copies of the fact with other values")
+    p_lab.add_argument("--qa-file", default=None, help="JSONL in the Lost-in-the-Middle format (passages task)")
+    p_lab.add_argument("--questions", default=None, help="CSV question,answers,gold_pages (questions task)")
+    p_lab.add_argument("--no-bounds", action="store_true", help="skip the closed-book and oracle bounds")
+    p_lab.add_argument("--max-usd", type=float, default=None, help="refuse to start above this estimate")
+    p_lab.add_argument("--dry-run", action="store_true", help="print the plan and its cost; send nothing")
+    p_lab.add_argument("--provider", default=None, choices=[*PROVIDERS, "simulated"])
+    p_lab.add_argument("--reach", type=int, default=4_000, help="the simulated reader sees pages this near instructions")
+    p_lab.add_argument("--base-url", default=None, help="server URL (openai-compatible)")
+    p_lab.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
+    p_lab.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
+    p_lab.add_argument("--price-model", default="", help="price the run as this model")
 
     p_samples = sub.add_parser("samples", help="list the generated samples, or write them out")
     p_samples.add_argument("--write", metavar="DIR", help="write each sample as PDF and its QA as JSON")
@@ -274,6 +300,74 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _numbers(text: str | None, kind: type, what: str) -> tuple[Any, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(kind(x.strip().replace("_", "")) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"{what} must be numbers separated by commas (got {text!r})") from None
+
+
+def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
+    """Plan (and unless --dry-run, run) a sweep; print the plan, then the grid with metrics."""
+    from rr_core.lab import TASKS, build_trials, trial_spec
+    from rr_core.lab.presets import get_preset
+    from rr_core.lab.report import sweep_json
+    from rr_core.lab.sweep import check_budget, plan_sweep, run_sweep
+    from rr_core.llm.simulated import SimulatedReader
+
+    preset = get_preset(args.preset)
+    provider = args.provider or default_provider()
+    model = args.model or ("simulated" if provider == "simulated" else DEFAULT_MODELS[provider])
+    counter = counter_for_model("gpt-4.1-mini" if provider == "simulated" else model)
+    document = _open(args, model) if args.file else None
+    questions = tuple(read_questions(Path(args.questions))) if args.questions else ()
+    task = "questions" if questions else preset.task
+    spec = trial_spec(
+        preset,
+        document,
+        task=task,
+        lengths=_numbers(args.lengths, int, "--lengths"),
+        repeats=args.repeats,
+        seed=args.seed,
+        paraphrase=args.paraphrase,
+        distracters=args.distracters,
+        qa_file=Path(args.qa_file) if args.qa_file else None,
+        questions=questions,
+    )
+    trials = build_trials(spec, preset, document, counter, depths=_numbers(args.depths, float, "--depths"))
+    price_model = args.price_model or ("gpt-4.1-mini" if provider in ("offline", "simulated") else "")
+    base = RunSettings(model=model, provider=provider, price_model=price_model)
+    specs = [m for m in (args.methods.split(",") if args.methods else preset.series) if m.strip()]
+    series = [parse_spec(m, base) for m in specs]
+    plan = plan_sweep(trials, series, counter, bounds=preset.bounds and not args.no_bounds)
+    check_budget(plan, args.max_usd)
+    context = {
+        "preset": preset.name,
+        "task": TASKS[spec.task],
+        "file": document.name if document else None,
+        "provider": provider,
+        "model": model,
+    }
+    if args.dry_run:
+        return {**context, "plan": plan.summary(), "dry_run": True}
+    if provider == "simulated":
+        client: Any = SimulatedReader(reach=args.reach, counter=counter)
+    else:
+        client = make_client(provider, model=model, base_url=args.base_url, timeout_s=args.timeout)
+    done = {"n": 0}
+
+    def progress(finished: int, total: int, _: object) -> None:
+        if not args.json and (finished == total or finished - done["n"] >= max(1, total // 20)):
+            done["n"] = finished
+            print(f"  {finished}/{total} runs", file=sys.stderr)
+
+    with Executor(client, concurrency=args.concurrency, cache=open_store()) as executor:
+        result = run_sweep(plan, executor, on_progress=progress)
+    return {**sweep_json(plan, result, context=context), "is_llm": client.is_llm}
+
+
 def cmd_samples(args: argparse.Namespace) -> dict[str, Any]:
     """List the generated samples, or write them to a folder."""
     from rr_core.documents import pdf_from_texts
@@ -358,6 +452,33 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 print(f"    warning: {w}")
         if data["batch"]:
             print(f"saved to the history as batch {data['batch']}")
+    elif command == "lab":
+        p = data["plan"]
+        print(
+            f"{data['task']} ({data['preset']}) on {data['file'] or 'generated documents'} — "
+            f"{p['trials']} trials, {p['runs']} runs, {p['calls']:,} calls, {p['input_tokens']:,} input tokens, "
+            f"~${p['usd']:.4f} as {p['priced_as']}"
+        )
+        if data.get("dry_run"):
+            print("  (dry run: nothing sent)")
+            return
+        engine = "" if data.get("is_llm") else "  [not an LLM: shows the machinery, not a model's reading]"
+        print(f"  calls made {data['calls_made']:,}, found in the store {data['calls_cached']:,}, cost ${data['cost_usd']:.4f}{engine}")
+        for s in [*data["series"], *data["bounds"]]:
+            eff = f"{s['effective_length']:,}" if s["effective_length"] else "—"
+            print(
+                f"  {s['method']:<40} {s['accuracy']:>5.0%} [{s['ci_low']:.0%}–{s['ci_high']:.0%}] n={s['trials']:<4} "
+                f"effective length {eff}; misses: retrieval {s['retrieval_misses']}, reading {s['reading_misses']}"
+            )
+        depths = sorted({c["depth"] for c in data["cells"]})
+        print("  accuracy by depth (%): " + " ".join(f"{d:>5g}" for d in depths))
+        for name in dict.fromkeys(c["method"] for c in data["cells"]):
+            for length in sorted({c["length"] for c in data["cells"] if c["method"] == name}):
+                row = {c["depth"]: c["accuracy"] for c in data["cells"] if c["method"] == name and c["length"] == length}
+                cells = " ".join(f"{row[d]:>5.0%}" if d in row else "    ·" for d in depths)
+                print(f"    {name[:32]:<32} {length:>7,}  {cells}")
+        if data["missing_cells"]:
+            print("  incomplete cells: " + "; ".join(data["missing_cells"][:10]))
     elif command == "samples":
         for s in data["samples"]:
             print(f"{s['name']:<10} {s['pages']:>4} pages, {len(s['questions'])} questions — {s['title']}")
@@ -365,7 +486,7 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 print(f"  wrote {path}")
 
 
-COMMANDS = {"pages": cmd_pages, "plan": cmd_plan, "ask": cmd_ask, "samples": cmd_samples}
+COMMANDS = {"pages": cmd_pages, "plan": cmd_plan, "ask": cmd_ask, "lab": cmd_lab, "samples": cmd_samples}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,7 +10,7 @@ missing. Closed-book and oracle run once per question, as the lower and upper bo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rr_core.costs import Cost
@@ -160,8 +160,8 @@ class SweepResult:
 
     @property
     def bounds(self) -> list[SeriesSummary]:
-        """Closed-book and oracle over the questions asked."""
-        return summarise(self.bound_scores)
+        """Closed-book and oracle over the questions asked (once per question: no length curve)."""
+        return [replace(b, effective_length=None, by_length={}) for b in summarise(self.bound_scores)]
 
     @property
     def missing_cells(self) -> list[str]:
