@@ -1,10 +1,371 @@
-"""Lab: measure whether R&R helps your model on your document (being built)."""
+"""Lab: measure whether R&R helps *your* model on *your* document, with the cost shown first."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 
-from pages.common import sidebar
+from pages.common import docs, labcharts, results, sidebar
+from pages.common import state as S
+from pages.common.text import md, plural
+from rr_core.documents import Document
+from rr_core.errors import LedgerError, RRError
+from rr_core.lab import TASKS, build_trials, trial_spec
+from rr_core.lab.presets import PRESETS, default_lengths
+from rr_core.lab.report import dumps, sweep_csv, sweep_json, sweep_markdown
+from rr_core.lab.sweep import SweepPlan, SweepResult, check_budget, plan_sweep, run_sweep
+from rr_core.llm.offline import OfflineEngine
+from rr_core.llm.simulated import SIMULATED_LABEL, SimulatedReader
+from rr_core.methods import all_methods, get_method, parse_spec
+from rr_core.questions import parse_questions
+from rr_core.runs import Executor
+from rr_core.store import open_store
+from rr_core.tokens import counter_for_model
 
 sidebar.page_setup()
-st.title("Lab")
+state = st.session_state
+st.title("Lab: does R&R help here?")
+st.caption(
+    "The papers behind R&R are measurements: accuracy by where the answer sits and by how long the document "
+    "is. The Lab runs that measurement on your document and your model: it plants facts no model can know at "
+    "chosen depths, asks for them, and scores every method — cost shown first, never paid twice."
+)
+
+# ---- Engine ----------------------------------------------------------------------------------
+
+ENGINES = {
+    "provider": "The model chosen in the sidebar",
+    "simulated": SIMULATED_LABEL,
+    "offline": "Offline engine (BM25 ranking; not an LLM)",
+}
+engine_options = ["simulated", "offline"] + (["provider"] if S.provider() != "offline" else [])
+state.setdefault("lab_engine", "provider" if S.provider() != "offline" else "simulated")
+if state["lab_engine"] not in engine_options:
+    state["lab_engine"] = engine_options[0]
+engine_col, preset_col = st.columns(2)
+with engine_col:
+    S.bound(
+        st.selectbox,
+        "Measure with",
+        "lab_engine",
+        options=engine_options,
+        format_func=lambda e: ENGINES[e] + (f": {S.provider()} / {S.model()}" if e == "provider" else ""),
+    )
+    engine = state["lab_engine"]
+    if engine == "simulated":
+        st.info(
+            "**A demonstration, not a model.** This reader can only see pages within a few thousand tokens of a "
+            "copy of the instructions, so it loses the middle of long documents by construction. It shows what "
+            "the measurement looks like and how reminders change it; to learn how *your* model reads, choose it "
+            "in the sidebar."
+        )
+    elif engine == "offline":
+        st.info(
+            "**Not an LLM.** The offline engine finds pages by the question's words wherever they sit, so it has no "
+            "middle to lose: every preset runs end to end for free, showing the machinery, not a model's behaviour."
+        )
+with preset_col:
+    state.setdefault("lab_preset", "quick")
+    S.bound(
+        st.selectbox,
+        "Measurement",
+        "lab_preset",
+        options=list(PRESETS),
+        format_func=lambda p: PRESETS[p].title,
+    )
+    preset = PRESETS[state["lab_preset"]]
+    st.caption(md(preset.description))
+
+# ---- What to measure on ----------------------------------------------------------------------
+
+document: Document | None = None
+qa_path: Path | None = None
+own_questions = ()
+task = preset.task
+if task in ("planted",):
+    try:
+        document = docs.active_document()
+    except RRError as exc:
+        results.show_rr_error(exc)
+        st.stop()
+    st.caption(
+        f"Facts are planted in **{md(document.name)}** ({plural(len(document.pages), 'page')}, "
+        f"{document.total_tokens:,} tokens; choose another on the Ask screen), cut or repeated to each length."
+    )
+    own = st.file_uploader(
+        "Or measure on your own questions about it (CSV: question, answers, gold_pages)",
+        type=["csv"],
+        key="w.lab_csv",
+    )
+    if own is not None:
+        try:
+            own_questions = tuple(parse_questions(own.getvalue().decode("utf-8-sig"), name=own.name))
+        except (RRError, UnicodeDecodeError) as exc:
+            st.error(md(exc))
+            st.stop()
+        task = "questions"
+        st.caption(
+            f"{plural(len(own_questions), 'question')} read from {md(own.name)}: each is asked of the whole document."
+        )
+elif task == "passages":
+    qa = st.file_uploader(
+        "QA file in the Lost-in-the-Middle format (JSONL or .jsonl.gz: question, answers, ctxs[0] = the gold passage)",
+        type=["jsonl", "gz", "json"],
+        key="w.lab_qa",
+    )
+    if qa is None:
+        st.info(
+            "The product ships no third-party data: point it at a QA file (for example NaturalQuestions-Open's oracle file)."
+        )
+        st.stop()
+    folder = Path(tempfile.gettempdir()) / "rr_studio_lab"
+    folder.mkdir(exist_ok=True)
+    qa_path = folder / Path(qa.name).name
+    qa_path.write_bytes(qa.getvalue())
+
+# ---- The grid --------------------------------------------------------------------------------
+
+base = S.base_settings()
+state.setdefault("lab_methods_for", "")
+if state["lab_methods_for"] != preset.name:
+    # A new preset starts from its own methods and grid.
+    state["lab_methods_for"] = preset.name
+    state["lab_methods"] = ", ".join(preset.series)
+    lengths = preset.lengths or (default_lengths(document.total_tokens) if document else (10_000,))
+    state["lab_lengths"] = ", ".join(f"{n}" for n in lengths)
+    state["lab_depths"] = "" if preset.depth_step_tokens else ", ".join(f"{d:g}" for d in preset.depths)
+    state["lab_repeats"] = preset.repeats
+with st.expander("Methods and grid", expanded=True):
+    S.bound(
+        st.text_input,
+        "Methods (a method may carry its own settings: rr:k=5000)",
+        "lab_methods",
+        help="Names: "
+        + ", ".join(m.name for m in all_methods() if m.group != "bounds")
+        + ". Closed-book and oracle run once per question as the bounds.",
+    )
+    grid_cols = st.columns(3)
+    with grid_cols[0]:
+        S.bound(
+            st.text_input,
+            "Lengths (tokens" + (", key–value pairs" if task == "kv" else "") + ")",
+            "lab_lengths",
+            disabled=task == "questions",
+        )
+    with grid_cols[1]:
+        S.bound(
+            st.text_input,
+            "Depths (% of the document)",
+            "lab_depths",
+            placeholder="every 10k tokens (the paper's grid)"
+            if preset.depth_step_tokens
+            else "0, 25, 50, 75, 100",
+            disabled=task == "questions",
+        )
+    with grid_cols[2]:
+        S.bound(st.number_input, "Repeats per cell", "lab_repeats", min_value=1, max_value=20, step=1)
+    option_cols = st.columns(3)
+    paraphrase = option_cols[0].checkbox(
+        "Paraphrased questions",
+        key="w.lab_paraphrase",
+        help="Little word overlap with the fact: lexical search cannot shortcut it.",
+        disabled=task != "planted",
+    )
+    distracters = option_cols[1].slider(
+        "Distracters",
+        0,
+        3,
+        0,
+        key="w.lab_distracters",
+        help="Near-copies of the fact with other values, elsewhere in the document.",
+        disabled=task != "planted",
+    )
+    with_bounds = option_cols[2].checkbox(
+        "Closed-book and oracle bounds", value=preset.bounds, key="w.lab_bounds"
+    )
+    state.setdefault("lab_budget", 5.0)
+    S.bound(
+        st.number_input,
+        "Budget cap (USD): refuse to start above it",
+        "lab_budget",
+        min_value=0.0,
+        step=1.0,
+        format="%.2f",
+    )
+
+
+def _numbers(text: str, kind: type) -> tuple[Any, ...]:
+    return tuple(kind(x.strip().replace("_", "")) for x in str(text).split(",") if x.strip())
+
+
+try:
+    specs = [m.strip() for m in str(state["lab_methods"]).split(",") if m.strip()]
+    series = [parse_spec(m, base) for m in specs]
+    lengths = _numbers(state["lab_lengths"], int) or None
+    depth_text = str(state["lab_depths"]).strip()
+    depths = _numbers(depth_text, float) if depth_text else None
+except (ValueError, RRError) as exc:
+    st.error(f"Methods, lengths and depths must be lists separated by commas ({md(exc)}).")
+    st.stop()
+
+token_model = S.token_model() if engine == "provider" else "gpt-4.1-mini"
+counter = S.counter() if engine == "provider" else counter_for_model(token_model)
+try:
+    spec = trial_spec(
+        preset,
+        document,
+        task=task,
+        lengths=lengths,
+        repeats=int(state["lab_repeats"]),
+        paraphrase=bool(paraphrase),
+        distracters=int(distracters),
+        qa_file=qa_path,
+        questions=own_questions,
+    )
+    trials = build_trials(spec, preset, document, counter, depths=depths)
+    plan: SweepPlan = plan_sweep(trials, series, counter, bounds=with_bounds)
+except RRError as exc:
+    results.show_rr_error(exc)
+    st.stop()
+
+# ---- Before running ----------------------------------------------------------------------------
+
+run_col, summary_col = st.columns([1, 5], vertical_alignment="center")
+clicked = run_col.button("Run the measurement", type="primary", key="lab_run", width="stretch")
+free = engine != "provider"
+summary_col.markdown(
+    f"**Before running:** {plural(len(plan.trials), 'trial')} × methods = {plural(len(plan.jobs), 'run')}, "
+    f"about {plural(plan.calls, 'call')} and {plan.input_tokens:,} input tokens: **~${plan.usd:.2f}** as "
+    f"{md(plan.priced_as)}"
+    + (" — free here (not an LLM); that is what the same tokens would cost." if free else ".")
+    + " Calls already in the run store are not paid again."
+)
+lengths_used = sorted({t.length for t in plan.trials})
+st.caption(
+    f"Lengths {', '.join(f'{n:,}' for n in lengths_used)}; depths "
+    + ", ".join(f"{d:g}%" for d in sorted({t.depth for t in plan.trials}))
+    + (f" (every {preset.depth_step_tokens:,} tokens)" if preset.depth_step_tokens and depths is None else "")
+    + f"; methods: {md(', '.join(get_method(s.method).label + ('' if not get_method(s.method).describe(s) else ' (' + get_method(s.method).describe(s) + ')') for s in series))}."
+)
+
+
+def _client() -> Any:
+    if engine == "simulated":
+        return SimulatedReader(reach=4_000, counter=counter)
+    if engine == "offline":
+        return OfflineEngine(counter)
+    return S.new_client()
+
+
+if clicked:
+    try:
+        if not free:
+            check_budget(plan, float(state["lab_budget"]))
+        client = _client()
+        store = open_store()
+    except (RRError, LedgerError) as exc:
+        results.show_rr_error(exc)
+        st.stop()
+    bar = st.progress(0.0, text="Starting…")
+    live = st.empty()
+
+    def progress(done: int, total: int, partial: SweepResult) -> None:
+        bar.progress(
+            done / total,
+            text=f"{done} of {total} runs · {partial.calls_made} calls made, "
+            f"{partial.calls_cached} found in the store",
+        )
+
+    st.caption(
+        "Leaving this screen or pressing Stop in the top corner stops the sweep; everything finished is kept."
+    )
+    with Executor(client, concurrency=S.concurrency(), cache=store) as executor:
+        result = run_sweep(plan, executor, on_progress=progress)
+    bar.empty()
+    live.empty()
+    state["lab_result"] = {
+        "plan": plan,
+        "result": result,
+        "engine": ENGINES[engine] + (f": {S.provider()} / {S.model()}" if engine == "provider" else ""),
+        "document": document.name if document else TASKS[task],
+        "title": preset.title,
+    }
+
+# ---- Results ---------------------------------------------------------------------------------
+
+saved = state.get("lab_result")
+if saved is None:
+    st.stop()
+plan_done: SweepPlan = saved["plan"]
+result: SweepResult = saved["result"]
+st.subheader(md(saved["title"]))
+st.caption(
+    f"{md(saved['engine'])} on {md(saved['document'])} · {plural(result.calls_made, 'call')} made, "
+    f"{result.calls_cached} found in the store · ${result.cost_usd():.4f} "
+    + (
+        "(what it would cost: the engine is free)"
+        if "not an LLM" in saved["engine"] or "not a model" in saved["engine"]
+        else "paid"
+    )
+)
+if result.failures:
+    st.warning(
+        f"{plural(len(result.failures), 'run')} failed and are left out of the cells they belong to: "
+        + md("; ".join(result.missing_cells[:8]))
+        + ". Run again to fill them in (finished calls are not paid again)."
+    )
+summaries = result.summaries
+bounds = result.bounds
+st.markdown("**Accuracy by where the answer sits** (95% intervals; lines: closed-book and oracle)")
+st.plotly_chart(labcharts.accuracy_by_depth(result.cells, bounds), width="stretch", key="lab_depth")
+table = pd.DataFrame(
+    [
+        {
+            "Method": s.series,
+            "Trials": s.trials,
+            "Accuracy": f"{s.accuracy:.0%}",
+            "95% interval": f"{s.ci[0]:.0%}–{s.ci[1]:.0%}",
+            "Effective length": f"{s.effective_length:,}" if s.effective_length else "—",
+            "Calls / trial": round(s.calls_per_trial, 1),
+            "Input tokens / trial": round(s.input_per_trial),
+            "Output tokens / trial": round(s.output_per_trial),
+            "Cost (USD)": round(s.cost_usd, 5),
+            "On the frontier": "yes" if s.on_frontier else "",
+        }
+        for s in [*summaries, *bounds]
+    ]
+)
+st.dataframe(table, hide_index=True, width="stretch", key="lab_table")
+st.caption(
+    "Effective length: the longest length at which a method keeps at least 85% of its own shortest-length "
+    "accuracy. Frontier: no other method is as accurate for less."
+)
+chart_cols = st.columns(2)
+with chart_cols[0]:
+    st.markdown("**Cost against accuracy**")
+    st.plotly_chart(labcharts.cost_accuracy(summaries), width="stretch", key="lab_cost")
+with chart_cols[1]:
+    st.markdown("**Why the wrong answers were wrong**")
+    st.plotly_chart(labcharts.failure_split(summaries), width="stretch", key="lab_failures")
+if len({c.length for c in result.cells}) > 1:
+    st.markdown("**Depth × length**")
+    st.plotly_chart(labcharts.heatmaps(result.cells), width="stretch", key="lab_heatmap")
+data = sweep_json(plan_done, result, context={"engine": saved["engine"], "document": saved["document"]})
+downloads = st.container(horizontal=True)
+downloads.download_button("Download JSON", dumps(data), "rr-lab.json", "application/json", key="lab_json")
+downloads.download_button(
+    "Download CSV (cells)", sweep_csv(result), "rr-lab.csv", "text/csv", key="lab_csv_dl"
+)
+downloads.download_button(
+    "Download report (Markdown)",
+    sweep_markdown(
+        plan_done, result, title=saved["title"], engine=saved["engine"], document=saved["document"]
+    ),
+    "rr-lab.md",
+    "text/markdown",
+    key="lab_md",
+)
