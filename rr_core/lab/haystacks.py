@@ -227,7 +227,8 @@ def passage_trials(
     trials: list[Trial] = []
     for repeat, index in enumerate(picks):
         item = items[index]
-        pool = [i for i in range(len(items)) if i != index]
+        # Other questions' passages; a passage identical to the gold one would be a second gold page.
+        pool = [i for i in range(len(items)) if items[i].passage != item.passage]
         order = random.Random(f"{seed}-{repeat}").sample(pool, len(pool))
         for length in lengths:
             chosen: list[int] = []

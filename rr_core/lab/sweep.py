@@ -161,7 +161,10 @@ class SweepResult:
     @property
     def bounds(self) -> list[SeriesSummary]:
         """Closed-book and oracle over the questions asked (once per question: no length curve)."""
-        return [replace(b, effective_length=None, by_length={}, on_frontier=False) for b in summarise(self.bound_scores)]
+        return [
+            replace(b, effective_length=None, by_length={}, on_frontier=False)
+            for b in summarise(self.bound_scores)
+        ]
 
     @property
     def missing_cells(self) -> list[str]:

@@ -1,0 +1,355 @@
+"""The Lab: test documents with known answers, sweeps that never pay twice, and numbers that
+match a hand computation — checked against a reader whose positional bias is known exactly."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, word_counter
+from stub_server import StubServer
+
+from rr_core.cli import main
+from rr_core.documents import document_from_texts
+from rr_core.errors import ConfigError
+from rr_core.lab import TrialSpec, build_trials
+from rr_core.lab.haystacks import (
+    PageCounts,
+    boundary_at,
+    kv_trials,
+    passage_trials,
+    planted_trials,
+    read_qa_jsonl,
+)
+from rr_core.lab.presets import PRESETS, get_preset
+from rr_core.lab.report import sweep_csv, sweep_json, sweep_markdown
+from rr_core.lab.stats import effective_length, wilson
+from rr_core.lab.sweep import check_budget, plan_sweep, run_sweep
+from rr_core.llm import make_client
+from rr_core.llm.simulated import SimulatedReader
+from rr_core.methods import parse_spec
+from rr_core.runs import Executor
+from rr_core.settings import RunSettings
+from rr_core.store import SQLiteStore
+
+QA_FILE = ROOT.parent / "shared" / "data" / "qa" / "nq-open-oracle.jsonl.gz"
+NEUTRAL = (
+    "The committee met on the usual weekday and reviewed the agenda in order. "
+    "Members discussed the building works, the garden rota and the newsletter layout. "
+    "Nothing was decided that needs recording here beyond the date of the next meeting. "
+)
+
+
+def neutral_document(pages: int = 40, words_per_page: int = 250):  # type: ignore[no-untyped-def]
+    """Pages of the same size that say nothing a planted fact's question asks about."""
+    words = NEUTRAL.split()
+    texts = []
+    for n in range(pages):
+        body = " ".join(words[(i + n) % len(words)] for i in range(words_per_page))
+        texts.append(body)
+    return document_from_texts("neutral.txt", texts, counter=word_counter())
+
+
+BASE = RunSettings(provider="offline", model="offline", price_model="gpt-4.1-mini")
+
+
+# ---- Haystacks ---------------------------------------------------------------------------
+
+
+def test_planted_fact_sits_on_the_page_at_the_depth_and_nowhere_else() -> None:
+    document = neutral_document()
+    trials = planted_trials(
+        document, PageCounts(word_counter()), lengths=(6_000,), depths=(0, 50, 100), repeats=2, seed=3
+    )
+    assert len(trials) == 6
+    for trial in trials:
+        pages = trial.document.pages
+        gold = trial.gold_pages[0]
+        holders = [p.number for p in pages if trial.answers[0] in p.text]
+        assert holders == [gold]
+        assert abs(sum(p.tokens for p in pages) - 6_000) <= 300  # cut to about the length
+        assert (
+            boundary_at([p.tokens for p in pages[: len(pages)]], trial.depth) + 1 == gold or trial.depth == 0
+        )
+    # Repeats plant different facts; depths of one repeat plant the same one.
+    questions = {t.repeat: t.question for t in trials}
+    assert questions[0] != questions[1]
+
+
+def test_distracters_differ_per_repeat_and_never_land_on_the_gold_page() -> None:
+    document = neutral_document()
+    trials = planted_trials(
+        document, PageCounts(word_counter()), lengths=(8_000,), depths=(50,), repeats=3, distracters=2, seed=1
+    )
+    placements = []
+    for trial in trials:
+        extra = [
+            p.number for p in trial.document.pages if "\n\n" in p.text and p.number not in trial.gold_pages
+        ]
+        assert len(extra) == 2
+        assert trial.gold_pages[0] not in extra
+        placements.append(tuple(extra))
+    assert len(set(placements)) > 1
+
+
+def test_documents_shorter_than_the_length_are_extended_by_repeating_pages() -> None:
+    document = neutral_document(pages=10)
+    page = document.pages[0].tokens
+    assert document.total_tokens < 6_000
+    (trial,) = planted_trials(document, PageCounts(word_counter()), lengths=(6_000,), depths=(50,), repeats=1)
+    assert len(trial.document.pages) > 10
+    assert (
+        6_000 - 2 * page
+        <= trial.document.total_tokens - trial.document.pages[trial.gold_pages[0] - 1].tokens + page
+    )
+    # Page 11 is page 1 again.
+    assert trial.document.pages[10].text == document.pages[0].text or trial.gold_pages[0] == 11
+
+
+def test_key_value_trials_ask_for_the_value_at_the_depth() -> None:
+    trials = kv_trials(PageCounts(word_counter()), pairs=(75,), depths=(0, 50, 100), repeats=1, seed=2)
+    assert [len(t.document.pages) for t in trials] == [75, 75, 75]
+    for trial in trials:
+        page = trial.document.pages[trial.gold_pages[0] - 1].text
+        ((key, value),) = json.loads(page).items()
+        assert key in trial.question and trial.answers == (value,)
+    assert [t.gold_pages[0] for t in trials] == [1, 38, 75]
+
+
+@pytest.mark.shared_data
+def test_the_papers_protocol_from_a_lost_in_the_middle_file() -> None:
+    if not QA_FILE.exists():
+        pytest.skip("../shared/data is absent (a user's clone has no shared/)")
+    items = read_qa_jsonl(QA_FILE, limit=200)
+    trials = passage_trials(
+        items, PageCounts(word_counter()), lengths=(2_000,), depths=(0, 50, 100), repeats=2
+    )
+    for trial in trials:
+        gold = trial.document.pages[trial.gold_pages[0] - 1].text
+        item = next(i for i in items if i.question == trial.question)
+        assert gold == item.passage  # the gold passage is on the gold page, whole
+        assert sum(p.text == item.passage for p in trial.document.pages) == 1
+    assert [t.gold_pages[0] for t in trials[:3]][0] == 1
+    assert trials[2].gold_pages[0] == len(trials[2].document.pages)
+
+
+def test_a_qa_file_that_is_not_in_the_format_says_which_line(tmp_path: Path) -> None:
+    bad = tmp_path / "qa.jsonl"
+    bad.write_text(
+        '{"question": "q", "answers": ["a"], "ctxs": [{"title": "t", "text": "x"}]}\n{"question": 3}\n'
+    )
+    with pytest.raises(ConfigError, match="line 2"):
+        read_qa_jsonl(bad)
+
+
+# ---- Statistics, by hand ---------------------------------------------------------------------
+
+
+def test_wilson_interval_matches_a_hand_computation() -> None:
+    # 2 of 2: p = 1, n = 2, z = 1.959964.
+    z = 1.959964
+    denom = 1 + z * z / 2
+    centre = (1 + z * z / 4) / denom
+    half = z * math.sqrt(z * z / 16) / denom
+    low, high = wilson(2, 2)
+    assert low == pytest.approx(centre - half, abs=1e-9) and high == pytest.approx(1.0)
+    assert wilson(0, 4)[0] == 0.0 and wilson(0, 0) == (0.0, 1.0)
+    low, high = wilson(7, 10)
+    assert low == pytest.approx(0.3968, abs=1e-3) and high == pytest.approx(0.8922, abs=1e-3)
+
+
+def test_effective_length_is_the_longest_length_keeping_85_percent() -> None:
+    assert effective_length({10_000: 0.9, 20_000: 0.8, 40_000: 0.7, 80_000: 0.8}) == 20_000
+    assert effective_length({10_000: 1.0, 20_000: 1.0}) == 20_000
+    assert effective_length({10_000: 0.0, 20_000: 0.5}) is None
+
+
+# ---- The known curve --------------------------------------------------------------------------
+
+
+def _sweep(document, series, reach: int, depths=(0, 50, 100), repeats: int = 2):  # type: ignore[no-untyped-def]
+    counter = word_counter()
+    trials = planted_trials(
+        document, PageCounts(counter), lengths=(10_000,), depths=depths, repeats=repeats, seed=5
+    )
+    plan = plan_sweep(trials, [parse_spec(s, BASE) for s in series], counter)
+    with Executor(SimulatedReader(reach=reach, counter=counter), concurrency=2) as executor:
+        return plan, run_sweep(plan, executor)
+
+
+def test_the_lab_recovers_a_known_positional_bias_exactly() -> None:
+    """The simulated reader sees only pages within 1,500 tokens of instructions. Without
+    reminders it loses the middle of a 10,000-token document; reminders every 1,000 tokens
+    keep every page in view. The Lab must draw exactly that."""
+    plan, result = _sweep(
+        neutral_document(), ("baseline", "reprompt:k=1000", "icr", "rr:k=1000"), reach=1_500
+    )
+    curve = {(c.series.split(" (")[0], c.depth): (c.correct, c.trials) for c in result.cells}
+    assert curve[("Baseline", 0.0)] == (2, 2)
+    assert curve[("Baseline", 50.0)] == (0, 2)  # lost in the middle
+    assert curve[("Baseline", 100.0)] == (2, 2)
+    for depth in (0.0, 50.0, 100.0):
+        assert curve[("Reprompting", depth)] == (2, 2)  # flat
+        assert curve[("R&R", depth)] == (2, 2)
+    assert curve[("ICR", 50.0)] == (0, 2)  # retrieval without reminders misses the middle too
+    summaries = {s.series.split(" (")[0]: s for s in result.summaries}
+    assert summaries["Baseline"].accuracy == pytest.approx(4 / 6)
+    assert summaries["Baseline"].ci == pytest.approx(wilson(4, 6))
+    # The failure split: ICR's misses are retrieval misses (the page was never picked),
+    # the baseline's are reading misses (it had the page and did not find it).
+    assert summaries["ICR"].retrieval_misses == 2 and summaries["ICR"].reading_misses == 0
+    assert summaries["Baseline"].reading_misses == 2
+    bounds = {b.series: b for b in result.bounds}
+    assert bounds["Closed-book"].accuracy == 0.0 and bounds["Oracle"].accuracy == 1.0
+    assert bounds["Oracle"].trials == 2  # once per question, not once per cell
+    data = sweep_json(plan, result)
+    assert {"calls", "input_tokens", "usd"} <= set(data["plan"])
+    cell = data["cells"][0]
+    assert {
+        "method",
+        "length",
+        "depth",
+        "trials",
+        "correct",
+        "accuracy",
+        "ci_low",
+        "ci_high",
+        "cost_usd",
+    } <= set(cell)
+    assert 0 <= cell["depth"] <= 100 and cell["length"] == 10_000
+    assert "Baseline" in sweep_markdown(plan, result, title="t", engine="e", document="d")
+    assert sweep_csv(result).splitlines()[0].startswith("method,")
+
+
+# ---- Never pay twice ---------------------------------------------------------------------------
+
+
+def _stub_sweep(stub: StubServer, store: SQLiteStore, cancel_after: int | None = None):  # type: ignore[no-untyped-def]
+    counter = word_counter()
+    document = neutral_document(pages=12, words_per_page=150)
+    trials = planted_trials(document, PageCounts(counter), lengths=(1_500,), depths=(0, 50, 100), repeats=1)
+    series = [
+        parse_spec(s, BASE.but(provider="openai-compatible", model="local-model", price_model=""))
+        for s in ("baseline", "rr")
+    ]
+    plan = plan_sweep(trials, series, counter)
+    client = make_client("openai-compatible", model="local-model", base_url=stub.url, max_retries=0)
+    with Executor(client, concurrency=1, cache=store) as executor:
+
+        def progress(done: int, total: int, _: object) -> None:
+            if cancel_after is not None and done >= cancel_after:
+                executor.cancel()
+
+        return plan, run_sweep(plan, executor, on_progress=progress)
+
+
+def test_an_interrupted_sweep_pays_only_for_what_is_missing_and_a_repeat_pays_nothing(
+    stub: StubServer, tmp_path: Path
+) -> None:
+    store = SQLiteStore(tmp_path / "lab.sqlite3")
+    plan, first = _stub_sweep(stub, store, cancel_after=2)
+    sent_first = len(stub.requests)
+    assert first.cancelled and 0 < sent_first < plan.calls
+    assert first.calls_made == sent_first
+    plan, second = _stub_sweep(stub, store)
+    sent_second = len(stub.requests) - sent_first
+    assert second.calls_made == sent_second
+    assert second.calls_cached >= sent_first  # everything paid before came from the store
+    assert sent_first + sent_second <= plan.calls
+    plan, third = _stub_sweep(stub, store)
+    assert len(stub.requests) == sent_first + sent_second  # a repeated sweep sends nothing
+    assert third.calls_made == 0 and third.calls_cached == plan.calls
+    assert third.cost_usd() == 0.0
+
+
+def test_the_budget_cap_refuses_before_any_call(stub: StubServer) -> None:
+    counter = word_counter()
+    trials = planted_trials(
+        neutral_document(), PageCounts(counter), lengths=(10_000,), depths=(0, 50), repeats=1
+    )
+    priced = BASE.but(provider="openai", model="gpt-4.1", price_model="")
+    plan = plan_sweep(trials, [parse_spec("baseline", priced)], counter)
+    assert plan.usd > 0.01
+    with pytest.raises(ConfigError, match="above the budget"):
+        check_budget(plan, 0.01)
+    check_budget(plan, plan.usd + 1)  # under the cap: allowed
+    assert stub.requests == []
+
+
+def test_a_provider_failure_mid_sweep_keeps_every_result_and_names_the_missing_cells(
+    stub: StubServer, tmp_path: Path
+) -> None:
+    from stub_server import server_error
+
+    stub.enqueue(None, None, server_error(500))  # the third request fails
+    store = SQLiteStore(tmp_path / "lab.sqlite3")
+    plan, result = _stub_sweep(stub, store)
+    assert len(result.failures) == 1
+    assert len(result.missing_cells) == 1
+    counted = sum(c.trials for c in result.cells) + len(result.bound_scores)
+    assert counted == len(plan.jobs) - 1  # every other run kept
+
+
+# ---- Presets and the CLI ----------------------------------------------------------------------
+
+
+def test_every_preset_plans(counter) -> None:  # type: ignore[no-untyped-def]
+    document = neutral_document()
+    for preset in PRESETS.values():
+        if preset.task == "passages":
+            continue  # needs a QA file (covered with the shared one above)
+        spec = TrialSpec(task=preset.task, lengths=(2_000,) if preset.task != "kv" else (75,), repeats=1)
+        trials = build_trials(spec, preset, document, word_counter())
+        plan = plan_sweep(
+            trials, [parse_spec(s, BASE) for s in preset.series], word_counter(), bounds=preset.bounds
+        )
+        assert plan.calls >= len(trials)
+
+
+def test_the_paper_grid_places_facts_every_10k_tokens() -> None:
+    preset = get_preset("paper-grid")
+    document = neutral_document(pages=40, words_per_page=500)  # 20,000 tokens, extended as needed
+    trials = build_trials(
+        TrialSpec(task="planted", lengths=(20_000,), repeats=1), preset, document, word_counter()
+    )
+    assert sorted(t.depth for t in trials) == [0.0, 50.0, 100.0]
+
+
+def test_lab_cli_prints_the_plan_then_the_grid(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "neutral.txt"
+    path.write_text("\f".join(p.text for p in neutral_document().pages))
+    code = main(
+        [
+            "--json",
+            "lab",
+            str(path),
+            "--provider",
+            "simulated",
+            "--reach",
+            "1500",
+            "--methods",
+            "baseline,rr:k=1000",
+            "--lengths",
+            "8000",
+            "--depths",
+            "0,50,100",
+            "--repeats",
+            "1",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["plan"]["calls"] > 0 and data["calls_made"] > 0
+    cells = {(c["method"].split(" (")[0], c["depth"]): c["accuracy"] for c in data["cells"]}
+    assert cells[("Baseline", 50.0)] == 0.0 and cells[("R&R", 50.0)] == 1.0
+    code = main(
+        ["--json", "lab", str(path), "--provider", "openai", "--model", "gpt-4.1", "--max-usd", "0.0001"]
+    )
+    _, err = capsys.readouterr()
+    assert code == 2 and "above the budget" in err
+    code = main(["--json", "lab", str(path), "--provider", "openai", "--model", "gpt-4.1", "--dry-run"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and json.loads(out)["dry_run"] is True
