@@ -437,7 +437,13 @@ if len(last["questions"]) > 1:
                     row[results.title(t)] = f"{o.answer}{page}{mark}"
         rows.append(row)
     st.markdown("**Answers by question and method** (✓ right, ✗ wrong where the answer is known)")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="answers_table")
+    st.dataframe(
+        pd.DataFrame(rows),
+        hide_index=True,
+        width="stretch",
+        key="answers_table",
+        column_config={name: st.column_config.TextColumn(width="medium") for name in rows[0]},
+    )
     with st.expander("Each run in full"):
         for t in traces:
             with st.container(border=True):
@@ -457,10 +463,10 @@ st.plotly_chart(
 if traces and not traces[0].is_llm:
     st.info(
         "**What this comparison can and cannot show.** The offline engine is not a language model: it finds "
-        "pages by the question's words, wherever they sit, so it has no 'lost in the middle' for R&R to fix. "
-        "Here R&R costs a little more for the same answer. What it does show is the mechanism (see how the "
-        "reminders keep every page close to the instructions on the Document screen) and the cost. Whether "
-        "R&R helps *your* model on *your* document is measured in the Lab, with a real model."
+        "pages by the question's words, wherever they sit, so it has no 'lost in the middle' for R&R to fix, "
+        "and its answers say nothing about how well a model reads. What it does show is the mechanism (how the "
+        "reminders keep every page close to the instructions, on the Document screen) and what each method "
+        "costs. Whether R&R helps *your* model on *your* document is measured in the Lab, with a real model."
     )
     link_cols = st.columns(2)
     link_cols[0].page_link("pages/document.py", label="See the reminders on the Document screen →")

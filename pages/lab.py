@@ -234,7 +234,7 @@ except RRError as exc:
 
 # ---- Before running ----------------------------------------------------------------------------
 
-run_col, summary_col = st.columns([1, 5], vertical_alignment="center")
+run_col, summary_col = st.columns([3, 7], vertical_alignment="center")
 clicked = run_col.button("Run the measurement", type="primary", key="lab_run", width="stretch")
 free = engine != "provider"
 summary_col.markdown(

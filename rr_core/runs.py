@@ -157,7 +157,13 @@ class RunTrace:
 
     @property
     def cost_usd(self) -> float:
-        """What this run paid (calls answered from the cache cost nothing again)."""
+        """What the method's calls cost: the figure to compare methods by."""
+        return sum(c.cost_usd for c in self.calls)
+
+    @property
+    def paid_usd(self) -> float:
+        """What this run paid: a call already made (stored, or in flight for another run) is
+        not paid again."""
         return sum(c.cost_usd for c in self.calls if not c.cached)
 
     @property
@@ -175,8 +181,6 @@ class RunTrace:
         out: dict[str, float] = {}
         reminders = 0.0
         for call in self.calls:
-            if call.cached:
-                continue
             prompt = call.usage.prompt_tokens
             share = call.reminder_tokens / prompt if prompt and call.reminder_tokens else 0.0
             # Reminders are input tokens: their share of the call's input cost.
@@ -196,6 +200,7 @@ class RunTrace:
                 call["prompt"] = None
         data["usage"] = asdict(self.usage)
         data["cost_usd"] = self.cost_usd
+        data["paid_usd"] = self.paid_usd
         data["cost_by_stage"] = self.cost_by_stage()
         data["question"] = self.question
         data["answer"] = self.answer

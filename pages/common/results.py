@@ -141,7 +141,12 @@ def result_card(trace: RunTrace, document: Document | None) -> None:
     usage = trace.usage
     unknown = "" if trace.price_known else " (no price data for this model)"
     cached = f" ({usage.cached_tokens:,} cached)" if trace.is_llm else ""
-    reused = f" · {trace.cached_calls} from the store, not paid again" if trace.cached_calls else ""
+    reused = (
+        f"  \n{plural(trace.cached_calls, 'call')} of it had already been made (by another method here, or "
+        f"before): ${trace.cost_usd - trace.paid_usd:.4f} not paid again."
+        if trace.cached_calls
+        else ""
+    )
     st.markdown(
         f"**Tokens:** {usage.prompt_tokens:,} in{cached} · {usage.output_tokens:,} out  \n"
         f"**Cost:** ${trace.cost_usd:.4f}{unknown} (estimated ${trace.estimate_usd:.4f})  \n"
@@ -170,10 +175,14 @@ def result_card(trace: RunTrace, document: Document | None) -> None:
 
 def cost_chart(traces: Sequence[RunTrace]) -> go.Figure:
     """Cost by method and stage (ranking, retrieval, map, reduce, answer, reminder overhead)."""
-    names = [title(t) for t in traces]
-    # Two runs of one method at the same settings still need two bars.
-    names = [n if names.count(n) == 1 else f"{n} #{i + 1}" for i, n in enumerate(names)]
-    stages = [t.cost_by_stage() for t in traces]
+    # One bar per method at its settings: several questions asked one at a time add up.
+    by_name: dict[str, dict[str, float]] = {}
+    for t in traces:
+        total = by_name.setdefault(title(t), {})
+        for stage, usd in t.cost_by_stage().items():
+            total[stage] = total.get(stage, 0.0) + usd
+    names = list(by_name)
+    stages = list(by_name.values())
     fig = go.Figure()
     for key in ("retrieve", "map", "reduce", "answer", "reminders"):
         values = [s.get(key, 0.0) for s in stages]

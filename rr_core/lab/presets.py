@@ -97,8 +97,9 @@ def get_preset(name: str) -> Preset:
 
 
 def default_lengths(total_tokens: int) -> tuple[int, ...]:
-    """A quarter, half and all of a document (at least 1,000 tokens each, no repeats)."""
-    lengths = sorted({max(1_000, round(total_tokens * f / 1_000) * 1_000) for f in (0.25, 0.5, 1.0)})
+    """A quarter, half and all of a document, in whole thousands of tokens (at least 1,000),
+    never longer than the document itself."""
+    lengths = sorted({max(1_000, int(total_tokens * f) // 1_000 * 1_000) for f in (0.25, 0.5, 1.0)})
     return tuple(lengths)
 
 

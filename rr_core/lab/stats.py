@@ -39,11 +39,12 @@ class Score:
     retrieves: bool  # the method picked pages before answering
     recalled: bool  # the gold page was among the pages it picked (or read)
     cited_gold: bool  # the cited page is the gold page
-    cost_usd: float
+    cost_usd: float  # what the method's calls cost (compare methods by this)
     calls: int
     input_tokens: int
     output_tokens: int
     failed: bool = False  # the run failed (provider error): not counted
+    paid_usd: float = 0.0  # what this sweep paid for them (calls already made are free)
 
 
 def score(
@@ -65,6 +66,7 @@ def score(
     input_tokens: int,
     output_tokens: int,
     failed: bool,
+    paid_usd: float = 0.0,
 ) -> Score:
     """One run on one trial, scored."""
     text = answer or "n/a"
@@ -86,6 +88,7 @@ def score(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         failed=failed,
+        paid_usd=paid_usd,
     )
 
 

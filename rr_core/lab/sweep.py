@@ -173,7 +173,7 @@ class SweepResult:
 
     def cost_usd(self) -> float:
         """What this sweep paid (calls found in the store cost nothing again)."""
-        return sum(s.cost_usd for s in (*self.scores, *self.bound_scores))
+        return sum(s.paid_usd for s in (*self.scores, *self.bound_scores))
 
 
 Progress = Callable[[int, int, SweepResult], None]
@@ -201,6 +201,7 @@ def score_trace(job: Job, trace: RunTrace) -> Score:
         input_tokens=usage.prompt_tokens,
         output_tokens=usage.output_tokens,
         failed=trace.error is not None,
+        paid_usd=trace.paid_usd,
     )
 
 
