@@ -141,15 +141,23 @@ def planted_document():  # type: ignore[no-untyped-def]
     return document_from_texts("planted.txt", planted_texts(), counter=word_counter())
 
 
-def offline_traces(document, *methods):  # type: ignore[no-untyped-def]
-    """Runs of the given methods (all six by default) on the offline engine, word-counted."""
+PAPER_METHODS = ("baseline", "reprompt", "icr", "rr", "chunked-icr", "chunked-rr")
+
+
+def small_settings(method: str, **changes: object):  # type: ignore[no-untyped-def]
+    """Small k and c so a 40-page document gets reminders and several chunks; priced as a paid model."""
+    from rr_core.settings import RunSettings
+
+    base = RunSettings(method=method, reminder_every=1_000, chunk_size=3_000, price_model="gpt-4.1-mini")
+    return base.but(**changes)
+
+
+def offline_traces(document, *methods, question=PLANTED_QUESTION, **changes):  # type: ignore[no-untyped-def]
+    """Runs of the given methods (the paper's six by default) on the offline engine, word-counted."""
     from rr_core.llm import OfflineEngine
-    from rr_core.methods import Method, RunSettings
-    from rr_core.runs import run_methods
+    from rr_core.methods import plan_method
+    from rr_core.runs import run_plans
 
     counter = word_counter()
-    settings = [
-        RunSettings(method=m, reminder_every=1_000, chunk_size=3_000, price_model="gpt-4.1-mini")
-        for m in (methods or tuple(Method))
-    ]
-    return run_methods(document, PLANTED_QUESTION, settings, OfflineEngine(counter), counter)
+    plans = [plan_method(document, question, small_settings(m, **changes), counter) for m in (methods or PAPER_METHODS)]
+    return run_plans(document, plans, OfflineEngine(counter))
