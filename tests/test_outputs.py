@@ -173,6 +173,12 @@ def test_multi_retrieval_tolerates_another_key_for_the_list() -> None:
     assert parsed.pages_for(2) == ({2: [5]}, [1], [])
 
 
+def test_multi_retrieval_reads_numbered_keys() -> None:
+    # {"1": [3, 4], "2": [9]}: a common near miss, which the parser documents it reads.
+    parsed = MultiRetrievalOut.parse('{"1": [3, 4], "2": [9]}')
+    assert parsed.pages_for(2) == ({1: [3, 4], 2: [9]}, [], [])
+
+
 def test_multi_retrieval_entry_without_a_question_number_is_a_parse_error() -> None:
     with pytest.raises(ResponseParseError):
         MultiRetrievalOut.parse('{"results": [{"question": "the first", "pages": [3]}]}')
