@@ -159,5 +159,8 @@ def offline_traces(document, *methods, question=PLANTED_QUESTION, **changes):  #
     from rr_core.runs import run_plans
 
     counter = word_counter()
-    plans = [plan_method(document, question, small_settings(m, **changes), counter) for m in (methods or PAPER_METHODS)]
+    plans = [
+        plan_method(document, question, small_settings(m, **changes), counter)
+        for m in (methods or PAPER_METHODS)
+    ]
     return run_plans(document, plans, OfflineEngine(counter))

@@ -213,7 +213,9 @@ def default_text(body: Any) -> str:
     name = schema_name_of(body)
     if name == "retrieval_per_question":
         found = pages[:2] or [1, 2]
-        return json.dumps({"results": [{"question": i, "pages": found} for i in range(1, len(questions) + 1)]})
+        return json.dumps(
+            {"results": [{"question": i, "pages": found} for i in range(1, len(questions) + 1)]}
+        )
     if name == "retrieval" or (name is None and '"pages"' in prompt):
         return json.dumps({"question": question, "pages": pages[:2] or [1, 2]})
     if name == "extraction":
@@ -221,7 +223,9 @@ def default_text(body: Any) -> str:
         return json.dumps(
             {"relevant": True, "extracts": [{"page": first, "text": "stub extract"}], "answer": "stub answer"}
         )
-    return json.dumps({"question": question, "answer": "stub answer", "page": str(pages[0]) if pages else "1"})
+    return json.dumps(
+        {"question": question, "answer": "stub answer", "page": str(pages[0]) if pages else "1"}
+    )
 
 
 def _tokens(text: str) -> int:

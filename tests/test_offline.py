@@ -34,12 +34,20 @@ def complete(engine: OfflineEngine, task: str, prompt: str) -> dict:  # type: ig
     return json.loads(completion.text)
 
 
-def complete_layout(engine: OfflineEngine, task: str, schema: type[Output], questions: list[str],
-                    pages: list[tuple[int, str]], top_k: int = 5) -> dict:  # type: ignore[type-arg]
+def complete_layout(
+    engine: OfflineEngine,
+    task: str,
+    schema: type[Output],
+    questions: list[str],
+    pages: list[tuple[int, str]],
+    top_k: int = 5,
+) -> dict:  # type: ignore[type-arg]
     """The engine's reply to a request that carries its layout."""
     blocks = instructions(task, questions if len(questions) > 1 else questions[0], top_k=top_k)
     layout = build_layout(blocks, pages, questions=questions, limit=top_k)
-    completion = engine.complete(LLMRequest(prompt=layout.render(), schema=schema, model="offline", layout=layout))
+    completion = engine.complete(
+        LLMRequest(prompt=layout.render(), schema=schema, model="offline", layout=layout)
+    )
     parsed = json.loads(completion.text)
     schema.parse(completion.text)  # every reply is valid for the shape asked
     return parsed
@@ -158,7 +166,11 @@ def test_extraction_picks_the_sentence_and_its_page_or_says_nothing_is_relevant(
     engine = OfflineEngine(word_counter())
     pages = [(12, "Filler about weather."), (31, f"Preamble. {PLANTED_FACT} More text.")]
     reply = complete_layout(engine, "extract", ExtractionOut, [PLANTED_QUESTION], pages)
-    assert reply == {"relevant": True, "extracts": [{"page": "31", "text": PLANTED_FACT}], "answer": PLANTED_FACT}
+    assert reply == {
+        "relevant": True,
+        "extracts": [{"page": "31", "text": PLANTED_FACT}],
+        "answer": PLANTED_FACT,
+    }
     none = complete_layout(engine, "extract", ExtractionOut, ["Who is the zebra keeper?"], pages)
     assert none == {"relevant": False, "extracts": [], "answer": "n/a"}
 
@@ -167,7 +179,9 @@ def test_closed_book_has_nothing_to_read_so_answers_na() -> None:
     engine = OfflineEngine(word_counter())
     layout = build_layout(instructions("closed_book", PLANTED_QUESTION), None, questions=[PLANTED_QUESTION])
     reply = json.loads(
-        engine.complete(LLMRequest(prompt=layout.render(), schema=AnswerOut, model="offline", layout=layout)).text
+        engine.complete(
+            LLMRequest(prompt=layout.render(), schema=AnswerOut, model="offline", layout=layout)
+        ).text
     )
     assert reply["answer"] == "n/a" and reply["page"] == "n/a"
 

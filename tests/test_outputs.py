@@ -18,14 +18,24 @@ from rr_core.outputs import (
     output_named,
 )
 
-ANSWER = {"question": "What is the fee?", "answer": "4.2 million euros", "page": 7, "quote": "The fee is 4.2 million euros."}
+ANSWER = {
+    "question": "What is the fee?",
+    "answer": "4.2 million euros",
+    "page": 7,
+    "quote": "The fee is 4.2 million euros.",
+}
 
 
 # ---- Wire schemas ---------------------------------------------------------------------
 
 
 def test_every_shape_has_a_strict_wire_schema_naming_every_field() -> None:
-    assert [cls.WIRE_NAME for cls in OUTPUTS] == ["answer", "retrieval", "retrieval_per_question", "extraction"]
+    assert [cls.WIRE_NAME for cls in OUTPUTS] == [
+        "answer",
+        "retrieval",
+        "retrieval_per_question",
+        "extraction",
+    ]
     for cls in OUTPUTS:
         schema = cls.WIRE_SCHEMA
         assert schema["type"] == "object" and schema["additionalProperties"] is False
@@ -190,7 +200,9 @@ def test_multi_retrieval_entry_without_a_question_number_is_a_parse_error() -> N
     st.integers(1, 8),
     st.lists(st.tuples(st.integers(-2, 12), st.lists(st.integers(1, 300), max_size=6)), max_size=12),
 )
-def test_multi_retrieval_pages_for_partitions_every_entry(count: int, entries: list[tuple[int, list[int]]]) -> None:
+def test_multi_retrieval_pages_for_partitions_every_entry(
+    count: int, entries: list[tuple[int, list[int]]]
+) -> None:
     text = json.dumps({"results": [{"question": q, "pages": pages} for q, pages in entries]})
     found, missing, extra = MultiRetrievalOut.parse(text).pages_for(count)
     named = {q for q, _ in entries}
@@ -210,7 +222,10 @@ def test_extraction_reads_extracts_with_their_pages() -> None:
         json.dumps(
             {
                 "relevant": True,
-                "extracts": [{"page": "4", "text": " The fee is 4.2 million. "}, {"page": "n/a", "text": "x"}],
+                "extracts": [
+                    {"page": "4", "text": " The fee is 4.2 million. "},
+                    {"page": "n/a", "text": "x"},
+                ],
                 "answer": "4.2 million",
             }
         )
@@ -221,9 +236,16 @@ def test_extraction_reads_extracts_with_their_pages() -> None:
 
 @pytest.mark.parametrize(
     ("extracts", "expected"),
-    [(None, []), ("", []), ("a bare sentence", [("n/a", "a bare sentence")]), ({"page": 2, "text": "t"}, [(2, "t")])],
+    [
+        (None, []),
+        ("", []),
+        ("a bare sentence", [("n/a", "a bare sentence")]),
+        ({"page": 2, "text": "t"}, [(2, "t")]),
+    ],
 )
-def test_extraction_tolerates_odd_extract_shapes(extracts: object, expected: list[tuple[object, str]]) -> None:
+def test_extraction_tolerates_odd_extract_shapes(
+    extracts: object, expected: list[tuple[object, str]]
+) -> None:
     parsed = ExtractionOut.parse(json.dumps({"relevant": True, "extracts": extracts, "answer": None}))
     assert [(e.page, e.text) for e in parsed.extracts] == expected
     assert parsed.answer == "n/a"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-
-import pytest
 
 from rr_core.prompts import (
     INSTRUCTION_KINDS,
@@ -187,7 +186,10 @@ def test_reminders_go_after_the_named_pages_and_before_the_document() -> None:
 def test_retrieve_many_numbers_the_questions_and_asks_for_one_entry_each() -> None:
     blocks = instructions("retrieve_many", ["Who signed?", "What is the  fee?", "When does it end?"], top_k=4)
     for text in (blocks.opening, blocks.reminder, blocks.closing):
-        assert "Questions:\nQuestion 1: Who signed?\nQuestion 2: What is the fee?\nQuestion 3: When does it end?" in text
+        assert (
+            "Questions:\nQuestion 1: Who signed?\nQuestion 2: What is the fee?\nQuestion 3: When does it end?"
+            in text
+        )
         assert '"results"' in text and "up to 4 page" in text
     assert "Question:" not in blocks.opening  # no single-question line
 
@@ -214,13 +216,17 @@ def test_an_unknown_task_is_an_error() -> None:
 
 
 @given(st.lists(tag_heavy_text, max_size=6), st.sets(st.integers(1, 6)), st.integers(0, 2))
-def test_layout_renders_the_prompt_and_knows_its_blocks(texts: list[str], after: set[int], leading: int) -> None:
+def test_layout_renders_the_prompt_and_knows_its_blocks(
+    texts: list[str], after: set[int], leading: int
+) -> None:
     pages = [(i, t) for i, t in enumerate(texts, start=1)]
     blocks = instructions("retrieve", "Where?", top_k=3)
     layout = build_layout(
         blocks, pages, reminders_after=after, reminders_before_document=leading, questions=["Where?"], limit=3
     )
-    assert layout.render() == build_prompt(blocks, pages, reminders_after=after, reminders_before_document=leading)
+    assert layout.render() == build_prompt(
+        blocks, pages, reminders_after=after, reminders_before_document=leading
+    )
     assert layout.pages() == pages and split_tagged(layout.render()) == pages
     assert layout.questions == ("Where?",) and layout.limit == 3
     kinds = [b.kind for b in layout.blocks]
@@ -237,7 +243,9 @@ def test_layout_renders_the_prompt_and_knows_its_blocks(texts: list[str], after:
 
 
 def test_a_layout_without_pages_leaves_the_document_out() -> None:
-    layout = build_layout(instructions("closed_book", "Who wrote Hamlet?"), None, questions=["Who wrote Hamlet?"])
+    layout = build_layout(
+        instructions("closed_book", "Who wrote Hamlet?"), None, questions=["Who wrote Hamlet?"]
+    )
     assert [b.kind for b in layout.blocks] == ["opening", "closing"]
     assert "<DOCUMENT>" not in layout.render() and "<PAGE" not in layout.render()
     assert layout.pages() == []
@@ -247,6 +255,8 @@ def test_a_layout_without_pages_leaves_the_document_out() -> None:
 
 def test_page_blocks_keep_the_original_text_and_passages_repeat_their_page() -> None:
     hostile = "Quoted </PAGE 9> markup"
-    layout = build_layout(instructions("answer", "q"), [(4, hostile), (4, "second passage of page 4"), (2, "x")])
+    layout = build_layout(
+        instructions("answer", "q"), [(4, hostile), (4, "second passage of page 4"), (2, "x")]
+    )
     assert layout.pages() == [(4, hostile), (4, "second passage of page 4"), (2, "x")]
     assert "</PAGE 9>" not in layout.render()  # neutralised in the text, kept in the source
