@@ -8,7 +8,6 @@ import json
 import re
 from collections.abc import Sequence
 
-from rr_core.methods import Method
 from rr_core.runs import RunTrace
 
 CSV_COLUMNS = (
@@ -70,11 +69,8 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
-def _label(method: str) -> str:
-    try:
-        return Method(method).label
-    except ValueError:
-        return method
+def _label(trace: RunTrace) -> str:
+    return trace.label or trace.method
 
 
 def to_markdown(traces: Sequence[RunTrace]) -> str:
@@ -90,7 +86,7 @@ def to_markdown(traces: Sequence[RunTrace]) -> str:
         f"- **Provider / model:** {first.provider} / {first.model}"
         + ("" if first.is_llm else " — offline engine, not an LLM"),
         f"- **Run at:** {first.started_at}",
-        f"- **Prices:** {first.price_data or 'unknown'}; priced as {first.settings.get('price_model') or first.model}",
+        f"- **Prices:** {first.price_data or 'unknown'}; priced as {first.settings.price_model or first.model}",
         "",
         "| Method | Answer | Cited page | Retrieved pages | Input tokens | Output tokens | Cost (USD) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -100,14 +96,14 @@ def to_markdown(traces: Sequence[RunTrace]) -> str:
         cited = f"p. {t.page}" if t.page else "—"
         retrieved = ", ".join(str(p) for p in t.retrieved_pages) or "—"
         lines.append(
-            f"| {_label(t.method)} | {answer} | {cited} | {retrieved} | {t.usage.prompt_tokens:,} "
+            f"| {_label(t)} | {answer} | {cited} | {retrieved} | {t.usage.prompt_tokens:,} "
             f"| {t.usage.output_tokens:,} | {t.cost_usd:.4f} |"
         )
     lines.append("")
     for t in traces:
         if t.warnings or t.error:
             notes = ([t.error] if t.error else []) + t.warnings
-            lines.append(f"**{_label(t.method)}:** " + "; ".join(md_escape(n) for n in notes))
+            lines.append(f"**{_label(t)}:** " + "; ".join(md_escape(n) for n in notes))
     lines.append("")
     lines.append("Page numbers are those of the document as loaded (PDF pages for PDFs).")
     return "\n".join(lines) + "\n"
