@@ -141,6 +141,29 @@ def planted_document():  # type: ignore[no-untyped-def]
     return document_from_texts("planted.txt", planted_texts(), counter=word_counter())
 
 
+# Six pages mention the fee; the rest is filler. Two pages disagree on the amount.
+FEE_PAGES = {
+    3: "The termination fee is 4.2 million euros, payable on notice.",
+    7: "Any termination fee is due within thirty days.",
+    11: "The termination fee is 4.2 million euros as stated in the schedule.",
+    15: "A reduced termination fee applies to early notice.",
+    19: "The termination fee is 9 million dollars under the side letter.",
+    23: "Fee schedules are annexed; the termination fee is set out there.",
+}
+
+
+def fee_document(pages: int = 24):  # type: ignore[no-untyped-def]
+    """24 pages of filler; six mention the termination fee, two with other amounts."""
+    from rr_core.documents import document_from_texts
+
+    rng = random.Random(3)
+    texts = [filler_text(rng, 12) for _ in range(pages)]
+    for number, sentence in FEE_PAGES.items():
+        if number <= pages:
+            texts[number - 1] = f"{filler_text(rng, 4)} {sentence} {filler_text(rng, 4)}"
+    return document_from_texts("fee.txt", texts, counter=word_counter())
+
+
 PAPER_METHODS = ("baseline", "reprompt", "icr", "rr", "chunked-icr", "chunked-rr")
 
 

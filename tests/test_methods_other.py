@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import math
-import random
 import re
 
 import pytest
-from conftest import filler_text, word_counter
+from conftest import FEE_PAGES, fee_document, word_counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rr_core.documents import Document, document_from_texts
+from rr_core.documents import Document
 from rr_core.errors import ConfigError
 from rr_core.methods import plan_method
 from rr_core.methods.briefcontext import ONE_RANKER
@@ -22,25 +21,6 @@ from rr_core.plans import Call, LocalStep, Plan, StepResult
 from rr_core.settings import RunSettings
 
 QUESTION = "What is the termination fee?"
-
-# Six pages mention the fee; the rest is filler. Two pages disagree on the amount.
-FEE_PAGES = {
-    3: "The termination fee is 4.2 million euros, payable on notice.",
-    7: "Any termination fee is due within thirty days.",
-    11: "The termination fee is 4.2 million euros as stated in the schedule.",
-    15: "A reduced termination fee applies to early notice.",
-    19: "The termination fee is 9 million dollars under the side letter.",
-    23: "Fee schedules are annexed; the termination fee is set out there.",
-}
-
-
-def fee_document(pages: int = 24) -> Document:
-    rng = random.Random(3)
-    texts = [filler_text(rng, 12) for _ in range(pages)]
-    for number, sentence in FEE_PAGES.items():
-        if number <= pages:
-            texts[number - 1] = f"{filler_text(rng, 4)} {sentence} {filler_text(rng, 4)}"
-    return document_from_texts("fee.txt", texts, counter=word_counter())
 
 
 def plan_of(document: Document, method: str, **changes: object) -> Plan:
