@@ -105,7 +105,14 @@ def _pages(text: str, what: str) -> tuple[int, ...]:
         raise ConfigError(f"{what} must be page numbers separated by commas, e.g. 3,4 (got {text!r})") from None
 
 
-_SYMBOLS = {p.symbol.lower(): p.name for p in PARAMS.values()} | {p.name: p.name for p in PARAMS.values()}
+# Symbols are case-sensitive where two differ only in case (N: pages kept by R&R; n: BriefContext's
+# passages); any other symbol, and every setting's name, is read in any case.
+_SYMBOLS = {p.symbol: p.name for p in PARAMS.values()}
+_SYMBOLS_ANY_CASE = {
+    p.symbol.lower(): p.name
+    for p in PARAMS.values()
+    if sum(q.symbol.lower() == p.symbol.lower() for q in PARAMS.values()) == 1
+} | {p.name: p.name for p in PARAMS.values()}
 
 
 def _method_spec(spec: str, base: RunSettings) -> RunSettings:
@@ -114,7 +121,8 @@ def _method_spec(spec: str, base: RunSettings) -> RunSettings:
     settings = base.but(method=get_method(name).name)
     for item in overrides:
         key, _, value = item.partition("=")
-        field = _SYMBOLS.get(key.strip().lower()) or _SYMBOLS.get(key.strip().replace("-", "_"))
+        key = key.strip()
+        field = _SYMBOLS.get(key) or _SYMBOLS_ANY_CASE.get(key.lower().replace("-", "_"))
         if field is None or not value.strip():
             raise ConfigError(f"{item!r} in {spec!r}: write a setting as k=5000 (one of: k, N, c, w, top, n, g)")
         kind = type(getattr(base, field))

@@ -292,15 +292,33 @@ def test_ask_the_same_method_at_two_settings_side_by_side(
     capsys: pytest.CaptureFixture[str], planted_txt: Path
 ) -> None:
     data = cli_json(
-        capsys, "ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "rr:k=2000,rr:k=20000"
+        capsys, "ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "rr:k=2000,rr:k=20000,rr:N=3"
     )
     results = data["results"]
-    assert [r["method"] for r in results] == ["rr", "rr"]
-    assert [r["settings"]["reminder_every"] for r in results] == [2_000, 20_000]
-    assert [r["describe"] for r in results] == ["k = 2,000 · N = 5", "k = 20,000 · N = 5"]
+    assert [r["method"] for r in results] == ["rr", "rr", "rr"]
+    assert [r["settings"]["reminder_every"] for r in results] == [2_000, 20_000, 10_000]
+    assert [r["describe"] for r in results] == [
+        "k = 2,000 · N = 5",
+        "k = 20,000 · N = 5",
+        "k = 10,000 · N = 3",
+    ]
     assert results[0]["calls"][0]["reminders_after"] and not results[1]["calls"][0]["reminders_after"]
     assert all(r["page"] == PLANTED_PAGE for r in results)
-    assert len({r["run_id"] for r in results}) == 2
+    assert len({r["run_id"] for r in results}) == 3
+
+
+def test_a_method_setting_names_the_setting_its_symbol_says(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path
+) -> None:
+    # N is the pages an R&R retrieval keeps; n is BriefContext's passages. "rr:N=3" once set n.
+    data = cli_json(capsys, "plan", str(planted_txt), "-q", PLANTED_QUESTION, "-m", "rr:N=3")
+    assert data["plans"][0]["settings"] == "k = 10,000 · N = 3"
+    brief = cli_json(capsys, "plan", str(planted_txt), "-q", PLANTED_QUESTION, "-m", "briefcontext:n=12:g=3")
+    assert brief["plans"][0]["settings"] == "w = 300 · n = 12 · g = 3"
+    spelled = cli_json(
+        capsys, "plan", str(planted_txt), "-q", PLANTED_QUESTION, "-m", "chunked-rr:top_k=2:c=5000"
+    )
+    assert spelled["plans"][0]["settings"] == "k = 10,000 · N = 2 · c = 5,000"
 
 
 def test_ask_several_questions(capsys: pytest.CaptureFixture[str], planted_txt: Path) -> None:
