@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import socket
@@ -152,6 +153,7 @@ FEE_PAGES = {
 }
 
 
+@functools.lru_cache(maxsize=4)  # a Document is immutable: one per size is enough
 def fee_document(pages: int = 24):  # type: ignore[no-untyped-def]
     """24 pages of filler; six mention the termination fee, two with other amounts."""
     from rr_core.documents import document_from_texts

@@ -296,3 +296,14 @@ def test_oracle_reads_only_the_gold_pages_in_order() -> None:
 def test_oracle_needs_gold_pages_inside_the_document(gold: tuple[int, ...], needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
         plan_of(fee_document(), "oracle", gold_pages=gold)
+
+
+@given(st.sets(st.integers(1, 24), min_size=1, max_size=6), st.sampled_from(["closed-book", "oracle"]))
+def test_the_bounds_send_exactly_the_pages_they_name(gold: set[int], method: str) -> None:
+    document = fee_document()
+    plan = plan_of(document, method, gold_pages=tuple(gold))
+    (call,) = plan.calls
+    expected = sorted(gold) if method == "oracle" else []
+    assert list(call.pages) == expected
+    assert call.layout.pages() == [(n, document.page(n).text) for n in expected]
+    assert re.findall(r"^<PAGE (\d+)>$", call.render(), re.MULTILINE) == [str(n) for n in expected]
