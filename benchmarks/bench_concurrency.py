@@ -20,9 +20,11 @@ from stub_server import Reply, StubServer  # noqa: E402
 
 from rr_core.documents import document_from_texts  # noqa: E402
 from rr_core.llm import make_client  # noqa: E402
-from rr_core.methods import Method, RunSettings, plan_method  # noqa: E402
-from rr_core.runs import CallEvent, run_methods  # noqa: E402
+from rr_core.llm.base import LLMRequest  # noqa: E402
+from rr_core.methods import plan_method  # noqa: E402
+from rr_core.runs import CallEvent, run_plans  # noqa: E402
 from rr_core.samples import get_sample  # noqa: E402
+from rr_core.settings import RunSettings  # noqa: E402
 from rr_core.tokens import counter_for_model  # noqa: E402
 
 DELAY = 0.5
@@ -34,9 +36,7 @@ def main() -> None:
     pages = get_sample("contract").pages
     document = document_from_texts("bench", pages, counter=counter)
     chunk_size = document.total_tokens // CHUNKS + 1
-    settings = RunSettings(
-        method=Method.CHUNKED_RR, chunk_size=chunk_size, model="gpt-4.1-mini", provider="openai"
-    )
+    settings = RunSettings(method="chunked-rr", chunk_size=chunk_size, model="gpt-4.1-mini", provider="openai")
     question = "What monthly interest rate applies to late payments?"
     plan = plan_method(document, question, settings, counter)
     chunks = len(plan.chunks)
@@ -44,11 +44,8 @@ def main() -> None:
     with StubServer(responder=lambda path, body: Reply(delay_s=DELAY)) as stub:
         client = make_client("openai", model="gpt-4.1-mini", api_key="sk-bench", base_url=stub.url, max_retries=0)
         # One call alone, as the unit of comparison (a warm connection, like the run's).
-        one_plan = plan_method(document, question, settings, counter)
-        from rr_core.llm.base import LLMRequest
-        from rr_core.methods import render_prompt
-
-        request = LLMRequest(prompt=render_prompt(document, one_plan.calls[0]), task="retrieve", model="gpt-4.1-mini")
+        first = plan.phases[0].calls[0]
+        request = LLMRequest(prompt=first.render(), schema=first.schema, model="gpt-4.1-mini", layout=first.layout)
         client.complete(request)
         start = time.perf_counter()
         client.complete(request)
@@ -64,7 +61,7 @@ def main() -> None:
                     marks["last_done"] = now
 
         start = time.perf_counter()
-        [trace] = run_methods(document, question, [settings], client, counter, on_event=on_event)
+        [trace] = run_plans(document, [plan], client, on_event=on_event)
         total = time.perf_counter() - start
     if trace.error:
         raise SystemExit(f"run failed: {trace.error}")

@@ -7,14 +7,14 @@ on an ~80k-token document with k = 10,000 and N = 5, and the reprompt overhead.
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rr_core.documents import document_from_texts, split_blocks  # noqa: E402
-from rr_core.methods import Method, RunSettings, plan_method  # noqa: E402
+from rr_core.methods import plan_method  # noqa: E402
 from rr_core.samples import get_sample  # noqa: E402
+from rr_core.settings import RunSettings  # noqa: E402
 from rr_core.tokens import counter_for_model  # noqa: E402
 
 # Paper, Table 3: chunk size -> (calls, ICR input tokens, R&R input tokens, output tokens).
@@ -47,9 +47,9 @@ def main() -> None:
     counter = counter_for_model("gpt-4-turbo")  # the paper counted GPT-4 tokens
     document = build_document(counter)
     question = "What monthly interest rate applies to late payments?"
-    base = RunSettings(method=Method.BASELINE, reminder_every=10_000, top_k=5, model="gpt-4-turbo", provider="openai")
+    base = RunSettings(method="baseline", reminder_every=10_000, top_k=5, model="gpt-4-turbo", provider="openai")
     baseline = plan_method(document, question, base, counter).estimate
-    reprompt = plan_method(document, question, replace(base, method=Method.REPROMPT), counter)
+    reprompt = plan_method(document, question, base.but(method="reprompt"), counter)
     overhead = reprompt.estimate.input_tokens - baseline.input_tokens
     print(f"document: {len(document.pages)} pages, {document.total_tokens:,} tokens ({document.tokenizer})")
     print(f"reprompt, k=10,000: {reprompt.reminders} reminders, +{overhead:,} input tokens "
@@ -59,8 +59,8 @@ def main() -> None:
     print(f"{'chunk c':>8} | {'calls ours':>10} {'paper':>6} | {'ICR in ours':>11} {'paper':>7} | "
           f"{'R&R in ours':>11} {'paper':>7} | {'out (est.)':>10} {'paper':>6}")
     for size, (calls, icr_paper, rr_paper, out_paper) in PAPER.items():
-        icr = plan_method(document, question, replace(base, method=Method.CHUNKED_ICR, chunk_size=size), counter)
-        rr = plan_method(document, question, replace(base, method=Method.CHUNKED_RR, chunk_size=size), counter)
+        icr = plan_method(document, question, base.but(method="chunked-icr", chunk_size=size), counter)
+        rr = plan_method(document, question, base.but(method="chunked-rr", chunk_size=size), counter)
         rr_text = f"{rr_paper:>7,}" if rr_paper else f"{'—':>7}"
         print(f"{size:>8,} | {icr.estimate.calls:>10} {calls:>6} | {icr.estimate.input_tokens:>11,} {icr_paper:>7,} | "
               f"{rr.estimate.input_tokens:>11,} {rr_text} | {icr.estimate.output_tokens:>10} {out_paper:>6}")

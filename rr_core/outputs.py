@@ -166,13 +166,13 @@ class MultiRetrievalOut(Output):
     @classmethod
     def prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
         if "results" not in data:
-            lists = [v for v in data.values() if isinstance(v, list)]
-            if lists:
-                return {"results": lists[0]}
-            # {"1": [3, 4], "2": [9]}: numbered keys
+            # {"1": [3, 4], "2": [9]}: numbered keys (checked first: their values are lists too)
             numbered = {k: v for k, v in data.items() if re.fullmatch(r"\d+", str(k))}
             if numbered:
                 return {"results": [{"question": k, "pages": v} for k, v in numbered.items()]}
+            lists = [v for v in data.values() if isinstance(v, list)]
+            if lists:
+                return {"results": lists[0]}
         return data
 
     def pages_for(self, count: int) -> tuple[dict[int, list[int]], list[int], list[int]]:

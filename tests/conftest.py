@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import socket
@@ -141,15 +142,50 @@ def planted_document():  # type: ignore[no-untyped-def]
     return document_from_texts("planted.txt", planted_texts(), counter=word_counter())
 
 
-def offline_traces(document, *methods):  # type: ignore[no-untyped-def]
-    """Runs of the given methods (all six by default) on the offline engine, word-counted."""
+# Six pages mention the fee; the rest is filler. Two pages disagree on the amount.
+FEE_PAGES = {
+    3: "The termination fee is 4.2 million euros, payable on notice.",
+    7: "Any termination fee is due within thirty days.",
+    11: "The termination fee is 4.2 million euros as stated in the schedule.",
+    15: "A reduced termination fee applies to early notice.",
+    19: "The termination fee is 9 million dollars under the side letter.",
+    23: "Fee schedules are annexed; the termination fee is set out there.",
+}
+
+
+@functools.lru_cache(maxsize=4)  # a Document is immutable: one per size is enough
+def fee_document(pages: int = 24):  # type: ignore[no-untyped-def]
+    """24 pages of filler; six mention the termination fee, two with other amounts."""
+    from rr_core.documents import document_from_texts
+
+    rng = random.Random(3)
+    texts = [filler_text(rng, 12) for _ in range(pages)]
+    for number, sentence in FEE_PAGES.items():
+        if number <= pages:
+            texts[number - 1] = f"{filler_text(rng, 4)} {sentence} {filler_text(rng, 4)}"
+    return document_from_texts("fee.txt", texts, counter=word_counter())
+
+
+PAPER_METHODS = ("baseline", "reprompt", "icr", "rr", "chunked-icr", "chunked-rr")
+
+
+def small_settings(method: str, **changes: object):  # type: ignore[no-untyped-def]
+    """Small k and c so a 40-page document gets reminders and several chunks; priced as a paid model."""
+    from rr_core.settings import RunSettings
+
+    base = RunSettings(method=method, reminder_every=1_000, chunk_size=3_000, price_model="gpt-4.1-mini")
+    return base.but(**changes)
+
+
+def offline_traces(document, *methods, question=PLANTED_QUESTION, **changes):  # type: ignore[no-untyped-def]
+    """Runs of the given methods (the paper's six by default) on the offline engine, word-counted."""
     from rr_core.llm import OfflineEngine
-    from rr_core.methods import Method, RunSettings
-    from rr_core.runs import run_methods
+    from rr_core.methods import plan_method
+    from rr_core.runs import run_plans
 
     counter = word_counter()
-    settings = [
-        RunSettings(method=m, reminder_every=1_000, chunk_size=3_000, price_model="gpt-4.1-mini")
-        for m in (methods or tuple(Method))
+    plans = [
+        plan_method(document, question, small_settings(m, **changes), counter)
+        for m in (methods or PAPER_METHODS)
     ]
-    return run_methods(document, PLANTED_QUESTION, settings, OfflineEngine(counter), counter)
+    return run_plans(document, plans, OfflineEngine(counter))

@@ -10,6 +10,7 @@ import pytest
 from rr_core.errors import LLMError
 from rr_core.llm.base import LLMRequest
 from rr_core.llm.structured import SDKAdapter
+from rr_core.outputs import AnswerOut, RetrievalOut
 
 PROMPT = 'Pages follow.\n<page 1>The sky is blue.</page 1>\nQuestion: What colour is the sky?\nReply as JSON with "answer" and "page".'
 RETRIEVE_PROMPT = 'Pages follow.\nQuestion: What colour is the sky?\nList the relevant "pages" as JSON.'
@@ -19,7 +20,7 @@ def answer_request(model: str = "", max_output_tokens: int = 1024, timeout_s: fl
     """An answer call; an empty ``model`` leaves the client's own."""
     return LLMRequest(
         prompt=PROMPT,
-        task="answer",
+        schema=AnswerOut,
         model=model,
         max_output_tokens=max_output_tokens,
         timeout_s=timeout_s,
@@ -28,7 +29,7 @@ def answer_request(model: str = "", max_output_tokens: int = 1024, timeout_s: fl
 
 def retrieve_request(model: str = "") -> LLMRequest:
     """A retrieval call; an empty ``model`` leaves the client's own."""
-    return LLMRequest(prompt=RETRIEVE_PROMPT, task="retrieve", model=model)
+    return LLMRequest(prompt=RETRIEVE_PROMPT, schema=RetrievalOut, model=model)
 
 
 def raised(client: SDKAdapter, request: LLMRequest | None = None) -> LLMError:

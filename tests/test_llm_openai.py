@@ -19,9 +19,9 @@ from rr_core.errors import (
     RateLimitError,
     ResponseParseError,
 )
-from rr_core.llm.base import Usage
+from rr_core.llm.base import LLMRequest, Usage
 from rr_core.llm.openai_client import OpenAIClient
-from rr_core.parsing import ANSWER_SCHEMA, RETRIEVAL_SCHEMA, parse_answer, parse_retrieval
+from rr_core.outputs import OUTPUTS, AnswerOut, Output, RetrievalOut
 from tests.llm_fixtures import PROMPT, answer_request, raised, retrieve_request
 from tests.stub_server import (
     Reply,
@@ -35,6 +35,11 @@ from tests.stub_server import (
     slow,
     unauthorized,
 )
+
+ANSWER_SCHEMA = AnswerOut.WIRE_SCHEMA
+RETRIEVAL_SCHEMA = RetrievalOut.WIRE_SCHEMA
+parse_answer = AnswerOut.parse
+parse_retrieval = RetrievalOut.parse
 
 KEY = "sk-test-0123456789abcdefSECRET"
 
@@ -393,3 +398,27 @@ def test_client_serves_concurrent_calls(stub: StubServer) -> None:
         results = list(pool.map(lambda _: client.complete(answer_request()), range(calls)))
     assert len(results) == calls
     assert stub.max_in_flight == calls
+
+
+# -- every output shape ------------------------------------------------------------------------
+
+SHAPE_PROMPT = "<INSTRUCTIONS>\nQuestions:\nQuestion 1: Who?\nQuestion 2: Where?\n</INSTRUCTIONS>\n\n<PAGE 4>\ntext\n</PAGE 4>"
+
+
+@pytest.mark.parametrize("schema", OUTPUTS, ids=lambda s: s.WIRE_NAME)
+@pytest.mark.parametrize("make_client", [responses_client, chat_client])
+def test_every_output_shape_is_sent_as_its_strict_schema(
+    stub: StubServer, make_client: MakeClient, schema: type[Output]
+) -> None:
+    completion = make_client(stub).complete(LLMRequest(prompt=SHAPE_PROMPT, schema=schema, model=""))
+    body = stub.last.body
+    if "text" in body:  # Responses
+        assert body["text"]["format"] == {
+            "type": "json_schema", "name": schema.WIRE_NAME, "schema": schema.WIRE_SCHEMA, "strict": True,
+        }  # fmt: skip
+        assert body["store"] is False
+    else:
+        assert body["response_format"]["json_schema"] == {
+            "name": schema.WIRE_NAME, "schema": schema.WIRE_SCHEMA, "strict": True,
+        }  # fmt: skip
+    schema.parse(completion.text)  # the reply comes back in the shape asked

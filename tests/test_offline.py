@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import PLANTED_FACT, PLANTED_PAGE, PLANTED_QUESTION, planted_texts, word_counter
 
-from rr_core.errors import ConfigError, RateLimitError
+from rr_core.errors import ConfigError, ProviderError, RateLimitError
 from rr_core.llm import (
     OFFLINE_LABEL,
     LLMRequest,
@@ -16,8 +16,11 @@ from rr_core.llm import (
     default_provider,
     make_client,
 )
-from rr_core.prompts import build_prompt, instructions
+from rr_core.outputs import AnswerOut, ExtractionOut, MultiRetrievalOut, Output, RetrievalOut
+from rr_core.prompts import build_layout, build_prompt, instructions
 from rr_core.retrieval import BM25, sentences, terms
+
+SCHEMAS: dict[str, type[Output]] = {"retrieve": RetrievalOut, "answer": AnswerOut}
 
 
 def prompt_for(task: str, question: str, texts: list[str], *, top_k: int = 5, first: int = 1) -> str:
@@ -25,9 +28,29 @@ def prompt_for(task: str, question: str, texts: list[str], *, top_k: int = 5, fi
     return build_prompt(instructions(task, question, top_k=top_k), pages)
 
 
-def complete(engine: OfflineEngine, task: str, prompt: str, top_k: int = 5) -> dict:  # type: ignore[type-arg]
-    completion = engine.complete(LLMRequest(prompt=prompt, task=task, model="offline", top_k=top_k))  # type: ignore[arg-type]
+def complete(engine: OfflineEngine, task: str, prompt: str) -> dict:  # type: ignore[type-arg]
+    """The engine's reply to a bare prompt (no layout: it reads the text as a model would)."""
+    completion = engine.complete(LLMRequest(prompt=prompt, schema=SCHEMAS[task], model="offline"))
     return json.loads(completion.text)
+
+
+def complete_layout(
+    engine: OfflineEngine,
+    task: str,
+    schema: type[Output],
+    questions: list[str],
+    pages: list[tuple[int, str]],
+    top_k: int = 5,
+) -> dict:  # type: ignore[type-arg]
+    """The engine's reply to a request that carries its layout."""
+    blocks = instructions(task, questions if len(questions) > 1 else questions[0], top_k=top_k)
+    layout = build_layout(blocks, pages, questions=questions, limit=top_k)
+    completion = engine.complete(
+        LLMRequest(prompt=layout.render(), schema=schema, model="offline", layout=layout)
+    )
+    parsed = json.loads(completion.text)
+    schema.parse(completion.text)  # every reply is valid for the shape asked
+    return parsed
 
 
 def test_the_offline_engine_says_it_is_not_an_llm() -> None:
@@ -40,7 +63,7 @@ def test_retrieval_ranks_the_gold_page_first_and_honours_top_k() -> None:
     engine = OfflineEngine(word_counter())
     texts = planted_texts()
     texts[5] += " A termination notice must be sent in writing."  # a near miss: shares one term
-    reply = complete(engine, "retrieve", prompt_for("retrieve", PLANTED_QUESTION, texts), top_k=3)
+    reply = complete(engine, "retrieve", prompt_for("retrieve", PLANTED_QUESTION, texts, top_k=3))
     assert reply["question"] == PLANTED_QUESTION
     assert reply["pages"][0] == PLANTED_PAGE
     assert 6 in reply["pages"] and len(reply["pages"]) <= 3
@@ -68,6 +91,7 @@ def test_answer_extracts_the_best_sentence_and_its_page() -> None:
     reply = complete(engine, "answer", prompt_for("answer", PLANTED_QUESTION, planted_texts()))
     assert reply["answer"] == PLANTED_FACT
     assert reply["page"] == str(PLANTED_PAGE)
+    assert reply["quote"] == PLANTED_FACT  # the sentence it rests on, word for word
 
 
 def test_answer_is_na_when_nothing_matches() -> None:
@@ -78,6 +102,7 @@ def test_answer_is_na_when_nothing_matches() -> None:
         "question": "Who is the zebra keeper?",
         "answer": "n/a",
         "page": "n/a",
+        "quote": "",
     }
     assert complete(engine, "answer", prompt_for("answer", PLANTED_QUESTION, []))["answer"] == "n/a"
 
@@ -100,10 +125,73 @@ def test_usage_is_the_real_token_count() -> None:
     counter = word_counter()
     engine = OfflineEngine(counter)
     prompt = prompt_for("answer", PLANTED_QUESTION, planted_texts(pages=8, gold=4))
-    completion = engine.complete(LLMRequest(prompt=prompt, task="answer", model="offline"))
+    completion = engine.complete(LLMRequest(prompt=prompt, schema=AnswerOut, model="offline"))
     assert completion.usage.input_tokens == counter.count(prompt)
     assert completion.usage.output_tokens == counter.count(completion.text)
     assert completion.usage.cached_tokens == 0 and completion.structured
+
+
+# ---- Requests that carry their layout (the engine never re-parses the text then) -------------
+
+
+def test_the_layout_not_the_text_is_read_when_a_request_carries_one() -> None:
+    engine = OfflineEngine(word_counter())
+    texts = planted_texts(pages=10, gold=4)
+    layout = build_layout(
+        instructions("retrieve", PLANTED_QUESTION, top_k=2),
+        [(n, t) for n, t in enumerate(texts, start=1)],
+        questions=[PLANTED_QUESTION],
+        limit=2,
+    )
+    # The prompt text says nothing useful: only the layout can give the engine its pages.
+    request = LLMRequest(prompt="unrelated text", schema=RetrievalOut, model="offline", layout=layout)
+    reply = json.loads(engine.complete(request).text)
+    assert reply["pages"][0] == 4 and len(reply["pages"]) <= 2
+
+
+def test_several_questions_get_one_entry_each_in_one_reply() -> None:
+    engine = OfflineEngine(word_counter())
+    texts = planted_texts(pages=8, gold=3)
+    texts[6] += " The governing law is the law of Ireland."
+    pages = [(n, t) for n, t in enumerate(texts, start=1)]
+    questions = [PLANTED_QUESTION, "Which law governs?", "Who is the zebra keeper?"]
+    reply = complete_layout(engine, "retrieve_many", MultiRetrievalOut, questions, pages, top_k=2)
+    results = {r["question"]: r["pages"] for r in reply["results"]}
+    assert sorted(results) == [1, 2, 3]
+    assert results[1][0] == 3 and results[2][0] == 7 and results[3] == []
+    assert all(len(p) <= 2 for p in results.values())
+
+
+def test_extraction_picks_the_sentence_and_its_page_or_says_nothing_is_relevant() -> None:
+    engine = OfflineEngine(word_counter())
+    pages = [(12, "Filler about weather."), (31, f"Preamble. {PLANTED_FACT} More text.")]
+    reply = complete_layout(engine, "extract", ExtractionOut, [PLANTED_QUESTION], pages)
+    assert reply == {
+        "relevant": True,
+        "extracts": [{"page": "31", "text": PLANTED_FACT}],
+        "answer": PLANTED_FACT,
+    }
+    none = complete_layout(engine, "extract", ExtractionOut, ["Who is the zebra keeper?"], pages)
+    assert none == {"relevant": False, "extracts": [], "answer": "n/a"}
+
+
+def test_closed_book_has_nothing_to_read_so_answers_na() -> None:
+    engine = OfflineEngine(word_counter())
+    layout = build_layout(instructions("closed_book", PLANTED_QUESTION), None, questions=[PLANTED_QUESTION])
+    reply = json.loads(
+        engine.complete(
+            LLMRequest(prompt=layout.render(), schema=AnswerOut, model="offline", layout=layout)
+        ).text
+    )
+    assert reply["answer"] == "n/a" and reply["page"] == "n/a"
+
+
+def test_an_unknown_output_shape_is_a_provider_error() -> None:
+    class Telepathy(Output):
+        WIRE_NAME = "telepathy"
+
+    with pytest.raises(ProviderError, match="telepathy"):
+        OfflineEngine(word_counter()).complete(LLMRequest(prompt="p", schema=Telepathy, model="offline"))
 
 
 # ---- BM25 and text helpers -----------------------------------------------------------------
@@ -167,8 +255,8 @@ def test_factory_defaults_to_offline_without_keys(monkeypatch: pytest.MonkeyPatc
 
 
 def test_scripted_client_replays_records_and_raises() -> None:
-    client = ScriptedClient(["first", RateLimitError("429"), lambda r: f"echo {r.task}"])
-    request = LLMRequest(prompt="p" * 40, task="answer", model="m")
+    client = ScriptedClient(["first", RateLimitError("429"), lambda r: f"echo {r.schema.WIRE_NAME}"])
+    request = LLMRequest(prompt="p" * 40, schema=AnswerOut, model="m")
     assert client.complete(request).text == "first"
     with pytest.raises(RateLimitError):
         client.complete(request)

@@ -1,4 +1,7 @@
-"""Reading the model's JSON: tolerant of wrapping, strict about what must be there."""
+"""Reading a model's JSON tolerantly: the first object in prose or fences, pages as ints.
+
+The output shapes built on these helpers are tested in ``test_outputs.py``.
+"""
 
 from __future__ import annotations
 
@@ -9,25 +12,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rr_core.errors import ResponseParseError
-from rr_core.parsing import (
-    ANSWER_SCHEMA,
-    RETRIEVAL_SCHEMA,
-    extract_json,
-    parse_answer,
-    parse_retrieval,
-    schema_for,
-)
+from rr_core.parsing import NA, coerce_page, extract_json, page_list
 
-ANSWER = {"question": "What is the fee?", "answer": "4.2 million euros", "page": 7}
+BODY = {"question": "What is the fee?", "answer": "4.2 million euros", "page": 7}
 
 
-def test_bare_json_answer() -> None:
-    parsed = parse_answer(json.dumps(ANSWER))
-    assert (parsed.question, parsed.answer, parsed.page_number) == (
-        "What is the fee?",
-        "4.2 million euros",
-        7,
-    )
+def test_extract_json_prefers_the_whole_text_then_fences_then_the_first_object() -> None:
+    assert extract_json('{"a": 1}') == {"a": 1}
+    assert extract_json('```json\n{"a": 2}\n```') == {"a": 2}
+    assert extract_json('text {"a": 3} more {"a": 4}') == {"a": 3}
 
 
 @pytest.mark.parametrize(
@@ -44,54 +37,12 @@ def test_bare_json_answer() -> None:
     ],
 )
 def test_fenced_and_prose_wrapped_json(wrapped: str) -> None:
-    parsed = parse_answer(wrapped.replace("{body}", json.dumps(ANSWER)))
-    assert parsed.answer == "4.2 million euros" and parsed.page_number == 7
+    assert extract_json(wrapped.replace("{body}", json.dumps(BODY))) == BODY
 
 
 def test_prose_with_a_stray_brace_before_the_json() -> None:
     text = 'I considered {pages} then decided: {"answer": "Paris", "page": "3"}'
-    assert parse_answer(text).page_number == 3
-
-
-@pytest.mark.parametrize(
-    ("page", "expected"),
-    [
-        (7, 7),
-        ("7", 7),
-        ("page 7", 7),
-        ("Page 7.", 7),
-        (7.0, 7),
-        ("n/a", None),
-        ("N/A", None),
-        (None, None),
-        (True, None),
-        (7.5, None),
-        ([7], None),
-    ],
-)
-def test_page_forms(page: object, expected: int | None) -> None:
-    parsed = parse_answer(json.dumps({**ANSWER, "page": page}))
-    assert parsed.page_number == expected
-
-
-def test_missing_page_means_no_citation() -> None:
-    parsed = parse_answer(json.dumps({"answer": "Paris"}))
-    assert parsed.page_number is None and parsed.answer == "Paris"
-
-
-@pytest.mark.parametrize(
-    ("answer", "expected"), [(None, "n/a"), (["a", "b"], "a; b"), ("  padded ", "padded"), (42, "42")]
-)
-def test_answer_values_become_text(answer: object, expected: str) -> None:
-    assert parse_answer(json.dumps({**ANSWER, "answer": answer})).answer == expected
-
-
-def test_missing_answer_key_is_a_parse_error() -> None:
-    raw = json.dumps({"question": "q", "page": 3})
-    with pytest.raises(ResponseParseError) as info:
-        parse_answer(raw)
-    assert info.value.raw == raw
-    assert "answer" in str(info.value)
+    assert extract_json(text) == {"answer": "Paris", "page": "3"}
 
 
 @pytest.mark.parametrize(
@@ -107,18 +58,33 @@ def test_missing_answer_key_is_a_parse_error() -> None:
 )
 def test_non_json_is_a_parse_error_that_keeps_the_raw_text(text: str) -> None:
     with pytest.raises(ResponseParseError) as info:
-        parse_answer(text)
+        extract_json(text)
     assert info.value.raw == text
-    with pytest.raises(ResponseParseError):
-        parse_retrieval(text)
 
 
 def test_parse_error_message_quotes_the_start_of_the_reply() -> None:
     with pytest.raises(ResponseParseError, match="I cannot find"):
-        parse_answer("I cannot find the answer in the document.")
+        extract_json("I cannot find the answer in the document.")
 
 
-# ---- Retrieval ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("page", "expected"),
+    [
+        (7, 7),
+        ("7", 7),
+        ("page 7", 7),
+        ("Page 7.", 7),
+        (7.0, 7),
+        ("n/a", NA),
+        ("N/A", NA),
+        (None, NA),
+        (True, NA),
+        (7.5, NA),
+        ([7], NA),
+    ],
+)
+def test_coerce_page_forms(page: object, expected: int | str) -> None:
+    assert coerce_page(page) == expected
 
 
 @pytest.mark.parametrize(
@@ -131,50 +97,17 @@ def test_parse_error_message_quotes_the_start_of_the_reply() -> None:
         ([3, "n/a", None, 5], [3, 5]),
         ([], []),
         (None, []),
+        (7.0, [7]),
+        ({"page": 3}, [3]),
+        ([{"page": 3}, {"page_number": "5"}], [3, 5]),
+        (True, []),
     ],
 )
-def test_retrieval_page_forms(pages: object, expected: list[int]) -> None:
-    parsed = parse_retrieval(json.dumps({"question": "q", "pages": pages}))
-    assert parsed.pages == expected
+def test_page_list_forms_never_crash(pages: object, expected: list[int]) -> None:
+    assert page_list(pages) == expected
 
 
-def test_retrieval_tolerates_a_near_miss_key() -> None:
-    assert parse_retrieval('{"question": "q", "page_numbers": [4, 2]}').pages == [4, 2]
-    assert parse_retrieval('```json\n{"relevant_pages": ["4"]}\n```').pages == [4]
-
-
-def test_retrieval_without_pages_is_a_parse_error() -> None:
-    # An answer-shaped reply to a retrieval prompt is not "no page is relevant".
-    raw = '{"question": "q", "answer": "4.2 million euros"}'
-    with pytest.raises(ResponseParseError) as info:
-        parse_retrieval(raw)
-    assert info.value.raw == raw
-
-
-@given(st.lists(st.integers(1, 10_000), max_size=20), st.sampled_from(["", "Sure: ", "```json\n"]))
-def test_retrieval_keeps_order_of_any_page_list(pages: list[int], prefix: str) -> None:
-    suffix = "\n```" if prefix.startswith("```") else ""
-    text = prefix + json.dumps({"question": "q", "pages": pages}) + suffix
-    assert parse_retrieval(text).pages == pages
-
-
-def test_extract_json_prefers_the_whole_text_then_fences_then_the_first_object() -> None:
-    assert extract_json('{"a": 1}') == {"a": 1}
-    assert extract_json('```json\n{"a": 2}\n```') == {"a": 2}
-    assert extract_json('text {"a": 3} more {"a": 4}') == {"a": 3}
-
-
-def test_schemas_by_task() -> None:
-    assert schema_for("retrieve") is RETRIEVAL_SCHEMA and schema_for("answer") is ANSWER_SCHEMA
-    assert set(ANSWER_SCHEMA["required"]) == {"question", "answer", "page"}
-    assert set(RETRIEVAL_SCHEMA["required"]) == {"question", "pages"}
-
-
-@pytest.mark.parametrize(
-    ("pages", "expected"),
-    [(7.0, [7]), (7, [7]), ({"page": 3}, [3]), ([{"page": 3}, {"page_number": "5"}], [3, 5]), (True, [])],
-)
-def test_retrieval_pages_in_odd_shapes_never_crash(pages, expected) -> None:
-    import json
-
-    assert parse_retrieval(json.dumps({"question": "q", "pages": pages})).pages == expected
+@given(st.lists(st.integers(1, 10_000), max_size=20))
+def test_page_list_keeps_the_order_of_any_list(pages: list[int]) -> None:
+    assert page_list(pages) == pages
+    assert page_list([str(p) for p in pages]) == pages

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rr_core.prompts import (
+    INSTRUCTION_KINDS,
     REMINDER_TAGS_ONLY,
+    TASKS,
+    build_layout,
     build_prompt,
     instructions,
     neutralize,
@@ -174,3 +178,85 @@ def test_reminders_go_after_the_named_pages_and_before_the_document() -> None:
     head = leading[leading.index("<DOCUMENT>") : leading.index("<PAGE 1>")]
     assert head.count("<INSTRUCTIONS_REMINDER>") == 3
     assert leading.count("<INSTRUCTIONS_REMINDER>") == 3
+
+
+# ---- The tasks ---------------------------------------------------------------------------
+
+
+def test_retrieve_many_numbers_the_questions_and_asks_for_one_entry_each() -> None:
+    blocks = instructions("retrieve_many", ["Who signed?", "What is the  fee?", "When does it end?"], top_k=4)
+    for text in (blocks.opening, blocks.reminder, blocks.closing):
+        assert (
+            "Questions:\nQuestion 1: Who signed?\nQuestion 2: What is the fee?\nQuestion 3: When does it end?"
+            in text
+        )
+        assert '"results"' in text and "up to 4 page" in text
+    assert "Question:" not in blocks.opening  # no single-question line
+
+
+def test_extract_reduce_and_closed_book_ask_for_their_shapes() -> None:
+    extract = instructions("extract", "What is the fee?")
+    assert '"relevant"' in extract.opening and '"extracts"' in extract.opening
+    reduce = instructions("reduce", "What is the fee?")
+    assert "extracts below" in reduce.opening and '"quote"' in reduce.opening
+    closed = instructions("closed_book", "What is the fee?")
+    assert "No document is given" in closed.opening and '"page" ("n/a")' in closed.opening
+    for task in TASKS:
+        blocks = instructions(task, "q?")
+        assert blocks.opening.startswith("<INSTRUCTIONS>\nYour task is to ")
+        assert blocks.closing.startswith("<INSTRUCTIONS>\nNow, ")
+
+
+def test_an_unknown_task_is_an_error() -> None:
+    with pytest.raises(KeyError):
+        instructions("telepathy", "q")
+
+
+# ---- The layout ----------------------------------------------------------------------------
+
+
+@given(st.lists(tag_heavy_text, max_size=6), st.sets(st.integers(1, 6)), st.integers(0, 2))
+def test_layout_renders_the_prompt_and_knows_its_blocks(
+    texts: list[str], after: set[int], leading: int
+) -> None:
+    pages = [(i, t) for i, t in enumerate(texts, start=1)]
+    blocks = instructions("retrieve", "Where?", top_k=3)
+    layout = build_layout(
+        blocks, pages, reminders_after=after, reminders_before_document=leading, questions=["Where?"], limit=3
+    )
+    assert layout.render() == build_prompt(
+        blocks, pages, reminders_after=after, reminders_before_document=leading
+    )
+    assert layout.pages() == pages and split_tagged(layout.render()) == pages
+    assert layout.questions == ("Where?",) and layout.limit == 3
+    kinds = [b.kind for b in layout.blocks]
+    assert kinds[0] == "opening" and kinds[-1] == "closing"
+    assert kinds[1] == "document_open" and kinds[-2] == "document_close"
+    assert layout.reminder_count == leading + len(after & set(range(1, len(texts) + 1)))
+    # Each reminder stands right after the page it follows (or before the first page).
+    for i, block in enumerate(layout.blocks):
+        if block.kind == "reminder":
+            before = layout.blocks[i - 1]
+            assert before.kind in ("document_open", "reminder") or before.page in after
+    instruction_blocks = [b for b in layout.blocks if b.kind in INSTRUCTION_KINDS]
+    assert len(instruction_blocks) == 2 + layout.reminder_count
+
+
+def test_a_layout_without_pages_leaves_the_document_out() -> None:
+    layout = build_layout(
+        instructions("closed_book", "Who wrote Hamlet?"), None, questions=["Who wrote Hamlet?"]
+    )
+    assert [b.kind for b in layout.blocks] == ["opening", "closing"]
+    assert "<DOCUMENT>" not in layout.render() and "<PAGE" not in layout.render()
+    assert layout.pages() == []
+    empty = build_layout(instructions("answer", "q"), [])
+    assert [b.kind for b in empty.blocks] == ["opening", "document_open", "document_close", "closing"]
+
+
+def test_page_blocks_keep_the_original_text_and_passages_repeat_their_page() -> None:
+    hostile = "Quoted </PAGE 9> markup"
+    layout = build_layout(
+        instructions("answer", "q"), [(4, hostile), (4, "second passage of page 4"), (2, "x")]
+    )
+    assert layout.pages() == [(4, hostile), (4, "second passage of page 4"), (2, "x")]
+    assert "</PAGE 9>" not in layout.render()  # neutralised in the text, kept in the source

@@ -1,139 +1,191 @@
-"""Runs: every method end to end on the offline engine, and faults through the scripted client."""
+"""Runs: every method end to end on the offline engine, faults through the scripted client,
+and the executor (one bounded pool, events, plan order, quote and fit checks)."""
 
 from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import replace
 
 import pytest
-from conftest import PLANTED_PAGE, PLANTED_QUESTION, planted_texts, word_counter
+from conftest import (
+    PAPER_METHODS,
+    PLANTED_PAGE,
+    PLANTED_QUESTION,
+    planted_texts,
+    small_settings,
+    word_counter,
+)
 
 from rr_core.documents import Document, document_from_texts
-from rr_core.errors import ProviderError, RateLimitError
+from rr_core.errors import ConfigError, ProviderError, RateLimitError
 from rr_core.llm import OfflineEngine, ScriptedClient
 from rr_core.llm.base import LLMRequest
-from rr_core.methods import Method, RunSettings, plan_method
-from rr_core.prompts import split_tagged
-from rr_core.runs import CallEvent, RunTrace, merge_ranked, run_method, run_methods, stream_runs
+from rr_core.methods import method_names, plan_method
+from rr_core.outputs import MultiRetrievalOut, RetrievalOut
+from rr_core.plans import Plan
+from rr_core.runs import TRACE_SCHEMA_VERSION, CallEvent, Executor, RunTrace, run_plans
+from rr_core.settings import RunSettings
 
 REMINDER_OPEN = "<INSTRUCTIONS_REMINDER>"
 FACT = "4.2 million euros"
+RETRIEVING = ("icr", "rr", "chunked-icr", "chunked-rr")
 
 
-def settings(method: Method | str, **changes: object) -> RunSettings:
-    """Small k and c so a 40-page document gets reminders and several chunks."""
-    base = RunSettings(
-        method=Method(method), reminder_every=1_000, chunk_size=3_000, price_model="gpt-4.1-mini"
-    )
-    return replace(base, **changes)  # type: ignore[arg-type]
-
-
-def answer_json(answer: str = FACT, page: object = PLANTED_PAGE) -> str:
-    return json.dumps({"question": PLANTED_QUESTION, "answer": answer, "page": page})
+def answer_json(answer: str = FACT, page: object = PLANTED_PAGE, quote: str = "") -> str:
+    return json.dumps({"question": PLANTED_QUESTION, "answer": answer, "page": page, "quote": quote})
 
 
 def retrieval_json(pages: list[object]) -> str:
     return json.dumps({"question": PLANTED_QUESTION, "pages": pages})
 
 
-def by_task(
+def is_retrieval(request: LLMRequest) -> bool:
+    return request.schema in (RetrievalOut, MultiRetrievalOut)
+
+
+def by_schema(
     retrieve: Callable[[LLMRequest], str], answer: Callable[[LLMRequest], str]
 ) -> Callable[[LLMRequest], str]:
-    return lambda request: retrieve(request) if request.task == "retrieve" else answer(request)
+    return lambda request: retrieve(request) if is_retrieval(request) else answer(request)
 
 
 def pages_of(request: LLMRequest) -> list[int]:
-    return [n for n, _ in split_tagged(request.prompt)]
+    assert request.layout is not None
+    return [n for n, _ in request.layout.pages()]
 
 
 def good_responder(request: LLMRequest) -> str:
     """Retrieves the gold page when the prompt holds it (else the first page) and answers."""
-    if request.task == "retrieve":
+    if is_retrieval(request):
         pages = pages_of(request)
         return retrieval_json([PLANTED_PAGE] if PLANTED_PAGE in pages else pages[:1])
     return answer_json()
 
 
-def run(document: Document, client: object, *methods: Method, **changes: object) -> list[RunTrace]:
-    return run_methods(
-        document,
-        PLANTED_QUESTION,
-        [settings(m, **changes) for m in methods],
-        client,
-        word_counter(),  # type: ignore[arg-type]
-    )
+def plans_for(
+    document: Document, *methods: str, question: str | list[str] = PLANTED_QUESTION, **changes: object
+) -> list[Plan]:
+    counter = word_counter()
+    return [plan_method(document, question, small_settings(m, **changes), counter) for m in methods]
+
+
+def run(
+    document: Document, client: object, *methods: str, concurrency: int = 8, **changes: object
+) -> list[RunTrace]:
+    return run_plans(document, plans_for(document, *methods, **changes), client, concurrency=concurrency)  # type: ignore[arg-type]
 
 
 # ---- The offline engine, end to end ----------------------------------------------------
 
 
 def test_every_method_finds_the_planted_fact_offline(planted_document: Document) -> None:
-    traces = run(planted_document, OfflineEngine(word_counter()), *Method)
-    assert [t.method for t in traces] == [m.value for m in Method]
+    names = method_names()
+    traces = run(planted_document, OfflineEngine(word_counter()), *names, gold_pages=(PLANTED_PAGE,))
+    assert [t.method for t in traces] == names
     for trace in traces:
         assert trace.ok, (trace.method, trace.error)
+        assert trace.is_llm is False and trace.provider == "offline"
+        assert trace.schema_version == TRACE_SCHEMA_VERSION
+        if trace.method == "closed-book":  # it reads nothing, so it cannot know
+            assert trace.answer == "n/a" and trace.page is None and trace.retrieved_pages == []
+            continue
         assert FACT in (trace.answer or ""), trace.method
         assert trace.page == PLANTED_PAGE, trace.method
-        assert trace.is_llm is False and trace.provider == "offline"
-        if Method(trace.method).retrieves:
-            assert PLANTED_PAGE in trace.retrieved_pages
-            assert trace.calls[-1].stage == "answer"
-            assert PLANTED_PAGE in trace.calls[-1].pages
-        else:
+        assert trace.outcome.quote_check == "verified", trace.method
+        if trace.method in ("baseline", "reprompt"):
             assert trace.retrieved_pages == [] and len(trace.calls) == 1
+        else:
+            assert PLANTED_PAGE in trace.retrieved_pages
+            assert trace.calls[-1].stage in ("answer", "reduce")
+            assert PLANTED_PAGE in trace.calls[-1].pages
 
 
 def test_offline_usage_is_the_token_count_of_what_was_read(planted_document: Document) -> None:
     counter = word_counter()
-    trace = run_method(
-        planted_document, PLANTED_QUESTION, settings(Method.RR), OfflineEngine(counter), counter
-    )
+    (trace,) = run(planted_document, OfflineEngine(counter), "rr")
     for call in trace.calls:
         assert call.usage.input_tokens == counter.count(call.prompt)
         assert call.usage.output_tokens == counter.count(call.response) > 0
     assert trace.usage.prompt_tokens == sum(c.usage.prompt_tokens for c in trace.calls)
 
 
-def test_call_counts_follow_the_plan_offline(planted_document: Document) -> None:
-    counter = word_counter()
-    for method in Method:
-        plan = plan_method(planted_document, PLANTED_QUESTION, settings(method), counter)
-        trace = run_method(
-            planted_document, PLANTED_QUESTION, settings(method), OfflineEngine(counter), counter
-        )
-        assert len(trace.calls) == len(plan.calls), method
-        planned = [(c.stage, c.chunk) for c in plan.calls]
-        assert [(c.stage, c.chunk) for c in trace.calls] == planned
+@pytest.mark.parametrize("method", (*PAPER_METHODS, "rag", "closed-book", "oracle"))
+def test_calls_follow_the_plan_offline(planted_document: Document, method: str) -> None:
+    (plan,) = plans_for(planted_document, method, gold_pages=(PLANTED_PAGE,))
+    (trace,) = run_plans(planted_document, [plan], OfflineEngine(word_counter()))
+    assert [(c.id, c.stage, c.chunk) for c in trace.calls] == [(c.id, c.stage, c.chunk) for c in plan.calls]
+    for call, planned in zip(trace.calls, plan.known_calls, strict=False):
+        assert call.prompt == planned.render()
+        assert call.planned_prompt_tokens == planned.prompt_tokens
+        assert call.schema == planned.schema.WIRE_NAME and call.cache_key
+    assert [s.stage for s in trace.steps] == (["rank"] if method == "rag" else [])
 
 
 def test_cost_by_stage_sums_to_the_cost(planted_document: Document) -> None:
-    traces = run(planted_document, OfflineEngine(word_counter()), *Method)
+    traces = run(planted_document, OfflineEngine(word_counter()), *PAPER_METHODS, "briefcontext")
     for trace in traces:
         stages = trace.cost_by_stage()
         assert trace.cost_usd > 0
         assert sum(stages.values()) == pytest.approx(trace.cost_usd, rel=1e-9)
-        method = Method(trace.method)
-        assert (stages["reminders"] > 0) == method.reminds
-        assert (stages["retrieval"] > 0) == method.retrieves
-        assert stages["answer"] > 0
+        assert (stages.get("reminders", 0) > 0) == (trace.method in ("reprompt", "rr", "chunked-rr"))
+        assert (stages.get("retrieve", 0) > 0) == (trace.method in RETRIEVING)
+        if trace.method == "briefcontext":
+            assert stages["map"] > 0 and stages["reduce"] > 0
+        else:
+            assert stages["answer"] > 0
 
 
 def test_run_trace_round_trips_through_dict_and_json(planted_document: Document) -> None:
-    traces = run(planted_document, OfflineEngine(word_counter()), Method.CHUNKED_RR, Method.BASELINE)
+    traces = run(planted_document, OfflineEngine(word_counter()), "chunked-rr", "baseline", "briefcontext")
     for trace in traces:
         data = trace.to_dict()
         assert RunTrace.from_dict(data) == trace
         through_json = json.loads(json.dumps(data))
         rebuilt = RunTrace.from_dict(through_json)
+        assert rebuilt == trace
         assert json.loads(json.dumps(rebuilt.to_dict())) == through_json
         assert rebuilt.cost_usd == pytest.approx(trace.cost_usd)
         assert rebuilt.usage == trace.usage
         assert (
             data["cost_usd"] == trace.cost_usd and data["usage"]["input_tokens"] == trace.usage.input_tokens
         )
+        assert data["schema_version"] == 2 and data["settings"]["method"] == trace.method
+        assert (data["question"], data["answer"], data["page"]) == (trace.question, trace.answer, trace.page)
+        without = trace.to_dict(prompts=False)
+        assert all(c["prompt"] is None for c in without["calls"]) and all(c["prompt"] for c in data["calls"])
+
+
+def test_a_version_one_trace_reads_back() -> None:
+    old = {
+        "method": "rr", "question": "What is the fee?", "document": "a.pdf", "document_sha256": "f" * 64,
+        "provider": "openai", "model": "gpt-4.1-mini", "is_llm": True,
+        "settings": {"method": "rr", "reminder_every": 5000, "top_k": 3, "chunk_size": 20000, "model": "gpt-4.1-mini",
+                     "provider": "openai", "reminder_style": "full", "reminder_placement": "interval",
+                     "reminder_pages": [], "max_output_tokens": 512, "price_model": ""},
+        "calls": [{"stage": "retrieve", "chunk": None, "pages": [1, 2, 3], "reminders_after": [2],
+                   "leading_reminders": 0, "reminder_tokens": 40, "prompt": "p", "response": '{"pages": [2]}',
+                   "usage": {"input_tokens": 900, "cached_tokens": 0, "cache_write_tokens": 0, "output_tokens": 9},
+                   "cost_usd": 0.001, "output_cost_usd": 0.0001, "price_known": True, "latency_s": 0.5,
+                   "retrieved": [2], "error": None}],
+        "retrieved_pages": [2], "dropped_pages": [7], "answer": "4.2 million", "page": 2,
+        "warnings": ["w"], "error": None, "error_kind": None, "estimate_usd": 0.002,
+        "usage": {"input_tokens": 900}, "cost_usd": 0.001, "cost_by_stage": {"retrieval": 0.001},
+    }  # fmt: skip
+    trace = RunTrace.from_dict(old)
+    assert trace.schema_version == 1 and trace.run_id.startswith("v1-")
+    assert (trace.method, trace.label, trace.question, trace.answer, trace.page) == (
+        "rr",
+        "rr",
+        "What is the fee?",
+        "4.2 million",
+        2,
+    )
+    assert trace.retrieved_pages == [2] and trace.dropped_pages == [7]
+    assert trace.settings.reminder_every == 5000 and trace.settings.top_k == 3
+    assert trace.calls[0].id == "retrieve" and trace.calls[0].usage.input_tokens == 900
+    assert trace.cost_usd == pytest.approx(0.001)
+    assert RunTrace.from_dict(json.loads(json.dumps(trace.to_dict()))).answer == "4.2 million"
 
 
 # ---- Retrieval outcomes (scripted) --------------------------------------------------------
@@ -141,9 +193,9 @@ def test_run_trace_round_trips_through_dict_and_json(planted_document: Document)
 
 def test_out_of_range_retrieved_pages_are_dropped_and_reported(planted_document: Document) -> None:
     client = ScriptedClient(
-        responder=by_task(lambda r: retrieval_json([27, 999, 0, -1, "3", 27]), lambda r: answer_json())
+        responder=by_schema(lambda r: retrieval_json([27, 999, 0, -1, "3", 27]), lambda r: answer_json())
     )
-    trace = run(planted_document, client, Method.ICR)[0]
+    (trace,) = run(planted_document, client, "icr")
     assert trace.ok
     assert trace.retrieved_pages == [27, 3]
     assert sorted(trace.dropped_pages) == [-1, 0, 999]
@@ -155,15 +207,16 @@ def test_out_of_range_retrieved_pages_are_dropped_and_reported(planted_document:
 def test_chunk_retrieval_of_a_page_outside_the_chunk_is_dropped(planted_document: Document) -> None:
     # A chunk's model saw only that chunk: a number from elsewhere cannot be its finding.
     client = ScriptedClient(
-        responder=by_task(
+        responder=by_schema(
             lambda r: retrieval_json([pages_of(r)[0], 40 if 40 not in pages_of(r) else 1]),
             lambda r: answer_json(page=1),
         )
     )
-    trace = run(planted_document, client, Method.CHUNKED_ICR)[0]
+    (trace,) = run(planted_document, client, "chunked-icr")
     assert trace.ok
     first_pages = [call.pages[0] for call in trace.calls if call.stage == "retrieve"]
     assert trace.retrieved_pages == first_pages
+    assert trace.outcome.retrieved_groups == [[p] for p in first_pages]
     assert trace.dropped_pages  # every chunk named a page it did not hold
 
 
@@ -171,31 +224,33 @@ def test_chunk_retrieval_of_a_page_outside_the_chunk_is_dropped(planted_document
 def test_empty_retrieval_answers_na_without_an_answer_call(
     planted_document: Document, pages: list[int]
 ) -> None:
-    client = ScriptedClient(responder=by_task(lambda r: retrieval_json(pages), lambda r: answer_json()))
-    for method in (Method.ICR, Method.RR, Method.CHUNKED_RR):
-        trace = run(planted_document, client, method)[0]
+    client = ScriptedClient(responder=by_schema(lambda r: retrieval_json(pages), lambda r: answer_json()))
+    for method in ("icr", "rr", "chunked-rr"):
+        (trace,) = run(planted_document, client, method)
         assert trace.ok and trace.answer == "n/a" and trace.page is None
         assert all(c.stage == "retrieve" for c in trace.calls)
         assert any("no valid page" in w for w in trace.warnings)
-    assert all(r.task == "retrieve" for r in client.requests)
+    assert all(is_retrieval(r) for r in client.requests)
 
 
 def test_more_pages_than_asked_are_cut_to_n(planted_document: Document) -> None:
     client = ScriptedClient(
-        responder=by_task(lambda r: retrieval_json(list(range(1, 9))), lambda r: answer_json(page=3))
+        responder=by_schema(lambda r: retrieval_json(list(range(1, 9))), lambda r: answer_json(page=3))
     )
-    trace = run(planted_document, client, Method.ICR, top_k=5)[0]
+    (trace,) = run(planted_document, client, "icr", top_k=5)
     assert trace.retrieved_pages == [1, 2, 3, 4, 5]
     assert any("kept the first 5" in w for w in trace.warnings)
 
 
 def test_answer_prompt_holds_only_the_retrieved_pages(planted_document: Document) -> None:
-    client = ScriptedClient(responder=by_task(lambda r: retrieval_json([31, 27, 4]), lambda r: answer_json()))
-    trace = run(planted_document, client, Method.RR)[0]
-    answer_requests = [r for r in client.requests if r.task == "answer"]
+    client = ScriptedClient(
+        responder=by_schema(lambda r: retrieval_json([31, 27, 4]), lambda r: answer_json())
+    )
+    (trace,) = run(planted_document, client, "rr")
+    answer_requests = [r for r in client.requests if not is_retrieval(r)]
     assert len(answer_requests) == 1
-    pages = split_tagged(answer_requests[0].prompt)
-    assert pages == [(n, planted_document.page(n).text) for n in (4, 27, 31)]
+    assert pages_of(answer_requests[0]) == [4, 27, 31]
+    assert answer_requests[0].layout.pages() == [(n, planted_document.page(n).text) for n in (4, 27, 31)]  # type: ignore[union-attr]
     assert trace.calls[-1].prompt == answer_requests[0].prompt
     # The answer phase of R&R carries no reminders.
     assert REMINDER_OPEN not in answer_requests[0].prompt
@@ -203,10 +258,10 @@ def test_answer_prompt_holds_only_the_retrieved_pages(planted_document: Document
 
 
 def test_rr_retrieval_prompt_has_reminders_and_icr_does_not(planted_document: Document) -> None:
-    for method, expected in ((Method.RR, True), (Method.ICR, False)):
+    for method, expected in (("rr", True), ("icr", False)):
         client = ScriptedClient(responder=good_responder)
-        trace = run(planted_document, client, method)[0]
-        retrieval = [r for r in client.requests if r.task == "retrieve"]
+        (trace,) = run(planted_document, client, method)
+        retrieval = [r for r in client.requests if is_retrieval(r)]
         assert len(retrieval) == 1
         assert (REMINDER_OPEN in retrieval[0].prompt) is expected
         if expected:
@@ -215,18 +270,55 @@ def test_rr_retrieval_prompt_has_reminders_and_icr_does_not(planted_document: Do
 
 
 def test_a_cited_page_outside_the_context_is_dropped(planted_document: Document) -> None:
-    client = ScriptedClient(responder=by_task(lambda r: retrieval_json([27]), lambda r: answer_json(page=5)))
-    trace = run(planted_document, client, Method.ICR)[0]
+    client = ScriptedClient(
+        responder=by_schema(lambda r: retrieval_json([27]), lambda r: answer_json(page=5))
+    )
+    (trace,) = run(planted_document, client, "icr")
     assert trace.answer == FACT and trace.page is None
     assert any("page 5" in w and "not in its context" in w for w in trace.warnings)
-    baseline = run(planted_document, ScriptedClient([answer_json(page=99)]), Method.BASELINE)[0]
+    (baseline,) = run(planted_document, ScriptedClient([answer_json(page=99)]), "baseline")
     assert baseline.page is None and any("page 99" in w for w in baseline.warnings)
 
 
 @pytest.mark.parametrize(("raw", "page"), [("7", 7), ("page 7", 7), (7.0, 7), ("n/a", None)])
 def test_cited_page_forms(planted_document: Document, raw: object, page: int | None) -> None:
-    trace = run(planted_document, ScriptedClient([answer_json(page=raw)]), Method.BASELINE)[0]
+    (trace,) = run(planted_document, ScriptedClient([answer_json(page=raw)]), "baseline")
     assert trace.ok and trace.page == page and not trace.warnings
+
+
+def test_several_questions_run_one_retrieval_then_one_answer_each(planted_document: Document) -> None:
+    questions = [PLANTED_QUESTION, "Which crane is in the harbor?", "Who keeps the zebras?"]
+    client = ScriptedClient(
+        responder=by_schema(
+            lambda r: json.dumps(
+                {"results": [{"question": 1, "pages": [27]}, {"question": 2, "pages": [3, 4]}]}
+            ),
+            lambda r: answer_json(page=pages_of(r)[0]),
+        )
+    )
+    (trace,) = run_plans(planted_document, plans_for(planted_document, "rr", question=questions), client)
+    assert sum(is_retrieval(r) for r in client.requests) == 1
+    assert [c.id for c in trace.calls] == ["retrieve.1", "answer.1", "answer.2"]
+    assert [c.question for c in trace.calls] == [None, 0, 1]
+    assert trace.questions == questions
+    assert [(o.question, o.page, o.retrieved_pages) for o in trace.outcomes] == [
+        (questions[0], 27, [27]), (questions[1], 3, [3, 4]), (questions[2], None, []),
+    ]  # fmt: skip
+    assert trace.outcomes[2].answer == "n/a"
+    assert any("no entry for question(s) 3" in w for w in trace.warnings)
+
+
+def test_several_questions_offline_find_each_page(planted_document: Document) -> None:
+    questions = [PLANTED_QUESTION, "What does the harbor crane shelter?"]
+    for method in RETRIEVING:
+        (plan,) = plans_for(planted_document, method, question=questions)
+        (trace,) = run_plans(planted_document, [plan], OfflineEngine(word_counter()))
+        assert trace.ok and len(trace.outcomes) == 2
+        assert trace.outcomes[0].page == PLANTED_PAGE
+        assert "crane" in (trace.outcomes[1].answer or "").lower()
+        # One retrieval call per chunk (one for the unchunked methods), whatever the number of questions.
+        assert sum(c.stage == "retrieve" for c in trace.calls) == len(plan.phases[0].calls)
+        assert [c.id for c in trace.calls if c.stage == "answer"] == ["answer.1", "answer.2"]
 
 
 # ---- Faults: one method's failure is its own ------------------------------------------------
@@ -237,8 +329,8 @@ def test_malformed_answer_fails_only_that_method(planted_document: Document) -> 
         is_baseline = REMINDER_OPEN not in request.prompt and len(pages_of(request)) == 40
         return "Sorry, I think the fee is 4.2 million." if is_baseline else answer_json()
 
-    client = ScriptedClient(responder=by_task(lambda r: retrieval_json([27]), answer))
-    baseline, reprompt, icr = run(planted_document, client, Method.BASELINE, Method.REPROMPT, Method.ICR)
+    client = ScriptedClient(responder=by_schema(lambda r: retrieval_json([27]), answer))
+    baseline, reprompt, icr = run(planted_document, client, "baseline", "reprompt", "icr")
     assert baseline.error_kind == "ResponseParseError" and not baseline.ok
     assert baseline.answer is None
     assert baseline.calls[0].response.startswith("Sorry")  # the raw reply is kept
@@ -249,11 +341,11 @@ def test_malformed_answer_fails_only_that_method(planted_document: Document) -> 
 
 def test_malformed_retrieval_is_a_parse_error(planted_document: Document) -> None:
     client = ScriptedClient(
-        responder=by_task(lambda r: '{"question": "q", "answer": "no pages here"}', lambda r: answer_json())
+        responder=by_schema(lambda r: '{"question": "q", "answer": "no pages here"}', lambda r: answer_json())
     )
-    trace = run(planted_document, client, Method.ICR)[0]
+    (trace,) = run(planted_document, client, "icr")
     assert trace.error_kind == "ResponseParseError"
-    assert all(r.task == "retrieve" for r in client.requests)
+    assert all(is_retrieval(r) for r in client.requests)
 
 
 def test_provider_error_in_one_method_leaves_the_others(planted_document: Document) -> None:
@@ -262,8 +354,8 @@ def test_provider_error_in_one_method_leaves_the_others(planted_document: Docume
             raise RateLimitError("429: slow down", provider="scripted", status=429)
         return retrieval_json([27])
 
-    client = ScriptedClient(responder=by_task(retrieve, lambda r: answer_json()))
-    baseline, icr, rr = run(planted_document, client, Method.BASELINE, Method.ICR, Method.RR)
+    client = ScriptedClient(responder=by_schema(retrieve, lambda r: answer_json()))
+    baseline, icr, rr = run(planted_document, client, "baseline", "icr", "rr")
     assert rr.error_kind == "RateLimitError" and "slow down" in (rr.error or "")
     assert rr.answer is None and len(rr.calls) == 1 and rr.calls[0].error
     for trace in (baseline, icr):
@@ -277,8 +369,8 @@ def test_one_failing_chunk_is_skipped_with_a_warning(planted_document: Document)
             raise ProviderError("502 bad gateway", provider="scripted", status=502)
         return retrieval_json([PLANTED_PAGE] if PLANTED_PAGE in pages else pages[:1])
 
-    client = ScriptedClient(responder=by_task(retrieve, lambda r: answer_json()))
-    trace = run(planted_document, client, Method.CHUNKED_ICR)[0]
+    client = ScriptedClient(responder=by_schema(retrieve, lambda r: answer_json()))
+    (trace,) = run(planted_document, client, "chunked-icr")
     assert trace.ok and trace.answer == FACT and trace.page == PLANTED_PAGE
     assert any("failed" in w and "502" in w for w in trace.warnings)
     failed = [c for c in trace.calls if c.error]
@@ -291,24 +383,47 @@ def test_all_chunks_failing_is_the_methods_error(planted_document: Document) -> 
     def retrieve(request: LLMRequest) -> str:
         raise ProviderError("500 server error", provider="scripted", status=500)
 
-    client = ScriptedClient(responder=by_task(retrieve, lambda r: answer_json()))
-    trace = run(planted_document, client, Method.CHUNKED_RR)[0]
+    client = ScriptedClient(responder=by_schema(retrieve, lambda r: answer_json()))
+    (trace,) = run(planted_document, client, "chunked-rr")
     assert trace.error_kind == "ProviderError" and trace.answer is None
-    assert all(r.task == "retrieve" for r in client.requests)
+    assert all(is_retrieval(r) for r in client.requests)
 
 
 def test_an_unexpected_exception_surfaces_as_an_internal_error(planted_document: Document) -> None:
     def broken(request: LLMRequest) -> str:
         raise ValueError("bug in a client")
 
-    baseline, icr = run(
-        planted_document, ScriptedClient(responder=broken), Method.BASELINE, Method.CHUNKED_ICR
-    )
+    baseline, icr = run(planted_document, ScriptedClient(responder=broken), "baseline", "chunked-icr")
     for trace in (baseline, icr):
         assert trace.error_kind == "InternalError" and "bug in a client" in (trace.error or "")
 
 
-# ---- Concurrency ------------------------------------------------------------------------------
+# ---- Quotes: checked against the cited page ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("quote", "status"),
+    [
+        ("The termination fee is 4.2 million euros.", "verified"),
+        ("The  termination fee is\n4.2 million euros", "verified"),  # spacing does not matter
+        ("The termination fee is 4.2 milion euros.", "approximate"),
+        ("The fee is zero.", "not-found"),
+        ("", "no-quote"),
+    ],
+)
+def test_the_runner_checks_the_quote_against_the_cited_page(
+    planted_document: Document, quote: str, status: str
+) -> None:
+    (trace,) = run(planted_document, ScriptedClient([answer_json(quote=quote)]), "baseline")
+    assert trace.outcome.quote_check == status
+    if status == "approximate":
+        assert 90 <= trace.outcome.quote_score < 100
+    # The same quote against a page that does not hold it is not verified.
+    (elsewhere,) = run(planted_document, ScriptedClient([answer_json(quote=quote, page=3)]), "baseline")
+    assert elsewhere.outcome.quote_check in ("not-found", "no-quote")
+
+
+# ---- The executor: pool, events, order, fit ------------------------------------------------------
 
 
 class InFlight:
@@ -316,8 +431,9 @@ class InFlight:
 
     The first ``meet`` calls wait for each other at a barrier before answering, so a run gets
     past them only if that many calls really are in flight together; if they never are, the
-    barrier gives up and those calls fail the run, saying so. The other calls are held
-    ``hold_s``, which gives calls that should not overlap the chance to show that they do.
+    barrier gives up and those calls fail the run, saying so. The other calls are held up to
+    ``hold_s`` (an Event wait), which gives calls that should not overlap the chance to show
+    that they do; the hold can only hide a breach, never fail a correct run.
     """
 
     def __init__(self, meet: int = 0, hold_s: float = 0.05) -> None:
@@ -327,6 +443,7 @@ class InFlight:
         self.arrived = 0
         self.meet = meet
         self.hold_s = hold_s
+        self.never = threading.Event()
         self.barrier = threading.Barrier(max(1, meet), timeout=10)
 
     def __call__(self, request: LLMRequest) -> str:
@@ -342,7 +459,7 @@ class InFlight:
                 except threading.BrokenBarrierError:
                     raise AssertionError(f"{self.meet} calls were never in flight at once") from None
             else:
-                time.sleep(self.hold_s)
+                self.never.wait(self.hold_s)
             return good_responder(request)
         finally:
             with self.lock:
@@ -350,119 +467,142 @@ class InFlight:
 
 
 def test_chunk_retrievals_run_concurrently(planted_document: Document) -> None:
-    counter = word_counter()
-    plan = plan_method(planted_document, PLANTED_QUESTION, settings(Method.CHUNKED_ICR), counter)
-    chunks = len(plan.retrieval_calls)
+    (plan,) = plans_for(planted_document, "chunked-icr")
+    chunks = len(plan.phases[0].calls)
     assert chunks >= 3
     # Every chunk's retrieval must be in flight at once for any of them to answer.
     inflight = InFlight(meet=chunks)
-    trace = run_methods(
-        planted_document,
-        PLANTED_QUESTION,
-        [settings(Method.CHUNKED_ICR)],
-        ScriptedClient(responder=inflight),
-        counter,
-        max_concurrency=chunks,
-    )[0]
+    (trace,) = run_plans(planted_document, [plan], ScriptedClient(responder=inflight), concurrency=chunks)
     assert trace.ok and trace.page == PLANTED_PAGE, trace.error
     assert inflight.most == chunks
 
 
-@pytest.mark.parametrize("methods", [(Method.CHUNKED_RR,), (Method.CHUNKED_ICR, Method.RR, Method.BASELINE)])
-def test_max_concurrency_one_bounds_calls_in_flight(
-    planted_document: Document, methods: tuple[Method, ...]
-) -> None:
+@pytest.mark.parametrize("methods", [("chunked-rr",), ("chunked-icr", "rr", "baseline")])
+def test_concurrency_one_bounds_calls_in_flight(planted_document: Document, methods: tuple[str, ...]) -> None:
     inflight = InFlight()
-    traces = run_methods(
-        planted_document,
-        PLANTED_QUESTION,
-        [settings(m, chunk_size=5_000) for m in methods],
-        ScriptedClient(responder=inflight),
-        word_counter(),
-        max_concurrency=1,
+    traces = run(
+        planted_document, ScriptedClient(responder=inflight), *methods, concurrency=1, chunk_size=5_000
     )
     assert all(t.ok for t in traces), [t.error for t in traces]
     assert inflight.most == 1
 
 
-def test_max_concurrency_bounds_across_methods(planted_document: Document) -> None:
-    # Two calls must be in flight together to get on; the limiter lets no third one in.
+def test_concurrency_bounds_across_methods_in_one_pool(planted_document: Document) -> None:
+    # Two calls must be in flight together to get on; the pool lets no third one in.
     inflight = InFlight(meet=2)
-    traces = run_methods(
+    traces = run(
         planted_document,
-        PLANTED_QUESTION,
-        [settings(m) for m in (Method.CHUNKED_ICR, Method.CHUNKED_RR, Method.BASELINE)],
         ScriptedClient(responder=inflight),
-        word_counter(),
-        max_concurrency=2,
+        "chunked-icr",
+        "chunked-rr",
+        "baseline",
+        concurrency=2,
     )
     assert all(t.ok for t in traces), [t.error for t in traces]
     assert inflight.most == 2
 
 
-# ---- Events, order, configuration --------------------------------------------------------------
+def test_one_executor_keeps_its_bound_over_several_runs(planted_document: Document) -> None:
+    inflight = InFlight(meet=2)
+    plans = plans_for(planted_document, "chunked-icr", "chunked-rr")
+    with Executor(ScriptedClient(responder=inflight), concurrency=2) as executor:
+        first = executor.run(planted_document, plans[:1])
+        second = executor.run(planted_document, plans[1:])
+    assert first[0].ok and second[0].ok
+    assert inflight.most == 2
+    assert executor.calls_made == len(first[0].calls) + len(second[0].calls) and executor.calls_cached == 0
 
 
-def test_events_report_each_call_and_traces_come_last_per_method(planted_document: Document) -> None:
+def test_events_report_each_call_and_traces_come_in_plan_order(planted_document: Document) -> None:
     events: list[CallEvent] = []
-    traces = run_methods(
-        planted_document,
-        PLANTED_QUESTION,
-        [settings(Method.CHUNKED_ICR), settings(Method.BASELINE)],
-        OfflineEngine(word_counter()),
-        word_counter(),
-        on_event=events.append,
-    )
+    plans = plans_for(planted_document, "chunked-icr", "baseline")
+    traces = run_plans(planted_document, plans, OfflineEngine(word_counter()), on_event=events.append)
     assert [t.method for t in traces] == ["chunked-icr", "baseline"]
-    for trace in traces:
-        mine = [e for e in events if e.method == trace.method]
+    for index, trace in enumerate(traces):
+        mine = [e for e in events if e.run == index]
+        assert {e.method for e in mine} == {trace.method} and {e.label for e in mine} == {trace.label}
         assert sum(e.status == "started" for e in mine) == len(trace.calls)
         assert sum(e.status == "done" for e in mine) == len(trace.calls)
+        assert sorted((e.stage, e.chunk) for e in mine if e.status == "done") == sorted(
+            (c.stage, c.chunk) for c in trace.calls
+        )
 
 
-def test_stream_runs_yields_a_failed_event_for_a_failed_call(planted_document: Document) -> None:
+def test_the_same_method_at_two_settings_returns_two_distinct_traces_in_order(
+    planted_document: Document,
+) -> None:
+    # The old runner keyed traces by method name: R&R at k = 1,000 and at k = 5,000 came back swapped.
+    small, large = (plans_for(planted_document, "rr", reminder_every=k)[0] for k in (1_000, 5_000))
+    for order in ((small, large), (large, small)):
+        traces = run_plans(planted_document, list(order), OfflineEngine(word_counter()))
+        assert [t.settings.reminder_every for t in traces] == [p.settings.reminder_every for p in order]
+        assert [t.describe for t in traces] == [p.describe for p in order]
+        assert [len(t.calls[0].reminders_after) for t in traces] == [p.calls[0].reminder_count for p in order]
+        assert traces[0].run_id != traces[1].run_id and traces[0].cache_key != traces[1].cache_key
+
+
+def test_the_run_key_is_deterministic_and_ignores_pricing(planted_document: Document) -> None:
+    engine = OfflineEngine(word_counter())
+    (a,) = run_plans(planted_document, plans_for(planted_document, "rr"), engine)
+    (b,) = run_plans(planted_document, plans_for(planted_document, "rr", price_model="gpt-4o"), engine)
+    (c,) = run_plans(planted_document, plans_for(planted_document, "rr", top_k=3), engine)
+    assert a.cache_key == b.cache_key != c.cache_key
+    assert [x.cache_key for x in a.calls] == [x.cache_key for x in b.calls]
+    assert a.run_id != b.run_id
+
+
+def test_stream_yields_a_failed_event_for_a_failed_call(planted_document: Document) -> None:
     client = ScriptedClient([RateLimitError("429", provider="scripted", status=429)])
-    items = list(
-        stream_runs(planted_document, PLANTED_QUESTION, [settings(Method.BASELINE)], client, word_counter())
-    )
+    with Executor(client) as executor:
+        items = list(executor.stream(planted_document, plans_for(planted_document, "baseline")))
     assert isinstance(items[-1], RunTrace) and items[-1].error_kind == "RateLimitError"
     assert [e.status for e in items if isinstance(e, CallEvent)] == ["started", "failed"]
 
 
 def test_configuration_errors_are_raised_before_any_call(planted_document: Document) -> None:
-    from rr_core.errors import ConfigError
-
     client = ScriptedClient(responder=good_responder)
     with pytest.raises(ConfigError):
-        run(planted_document, client, Method.BASELINE, Method.RR, top_k=0)
+        plans_for(planted_document, "baseline", "rr", top_k=0)
     with pytest.raises(ConfigError):
-        run_methods(planted_document, "  ", [settings(Method.BASELINE)], client, word_counter())
+        plans_for(planted_document, "baseline", question="  ")
     assert client.requests == []
 
 
-def test_merge_ranked_interleaves_chunk_rankings() -> None:
-    assert merge_ranked([[3, 1], [12, 11, 10], [20]]) == [3, 12, 20, 1, 11, 10]
-    assert merge_ranked([[5, 6], [6, 5]]) == [5, 6]
-    assert merge_ranked([]) == []
+def test_a_plan_too_large_for_the_context_window_is_refused_before_any_call(
+    planted_document: Document,
+) -> None:
+    client = ScriptedClient(responder=good_responder)
+    plans = plans_for(planted_document, "baseline", "chunked-rr")
+    window = plans[1].largest_prompt + 10  # the chunked plan fits, the baseline does not
+    assert plans[0].largest_prompt > window
+    with Executor(client, context_window=window) as executor:
+        baseline, chunked = executor.run(planted_document, plans)
+    assert baseline.error_kind == "ContextTooLongError" and baseline.calls == []
+    assert "Nothing was sent" in (baseline.error or "") and "chunk" in (baseline.error or "")
+    assert chunked.ok
+    assert all(len(pages_of(r)) < 40 for r in client.requests)  # no request carried the whole document
 
 
 def test_run_records_settings_estimate_and_document_identity(planted_document: Document) -> None:
-    trace = run(planted_document, OfflineEngine(word_counter()), Method.RR)[0]
+    (trace,) = run(planted_document, OfflineEngine(word_counter()), "rr")
     assert trace.document == "planted.txt" and trace.document_sha256 == planted_document.sha256
-    assert trace.settings["method"] == "rr" and trace.settings["reminder_every"] == 1_000
+    assert trace.settings.method == "rr" and trace.settings.reminder_every == 1_000
+    assert trace.label == "R&R" and trace.describe == "k = 1,000 · N = 5"
     assert trace.estimate_usd > 0 and trace.price_known
     assert trace.started_at and trace.latency_s >= 0
-    assert trace.question == PLANTED_QUESTION
+    assert trace.question == PLANTED_QUESTION and len(trace.run_id) == 32
 
 
 def test_small_document_with_all_methods_and_default_settings() -> None:
     texts = planted_texts(pages=6, gold=4, sentences=10)
     counter = word_counter()
     document = document_from_texts("small.txt", texts, counter=counter)
-    traces = run_methods(
-        document, PLANTED_QUESTION, [RunSettings(method=m) for m in Method], OfflineEngine(counter), counter
-    )
-    for trace in traces:
-        assert trace.ok and trace.page == 4 and FACT in (trace.answer or "")
-        if Method(trace.method).chunked:
+    plans = [
+        plan_method(document, PLANTED_QUESTION, RunSettings(method=m, gold_pages=(4,)), counter)
+        for m in method_names()
+        if m != "closed-book"
+    ]
+    for trace in run_plans(document, plans, OfflineEngine(counter)):
+        assert trace.ok and trace.page == 4 and FACT in (trace.answer or ""), trace.method
+        if trace.method.startswith("chunked"):
             assert len(trace.calls) == 2  # one chunk + the answer

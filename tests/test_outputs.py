@@ -1,0 +1,256 @@
+"""The output shapes a call asks for: wire schemas, tolerant parsing, strict where it matters."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rr_core.errors import ResponseParseError
+from rr_core.outputs import (
+    OUTPUTS,
+    AnswerOut,
+    ExtractionOut,
+    MultiRetrievalOut,
+    RetrievalOut,
+    output_named,
+)
+
+ANSWER = {
+    "question": "What is the fee?",
+    "answer": "4.2 million euros",
+    "page": 7,
+    "quote": "The fee is 4.2 million euros.",
+}
+
+
+# ---- Wire schemas ---------------------------------------------------------------------
+
+
+def test_every_shape_has_a_strict_wire_schema_naming_every_field() -> None:
+    assert [cls.WIRE_NAME for cls in OUTPUTS] == [
+        "answer",
+        "retrieval",
+        "retrieval_per_question",
+        "extraction",
+    ]
+    for cls in OUTPUTS:
+        schema = cls.WIRE_SCHEMA
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert set(schema["required"]) == set(schema["properties"])
+        assert output_named(cls.WIRE_NAME) is cls
+    assert set(AnswerOut.WIRE_SCHEMA["required"]) == {"question", "answer", "page", "quote"}
+    assert set(RetrievalOut.WIRE_SCHEMA["required"]) == {"question", "pages"}
+    assert MultiRetrievalOut.WIRE_SCHEMA["required"] == ["results"]
+    item = MultiRetrievalOut.WIRE_SCHEMA["properties"]["results"]["items"]
+    assert item["required"] == ["question", "pages"] and item["additionalProperties"] is False
+    assert set(ExtractionOut.WIRE_SCHEMA["required"]) == {"relevant", "extracts", "answer"}
+    with pytest.raises(KeyError):
+        output_named("telepathy")
+
+
+# ---- Answers ----------------------------------------------------------------------------
+
+
+def test_bare_json_answer() -> None:
+    parsed = AnswerOut.parse(json.dumps(ANSWER))
+    assert (parsed.question, parsed.answer, parsed.page_number, parsed.quote) == (
+        "What is the fee?",
+        "4.2 million euros",
+        7,
+        "The fee is 4.2 million euros.",
+    )
+
+
+@pytest.mark.parametrize(
+    "wrapped",
+    ["```json\n{body}\n```", "Sure! {body} Let me know.", "[{body}]", "{body}\n\nNote: a guess."],
+)
+def test_wrapped_answers_parse(wrapped: str) -> None:
+    parsed = AnswerOut.parse(wrapped.replace("{body}", json.dumps(ANSWER)))
+    assert parsed.answer == "4.2 million euros" and parsed.page_number == 7
+
+
+@pytest.mark.parametrize(
+    ("page", "expected"),
+    [(7, 7), ("7", 7), ("page 7", 7), ("Page 7.", 7), (7.0, 7), ("n/a", None), ("N/A", None), (None, None),
+     (True, None), (7.5, None), ([7], None)],
+)  # fmt: skip
+def test_page_forms(page: object, expected: int | None) -> None:
+    assert AnswerOut.parse(json.dumps({**ANSWER, "page": page})).page_number == expected
+
+
+def test_missing_page_and_quote_mean_no_citation() -> None:
+    parsed = AnswerOut.parse(json.dumps({"answer": "Paris"}))
+    assert parsed.page_number is None and parsed.answer == "Paris" and parsed.quote == ""
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"), [(None, "n/a"), (["a", "b"], "a; b"), ("  padded ", "padded"), (42, "42")]
+)
+def test_answer_values_become_text(answer: object, expected: str) -> None:
+    assert AnswerOut.parse(json.dumps({**ANSWER, "answer": answer})).answer == expected
+
+
+def test_missing_answer_key_is_a_parse_error_that_keeps_the_raw_text() -> None:
+    raw = json.dumps({"question": "q", "page": 3})
+    with pytest.raises(ResponseParseError) as info:
+        AnswerOut.parse(raw)
+    assert info.value.raw == raw
+    assert "answer" in str(info.value)
+
+
+@pytest.mark.parametrize("cls", OUTPUTS)
+@pytest.mark.parametrize("text", ["I cannot find the answer.", "", "{not json}", "[1, 2, 3]", "null"])
+def test_non_json_is_a_parse_error_for_every_shape(cls: type, text: str) -> None:
+    with pytest.raises(ResponseParseError) as info:
+        cls.parse(text)  # type: ignore[attr-defined]
+    assert info.value.raw == text
+
+
+# ---- Retrieval ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pages", "expected"),
+    [([3, 1, 2], [3, 1, 2]), (["3", "page 1", 2.0], [3, 1, 2]), ("3, 5 and 9", [3, 5, 9]), (4, [4]),
+     ([3, "n/a", None, 5], [3, 5]), ([], []), (None, []), ({"page": 3}, [3]), (True, [])],
+)  # fmt: skip
+def test_retrieval_page_forms(pages: object, expected: list[int]) -> None:
+    assert RetrievalOut.parse(json.dumps({"question": "q", "pages": pages})).pages == expected
+
+
+def test_retrieval_tolerates_a_near_miss_key() -> None:
+    assert RetrievalOut.parse('{"question": "q", "page_numbers": [4, 2]}').pages == [4, 2]
+    assert RetrievalOut.parse('```json\n{"relevant_pages": ["4"]}\n```').pages == [4]
+
+
+def test_retrieval_without_pages_is_a_parse_error() -> None:
+    # An answer-shaped reply to a retrieval prompt is not "no page is relevant".
+    raw = '{"question": "q", "answer": "4.2 million euros"}'
+    with pytest.raises(ResponseParseError) as info:
+        RetrievalOut.parse(raw)
+    assert info.value.raw == raw
+
+
+@given(st.lists(st.integers(1, 10_000), max_size=20), st.sampled_from(["", "Sure: ", "```json\n"]))
+def test_retrieval_keeps_order_of_any_page_list(pages: list[int], prefix: str) -> None:
+    suffix = "\n```" if prefix.startswith("```") else ""
+    text = prefix + json.dumps({"question": "q", "pages": pages}) + suffix
+    assert RetrievalOut.parse(text).pages == pages
+
+
+# ---- Several questions in one retrieval ------------------------------------------------------
+
+
+def test_multi_retrieval_reads_one_entry_per_question() -> None:
+    parsed = MultiRetrievalOut.parse(
+        json.dumps({"results": [{"question": 1, "pages": [3, 9]}, {"question": 2, "pages": ["12"]}]})
+    )
+    assert parsed.pages_for(2) == ({1: [3, 9], 2: [12]}, [], [])
+
+
+def test_multi_retrieval_reports_missing_and_extra_entries() -> None:
+    parsed = MultiRetrievalOut.parse(
+        json.dumps(
+            {
+                "results": [
+                    {"question": 3, "pages": [5]},
+                    {"question": 7, "pages": [1]},  # there are only three questions
+                    {"question": 0, "pages": [2]},
+                    {"question": "Question 1", "pages": "4, 6"},
+                ]
+            }
+        )
+    )
+    found, missing, extra = parsed.pages_for(3)
+    assert found == {3: [5], 1: [4, 6]}
+    assert missing == [2]
+    assert sorted(extra) == [0, 7]
+
+
+def test_multi_retrieval_merges_repeated_entries_for_one_question_without_duplicates() -> None:
+    parsed = MultiRetrievalOut.parse(
+        '{"results": [{"question": 1, "pages": [3, 4]}, {"question": 1, "pages": [4, 8, 8]}]}'
+    )
+    assert parsed.pages_for(1) == ({1: [3, 4, 8]}, [], [])
+
+
+def test_multi_retrieval_tolerates_another_key_for_the_list() -> None:
+    parsed = MultiRetrievalOut.parse('Here: {"answers": [{"question": "2", "pages": [5]}]}')
+    assert parsed.pages_for(2) == ({2: [5]}, [1], [])
+
+
+def test_multi_retrieval_reads_numbered_keys() -> None:
+    # {"1": [3, 4], "2": [9]}: a common near miss, which the parser documents it reads.
+    parsed = MultiRetrievalOut.parse('{"1": [3, 4], "2": [9]}')
+    assert parsed.pages_for(2) == ({1: [3, 4], 2: [9]}, [], [])
+
+
+def test_multi_retrieval_entry_without_a_question_number_is_a_parse_error() -> None:
+    with pytest.raises(ResponseParseError):
+        MultiRetrievalOut.parse('{"results": [{"question": "the first", "pages": [3]}]}')
+    with pytest.raises(ResponseParseError):
+        MultiRetrievalOut.parse('{"question": "q", "answer": "no list"}')
+
+
+@given(
+    st.integers(1, 8),
+    st.lists(st.tuples(st.integers(-2, 12), st.lists(st.integers(1, 300), max_size=6)), max_size=12),
+)
+def test_multi_retrieval_pages_for_partitions_every_entry(
+    count: int, entries: list[tuple[int, list[int]]]
+) -> None:
+    text = json.dumps({"results": [{"question": q, "pages": pages} for q, pages in entries]})
+    found, missing, extra = MultiRetrievalOut.parse(text).pages_for(count)
+    named = {q for q, _ in entries}
+    assert set(found) == {q for q in named if 1 <= q <= count}
+    assert missing == [q for q in range(1, count + 1) if q not in named]
+    assert sorted(extra) == sorted(q for q, _ in entries if not 1 <= q <= count)
+    for q, pages in found.items():
+        expected = list(dict.fromkeys(p for e_q, e_pages in entries if e_q == q for p in e_pages))
+        assert pages == expected
+
+
+# ---- Extractions (BriefContext's map step) ----------------------------------------------------
+
+
+def test_extraction_reads_extracts_with_their_pages() -> None:
+    parsed = ExtractionOut.parse(
+        json.dumps(
+            {
+                "relevant": True,
+                "extracts": [
+                    {"page": "4", "text": " The fee is 4.2 million. "},
+                    {"page": "n/a", "text": "x"},
+                ],
+                "answer": "4.2 million",
+            }
+        )
+    )
+    assert parsed.relevant is True and parsed.answer == "4.2 million"
+    assert [(e.page, e.text) for e in parsed.extracts] == [(4, "The fee is 4.2 million."), ("n/a", "x")]
+
+
+@pytest.mark.parametrize(
+    ("extracts", "expected"),
+    [
+        (None, []),
+        ("", []),
+        ("a bare sentence", [("n/a", "a bare sentence")]),
+        ({"page": 2, "text": "t"}, [(2, "t")]),
+    ],
+)
+def test_extraction_tolerates_odd_extract_shapes(
+    extracts: object, expected: list[tuple[object, str]]
+) -> None:
+    parsed = ExtractionOut.parse(json.dumps({"relevant": True, "extracts": extracts, "answer": None}))
+    assert [(e.page, e.text) for e in parsed.extracts] == expected
+    assert parsed.answer == "n/a"
+
+
+def test_an_empty_extraction_means_nothing_relevant() -> None:
+    parsed = ExtractionOut.parse("{}")
+    assert parsed.relevant is False and parsed.extracts == [] and parsed.answer == "n/a"
