@@ -182,7 +182,8 @@ def load_document(
             filename, texts, counter=counter, kind=kind, sha256=hashlib.sha256(data).hexdigest(),
             warnings=warnings, pdf_bytes=data, password=password,
         )  # fmt: skip
-    texts = split_blocks(_plain_text(kind, data, filename, max_bytes), max_blocks=max_pages)
+    text = _plain_text(kind, data, filename, max_bytes, max_words=max_pages * WORDS_PER_BLOCK)
+    texts = split_blocks(text, max_blocks=max_pages)
     if not texts:
         raise EmptyDocument(filename, "the file has no text")
     if len(texts) > max_pages:
@@ -432,7 +433,9 @@ def _clean(text: str) -> str:
     return "\n".join(lines).strip()
 
 
-def _plain_text(kind: str, data: bytes, filename: str, max_bytes: int = MAX_BYTES) -> str:
+def _plain_text(
+    kind: str, data: bytes, filename: str, max_bytes: int = MAX_BYTES, max_words: int | None = None
+) -> str:
     if kind == "docx":
         return _docx_text(data, filename, max_bytes)
     text = _decode(data)
@@ -445,7 +448,7 @@ def _plain_text(kind: str, data: bytes, filename: str, max_bytes: int = MAX_BYTE
             "Load a PDF, DOCX, TXT, HTML or Markdown file.",
         )
     if kind == "html":
-        return _html_text(text)
+        return _html_text(text, max_words)
     return text
 
 
@@ -538,9 +541,17 @@ class _TextFromHTML(HTMLParser):
             self.parts.append(data)
 
 
-def _html_text(html: str) -> str:
+def _html_text(html: str, max_words: int | None = None) -> str:
+    """The visible text of ``html``; parsing stops once it holds more than ``max_words``
+    words (enough to know the document is over the page limit)."""
     parser = _TextFromHTML()
-    parser.feed(html)
+    words = 0
+    for at in range(0, len(html), _WINDOW_CHARS):
+        seen = len(parser.parts)
+        parser.feed(html[at : at + _WINDOW_CHARS])
+        words += sum(len(part.split()) for part in parser.parts[seen:])
+        if max_words is not None and words > max_words:
+            return "".join(parser.parts)
     parser.close()
     return "".join(parser.parts)
 

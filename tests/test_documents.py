@@ -588,3 +588,20 @@ def test_ocr_reads_a_page_without_a_text_layer() -> None:
     document = load_document(data, filename="scan.pdf", counter=word_counter(), ocr=True)
     assert "4.2 million euros" in document.page(1).text
     assert any("read by OCR" in w for w in document.warnings)
+
+
+def test_html_far_over_the_page_limit_is_refused_before_it_is_all_parsed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fed: list[int] = []
+    feed = documents._TextFromHTML.feed
+
+    def counting_feed(self: documents._TextFromHTML, data: str) -> None:
+        fed.append(len(data))
+        feed(self, data)
+
+    monkeypatch.setattr(documents._TextFromHTML, "feed", counting_feed)
+    html = "<html><body>" + "<p>one two three four five six seven eight nine ten</p>" * 200_000
+    with pytest.raises(DocumentTooLarge, match=r"page.html: .*more than 20 pages"):
+        load_document(html.encode(), filename="page.html", counter=word_counter(), max_pages=20)
+    assert sum(fed) < len(html) / 2
