@@ -1,13 +1,27 @@
 """``python -m rr_core``: pages, plan, ask and samples from the command line.
 
-JSON on stdout with ``--json``, a readable table without. A user mistake ends with a
-one-line message on stderr and exit code 2; a provider failure with exit code 3.
+JSON on stdout with ``--json``, a readable table without. Exit codes:
+
+- 0: done (for ``ask``: every method answered, and with ``--save`` the runs were stored);
+- 2: a user mistake (a file, a setting, a missing key): one line on stderr, nothing run;
+- 3: a provider failure: every method of ``ask`` failed (or the call could not be made);
+- 4: ``ask`` partly failed: some methods answered, others failed (their errors are printed);
+- 5: ``ask --save``: the results were printed but could not be stored in the history
+  (the run history file is unusable: a warning on stderr says why);
+- 130: interrupted.
+
+An OpenAI-compatible server gets a key only when one is given for it: ``--api-key-env VAR``
+names the environment variable that holds it (``RR_COMPAT_API_KEY`` by default). A key is
+never taken on the command line, where shells and process lists keep it. ``--base-url`` with
+``--provider openai`` or ``anthropic`` needs ``--api-key-env`` too: the configured key is never
+sent to another server (``rr_core.llm.config``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -18,15 +32,38 @@ from typing import Any
 from rr_core import samples
 from rr_core.costs import price_data_version
 from rr_core.documents import Document
-from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
+from rr_core.errors import ConfigError, LedgerError, LLMError, MissingKeyError, RRError
 from rr_core.ledger import Ledger
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
+from rr_core.llm.config import COMPAT_KEY_VAR
 from rr_core.methods import Method, RunSettings, plan_method, render_prompt
 from rr_core.runs import CallEvent, run_methods
 from rr_core.sources import open_document
 from rr_core.tokens import counter_for_model
 
 METHOD_NAMES = ", ".join(m.value for m in Method)
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_PROVIDER = 3
+EXIT_PARTIAL = 4
+EXIT_NOT_SAVED = 5
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Settings argparse lets through that cannot work: one-line errors (exit 2)."""
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise ConfigError(f"--timeout {timeout:g}: give the seconds each call may take, a number above 0")
+    concurrency = getattr(args, "concurrency", None)
+    if concurrency is not None and concurrency < 1:
+        raise ConfigError(f"--concurrency {concurrency}: give how many calls may be in flight, at least 1")
+    variable = getattr(args, "api_key_env", None)
+    if variable is not None and not (variable.isidentifier() and variable.isascii()):
+        # Not echoed: it may be a key pasted by mistake.
+        raise ConfigError(
+            "--api-key-env takes the NAME of an environment variable that holds the key, not the key"
+        )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     def document_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", help="a PDF, DOCX, TXT, HTML or Markdown file, or a sample name")
         p.add_argument("--password", help="password of an encrypted PDF")
+        p.add_argument(
+            "--ocr", action="store_true", help="read PDF pages without a text layer by OCR (needs Tesseract)"
+        )
         p.add_argument("--model", default=None, help="model id (also picks the tokenizer)")
         p.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
 
@@ -62,7 +102,15 @@ def _parser() -> argparse.ArgumentParser:
     p_ask.add_argument("--methods", default="baseline,rr", help=f"comma-separated: {METHOD_NAMES}")
     p_ask.add_argument("--provider", default=None, choices=PROVIDERS)
     p_ask.add_argument("--base-url", default=None, help="server URL (openai-compatible)")
-    p_ask.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
+    p_ask.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        default=None,
+        help=f"environment variable holding the key for --base-url (default for openai-compatible: {COMPAT_KEY_VAR})",
+    )
+    p_ask.add_argument(
+        "--timeout", type=float, default=120.0, help="deadline per call in seconds, retries included"
+    )
     p_ask.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     p_ask.add_argument(
         "--save", action="store_true", help="store the runs in the history the app shows (RR_STUDIO_DB)"
@@ -82,7 +130,28 @@ def _method(name: str) -> Method:
 
 
 def _open(args: argparse.Namespace, model: str) -> Document:
-    return open_document(args.file, password=args.password, counter=counter_for_model(model))
+    return open_document(args.file, password=args.password, counter=counter_for_model(model), ocr=args.ocr)
+
+
+def _given_key(args: argparse.Namespace, provider: str) -> str | None:
+    """The key named by ``--api-key-env`` (``RR_COMPAT_API_KEY`` for a compatible server)."""
+    variable = args.api_key_env or (COMPAT_KEY_VAR if provider == "openai-compatible" else None)
+    if variable is None:
+        return None
+    key = os.environ.get(variable, "").strip()
+    if not key and args.api_key_env:
+        raise ConfigError(f"--api-key-env {variable}: that environment variable is not set")
+    return key or None
+
+
+def _waiting(args: argparse.Namespace) -> Any:
+    """Progress for waits before a retry (stderr, as call progress is)."""
+
+    def on_wait(seconds: float, reason: str) -> None:
+        if not args.json:
+            print(f"  waiting {seconds:.1f} s before a retry: {reason}", file=sys.stderr)
+
+    return on_wait
 
 
 def _settings(args: argparse.Namespace, method: Method, provider: str, model: str) -> RunSettings:
@@ -169,7 +238,14 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     methods = [_method(m) for m in args.methods.split(",") if m.strip()]
     if not methods:
         raise ConfigError(f"name at least one method: {METHOD_NAMES}")
-    client = make_client(provider, model=model, base_url=args.base_url, timeout_s=args.timeout)
+    client = make_client(
+        provider,
+        model=model,
+        api_key=_given_key(args, provider),
+        base_url=args.base_url,
+        timeout_s=args.timeout,
+        on_wait=_waiting(args),
+    )
 
     def progress(event: CallEvent) -> None:
         if not args.json and event.status != "started":
@@ -216,11 +292,17 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
                 "error_kind": t.error_kind,
             }
         )
-    batch = Ledger().save_batch(traces) if args.save else None
+    batch, save_error = None, None
+    if args.save:
+        try:  # paid results are printed whether or not the history can keep them
+            batch = Ledger().save_batch(traces)
+        except LedgerError as exc:
+            save_error = str(exc)
     return {
         "file": document.name,
         "question": args.question,
         "batch": batch,
+        "save_error": save_error,
         "provider": provider,
         "model": model,
         "is_llm": client.is_llm,
@@ -247,9 +329,14 @@ def cmd_samples(args: argparse.Namespace) -> dict[str, Any]:
         }
         if args.write:
             folder = Path(args.write)
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{name}.pdf").write_bytes(pdf_from_texts(sample.pages, title=sample.title))
-            (folder / f"{name}.qa.json").write_text(json.dumps(entry["questions"], indent=2))
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / f"{name}.pdf").write_bytes(pdf_from_texts(sample.pages, title=sample.title))
+                (folder / f"{name}.qa.json").write_text(json.dumps(entry["questions"], indent=2))
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot write the samples to {folder}: {exc.strerror or exc}. Give a folder you can write to."
+                ) from None
             entry["written"] = [str(folder / f"{name}.pdf"), str(folder / f"{name}.qa.json")]
         out.append(entry)
     return {"samples": out}
@@ -306,19 +393,20 @@ COMMANDS = {"pages": cmd_pages, "plan": cmd_plan, "ask": cmd_ask, "samples": cmd
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
+    """Entry point; returns the exit code (see the module docstring)."""
     args = _parser().parse_args(argv)
     try:
+        _check(args)
         data = COMMANDS[args.command](args)
     except (MissingKeyError, ConfigError) as exc:  # the user's to fix: a key, a setting
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except LLMError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 3
+        return EXIT_PROVIDER
     except RRError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -331,7 +419,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:  # `... | head`: the reader has all it wanted
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps interpreter shutdown quiet
-        return 0
-    if args.command == "ask" and any(r["error"] for r in data["results"]):
-        return 3 if all(r["error"] for r in data["results"]) else 0
-    return 0
+        return EXIT_OK
+    if args.command != "ask":
+        return EXIT_OK
+    return _ask_exit_code(data)
+
+
+def _ask_exit_code(data: dict[str, Any]) -> int:
+    """3 when every method failed, 5 when the results could not be saved, 4 when some
+    methods failed, else 0; a save failure is also said on stderr."""
+    failed = [r for r in data["results"] if r["error"]]
+    if data.get("save_error"):
+        print(
+            f"warning: the results above were NOT saved to the history: {data['save_error']}",
+            file=sys.stderr,
+        )
+    if failed and len(failed) == len(data["results"]):
+        return EXIT_PROVIDER
+    if data.get("save_error"):
+        return EXIT_NOT_SAVED
+    return EXIT_PARTIAL if failed else EXIT_OK
