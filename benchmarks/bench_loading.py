@@ -69,9 +69,9 @@ def write_text(path: Path, megabytes: int) -> None:
 def write_bomb(path: Path, xml_megabytes: int) -> None:
     """A .docx whose document.xml inflates to ``xml_megabytes`` MB (one repeated paragraph)."""
     head = (
-        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
-        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
-    ).encode()
+        b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+    )
     para = b"<w:p><w:r><w:t>" + b"bomb " * 200 + b"</w:t></w:r></w:p>"
     tail = b"</w:body></w:document>"
     content_types = (
@@ -111,7 +111,11 @@ def run_case(path: Path, limit: float, root: Path = ROOT) -> dict[str, object]:
     except subprocess.TimeoutExpired:
         return {"outcome": f"not finished after {limit:g} s", "seconds": None, "rss_mb": None}
     if done.returncode != 0:
-        return {"outcome": f"crashed: {done.stderr.strip().splitlines()[-1:]}", "seconds": None, "rss_mb": None}
+        return {
+            "outcome": f"crashed: {done.stderr.strip().splitlines()[-1:]}",
+            "seconds": None,
+            "rss_mb": None,
+        }
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 

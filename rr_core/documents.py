@@ -46,6 +46,9 @@ MAX_DOCX_XML_BYTES = 64 * 1024 * 1024
 # OCR (opt-in): Tesseract's language and the resolution pages are rendered at for it.
 OCR_LANGUAGE = "eng"
 OCR_DPI = 300
+# At a few seconds a page, more than this many pages to read by OCR would hold the server
+# (and everyone else's work) for minutes: such a file is refused.
+MAX_OCR_PAGES = 100
 
 SUPPORTED = {
     ".pdf": "pdf",
@@ -359,6 +362,12 @@ def _pdf_texts(
                 raise NoTextError(filename, f"{_no_text(empty, texts)}, and {missing}")
             if missing is not None:
                 warnings.append(f"{filename}: OCR was not run: {missing}.")
+            elif len(empty) > MAX_OCR_PAGES:
+                raise DocumentTooLarge(
+                    filename,
+                    f"{len(empty):,} pages have no text layer, and OCR reads at most {MAX_OCR_PAGES} "
+                    "pages of a file: OCR it beforehand (e.g. with ocrmypdf) and load the result",
+                )
             else:
                 empty = _ocr_pages(doc, texts, empty, filename, warnings)
     finally:

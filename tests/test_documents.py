@@ -605,3 +605,13 @@ def test_html_far_over_the_page_limit_is_refused_before_it_is_all_parsed(
     with pytest.raises(DocumentTooLarge, match=r"page.html: .*more than 20 pages"):
         load_document(html.encode(), filename="page.html", counter=word_counter(), max_pages=20)
     assert sum(fed) < len(html) / 2
+
+
+def test_ocr_of_too_many_pages_is_refused_before_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(documents, "ocr_available", lambda: None)
+    monkeypatch.setattr(documents, "MAX_OCR_PAGES", 2)
+    monkeypatch.setattr(documents, "_ocr_text", lambda page: pytest.fail("OCR started"))
+    with pytest.raises(
+        DocumentTooLarge, match=r"scan.pdf: 3 pages have no text layer, and OCR reads at most 2"
+    ):
+        load_document(make_pdf(["", "", ""]), filename="scan.pdf", ocr=True)
