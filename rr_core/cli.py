@@ -1,13 +1,27 @@
 """``python -m rr_core``: pages, plan, ask and samples from the command line.
 
-JSON on stdout with ``--json``, a readable table without. A user mistake ends with a
-one-line message on stderr and exit code 2; a provider failure with exit code 3.
+JSON on stdout with ``--json``, a readable table without. Exit codes:
+
+- 0: done (for ``ask``: every method answered, and with ``--save`` the runs were stored);
+- 2: a user mistake (a file, a setting, a missing key): one line on stderr, nothing run;
+- 3: a provider failure: every method of ``ask`` failed (or the call could not be made);
+- 4: ``ask`` partly failed: some methods answered, others failed (their errors are printed);
+- 5: ``ask --save``: the results were printed but could not be stored in the history
+  (the run history file is unusable: a warning on stderr says why);
+- 130: interrupted.
+
+An OpenAI-compatible server gets a key only when one is given for it: ``--api-key-env VAR``
+names the environment variable that holds it (``RR_COMPAT_API_KEY`` by default). A key is
+never taken on the command line, where shells and process lists keep it. ``--base-url`` with
+``--provider openai`` or ``anthropic`` needs ``--api-key-env`` too: the configured key is never
+sent to another server (``rr_core.llm.config``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -17,9 +31,10 @@ from typing import Any
 from rr_core import samples
 from rr_core.costs import price_data_version
 from rr_core.documents import Document
-from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
+from rr_core.errors import ConfigError, LedgerError, LLMError, MissingKeyError, RRError
 from rr_core.lab.presets import PRESETS
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
+from rr_core.llm.config import COMPAT_KEY_VAR
 from rr_core.methods import method_names, parse_spec, plan_questions
 from rr_core.plans import LocalStep, Plan
 from rr_core.questions import Question, mark_traces, read_questions
@@ -31,6 +46,28 @@ from rr_core.tokens import counter_for_model
 
 METHOD_NAMES = ", ".join(method_names())
 
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_PROVIDER = 3
+EXIT_PARTIAL = 4
+EXIT_NOT_SAVED = 5
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Settings argparse lets through that cannot work: one-line errors (exit 2)."""
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise ConfigError(f"--timeout {timeout:g}: give the seconds each call may take, a number above 0")
+    concurrency = getattr(args, "concurrency", None)
+    if concurrency is not None and concurrency < 1:
+        raise ConfigError(f"--concurrency {concurrency}: give how many calls may be in flight, at least 1")
+    variable = getattr(args, "api_key_env", None)
+    if variable is not None and not (variable.isidentifier() and variable.isascii()):
+        # Not echoed: it may be a key pasted by mistake.
+        raise ConfigError(
+            "--api-key-env takes the NAME of an environment variable that holds the key, not the key"
+        )
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rr_core", description="R&R Studio engine")
@@ -40,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     def document_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", help="a PDF, DOCX, TXT, HTML or Markdown file, or a sample name")
         p.add_argument("--password", help="password of an encrypted PDF")
+        p.add_argument(
+            "--ocr", action="store_true", help="read PDF pages without a text layer by OCR (needs Tesseract)"
+        )
         p.add_argument("--model", default=None, help="model id (also picks the tokenizer)")
         p.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
 
@@ -104,33 +144,62 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_ask.add_argument("--provider", default=None, choices=PROVIDERS)
     p_ask.add_argument("--base-url", default=None, help="server URL (openai-compatible)")
-    p_ask.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
+    p_ask.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        default=None,
+        help=f"environment variable holding the key for --base-url (default for openai-compatible: {COMPAT_KEY_VAR})",
+    )
+    p_ask.add_argument(
+        "--timeout", type=float, default=120.0, help="deadline per call in seconds, retries included"
+    )
     p_ask.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     p_ask.add_argument(
         "--save", action="store_true", help="store the runs in the history the app shows (RR_STUDIO_DB)"
     )
 
     p_lab = sub.add_parser("lab", help="measure the methods on test documents with known answers (the Lab)")
-    p_lab.add_argument("file", nargs="?", default="", help="the document to plant facts in (planted and questions tasks)")
+    p_lab.add_argument(
+        "file", nargs="?", default="", help="the document to plant facts in (planted and questions tasks)"
+    )
     p_lab.add_argument("--password", help="password of an encrypted PDF")
     p_lab.add_argument("--model", default=None, help="model id (also picks the tokenizer)")
     p_lab.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
     p_lab.add_argument("--preset", default="quick", help=f"one of: {', '.join(PRESETS)}")
     p_lab.add_argument("--methods", default=None, help="comma-separated method specs (default: the preset's)")
-    p_lab.add_argument("--lengths", default=None, help="document lengths in tokens (pairs for key-value): 10000,20000")
+    p_lab.add_argument(
+        "--lengths", default=None, help="document lengths in tokens (pairs for key-value): 10000,20000"
+    )
     p_lab.add_argument("--depths", default=None, help="depths in percent: 0,25,50,75,100")
-    p_lab.add_argument("--repeats", type=int, default=None, help="trials per cell (distracters differ per repeat)")
+    p_lab.add_argument(
+        "--repeats", type=int, default=None, help="trials per cell (distracters differ per repeat)"
+    )
     p_lab.add_argument("--seed", type=int, default=0)
-    p_lab.add_argument("--paraphrase", action="store_true", help="ask paraphrased questions (little word overlap)")
+    p_lab.add_argument(
+        "--paraphrase", action="store_true", help="ask paraphrased questions (little word overlap)"
+    )
     p_lab.add_argument("--distracters", type=int, default=0, help="near-copies of the fact with other values")
-    p_lab.add_argument("--qa-file", default=None, help="JSONL in the Lost-in-the-Middle format (passages task)")
+    p_lab.add_argument(
+        "--qa-file", default=None, help="JSONL in the Lost-in-the-Middle format (passages task)"
+    )
     p_lab.add_argument("--questions", default=None, help="CSV question,answers,gold_pages (questions task)")
     p_lab.add_argument("--no-bounds", action="store_true", help="skip the closed-book and oracle bounds")
     p_lab.add_argument("--max-usd", type=float, default=None, help="refuse to start above this estimate")
     p_lab.add_argument("--dry-run", action="store_true", help="print the plan and its cost; send nothing")
     p_lab.add_argument("--provider", default=None, choices=[*PROVIDERS, "simulated"])
-    p_lab.add_argument("--reach", type=int, default=4_000, help="the simulated reader sees pages this near instructions")
+    p_lab.add_argument(
+        "--reach", type=int, default=4_000, help="the simulated reader sees pages this near instructions"
+    )
     p_lab.add_argument("--base-url", default=None, help="server URL (openai-compatible)")
+    p_lab.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        default=None,
+        help="environment variable holding the key for --base-url",
+    )
+    p_lab.add_argument(
+        "--ocr", action="store_true", help="read PDF pages without a text layer by OCR (needs Tesseract)"
+    )
     p_lab.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     p_lab.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     p_lab.add_argument("--price-model", default="", help="price the run as this model")
@@ -151,7 +220,28 @@ def _pages(text: str, what: str) -> tuple[int, ...]:
 
 
 def _open(args: argparse.Namespace, model: str) -> Document:
-    return open_document(args.file, password=args.password, counter=counter_for_model(model))
+    return open_document(args.file, password=args.password, counter=counter_for_model(model), ocr=args.ocr)
+
+
+def _given_key(args: argparse.Namespace, provider: str) -> str | None:
+    """The key named by ``--api-key-env`` (``RR_COMPAT_API_KEY`` for a compatible server)."""
+    variable = args.api_key_env or (COMPAT_KEY_VAR if provider == "openai-compatible" else None)
+    if variable is None:
+        return None
+    key = os.environ.get(variable, "").strip()
+    if not key and args.api_key_env:
+        raise ConfigError(f"--api-key-env {variable}: that environment variable is not set")
+    return key or None
+
+
+def _waiting(args: argparse.Namespace) -> Any:
+    """Progress for waits before a retry (stderr, as call progress is)."""
+
+    def on_wait(seconds: float, reason: str) -> None:
+        if not args.json:
+            print(f"  waiting {seconds:.1f} s before a retry: {reason}", file=sys.stderr)
+
+    return on_wait
 
 
 def _questions(args: argparse.Namespace) -> list[Question]:
@@ -276,7 +366,14 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     plans = [
         p for spec in specs for p in plan_questions(document, questions, parse_spec(spec, base), counter)
     ]
-    client = make_client(provider, model=model, base_url=args.base_url, timeout_s=args.timeout)
+    client = make_client(
+        provider,
+        model=model,
+        api_key=_given_key(args, provider),
+        base_url=args.base_url,
+        timeout_s=args.timeout,
+        on_wait=_waiting(args),
+    )
 
     def progress(event: CallEvent) -> None:
         if not args.json and event.status != "started":
@@ -285,12 +382,18 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
 
     traces = run_plans(document, plans, client, concurrency=args.concurrency, on_event=progress)
     mark_traces(traces, questions)
-    batch = open_store().save_batch(traces) if args.save else None
+    batch, save_error = None, None
+    if args.save:
+        try:  # paid results are printed whether or not the history can keep them
+            batch = open_store().save_batch(traces)
+        except LedgerError as exc:
+            save_error = str(exc)
     return {
         "file": document.name,
         "questions": [q.text for q in questions],
         "question": questions[0].text,
         "batch": batch,
+        "save_error": save_error,
         "provider": provider,
         "model": model,
         "is_llm": client.is_llm,
@@ -355,7 +458,14 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     if provider == "simulated":
         client: Any = SimulatedReader(reach=args.reach, counter=counter)
     else:
-        client = make_client(provider, model=model, base_url=args.base_url, timeout_s=args.timeout)
+        client = make_client(
+            provider,
+            model=model,
+            api_key=_given_key(args, provider),
+            base_url=args.base_url,
+            timeout_s=args.timeout,
+            on_wait=_waiting(args),
+        )
     done = {"n": 0}
 
     def progress(finished: int, total: int, _: object) -> None:
@@ -385,9 +495,14 @@ def cmd_samples(args: argparse.Namespace) -> dict[str, Any]:
         }
         if args.write:
             folder = Path(args.write)
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{name}.pdf").write_bytes(pdf_from_texts(sample.pages, title=sample.title))
-            (folder / f"{name}.qa.json").write_text(json.dumps(entry["questions"], indent=2))
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / f"{name}.pdf").write_bytes(pdf_from_texts(sample.pages, title=sample.title))
+                (folder / f"{name}.qa.json").write_text(json.dumps(entry["questions"], indent=2))
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot write the samples to {folder}: {exc.strerror or exc}. Give a folder you can write to."
+                ) from None
             entry["written"] = [str(folder / f"{name}.pdf"), str(folder / f"{name}.qa.json")]
         out.append(entry)
     return {"samples": out}
@@ -463,7 +578,9 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             print("  (dry run: nothing sent)")
             return
         engine = "" if data.get("is_llm") else "  [not an LLM: shows the machinery, not a model's reading]"
-        print(f"  calls made {data['calls_made']:,}, found in the store {data['calls_cached']:,}, cost ${data['cost_usd']:.4f}{engine}")
+        print(
+            f"  calls made {data['calls_made']:,}, found in the store {data['calls_cached']:,}, cost ${data['cost_usd']:.4f}{engine}"
+        )
         for s in [*data["series"], *data["bounds"]]:
             eff = f"{s['effective_length']:,}" if s["effective_length"] else "—"
             print(
@@ -474,7 +591,11 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         print("  accuracy by depth (%): " + " ".join(f"{d:>5g}" for d in depths))
         for name in dict.fromkeys(c["method"] for c in data["cells"]):
             for length in sorted({c["length"] for c in data["cells"] if c["method"] == name}):
-                row = {c["depth"]: c["accuracy"] for c in data["cells"] if c["method"] == name and c["length"] == length}
+                row = {
+                    c["depth"]: c["accuracy"]
+                    for c in data["cells"]
+                    if c["method"] == name and c["length"] == length
+                }
                 cells = " ".join(f"{row[d]:>5.0%}" if d in row else "    ·" for d in depths)
                 print(f"    {name[:32]:<32} {length:>7,}  {cells}")
         if data["missing_cells"]:
@@ -490,19 +611,20 @@ COMMANDS = {"pages": cmd_pages, "plan": cmd_plan, "ask": cmd_ask, "lab": cmd_lab
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
+    """Entry point; returns the exit code (see the module docstring)."""
     args = _parser().parse_args(argv)
     try:
+        _check(args)
         data = COMMANDS[args.command](args)
     except (MissingKeyError, ConfigError) as exc:  # the user's to fix: a key, a setting
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except LLMError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 3
+        return EXIT_PROVIDER
     except RRError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -515,7 +637,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:  # `... | head`: the reader has all it wanted
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps interpreter shutdown quiet
-        return 0
-    if args.command == "ask" and any(r["error"] for r in data["results"]):
-        return 3 if all(r["error"] for r in data["results"]) else 0
-    return 0
+        return EXIT_OK
+    if args.command != "ask":
+        return EXIT_OK
+    return _ask_exit_code(data)
+
+
+def _ask_exit_code(data: dict[str, Any]) -> int:
+    """3 when every method failed, 5 when the results could not be saved, 4 when some
+    methods failed, else 0; a save failure is also said on stderr."""
+    failed = [r for r in data["results"] if r["error"]]
+    if data.get("save_error"):
+        print(
+            f"warning: the results above were NOT saved to the history: {data['save_error']}",
+            file=sys.stderr,
+        )
+    if failed and len(failed) == len(data["results"]):
+        return EXIT_PROVIDER
+    if data.get("save_error"):
+        return EXIT_NOT_SAVED
+    return EXIT_PARTIAL if failed else EXIT_OK

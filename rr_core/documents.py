@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
+import os
 import re
+import shutil
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -28,10 +31,24 @@ from rr_core.errors import (
 )
 from rr_core.tokens import TokenCounter, counter_for_model
 
-MAX_BYTES = 200 * 1024 * 1024
+_MB = 1024 * 1024
+MAX_BYTES = 200 * _MB  # "200 MB", as README, the app and Streamlit's upload limit say
 MAX_PAGES = 5_000
-# Inputs without pages are cut into blocks of about this many words, at paragraph breaks.
+# Inputs without pages are cut into blocks of about this many words, at paragraph breaks,
 WORDS_PER_BLOCK = 450
+# and of at most this many characters (text without spaces still makes sane pages).
+MAX_BLOCK_CHARS = 20_000
+# A text file in which more than this share of characters are control codes or undecodable
+# bytes is not text (a binary file with a text name).
+_MAX_BINARY_SHARE = 0.05
+# A DOCX is refused before it is unpacked when its XML parts unpack to more than this.
+MAX_DOCX_XML_BYTES = 64 * 1024 * 1024
+# OCR (opt-in): Tesseract's language and the resolution pages are rendered at for it.
+OCR_LANGUAGE = "eng"
+OCR_DPI = 300
+# At a few seconds a page, more than this many pages to read by OCR would hold the server
+# (and everyone else's work) for minutes: such a file is refused.
+MAX_OCR_PAGES = 100
 
 SUPPORTED = {
     ".pdf": "pdf",
@@ -136,8 +153,15 @@ def load_document(
     counter: TokenCounter | None = None,
     max_bytes: int = MAX_BYTES,
     max_pages: int = MAX_PAGES,
+    ocr: bool = False,
 ) -> Document:
-    """Load a PDF, DOCX, TXT, Markdown or HTML file (bytes or path) into numbered pages."""
+    """Load a PDF, DOCX, TXT, Markdown or HTML file (bytes or path) into numbered pages.
+
+    Time and memory are bounded by the file size: text is cut into pages in linear time and
+    refused as soon as it passes ``max_pages``; a DOCX is refused before it is unpacked when
+    its parts unpack to too much. ``ocr``: read PDF pages without a text layer with
+    Tesseract (``ocr_available`` says whether it is installed).
+    """
     if isinstance(source, (str, Path)):
         path = Path(source)
         filename = filename or path.name
@@ -155,19 +179,25 @@ def load_document(
         raise EmptyDocument(filename, "the file is empty")
     counter = counter or counter_for_model()
     kind = detect_kind(filename, data)
-    sha = hashlib.sha256(data).hexdigest()
     if kind == "pdf":
-        texts, warnings = _pdf_texts(data, filename, password, max_pages)
+        texts, warnings = _pdf_texts(data, filename, password, max_pages, ocr)
         return document_from_texts(
-            filename, texts, counter=counter, kind=kind, sha256=sha, warnings=warnings,
-            pdf_bytes=data, password=password,
+            filename, texts, counter=counter, kind=kind, sha256=hashlib.sha256(data).hexdigest(),
+            warnings=warnings, pdf_bytes=data, password=password,
         )  # fmt: skip
-    texts = split_blocks(_plain_text(kind, data, filename))
+    text = _plain_text(kind, data, filename, max_bytes, max_words=max_pages * WORDS_PER_BLOCK)
+    texts = split_blocks(text, max_blocks=max_pages)
     if not texts:
         raise EmptyDocument(filename, "the file has no text")
     if len(texts) > max_pages:
-        raise DocumentTooLarge(filename, f"{len(texts)} pages; the limit is {max_pages}")
-    return document_from_texts(filename, texts, counter=counter, kind=kind, sha256=sha)
+        raise DocumentTooLarge(
+            filename,
+            f"its text makes more than {max_pages:,} pages of about {WORDS_PER_BLOCK} words, and "
+            f"the limit is {max_pages:,} pages: split it into smaller files",
+        )
+    return document_from_texts(
+        filename, texts, counter=counter, kind=kind, sha256=hashlib.sha256(data).hexdigest()
+    )
 
 
 def document_from_texts(
@@ -205,8 +235,9 @@ def document_from_texts(
     )
 
 
-def _too_large(size: int, limit: int) -> str:
-    return f"the file is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB"
+def _too_large(size: int, limit: int, what: str = "the file is") -> str:
+    # MB as Streamlit's upload limit counts them (2**20 bytes), so the numbers agree.
+    return f"{what} {size / _MB:.1f} MB; the limit is {limit / _MB:.0f} MB"
 
 
 def _pymupdf() -> Any:
@@ -220,26 +251,101 @@ def _open_pdf(data: bytes, filename: str, password: str | None) -> Any:
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:  # noqa: BLE001 - pymupdf raises several types for broken files
-        raise CorruptDocument(filename, f"not a readable PDF ({exc})") from exc
+        raise CorruptDocument(filename, _not_a_pdf(data, str(exc))) from exc
     # needs_pass must be read before authenticate (afterwards get_text comes back empty).
     if doc.needs_pass:
         if not password:
-            raise PasswordRequired(filename, "the PDF is encrypted: enter its password")
+            doc.close()
+            # A whole sentence: the app adds its own after it.
+            raise PasswordRequired(filename, "the PDF is encrypted: enter its password to open it.")
         if not doc.authenticate(password):
-            raise WrongPassword(filename, "the password did not open the PDF")
+            doc.close()
+            raise WrongPassword(filename, "the password did not open the PDF. Check it and try again.")
     return doc
 
 
+# What a file named .pdf may really be, by its first bytes.
+_MAGIC = (
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"II*\x00", "a TIFF image"),
+    (b"MM\x00*", "a TIFF image"),
+    (b"PK\x03\x04", "a ZIP archive (or an Office file)"),
+    (b"\xd0\xcf\x11\xe0", "an old Office file (.doc, .xls)"),
+    (b"{\\rtf", "an RTF file"),
+)
+
+
+def _not_a_pdf(data: bytes, why: str) -> str:
+    """Why MuPDF could not open ``data``, in words that say what to do."""
+    if data[:1024].find(b"%PDF-") < 0:
+        for magic, what in _MAGIC:
+            if data.startswith(magic):
+                return f"this is {what}, not a PDF. Convert it to PDF (or save it as DOCX or text) and load that."
+        if _looks_like_text(data):
+            return (
+                "this is plain text, not a PDF (it has no PDF header). Rename it to .txt "
+                "(or .md, .html) and load it again."
+            )
+        return "this is not a PDF (it has no PDF header). Check that it is the file you meant to load."
+    return _damaged(data, "it could not be opened")
+
+
+def _looks_like_text(data: bytes) -> bool:
+    return _binary_share(_decode(data[:65536])) <= _MAX_BINARY_SHARE
+
+
+def _cut_short(data: bytes) -> bool:
+    """Whether a PDF lacks the end-of-file marker its last bytes should carry."""
+    return data[-2048:].find(b"%%EOF") < 0
+
+
+def _damaged(data: bytes, what: str) -> str:
+    cut = " It seems to be cut short (an incomplete download or copy?)." if _cut_short(data) else ""
+    return f"the PDF looks damaged ({what}).{cut} Get a fresh copy of the file and load it again."
+
+
+def ocr_available() -> str | None:
+    """None when OCR can run; otherwise what is missing and how to get it."""
+    if shutil.which("tesseract") is None and not os.environ.get("TESSDATA_PREFIX"):
+        return (
+            "OCR needs Tesseract, which is not installed: install it (on Debian or Ubuntu: "
+            "apt-get install tesseract-ocr) and load the file again with OCR on"
+        )
+    try:
+        _pymupdf().get_tessdata()
+    except Exception:  # noqa: BLE001 - pymupdf raises RuntimeError, or whatever the probe hit
+        return (
+            "OCR needs Tesseract's language files, which were not found: install "
+            "tesseract-ocr-eng (Debian/Ubuntu) or set TESSDATA_PREFIX to their folder"
+        )
+    return None
+
+
+def _ocr_text(page: Any) -> str:
+    textpage = page.get_textpage_ocr(language=OCR_LANGUAGE, dpi=OCR_DPI, full=True)
+    return _clean(page.get_text(textpage=textpage))
+
+
 def _pdf_texts(
-    data: bytes, filename: str, password: str | None, max_pages: int
+    data: bytes, filename: str, password: str | None, max_pages: int, ocr: bool = False
 ) -> tuple[list[str], list[str]]:
+    if data[:1024].find(b"%PDF-") < 0 and (
+        data.startswith(tuple(m for m, _ in _MAGIC)) or _looks_like_text(data)
+    ):
+        # MuPDF would open an image as a one-page document, and fail on text with no hint.
+        raise CorruptDocument(filename, _not_a_pdf(data, "no PDF header"))
     doc = _open_pdf(data, filename, password)
     warnings: list[str] = []
     try:
+        repaired = bool(getattr(doc, "is_repaired", False))
         if doc.page_count == 0:
+            if repaired or _cut_short(data):
+                raise CorruptDocument(filename, _damaged(data, "no page could be found in it"))
             raise EmptyDocument(filename, "the PDF has no pages")
         if doc.page_count > max_pages:
-            raise DocumentTooLarge(filename, f"{doc.page_count} pages; the limit is {max_pages}")
+            raise DocumentTooLarge(filename, f"{doc.page_count:,} pages; the limit is {max_pages:,}")
         texts: list[str] = []
         broken: list[int] = []
         for index in range(doc.page_count):
@@ -248,22 +354,69 @@ def _pdf_texts(
             except Exception:  # noqa: BLE001 - one broken page must not lose the others
                 broken.append(index + 1)
                 texts.append("")
-        if getattr(doc, "is_repaired", False):
-            warnings.append(f"{filename}: the PDF structure was damaged and has been repaired.")
+        repaired = repaired or bool(getattr(doc, "is_repaired", False))
+        empty = [i + 1 for i, t in enumerate(texts) if not t.strip()]
+        if empty and ocr and not (repaired and len(empty) == len(texts)):
+            missing = ocr_available()
+            if missing is not None and len(empty) == len(texts):
+                raise NoTextError(filename, f"{_no_text(empty, texts)}, and {missing}")
+            if missing is not None:
+                warnings.append(f"{filename}: OCR was not run: {missing}.")
+            elif len(empty) > MAX_OCR_PAGES:
+                raise DocumentTooLarge(
+                    filename,
+                    f"{len(empty):,} pages have no text layer, and OCR reads at most {MAX_OCR_PAGES} "
+                    "pages of a file: OCR it beforehand (e.g. with ocrmypdf) and load the result",
+                )
+            else:
+                empty = _ocr_pages(doc, texts, empty, filename, warnings)
     finally:
         doc.close()
+    if repaired:
+        warnings.append(f"{filename}: the PDF structure was damaged and has been repaired.")
     if broken:
         warnings.append(f"{filename}: pages {_ranges(broken)} could not be read.")
-    empty = [i + 1 for i, t in enumerate(texts) if not t.strip()]
     if len(empty) == len(texts):
+        if repaired or _cut_short(data):
+            raise CorruptDocument(
+                filename, _damaged(data, f"none of its {len(texts)} pages has readable text")
+            )
+        if ocr:
+            raise NoTextError(filename, f"{_no_text(empty, texts)}, and OCR found no text on them either")
         raise NoTextError(
             filename,
-            f"none of its {len(texts)} pages has a text layer (a scanned document?); "
-            "OCR is not enabled, so there is nothing to ask about",
+            f"{_no_text(empty, texts)}. OCR is off: load the file again with OCR on "
+            "(python -m rr_core ... --ocr; it needs Tesseract: apt-get install tesseract-ocr)",
         )
     if empty:
-        warnings.append(f"{filename}: pages {_ranges(empty)} have no text layer (scanned?) and stay empty.")
+        why = "damaged, or scanned?" if repaired else "scanned?"
+        warnings.append(f"{filename}: pages {_ranges(empty)} have no text layer ({why}) and stay empty.")
     return texts, warnings
+
+
+def _ocr_pages(doc: Any, texts: list[str], empty: list[int], filename: str, warnings: list[str]) -> list[int]:
+    """Read the ``empty`` pages by OCR into ``texts``; the pages that stay empty."""
+    read: list[int] = []
+    for number in empty:
+        try:
+            texts[number - 1] = _ocr_text(doc[number - 1])
+        except Exception:  # noqa: BLE001 - a page Tesseract cannot read stays empty
+            continue
+        if texts[number - 1].strip():
+            read.append(number)
+    if read:
+        warnings.append(
+            f"{filename}: pages {_ranges(read)} were read by OCR (Tesseract); "
+            "check quotes from them against the page image."
+        )
+    done = set(read)
+    return [n for n in empty if n not in done]
+
+
+def _no_text(empty: list[int], texts: list[str]) -> str:
+    if len(empty) == len(texts):
+        return f"none of its {len(texts)} pages has a text layer (a scanned document?)"
+    return f"pages {_ranges(empty)} have no text layer (scanned?)"
 
 
 def _ranges(numbers: list[int]) -> str:
@@ -289,13 +442,32 @@ def _clean(text: str) -> str:
     return "\n".join(lines).strip()
 
 
-def _plain_text(kind: str, data: bytes, filename: str) -> str:
+def _plain_text(
+    kind: str, data: bytes, filename: str, max_bytes: int = MAX_BYTES, max_words: int | None = None
+) -> str:
     if kind == "docx":
-        return _docx_text(data, filename)
+        return _docx_text(data, filename, max_bytes)
     text = _decode(data)
+    share = _binary_share(text[:65536])
+    if share > _MAX_BINARY_SHARE:
+        raise UnsupportedType(
+            filename,
+            f"this does not look like text ({share:.0%} of its first characters are control codes "
+            "or bytes that are not text): it may be a binary file with a text name. "
+            "Load a PDF, DOCX, TXT, HTML or Markdown file.",
+        )
     if kind == "html":
-        return _html_text(text)
+        return _html_text(text, max_words)
     return text
+
+
+# Control characters (tabs, line and page breaks excepted) and the replacement character.
+_NOT_TEXT = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufffd]")
+
+
+def _binary_share(sample: str) -> float:
+    """The share of characters in ``sample`` that ordinary text does not contain."""
+    return len(_NOT_TEXT.findall(sample)) / len(sample) if sample else 0.0
 
 
 def _decode(data: bytes) -> str:
@@ -308,9 +480,36 @@ def _decode(data: bytes) -> str:
         return data.decode("cp1252", errors="replace")
 
 
-def _docx_text(data: bytes, filename: str) -> str:
+def _check_docx_size(data: bytes, filename: str, max_bytes: int) -> None:
+    """Refuse a DOCX whose parts unpack to too much, before anything is unpacked.
+
+    The sizes are those the ZIP directory declares; Python's ``zipfile`` (which python-docx
+    reads through) never inflates a part past its declared size, so they bound the work.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise CorruptDocument(filename, f"not a readable DOCX ({type(exc).__name__}: {exc})") from exc
+    total = sum(i.file_size for i in infos)
+    xml = [i for i in infos if i.filename.lower().endswith((".xml", ".rels"))]
+    xml_total = sum(i.file_size for i in xml)
+    hint = "it is very large or built to exhaust memory (a zip bomb); save it as PDF or split it"
+    if total > max_bytes:
+        raise DocumentTooLarge(filename, f"{_too_large(total, max_bytes, 'unpacked, the DOCX is')}: {hint}")
+    if xml_total > MAX_DOCX_XML_BYTES:
+        biggest = max(xml, key=lambda i: i.file_size)
+        raise DocumentTooLarge(
+            filename,
+            f"its XML unpacks to {xml_total / _MB:,.0f} MB ({biggest.filename}: "
+            f"{biggest.file_size / _MB:,.0f} MB); the limit is {MAX_DOCX_XML_BYTES / _MB:.0f} MB: {hint}",
+        )
+
+
+def _docx_text(data: bytes, filename: str, max_bytes: int = MAX_BYTES) -> str:
     import docx  # python-docx
 
+    _check_docx_size(data, filename, max_bytes)
     try:
         document = docx.Document(io.BytesIO(data))
         parts: list[str] = [p.text for p in document.paragraphs]
@@ -351,45 +550,145 @@ class _TextFromHTML(HTMLParser):
             self.parts.append(data)
 
 
-def _html_text(html: str) -> str:
+def _html_text(html: str, max_words: int | None = None) -> str:
+    """The visible text of ``html``; parsing stops once it holds more than ``max_words``
+    words (enough to know the document is over the page limit)."""
     parser = _TextFromHTML()
-    parser.feed(html)
+    words = 0
+    for at in range(0, len(html), _WINDOW_CHARS):
+        seen = len(parser.parts)
+        parser.feed(html[at : at + _WINDOW_CHARS])
+        words += sum(len(part.split()) for part in parser.parts[seen:])
+        if max_words is not None and words > max_words:
+            return "".join(parser.parts)
     parser.close()
     return "".join(parser.parts)
 
 
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_SPACE = re.compile(r"\s")
 
 
-def split_blocks(text: str, words_per_block: int = WORDS_PER_BLOCK) -> list[str]:
+def split_blocks(
+    text: str,
+    words_per_block: int = WORDS_PER_BLOCK,
+    *,
+    max_chars: int = MAX_BLOCK_CHARS,
+    max_blocks: int | None = None,
+) -> list[str]:
     """Cut text without pages into blocks of about ``words_per_block`` words.
 
     Form feeds are hard page breaks; otherwise blocks end at paragraph breaks, and a
-    paragraph longer than a block is cut between words.
+    paragraph longer than a block is cut between words. A block also ends before it passes
+    ``max_chars`` characters (a "word" longer than that is cut), so text without spaces still
+    makes pages of a sane size. Time and memory are linear in the text; with ``max_blocks``
+    the cutting stops after ``max_blocks + 1`` blocks, enough to tell that a text is over a
+    page limit without cutting all of it.
     """
-    blocks: list[str] = []
-    for section in text.replace("\r\n", "\n").split("\f"):
-        paragraphs = [_clean(p) for p in _PARAGRAPH_BREAK.split(section)]
-        current: list[str] = []
-        count = 0
-        for paragraph in filter(None, paragraphs):
+    blocks = _iter_blocks(text, words_per_block, max_chars)
+    if max_blocks is None:
+        return list(blocks)
+    return list(itertools.islice(blocks, max_blocks + 1))
+
+
+def _iter_blocks(text: str, words_per_block: int, max_chars: int) -> Iterator[str]:
+    if words_per_block < 1 or max_chars < 1:
+        raise ValueError("words_per_block and max_chars must be positive")
+    start = 0
+    while start <= len(text):
+        stop = text.find("\f", start)
+        stop = len(text) if stop < 0 else stop
+        yield from _section_blocks(text, start, stop, words_per_block, max_chars)
+        start = stop + 1
+
+
+def _paragraph_spans(text: str, start: int, stop: int) -> Iterator[tuple[int, int]]:
+    at = start
+    for brk in _PARAGRAPH_BREAK.finditer(text, start, stop):
+        yield at, brk.start()
+        at = brk.end()
+    yield at, stop
+
+
+def _section_blocks(text: str, start: int, stop: int, words_per_block: int, max_chars: int) -> Iterator[str]:
+    """The blocks of ``text[start:stop]``, a stretch without form feeds."""
+    current: list[str] = []  # paragraphs (or the tail of a long one) of the block being filled
+    count = chars = 0  # its words and characters
+    for a, b in _paragraph_spans(text, start, stop):
+        if b - a <= max_chars:
+            paragraph = _clean(text[a:b])
+            if not paragraph:
+                continue
             words = paragraph.split()
-            while len(words) > words_per_block:  # an oversized paragraph
-                if current:
-                    blocks.append("\n\n".join(current))
-                    current, count = [], 0
-                blocks.append(" ".join(words[:words_per_block]))
-                words = words[words_per_block:]
-                paragraph = " ".join(words)
-            if current and count + len(words) > words_per_block:
-                blocks.append("\n\n".join(current))
-                current, count = [], 0
-            if words:
+            if len(words) <= words_per_block:
+                if current and (
+                    count + len(words) > words_per_block or chars + 2 + len(paragraph) > max_chars
+                ):
+                    yield "\n\n".join(current)
+                    current, count, chars = [], 0, 0
                 current.append(paragraph)
                 count += len(words)
+                chars += len(paragraph) + (2 if len(current) > 1 else 0)
+                continue
+            windows: Iterable[list[str]] = [words]
+        else:  # a huge paragraph: read it a window at a time, never copied whole
+            windows = _word_windows(text, a, b, max_chars)
+        # An oversized paragraph: full blocks of it go out, its tail starts the next block.
         if current:
-            blocks.append("\n\n".join(current))
-    return blocks
+            yield "\n\n".join(current)
+        tail: list[str] = []
+        for window in windows:
+            tail.extend(window)
+            at = 0
+            while len(tail) - at > words_per_block:
+                block, at = _take(tail, at, words_per_block, max_chars)
+                yield block
+            del tail[:at]
+        while True:  # the tail may still be over the character limit
+            block, at = _take(tail, 0, words_per_block, max_chars)
+            if at >= len(tail):
+                break
+            yield block
+            del tail[:at]
+        current, count, chars = ([block], len(tail), len(block)) if tail else ([], 0, 0)
+    if current:
+        yield "\n\n".join(current)
+
+
+def _take(words: list[str], at: int, words_per_block: int, max_chars: int) -> tuple[str, int]:
+    """The block that starts at ``words[at]`` (at most ``words_per_block`` words and
+    ``max_chars`` characters, at least one word), and the index after it."""
+    block = " ".join(words[at : at + words_per_block])
+    if len(block) <= max_chars:
+        return block, min(at + words_per_block, len(words))
+    end, size = at, -1
+    while (
+        end < len(words)
+        and end - at < words_per_block
+        and (end == at or size + 1 + len(words[end]) <= max_chars)
+    ):
+        size += 1 + len(words[end])
+        end += 1
+    return " ".join(words[at:end]), end
+
+
+_WINDOW_CHARS = 1 << 20
+
+
+def _word_windows(text: str, start: int, stop: int, max_chars: int) -> Iterator[list[str]]:
+    """The words of ``text[start:stop]`` (as ``_clean`` then ``split`` would give them, and
+    none longer than ``max_chars``), a window of about a megabyte at a time."""
+    at = start
+    while at < stop:
+        end = min(at + _WINDOW_CHARS, stop)
+        if end < stop:  # end the window at whitespace, so no word is split across two
+            space = _SPACE.search(text, end, stop)
+            end = space.start() if space else stop
+        words = text[at:end].replace("\x00", "").split()
+        if any(len(w) > max_chars for w in words):
+            words = [w[i : i + max_chars] for w in words for i in range(0, len(w), max_chars)]
+        yield words
+        at = end
 
 
 # ---- Rendering (for the page viewer) -------------------------------------------------

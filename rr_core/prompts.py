@@ -6,33 +6,126 @@ Everything here is pure string work: no tokenizer, no I/O.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 # ---- Tag neutralisation --------------------------------------------------------------
 #
-# Page text may contain strings that look like our tags ("</PAGE 3>", "<INSTRUCTIONS>").
-# Before tagging, the "<" of each such string becomes "‹" (U+2039), which no tag uses, and
-# any "‹" already in the text is doubled so that the change can be undone exactly.
+# Page text may contain strings that look like our tags ("</PAGE 3>", "<INSTRUCTIONS>"),
+# also in disguise: an invisible character after the bracket or inside the word
+# ("<\u200b/PAGE 3>", "</PA\u00adGE 3>"), a look-alike bracket or letters ("\uff1c/PAGE 3\uff1e",
+# "\ufe64/PAGE", Cyrillic "Р"), or a special-token opener ("<|endoftext|>"). Bidirectional
+# overrides (U+202E...) can make text read as something else. Before tagging:
+#
+# - a "<" that opens such a string becomes "‹" (U+2039, which no tag uses);
+# - a look-alike bracket that opens one, and every bidi control, becomes "‹U+XXXX›";
+# - any "‹" already in the text is doubled,
+#
+# so that ``restore`` undoes it exactly. Tag-likeness is judged on a folded view of the text:
+# invisible characters skipped, compatibility forms (fullwidth) normalised, case and a few
+# Cyrillic/Greek look-alike letters folded.
 
 _GUARD = "\u2039"
-_TAG_LIKE = re.compile(r"<(?=\s*/?\s*(?:page|document|instructions))", re.IGNORECASE)
-_UNESCAPE = re.compile(_GUARD + "{1,2}")
+_CODE_END = "\u203a"
+_BRACKETS = frozenset("<\uff1c\ufe64\u2329\u3008\u27e8\u1438")
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_SPECIAL = re.compile("[" + re.escape("".join(sorted({_GUARD, *_BRACKETS, *_BIDI}))) + "]")
+_UNESCAPE = re.compile(f"{_GUARD}{_GUARD}|{_GUARD}U\\+([0-9A-F]{{4,6}}){_CODE_END}|{_GUARD}")
+_KEYWORDS = ("page", "document", "instructions")
+_SLASHES = frozenset("/\uff0f\u2215\u2044\u29f8")
+_PIPES = frozenset("|\uff5c")
+# Lower-case look-alikes of the letters in our tag names.
+_LOOKALIKES = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0456\u0455\u0442\u043c\u0501\u0261\u03b1\u03b5\u03bf\u03c1\u03c4\u03b9\u03bc\u03ba",
+    "aeopcistmdgaeoptimk",
+)
+# A bracket followed by more invisible characters than this is treated as a tag.
+_MAX_SKIP = 32
+
+
+def _invisible(ch: str) -> bool:
+    """Whitespace, or a character that draws nothing (format controls, joiners, fillers)."""
+    return ch.isspace() or unicodedata.category(ch) == "Cf" or ch in "\u034f\u115f\u1160\u3164\uffa0"
+
+
+def _fold(ch: str) -> str:
+    return unicodedata.normalize("NFKC", ch).casefold().translate(_LOOKALIKES)
+
+
+def _opens_tag(text: str, at: int) -> bool:
+    """Whether the bracket at ``text[at]`` opens something a model could read as our tag."""
+    n = len(text)
+    i, skipped, slash = at + 1, 0, False
+    letters = ""
+    while i < n and len(letters) < len("instructions"):
+        ch = text[i]
+        i += 1
+        if _invisible(ch):
+            skipped += 1
+            if letters and ch.isspace():
+                break  # whitespace ends the word; invisible format characters do not
+            if skipped > _MAX_SKIP:
+                return True
+            continue
+        folded = _fold(ch)
+        if not letters and not slash and (ch in _SLASHES or folded == "/"):
+            slash = True
+            continue
+        if not letters and (ch in _PIPES or folded == "|"):
+            return True  # a special token: <|endoftext|>
+        if not folded.isalpha():
+            break
+        letters += folded
+        if not any(k.startswith(letters) or letters.startswith(k) for k in _KEYWORDS):
+            return False
+    return any(letters.startswith(k) for k in _KEYWORDS)
+
+
+def _code(ch: str) -> str:
+    return f"{_GUARD}U+{ord(ch):04X}{_CODE_END}"
 
 
 def neutralize(text: str) -> str:
-    """Make tag-like strings in page text inert; ``restore`` undoes it exactly."""
-    if "<" not in text and _GUARD not in text:
+    """Make tag-like strings, special tokens and bidi overrides in page text inert;
+    ``restore`` undoes it exactly."""
+    if not _SPECIAL.search(text):
         return text
-    return _TAG_LIKE.sub(_GUARD, text.replace(_GUARD, _GUARD * 2))
+    out: list[str] = []
+    last = 0
+    for match in _SPECIAL.finditer(text):
+        at = match.start()
+        ch = text[at]
+        if ch == _GUARD:
+            piece = _GUARD * 2
+        elif ch in _BIDI:
+            piece = _code(ch)
+        elif _opens_tag(text, at):
+            # A lone guard must not be followed by another guard's code ("‹" + "‹U+202E›").
+            plain = ch == "<" and not (at + 1 < len(text) and text[at + 1] in _BIDI)
+            piece = _GUARD if plain else _code(ch)
+        else:
+            continue
+        out.append(text[last:at])
+        out.append(piece)
+        last = at + 1
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    if match.group(1):
+        code = int(match.group(1), 16)
+        return chr(code) if code <= 0x10FFFF else match.group()
+    return _GUARD if len(match.group()) == 2 else "<"
 
 
 def restore(text: str) -> str:
     """Undo ``neutralize``."""
     if _GUARD not in text:
         return text
-    return _UNESCAPE.sub(lambda m: _GUARD if len(m.group()) == 2 else "<", text)
+    return _UNESCAPE.sub(_unescape, text)
 
 
 def page_open(number: int) -> str:

@@ -380,7 +380,9 @@ class Executor:
     def stream_jobs(self, jobs: Sequence[tuple[Document, Plan]]) -> Iterator[CallEvent | RunTrace]:
         """Like ``stream``, each plan on its own document (the Lab's trials)."""
         events: queue.Queue[CallEvent | RunTrace] = queue.Queue()
-        runners = [_Run(self, document, plan, index, events.put) for index, (document, plan) in enumerate(jobs)]
+        runners = [
+            _Run(self, document, plan, index, events.put) for index, (document, plan) in enumerate(jobs)
+        ]
         return self._drive(runners, events)
 
     def run(

@@ -27,8 +27,11 @@ def sample_document(name: str, counter: TokenCounter | None = None) -> Document:
     )
 
 
-def open_document(spec: str, *, password: str | None = None, counter: TokenCounter | None = None) -> Document:
-    """Open ``spec``: a path, or a sample name (``contract``, ``sample:contract``)."""
+def open_document(
+    spec: str, *, password: str | None = None, counter: TokenCounter | None = None, ocr: bool = False
+) -> Document:
+    """Open ``spec``: a path, or a sample name (``contract``, ``sample:contract``); ``ocr``
+    reads PDF pages without a text layer by OCR."""
     counter = counter or counter_for_model()
     name = spec[len(SAMPLE_PREFIX) :] if spec.startswith(SAMPLE_PREFIX) else spec
     path = Path(spec)
@@ -37,4 +40,4 @@ def open_document(spec: str, *, password: str | None = None, counter: TokenCount
     if not path.exists():
         samples = ", ".join(list_samples())
         raise EmptyDocument(spec, f"no such file (samples are: {samples})")
-    return load_document(path, password=password, counter=counter)
+    return load_document(path, password=password, counter=counter, ocr=ocr)

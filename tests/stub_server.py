@@ -47,6 +47,8 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    # > 0: the body goes out one byte at a time, this many seconds apart (headers at once).
+    drip_s: float = 0.0
     error_message: str = "stub error"
     error_type: str | None = None
     error_code: str | None = None
@@ -118,6 +120,16 @@ def rejects_structured(
 def slow(delay_s: float, reply: Reply | None = None) -> Reply:
     """``reply`` (default: a normal answer) sent after ``delay_s`` seconds."""
     return replace(reply or Reply(), delay_s=delay_s)
+
+
+def dripping(every_s: float, reply: Reply | None = None) -> Reply:
+    """``reply`` (default: a normal answer) whose body trickles out a byte every ``every_s``."""
+    return replace(reply or Reply(), drip_s=every_s)
+
+
+def hanging() -> Reply:
+    """A server that reads the request and never answers (until the stub closes)."""
+    return Reply(delay_s=3_600)
 
 
 def malformed(text: str = "Sure! The answer is on page three, I think.") -> Reply:
@@ -354,6 +366,9 @@ class StubServer:
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        # Body bytes sent slowly (``drip_s``), and clients that hung up in the middle.
+        self.dripped = 0
+        self.hangups = 0
         self._queue: deque[ResponderResult] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -511,11 +526,11 @@ class _Handler(BaseHTTPRequestHandler):
                 payload = error_body(kind, reply)
             else:
                 payload = success_body(kind, reply, body, counter)
-            self._send(reply.status, payload, reply.headers)
+            self._send(reply.status, payload, reply.headers, reply.drip_s)
         finally:
             self.stub._done()
 
-    def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
+    def _send(self, status: int, payload: Any, headers: dict[str, str], drip_s: float = 0.0) -> None:
         if isinstance(payload, (bytes, str)):
             data = payload.encode() if isinstance(payload, str) else payload
             ctype = "text/plain; charset=utf-8"
@@ -529,4 +544,17 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
+        if drip_s <= 0:
+            self.wfile.write(data)
+            return
+        self.wfile.flush()
+        for i in range(len(data)):
+            if self.stub._closing.wait(drip_s):
+                return
+            try:
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+            except OSError:  # the client hung up: what a deadline is for
+                self.stub.hangups += 1
+                return
+            self.stub.dripped += 1

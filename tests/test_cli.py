@@ -17,6 +17,7 @@ from rr_core.cli import main
 from rr_core.methods import get_method, method_names
 from rr_core.runs import RunTrace
 from rr_core.store import open_store
+from tests.stub_server import StubServer
 
 FACT = "4.2 million euros"
 
@@ -544,3 +545,139 @@ def test_ask_save_stores_the_runs_in_the_history_the_app_shows(
     assert stored is not None and stored.calls[0].prompt  # the history keeps the prompts as sent
     assert main(["ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "baseline"]) == 0
     assert len(store.list()) == 2  # without --save nothing more is stored
+
+
+# ---- settings that cannot work, writes that cannot happen, stores that cannot keep (issue 10) ----
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--timeout", "0"], "--timeout 0"),
+        (["--timeout", "-1"], "--timeout -1"),
+        (["--timeout", "nan"], "--timeout nan"),
+        (["--timeout", "inf"], "--timeout inf"),
+        (["--concurrency", "0"], "--concurrency 0"),
+        (["--concurrency", "-3"], "--concurrency -3"),
+        (["--api-key-env", "sk-abc-123"], "NAME of an environment variable"),
+    ],
+)
+def test_impossible_ask_settings_are_one_line_mistakes(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, args: list[str], needle: str
+) -> None:
+    code = main(["ask", str(planted_txt), "-q", "x", "--methods", "baseline", *args])
+    captured = capsys.readouterr()
+    assert_user_error(code, captured.err, needle)
+    assert captured.out == "" and "sk-abc-123" not in captured.err
+
+
+@pytest.mark.parametrize("target", ["/proc/forbidden", "/etc/passwd", "/dev/null/x"])
+def test_samples_write_where_it_cannot_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    code = main(["samples", "--write", target])
+    captured = capsys.readouterr()
+    assert_user_error(code, captured.err, "cannot write the samples", target)
+
+
+def test_ask_save_with_an_unusable_store_prints_the_results_and_warns(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RR_STUDIO_DB", "/proc/forbidden/runs.sqlite3")
+    code = main(
+        ["--json", "ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "baseline,rr", "--save"]
+    )
+    captured = capsys.readouterr()
+    assert code == 5
+    data = json.loads(captured.out)
+    assert [r["method"] for r in data["results"]] == ["baseline", "rr"]
+    assert all(r["answer"] for r in data["results"])
+    assert data["batch"] is None and "/proc/forbidden" in data["save_error"]
+    assert "NOT saved to the history" in captured.err and "Traceback" not in captured.err
+
+
+def test_ask_with_some_methods_failed_exits_4(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, stub: StubServer
+) -> None:
+    from tests.stub_server import Reply, server_error
+
+    # Baseline (one call over all 40 pages) fails; R&R (retrieval, then answer) succeeds.
+    def respond(path: str, body: object) -> Reply:
+        prompt = str(body)
+        baseline = "<PAGE 40>" in prompt and "most relevant" not in prompt
+        return server_error(500) if baseline else Reply()
+
+    stub.responder = respond
+    code = main(
+        ["--json", "ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "baseline,rr",
+         "--provider", "openai-compatible", "--base-url", stub.url, "--model", "llama"]
+    )  # fmt: skip
+    data = json.loads(capsys.readouterr().out)
+    errors = {r["method"]: r["error"] for r in data["results"]}
+    assert errors["baseline"] and not errors["rr"]
+    assert code == 4
+
+
+def test_ask_with_every_method_failed_exits_3(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, stub: StubServer
+) -> None:
+    from tests.stub_server import server_error
+
+    stub.responder = lambda path, body: server_error(500)
+    code = main(
+        ["ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "baseline,rr",
+         "--provider", "openai-compatible", "--base-url", stub.url, "--model", "llama", "--timeout", "30"]
+    )  # fmt: skip
+    assert code == 3
+
+
+def test_the_openai_key_never_goes_to_a_base_url_from_the_cli(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-key-DO-NOT-SEND-123456")
+    argv = [
+        "ask",
+        str(planted_txt),
+        "-q",
+        "x",
+        "--methods",
+        "baseline",
+        "--provider",
+        "openai",
+        "--base-url",
+        stub.url,
+    ]
+    code = main(argv)
+    assert_user_error(code, capsys.readouterr().err, "never sent to another server")
+    assert stub.requests == []
+    # Named explicitly, the key for that server goes there.
+    monkeypatch.setenv("MY_SERVER_KEY", "sk-for-that-server-123456")
+    assert main([*argv, "--api-key-env", "MY_SERVER_KEY"]) == 0
+    assert {r.headers["authorization"] for r in stub.requests} == {"Bearer sk-for-that-server-123456"}
+
+
+def test_a_compatible_server_gets_rr_compat_api_key_and_never_the_openai_key(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-key-DO-NOT-SEND-123456")
+    argv = ["ask", str(planted_txt), "-q", "x", "--methods", "baseline", "--provider", "openai-compatible",
+            "--base-url", stub.url, "--model", "llama"]  # fmt: skip
+    assert main(argv) == 0
+    assert "authorization" not in stub.last.headers
+    monkeypatch.setenv("RR_COMPAT_API_KEY", "compat-key-123456")
+    assert main(argv) == 0
+    assert stub.last.headers["authorization"] == "Bearer compat-key-123456"
+    capsys.readouterr()
+    code = main([*argv, "--api-key-env", "UNSET_VARIABLE_XYZ"])
+    assert_user_error(code, capsys.readouterr().err, "UNSET_VARIABLE_XYZ", "not set")
+
+
+def test_pages_with_ocr_off_says_how_to_turn_it_on(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    doc = pymupdf.open()
+    doc.new_page()
+    path = tmp_path / "scan.pdf"
+    doc.save(path)
+    code = main(["pages", str(path)])
+    assert_user_error(code, capsys.readouterr().err, "scan.pdf", "--ocr")

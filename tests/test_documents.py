@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import io
 import random
+import re
+import threading
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import pymupdf
 import pytest
 from conftest import word_counter
+from hypothesis import given
+from hypothesis import strategies as st
 
+from rr_core import documents
 from rr_core.documents import (
+    MAX_BLOCK_CHARS,
+    MAX_BYTES,
     WORDS_PER_BLOCK,
+    _clean,
     detect_kind,
     document_from_texts,
     load_document,
@@ -347,3 +356,262 @@ def test_document_from_texts_numbers_pages_and_counts() -> None:
     assert document.tokenizer and document.approximate_tokens
     other = document_from_texts("gen", ["one two", "three!"], counter=word_counter())
     assert other.sha256 != document.sha256
+
+
+# ---- Hostile sizes: linear loading, early refusal, DOCX zip bombs (issue 10) ----------------
+
+
+def _old_split_blocks(text: str, words_per_block: int) -> list[str]:
+    """The cutting rule as it was specified before it was made linear: the oracle."""
+    blocks: list[str] = []
+    for section in text.replace("\r\n", "\n").split("\f"):
+        current: list[str] = []
+        count = 0
+        for paragraph in filter(None, (_clean(p) for p in re.split(r"\n\s*\n", section))):
+            words = paragraph.split()
+            while len(words) > words_per_block:
+                if current:
+                    blocks.append("\n\n".join(current))
+                    current, count = [], 0
+                blocks.append(" ".join(words[:words_per_block]))
+                words = words[words_per_block:]
+                paragraph = " ".join(words)
+            if current and count + len(words) > words_per_block:
+                blocks.append("\n\n".join(current))
+                current, count = [], 0
+            if words:
+                current.append(paragraph)
+                count += len(words)
+        if current:
+            blocks.append("\n\n".join(current))
+    return blocks
+
+
+_TEXTISH = st.text(alphabet=st.sampled_from(list("ab c\n\n\r\f\t\x00é\u00a0")), max_size=400)
+
+
+@given(_TEXTISH, st.integers(min_value=1, max_value=9))
+def test_split_blocks_cuts_as_it_always_did(text: str, words_per_block: int) -> None:
+    assert split_blocks(text, words_per_block, max_chars=10**9) == _old_split_blocks(text, words_per_block)
+
+
+@given(_TEXTISH, st.integers(min_value=1, max_value=9), st.integers(min_value=1, max_value=30))
+def test_split_blocks_respects_both_limits_and_keeps_every_word(
+    text: str, words_per_block: int, max_chars: int
+) -> None:
+    blocks = split_blocks(text, words_per_block, max_chars=max_chars)
+    assert all(len(b.split()) <= words_per_block and 0 < len(b) <= max_chars for b in blocks)
+    pieces = [
+        w[i : i + max_chars] for w in text.replace("\x00", "").split() for i in range(0, len(w), max_chars)
+    ]
+    assert "".join(" ".join(blocks).split()) == "".join(pieces)
+
+
+@given(_TEXTISH, st.integers(min_value=1, max_value=9), st.integers(min_value=1, max_value=30))
+def test_a_huge_paragraph_is_cut_the_same_whatever_the_window(
+    text: str, words_per_block: int, max_chars: int
+) -> None:
+    expected = split_blocks(text, words_per_block, max_chars=max_chars)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(documents, "_WINDOW_CHARS", 3)
+        assert split_blocks(text, words_per_block, max_chars=max_chars) == expected
+
+
+def test_text_without_spaces_still_makes_pages_of_a_sane_size() -> None:
+    blocks = split_blocks("x" * 50_000 + " tail")
+    assert [len(b) for b in blocks] == [MAX_BLOCK_CHARS, MAX_BLOCK_CHARS, 10_000 + len(" tail")]
+
+
+def test_split_blocks_stops_once_past_the_block_limit() -> None:
+    endless = "word " * 2_000_000  # 10 MB of one paragraph: 4,445 blocks
+    assert len(split_blocks(endless, max_blocks=3)) == 4
+    assert len(split_blocks("one\fpage", max_blocks=3)) == 2
+
+
+def test_a_text_far_over_the_page_limit_is_refused_early() -> None:
+    """20 MB of text without a blank line: refused at once, not cut up first (which was
+    quadratic, about 12 minutes at 20 MB). The thread bound is a hang guard, not a timing."""
+    data = b"lorem ipsum dolor sit amet\n" * 750_000
+    outcome: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            load_document(data, filename="endless.txt", counter=word_counter())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=load, daemon=True)
+    worker.start()
+    worker.join(timeout=300)
+    assert not worker.is_alive(), "loading did not finish"
+    assert len(outcome) == 1 and isinstance(outcome[0], DocumentTooLarge)
+    message = str(outcome[0])
+    assert "endless.txt" in message and "5,000 pages" in message and "split it" in message
+
+
+def test_the_size_limit_reads_as_the_readme_and_the_app_say(tmp_path: Path) -> None:
+    """README and the app say 200 MB (Streamlit's MB of 2**20 bytes); so must the refusal."""
+    path = tmp_path / "big.txt"
+    with path.open("wb") as out:  # sparse: no 200 MB written
+        out.truncate(MAX_BYTES + 5 * 1024 * 1024)
+    with pytest.raises(DocumentTooLarge) as info:
+        load_document(path)
+    assert str(info.value) == "big.txt: the file is 205.0 MB; the limit is 200 MB"
+
+
+def _docx_bomb(xml_bytes: int) -> bytes:
+    """A .docx whose word/document.xml unpacks to about ``xml_bytes``; small on disk."""
+    head = (
+        b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+    )
+    para = b"<w:p><w:r><w:t>" + b"bomb " * 200 + b"</w:t></w:r></w:p>"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("[Content_Types].xml", b"<Types/>")
+        with zf.open("word/document.xml", "w", force_zip64=True) as xml:
+            xml.write(head)
+            block = para * 1_000
+            for _ in range(xml_bytes // len(block)):
+                xml.write(block)
+            xml.write(b"</w:body></w:document>")
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def docx_bomb() -> bytes:
+    return _docx_bomb(100 * 1024 * 1024)
+
+
+def test_a_docx_zip_bomb_is_refused_before_it_is_parsed(
+    docx_bomb: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import docx
+
+    assert len(docx_bomb) < 1024 * 1024  # under a megabyte on disk
+    monkeypatch.setattr(docx, "Document", lambda *a, **k: pytest.fail("python-docx parsed the bomb"))
+    with pytest.raises(DocumentTooLarge, match="bomb.docx") as info:
+        load_document(docx_bomb, filename="bomb.docx")
+    message = str(info.value)
+    assert "word/document.xml" in message and "zip bomb" in message and "the limit is 64 MB" in message
+
+
+def test_a_docx_that_unpacks_past_the_size_limit_is_refused(docx_bomb: bytes) -> None:
+    with pytest.raises(
+        DocumentTooLarge, match=r"bomb.docx: unpacked, the DOCX is \d+\.\d MB; the limit is 50 MB"
+    ):
+        load_document(docx_bomb, filename="bomb.docx", max_bytes=50 * 1024 * 1024)
+
+
+# ---- What each bad file says (issue 8) ----------------------------------------------------
+
+
+def test_a_text_file_named_pdf_says_to_rename_it() -> None:
+    with pytest.raises(CorruptDocument) as info:
+        load_document(b"Minutes of the meeting.\nThe fee is 4.2 million euros.\n", filename="minutes.pdf")
+    message = str(info.value)
+    assert message.startswith("minutes.pdf: this is plain text, not a PDF")
+    assert "Rename it to .txt" in message and "Failed to open" not in message
+
+
+def test_an_image_named_pdf_says_what_it_is() -> None:
+    with pytest.raises(CorruptDocument, match=r"scan.pdf: this is a PNG image, not a PDF"):
+        load_document(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8, filename="scan.pdf")
+
+
+@pytest.mark.parametrize("share", [0.1, 0.5, 0.9])
+def test_a_pdf_cut_short_says_it_looks_damaged(plain_pdf: bytes, share: float) -> None:
+    pdf = make_pdf([f"Page {i}. {FEE}" for i in range(40)])
+    cut = pdf[: int(len(pdf) * share)]
+    try:
+        document = load_document(cut, filename="cut.pdf", counter=word_counter())
+    except DocumentError as exc:
+        message = str(exc)
+        assert isinstance(exc, CorruptDocument), message
+        assert "looks damaged" in message and "cut short" in message and "fresh copy" in message
+        assert "no pages" not in message and "scanned" not in message and "Failed to open" not in message
+    else:  # MuPDF recovered some pages: the damage is said
+        assert any("damaged" in w for w in document.warnings)
+
+
+def test_a_damaged_pdf_whose_pages_lost_their_text_is_not_called_scanned() -> None:
+    pdf = make_pdf([f"Page {i}. {FEE}" for i in range(6)], garbage=0, deflate=False)
+    # Keep the page objects, lose the content streams and the trailer: pages without text.
+    cut = pdf[: pdf.find(b"stream")]
+    with pytest.raises(CorruptDocument, match=r"looks damaged") as info:
+        load_document(cut + b"\n", filename="half.pdf", counter=word_counter())
+    assert "scanned" not in str(info.value)
+
+
+def test_a_binary_file_named_txt_is_refused() -> None:
+    noise = random.Random(5).randbytes(50_000)
+    with pytest.raises(UnsupportedType, match=r"notes.txt: this does not look like text"):
+        load_document(noise, filename="notes.txt")
+    # Ordinary text with a few odd characters still loads.
+    text = ("Fee: 4.2 million euros.\x07 " * 200).encode()
+    assert load_document(text, filename="ok.txt", counter=word_counter()).pages
+
+
+def test_the_encrypted_pdf_message_is_whole_sentences(encrypted_pdf: bytes) -> None:
+    with pytest.raises(PasswordRequired) as info:
+        load_document(encrypted_pdf, filename="secret.pdf")
+    message = str(info.value)
+    assert message.endswith(".")
+    assert f"{message} It is used for this session only.".count(". ") >= 1  # as the app shows it
+
+
+def test_a_scanned_pdf_says_how_to_get_ocr() -> None:
+    with pytest.raises(NoTextError) as info:
+        load_document(make_pdf(["", ""]), filename="scan.pdf")
+    message = str(info.value)
+    assert "OCR is off" in message and "--ocr" in message and "tesseract" in message.lower()
+
+
+def test_ocr_without_tesseract_says_so_plainly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(documents.shutil, "which", lambda name: None)
+    monkeypatch.delenv("TESSDATA_PREFIX", raising=False)
+    with pytest.raises(NoTextError) as info:
+        load_document(make_pdf(["", ""]), filename="scan.pdf", ocr=True)
+    message = str(info.value)
+    assert "Tesseract, which is not installed" in message and "apt-get install tesseract-ocr" in message
+
+
+@pytest.mark.skipif(documents.ocr_available() is not None, reason="Tesseract is not installed")
+def test_ocr_reads_a_page_without_a_text_layer() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 144), "The termination fee is 4.2 million euros.", fontsize=28)
+    pix = page.get_pixmap(dpi=150)  # the page as an image only: no text layer
+    scan = pymupdf.open()
+    scan.new_page().insert_image(scan[0].rect, pixmap=pix)
+    data = scan.tobytes()
+    document = load_document(data, filename="scan.pdf", counter=word_counter(), ocr=True)
+    assert "4.2 million euros" in document.page(1).text
+    assert any("read by OCR" in w for w in document.warnings)
+
+
+def test_html_far_over_the_page_limit_is_refused_before_it_is_all_parsed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fed: list[int] = []
+    feed = documents._TextFromHTML.feed
+
+    def counting_feed(self: documents._TextFromHTML, data: str) -> None:
+        fed.append(len(data))
+        feed(self, data)
+
+    monkeypatch.setattr(documents._TextFromHTML, "feed", counting_feed)
+    html = "<html><body>" + "<p>one two three four five six seven eight nine ten</p>" * 200_000
+    with pytest.raises(DocumentTooLarge, match=r"page.html: .*more than 20 pages"):
+        load_document(html.encode(), filename="page.html", counter=word_counter(), max_pages=20)
+    assert sum(fed) < len(html) / 2
+
+
+def test_ocr_of_too_many_pages_is_refused_before_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(documents, "ocr_available", lambda: None)
+    monkeypatch.setattr(documents, "MAX_OCR_PAGES", 2)
+    monkeypatch.setattr(documents, "_ocr_text", lambda page: pytest.fail("OCR started"))
+    with pytest.raises(
+        DocumentTooLarge, match=r"scan.pdf: 3 pages have no text layer, and OCR reads at most 2"
+    ):
+        load_document(make_pdf(["", "", ""]), filename="scan.pdf", ocr=True)

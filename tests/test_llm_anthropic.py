@@ -188,7 +188,7 @@ def test_rejected_key_is_an_auth_error(stub: StubServer) -> None:
     err = raised(client_for(stub))
     assert isinstance(err, AuthError)
     assert err.status == 401
-    assert "key was rejected" in str(err) and "ANTHROPIC_API_KEY" in str(err)
+    assert str(err).startswith("Anthropic rejected the API key (HTTP 401") and "ANTHROPIC_API_KEY" in str(err)
 
 
 def test_prompt_too_long_suggests_chunked_rr(stub: StubServer) -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 
-from rr_core.errors import ConfigError
 from rr_core.llm.base import Completion, LLMClient, LLMRequest, Usage
+from rr_core.llm.config import KEY_VARIABLES, PROVIDERS, Lookup, ProviderConfig, environment
 from rr_core.llm.fake import ScriptedClient
 from rr_core.llm.offline import OFFLINE_LABEL, OfflineEngine
-
-PROVIDERS = ("offline", "openai", "anthropic", "openai-compatible")
+from rr_core.llm.structured import OnWait
 
 DEFAULT_MODELS = {
     "offline": "offline",
@@ -17,8 +17,6 @@ DEFAULT_MODELS = {
     "anthropic": "claude-sonnet-5-5",
     "openai-compatible": "llama3.1",
 }
-
-KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -29,8 +27,11 @@ __all__ = [
     "LLMClient",
     "LLMRequest",
     "OfflineEngine",
+    "OnWait",
+    "ProviderConfig",
     "ScriptedClient",
     "Usage",
+    "client_for",
     "default_provider",
     "make_client",
 ]
@@ -53,32 +54,63 @@ def make_client(
     base_url: str | None = None,
     timeout_s: float = 120.0,
     max_retries: int = 2,
+    on_wait: OnWait | None = None,
+    cancel: threading.Event | None = None,
+    configured: Lookup = environment,
 ) -> LLMClient:
-    """A fresh client for the provider (clients are made per run, never cached)."""
-    if provider == "offline":
+    """A fresh client for the provider (clients are made per run, never cached).
+
+    ``api_key`` and ``base_url`` are those given for this run (typed, or named on the command
+    line); the configured ones come from ``configured`` (the environment by default; the app
+    passes its environment-or-secrets lookup) as the key rule in ``rr_core.llm.config`` allows.
+    ``timeout_s`` is each call's deadline, retries included; ``on_wait(seconds, reason)`` hears
+    of waits before a retry; a set ``cancel`` event stops calls in flight.
+    """
+    config = ProviderConfig(provider, model, api_key=api_key, base_url=base_url)
+    return client_for(
+        config,
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+        on_wait=on_wait,
+        cancel=cancel,
+        configured=configured,
+    )
+
+
+def client_for(
+    config: ProviderConfig,
+    *,
+    timeout_s: float = 120.0,
+    max_retries: int = 2,
+    on_wait: OnWait | None = None,
+    cancel: threading.Event | None = None,
+    configured: Lookup = environment,
+) -> LLMClient:
+    """A fresh client for ``config``, its key and server resolved by the key rule."""
+    resolved = config.resolve(configured)
+    if resolved.provider == "offline":
         return OfflineEngine()
-    if provider in ("openai", "openai-compatible"):
+    if resolved.provider in ("openai", "openai-compatible"):
         from rr_core.llm.openai_client import OpenAIClient
 
-        if provider == "openai-compatible" and not api_key:
-            # Never send the environment's OpenAI key to some other server.
-            api_key = "not-needed"
         return OpenAIClient(
-            model=model,
-            api_key=api_key or None,
-            base_url=base_url or None,
-            api="responses" if provider == "openai" else "chat",
+            model=resolved.model,
+            api_key=resolved.api_key,
+            base_url=resolved.base_url,
+            api="responses" if resolved.provider == "openai" else "chat",
             max_retries=max_retries,
             timeout_s=timeout_s,
+            on_wait=on_wait,
+            cancel=cancel,
         )
-    if provider == "anthropic":
-        from rr_core.llm.anthropic_client import AnthropicClient
+    from rr_core.llm.anthropic_client import AnthropicClient
 
-        return AnthropicClient(
-            model=model,
-            api_key=api_key or None,
-            base_url=base_url or None,
-            max_retries=max_retries,
-            timeout_s=timeout_s,
-        )
-    raise ConfigError(f"unknown provider {provider!r}; choose one of: {', '.join(PROVIDERS)}")
+    return AnthropicClient(
+        model=resolved.model,
+        api_key=resolved.api_key,
+        base_url=resolved.base_url,
+        max_retries=max_retries,
+        timeout_s=timeout_s,
+        on_wait=on_wait,
+        cancel=cancel,
+    )

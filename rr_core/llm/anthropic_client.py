@@ -8,6 +8,7 @@ parser of the request's ``Output`` class reads the reply. ``messages.create`` ta
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import anthropic
@@ -16,10 +17,12 @@ from anthropic.types import Message, MessageParam, OutputConfigParam
 from rr_core.errors import ContextTooLongError, MissingKeyError, ProviderError
 from rr_core.llm import errors_map
 from rr_core.llm.base import Completion, LLMRequest, Usage
-from rr_core.llm.structured import HTTPFailure, SDKAdapter, SDKErrors, completion, count
+from rr_core.llm.config import OFFICIAL_URLS
+from rr_core.llm.deadline import bounded_http_client
+from rr_core.llm.structured import HTTPFailure, OnWait, SDKAdapter, SDKErrors, completion, count
 from rr_core.outputs import Output
 
-ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_BASE_URL = OFFICIAL_URLS["anthropic"]
 _LABEL = "Anthropic"
 
 
@@ -35,6 +38,7 @@ class AnthropicClient(SDKAdapter):
     )
     key_var = "ANTHROPIC_API_KEY"
     _label = _LABEL
+    _key_hint = "Check ANTHROPIC_API_KEY or the key entered in the sidebar."
 
     def __init__(
         self,
@@ -44,8 +48,10 @@ class AnthropicClient(SDKAdapter):
         base_url: str | None = None,
         max_retries: int = 2,
         timeout_s: float = 120.0,
+        on_wait: OnWait | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
+        key = (api_key or "").strip() or os.environ.get("ANTHROPIC_API_KEY") or None
         url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         if not key:
             raise MissingKeyError(
@@ -58,9 +64,14 @@ class AnthropicClient(SDKAdapter):
         self._secrets = (key,)
         # Flips to False for good once the model or a proxy rejects structured output.
         self._structured = True
+        self._init_calls(max_retries=max_retries, on_wait=on_wait, cancel=cancel)
         # An explicit key keeps the SDK from looking for profiles or federation settings.
         self._client = anthropic.Anthropic(
-            api_key=key, base_url=url, max_retries=max_retries, timeout=timeout_s
+            api_key=key,
+            base_url=url,
+            max_retries=0,  # ours: within the deadline (SDKAdapter.complete)
+            timeout=timeout_s,
+            http_client=bounded_http_client(anthropic.DefaultHttpxClient()),
         )
 
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit, urlunsplit
 
 from rr_core.errors import (
@@ -78,28 +80,45 @@ def rejects_structured_output(status: int, detail: str) -> bool:
     )
 
 
-def retry_after(headers: Mapping[str, str]) -> str | None:
-    """The wait a 429 asks for, as text (``"20 s"``), or None."""
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The wait a 429 or 503 asks for, in seconds (``retry-after-ms``, ``retry-after`` in
+    seconds or as an HTTP date), or None."""
     ms = headers.get("retry-after-ms")
     if ms:
         try:
-            return f"{float(ms) / 1000:g} s"
+            return max(0.0, float(ms) / 1000)
         except ValueError:
             pass
-    value = headers.get("retry-after")
+    value = (headers.get("retry-after") or "").strip()
     if not value:
         return None
     try:
-        return f"{float(value):g} s"
+        return max(0.0, float(value))
     except ValueError:
-        return value.strip()[:60]
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def retry_after(headers: Mapping[str, str]) -> str | None:
+    """The wait a 429 asks for, as text (``"20 s"``), or None."""
+    seconds = retry_after_seconds(headers)
+    if seconds is not None:
+        return f"{seconds:g} s" if seconds < 100 else f"{seconds:.0f} s"
+    value = headers.get("retry-after")
+    return value.strip()[:60] if value and value.strip() else None
 
 
 def from_status(
     *,
     provider: str,
     label: str,
-    key_var: str,
+    key_hint: str,
     status: int,
     detail: str,
     headers: Mapping[str, str] | None = None,
@@ -110,8 +129,7 @@ def from_status(
     tail = f": {said}" if said else ""
     if status in (401, 403):
         return AuthError(
-            f"The {label} API key was rejected (HTTP {status}{tail}). "
-            f"Check {key_var} or the key entered in the sidebar.",
+            f"{label} rejected the API key (HTTP {status}{tail}). {key_hint}",
             provider=provider,
             status=status,
         )
@@ -150,13 +168,34 @@ def from_status(
     )
 
 
-def timed_out(*, provider: str, label: str, timeout_s: float) -> ProviderTimeout:
-    """The error for a call that got no answer in ``timeout_s`` seconds."""
+def timed_out(*, provider: str, label: str, timeout_s: float, attempts: int = 1) -> ProviderTimeout:
+    """The error for a call that got no answer within its ``timeout_s`` deadline."""
+    tries = f" ({attempts} attempts)" if attempts > 1 else ""
     return ProviderTimeout(
-        f"{label} did not answer within {timeout_s:g} s. Try again, raise the timeout, "
+        f"{label} did not answer within {timeout_s:g} s{tries}. Try again, raise the timeout, "
         "or use a smaller chunk size.",
         provider=provider,
     )
+
+
+def out_of_time(error: LLMError, *, label: str, wait: float, left: float, timeout_s: float) -> LLMError:
+    """``error`` for a server that asked to wait longer than the call's deadline allows."""
+    status = f" (HTTP {error.status})" if error.status else ""
+    message = (
+        f"{label} asked to wait {wait:.0f} s before a retry{status}: longer than the "
+        f"{max(left, 0):.0f} s left of this call's {timeout_s:g} s timeout, so the call was not "
+        "retried. Try again later, lower concurrency, or raise the timeout."
+    )
+    return type(error)(message, provider=error.provider, status=error.status)
+
+
+def retry_reason(error: LLMError) -> str:
+    """Why a call is waiting to retry, in a few words (for progress)."""
+    if isinstance(error, RateLimitError):
+        return "rate limited (HTTP 429)"
+    if error.status:
+        return f"server error (HTTP {error.status})"
+    return "could not connect"
 
 
 def unreachable(*, provider: str, base_url: str) -> ProviderError:

@@ -4,11 +4,16 @@ Responses is OpenAI's primary API; every call sends ``store=False`` so documents
 server side. Chat Completions is for servers that speak the older wire format (Ollama, vLLM,
 llama.cpp) through ``base_url``; they often need no key, and some reject structured output,
 in which case the call is repeated once without it and the client stops asking.
+
+A compatible server gets only the key given to the client: never ``OPENAI_API_KEY``, and no
+``Authorization`` header at all without one. The deadline, retries and cancellation are
+``SDKAdapter``'s (the SDK's own retries are off).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, Literal
 
 import openai
@@ -19,14 +24,18 @@ from openai.types.responses import Response, ResponseTextConfigParam
 from rr_core.errors import ConfigError, MissingKeyError, ProviderError
 from rr_core.llm import errors_map
 from rr_core.llm.base import Completion, LLMRequest, Usage
-from rr_core.llm.structured import HTTPFailure, SDKAdapter, SDKErrors, completion, count
+from rr_core.llm.config import COMPAT_KEY_VAR, OFFICIAL_URLS
+from rr_core.llm.deadline import bounded_http_client
+from rr_core.llm.structured import HTTPFailure, OnWait, SDKAdapter, SDKErrors, completion, count
 from rr_core.outputs import Output
 
 Api = Literal["responses", "chat"]
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
-# Compatible servers ignore the key, but the SDK will not send a request without one.
-_PLACEHOLDER_KEY = "not-needed"
+OPENAI_BASE_URL = OFFICIAL_URLS["openai"]
+# The SDK will not build a client without a key: without one this stands in, and the
+# Authorization header is left out of every request (``_NO_AUTH``), so it is never sent.
+_PLACEHOLDER_KEY = "unused"
+_NO_AUTH = {"Authorization": openai.omit}
 
 
 class OpenAIClient(SDKAdapter):
@@ -47,10 +56,17 @@ class OpenAIClient(SDKAdapter):
         api: Api = "responses",
         max_retries: int = 2,
         timeout_s: float = 120.0,
+        on_wait: OnWait | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         if api not in ("responses", "chat"):
             raise ConfigError(f"Unknown OpenAI API {api!r}: use 'responses' or 'chat'.")
-        key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        # A compatible server gets only a key given for it, never OpenAI's.
+        key = (
+            (api_key or "").strip()
+            or (os.environ.get("OPENAI_API_KEY") if api == "responses" else None)
+            or None
+        )
         url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         if api == "chat" and not url:
             raise ConfigError(
@@ -69,14 +85,23 @@ class OpenAIClient(SDKAdapter):
         self.timeout_s = timeout_s
         where = errors_map.safe_url(self.base_url)
         self._label = "OpenAI" if api == "responses" else f"The server at {where}"
+        self._key_hint = (
+            "Check OPENAI_API_KEY or the key entered in the sidebar."
+            if api == "responses"
+            else f"Give the key this server expects: in {COMPAT_KEY_VAR}, or name its variable with "
+            "--api-key-env (in the app: the API key field). OPENAI_API_KEY is never sent to it."
+        )
         self._secrets = (key,)
         # Flips to False for good once the server rejects structured output.
         self._structured = True
+        self._auth: dict[str, Any] = {} if key else dict(_NO_AUTH)
+        self._init_calls(max_retries=max_retries, on_wait=on_wait, cancel=cancel)
         self._client = openai.OpenAI(
             api_key=key or _PLACEHOLDER_KEY,
             base_url=url,
-            max_retries=max_retries,
+            max_retries=0,  # ours: within the deadline (SDKAdapter.complete)
             timeout=timeout_s,
+            http_client=bounded_http_client(openai.DefaultHttpxClient()),
         )
 
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
@@ -99,6 +124,7 @@ class OpenAIClient(SDKAdapter):
             max_tokens=request.max_output_tokens,
             response_format=_response_format(request.schema) if structured else openai.omit,
             timeout=timeout,
+            extra_headers=self._auth or None,
         )
         return self._from_chat(chat, structured)
 

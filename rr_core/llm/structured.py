@@ -1,9 +1,18 @@
-"""What the SDK adapters share: the call with its structured-output fallback, and error mapping.
+"""What the SDK adapters share: the call with its deadline, retries and structured-output
+fallback, and error mapping.
 
-Each call asks for structured output until a server rejects it; that call is then repeated
-once without it, and the adapter stops asking for good. Every SDK error becomes the
-``LLMError`` a user can act on, raised ``from None``: the SDK error holds the request, headers
-and key included.
+**Deadline.** ``timeout`` is a deadline per call, retries and slow servers included: every
+socket operation is bounded by the time left (``rr_core.llm.deadline``), the SDKs' own
+retries are off, and the retry loop here waits only as long as the deadline allows. A server
+that asks to wait longer than the time left (``retry-after: 90`` on a 5 s call) fails the call
+at once, saying so. Waiting is reported to ``on_wait(seconds, reason)``; a set ``cancel``
+event stops a call while it waits or while the server is silent (``RunCancelled``).
+
+**Structured output.** Each call asks for structured output until a server rejects it; that
+call is then repeated without it, and the adapter stops asking for good.
+
+**Errors.** Every SDK error becomes the ``LLMError`` a user can act on, raised ``from None``:
+the SDK error holds the request, headers and key included.
 
 Knows no SDK: an adapter names its SDK's exception classes (``SDKErrors``; the OpenAI and
 Anthropic SDKs share that hierarchy) and supplies ``_send`` and ``_http_failure``. Also here:
@@ -12,12 +21,24 @@ building a ``Completion`` from an SDK reply, and reading its token counts.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
-from rr_core.errors import LLMError, ProviderError
+from rr_core.errors import LLMError, ProviderError, RunCancelled
 from rr_core.llm import errors_map
 from rr_core.llm.base import Completion, LLMRequest, Usage
+from rr_core.llm.deadline import Deadline, active
+
+# Called before the client waits to retry: the seconds it will wait and why.
+OnWait = Callable[[float, str], None]
+
+# Statuses worth another attempt (as the SDKs' own retry rules have them).
+_RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+# Waits between attempts when the server names none: 0.5 s, 1 s, 2 s, ... at most 8 s.
+_BACKOFF_S = 0.5
+_MAX_BACKOFF_S = 8.0
 
 
 class SDKErrors(NamedTuple):
@@ -37,7 +58,10 @@ class HTTPFailure(NamedTuple):
 
 
 class SDKAdapter:
-    """Base of the SDK adapters: ``complete`` and the error it raises."""
+    """Base of the SDK adapters: ``complete`` and the error it raises.
+
+    An adapter's constructor sets the attributes below and calls ``_init_calls``.
+    """
 
     sdk_errors: ClassVar[SDKErrors]
     key_var: ClassVar[str]  # the environment variable that holds the key
@@ -45,31 +69,90 @@ class SDKAdapter:
     model: str
     base_url: str
     timeout_s: float
+    max_retries: int
     _label: str  # the provider as messages name it ("OpenAI")
+    _key_hint: str  # what to do when the key is rejected
     _secrets: tuple[str | None, ...]
     # Flips to False for good once the server rejects structured output.
     _structured: bool
+    _on_wait: OnWait | None
+    _cancel: threading.Event
+
+    def _init_calls(
+        self, *, max_retries: int, on_wait: OnWait | None, cancel: threading.Event | None
+    ) -> None:
+        self.max_retries = max(0, max_retries)
+        self._on_wait = on_wait
+        self._cancel = cancel if cancel is not None else threading.Event()
 
     def complete(self, request: LLMRequest) -> Completion:
-        """Send one request and return the completion, or raise an ``LLMError``."""
+        """Send one request and return the completion, or raise an ``LLMError``.
+
+        Ends within ``min(request.timeout_s, self.timeout_s)`` seconds, retries included
+        (``RunCancelled`` sooner when the cancel event is set).
+        """
         model = request.model or self.model
-        timeout = min(request.timeout_s, self.timeout_s)
+        budget = min(request.timeout_s, self.timeout_s)
+        deadline = Deadline(time.monotonic() + budget, self._cancel)
         structured = self._structured
-        try:
-            try:
-                return self._send(request, model, timeout, structured=structured)
-            except self.sdk_errors.base as exc:
-                failure = self._http_failure(exc)
-                if not (
-                    structured
-                    and failure is not None
-                    and errors_map.rejects_structured_output(failure.status, failure.detail)
-                ):
-                    raise
-                self._structured = False
-                return self._send(request, model, timeout, structured=False)
-        except self.sdk_errors.base as exc:
-            raise self._error(exc, timeout) from None
+        retries = 0
+        with active(deadline):
+            while True:
+                self._check_cancel()
+                left = deadline.remaining()
+                if left <= 0:
+                    raise errors_map.timed_out(
+                        provider=self.name, label=self._label, timeout_s=budget, attempts=retries + 1
+                    )
+                try:
+                    return self._send(request, model, left, structured=structured)
+                except self.sdk_errors.base as exc:
+                    self._check_cancel()
+                    failure = self._http_failure(exc)
+                    if (
+                        structured
+                        and failure is not None
+                        and errors_map.rejects_structured_output(failure.status, failure.detail)
+                    ):
+                        self._structured = structured = False
+                        continue  # the same call without structured output: not a retry
+                    error = self._error(exc, budget, attempts=retries + 1)
+                    wait = self._retry_wait(exc, failure, retries)
+                    if wait is None or retries >= self.max_retries:
+                        raise error from None
+                    left = deadline.remaining()
+                    if wait >= left:
+                        raise errors_map.out_of_time(
+                            error, label=self._label, wait=wait, left=left, timeout_s=budget
+                        ) from None
+                    retries += 1
+                    self._wait(
+                        wait, f"{errors_map.retry_reason(error)}; retry {retries} of {self.max_retries}"
+                    )
+
+    def _wait(self, seconds: float, reason: str) -> None:
+        if self._on_wait is not None:
+            self._on_wait(seconds, reason)
+        if self._cancel.wait(seconds):
+            self._check_cancel()
+
+    def _check_cancel(self) -> None:
+        if self._cancel.is_set():
+            raise RunCancelled(f"The call to {self._label} was stopped.")
+
+    def _retry_wait(self, exc: Exception, failure: HTTPFailure | None, retries: int) -> float | None:
+        """Seconds to wait before another attempt, or None when the error is final."""
+        if failure is not None:
+            # The providers' own hint, as both SDKs honour it.
+            hint = str(failure.headers.get("x-should-retry", "")).lower()
+            if hint == "false" or (failure.status not in _RETRY_STATUSES and hint != "true"):
+                return None
+            asked = errors_map.retry_after_seconds(failure.headers)
+            if asked is not None:
+                return asked
+        elif isinstance(exc, self.sdk_errors.timeout) or not isinstance(exc, self.sdk_errors.connection):
+            return None  # the deadline is spent, or not a transport problem
+        return float(min(_BACKOFF_S * 2**retries, _MAX_BACKOFF_S))
 
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
         """One call through the SDK, with or without structured output."""
@@ -79,9 +162,11 @@ class SDKAdapter:
         """What ``exc`` says when it is the SDK's HTTP status error, else None."""
         raise NotImplementedError
 
-    def _error(self, exc: Exception, timeout: float) -> LLMError:
+    def _error(self, exc: Exception, timeout: float, attempts: int = 1) -> LLMError:
         if isinstance(exc, self.sdk_errors.timeout):
-            return errors_map.timed_out(provider=self.name, label=self._label, timeout_s=timeout)
+            return errors_map.timed_out(
+                provider=self.name, label=self._label, timeout_s=timeout, attempts=attempts
+            )
         if isinstance(exc, self.sdk_errors.connection):
             return errors_map.unreachable(provider=self.name, base_url=self.base_url)
         failure = self._http_failure(exc)
@@ -89,7 +174,7 @@ class SDKAdapter:
             return errors_map.from_status(
                 provider=self.name,
                 label=self._label,
-                key_var=self.key_var,
+                key_hint=self._key_hint,
                 status=failure.status,
                 detail=failure.detail,
                 headers=failure.headers,

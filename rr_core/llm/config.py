@@ -1,0 +1,124 @@
+"""A provider configuration (provider, model, key, server) and the key rule, one for the CLI
+and the app.
+
+Two kinds of settings meet here. *Configured* ones belong to the deployment or the shell:
+``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``,
+``RR_COMPAT_API_KEY`` (the environment, or the app's secrets). *Given* ones come with the
+run: a key or server URL typed in the app's sidebar, ``--base-url`` and ``--api-key-env VAR``
+on the command line. The rule:
+
+- a configured OpenAI or Anthropic key goes only to its provider's official URL or to the
+  URL configured beside it; a server URL given for the run gets only a key given with it
+  (otherwise the run is refused before anything is sent);
+- an OpenAI-compatible server gets a key only when one is given for it, or
+  ``RR_COMPAT_API_KEY`` when it is the configured server (``OPENAI_BASE_URL``); without one
+  no ``Authorization`` header is sent. ``OPENAI_API_KEY`` never goes to it.
+
+Keys are never printed: ``ProviderConfig``'s repr leaves the key out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
+
+from rr_core.errors import ConfigError, MissingKeyError
+from rr_core.llm.errors_map import safe_url
+
+# Looks a configured setting up by its variable name: the environment, or the app's secrets.
+Lookup = Callable[[str], str | None]
+
+PROVIDERS = ("offline", "openai", "anthropic", "openai-compatible")
+OFFICIAL_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+BASE_URL_VARIABLES = {
+    "openai": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "openai-compatible": "OPENAI_BASE_URL",
+}
+COMPAT_KEY_VAR = "RR_COMPAT_API_KEY"
+_LABELS = {"openai": "OpenAI", "anthropic": "Anthropic"}
+
+
+def environment(name: str) -> str | None:
+    """The default ``Lookup``: the environment variable, blank counted as unset."""
+    return (os.environ.get(name) or "").strip() or None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderConfig:
+    """What a client is made for. ``api_key`` and ``base_url`` are those *given* for the run
+    (typed, or named on the command line); ``resolve`` fills in the configured ones the key
+    rule allows."""
+
+    provider: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+
+    def resolve(self, configured: Lookup = environment) -> ProviderConfig:
+        """This configuration with the key and server URL the client will use.
+
+        Raises ``ConfigError`` for an unknown provider or a compatible server without a URL,
+        and ``MissingKeyError`` when a given server URL would need the configured key.
+        """
+        provider = self.provider
+        if provider not in PROVIDERS:
+            raise ConfigError(f"unknown provider {provider!r}; choose one of: {', '.join(PROVIDERS)}")
+        if provider == "offline":
+            return replace(self, api_key=None, base_url=None)
+        given_key = (self.api_key or "").strip() or None
+        given_url = (self.base_url or "").strip() or None
+        configured_url = configured(BASE_URL_VARIABLES[provider])
+        if provider == "openai-compatible":
+            url = given_url or configured_url
+            if not url:
+                raise ConfigError(
+                    "An OpenAI-compatible server needs its URL: --base-url URL or OPENAI_BASE_URL "
+                    "(e.g. http://localhost:11434/v1 for Ollama)."
+                )
+            own_server = given_url is None or same_server(given_url, configured_url)
+            key = given_key or (configured(COMPAT_KEY_VAR) if own_server else None)
+            return replace(self, api_key=key, base_url=url)
+        variable = KEY_VARIABLES[provider]
+        if given_key:
+            return replace(self, api_key=given_key, base_url=given_url or configured_url)
+        if given_url and not (
+            same_server(given_url, OFFICIAL_URLS[provider]) or same_server(given_url, configured_url)
+        ):
+            raise MissingKeyError(
+                f"The server URL {safe_url(given_url)} was given for this run, so it needs a key "
+                f"given with it (in the app: typed in the sidebar; on the command line: "
+                f"--api-key-env VAR): the configured {variable} is never sent to another server.",
+                provider=provider,
+            )
+        key = configured(variable)
+        if not key:
+            raise MissingKeyError(
+                f"No {_LABELS[provider]} API key: set {variable} (in the app, or enter a key in the sidebar).",
+                provider=provider,
+            )
+        return replace(self, api_key=key, base_url=given_url or configured_url)
+
+
+def same_server(a: str | None, b: str | None) -> bool:
+    """Whether two base URLs name the same server and path (scheme, host, port, path)."""
+    if not a or not b:
+        return False
+    try:
+        x, y = urlsplit(a.strip()), urlsplit(b.strip())
+        ports = (x.port or _default_port(x.scheme), y.port or _default_port(y.scheme))
+    except ValueError:
+        return False
+    return (
+        x.scheme.lower() == y.scheme.lower()
+        and (x.hostname or "") == (y.hostname or "")
+        and ports[0] == ports[1]
+        and x.path.rstrip("/") == y.path.rstrip("/")
+    )
+
+
+def _default_port(scheme: str) -> int | None:
+    return {"http": 80, "https": 443}.get(scheme.lower())
