@@ -240,6 +240,7 @@ ASK_KEYS = {
     "questions",
     "question",
     "batch",
+    "save_error",
     "provider",
     "model",
     "is_llm",

@@ -28,7 +28,8 @@ def traces(planted_document: Document) -> list[RunTrace]:
 
 
 def test_json_export_holds_every_trace_with_prompts(traces: list[RunTrace]) -> None:
-    data = json.loads(to_json(traces))
+    assert all(c["prompt"] is None for r in json.loads(to_json(traces))["results"] for c in r["calls"])
+    data = json.loads(to_json(traces, prompts=True))
     results = data["results"]
     assert [r["method"] for r in results] == list(PAPER_METHODS)
     for result, trace in zip(results, traces):
@@ -148,6 +149,6 @@ def test_exports_cover_the_other_methods(planted_document: Document) -> None:
     rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
     assert [r["method"] for r in rows] == ["rag", "briefcontext", "closed-book", "oracle"]
     assert rows[2]["answer"] == "n/a" and rows[3]["page"] == str(PLANTED_PAGE)
-    data = json.loads(to_json(traces))["results"]
+    data = json.loads(to_json(traces, prompts=True))["results"]
     assert data[1]["details"]["preflight"]["decision"] == "map-reduce"
     assert [RunTrace.from_dict(r) for r in data] == traces
