@@ -70,6 +70,7 @@ class Page:
     text: str
     tokens: int
     source_page: int | None = None  # 1-based page of the source PDF, when there is one
+    label: str = ""  # the printed page label (a PDF's page labels, e.g. "iv" or "12"), when it has one
 
     @property
     def chars(self) -> int:
@@ -180,10 +181,10 @@ def load_document(
     counter = counter or counter_for_model()
     kind = detect_kind(filename, data)
     if kind == "pdf":
-        texts, warnings = _pdf_texts(data, filename, password, max_pages, ocr)
+        texts, warnings, labels = _pdf_texts(data, filename, password, max_pages, ocr)
         return document_from_texts(
             filename, texts, counter=counter, kind=kind, sha256=hashlib.sha256(data).hexdigest(),
-            warnings=warnings, pdf_bytes=data, password=password,
+            warnings=warnings, pdf_bytes=data, password=password, labels=labels,
         )  # fmt: skip
     text = _plain_text(kind, data, filename, max_bytes, max_words=max_pages * WORDS_PER_BLOCK)
     texts = split_blocks(text, max_blocks=max_pages)
@@ -210,6 +211,7 @@ def document_from_texts(
     warnings: Sequence[str] = (),
     pdf_bytes: bytes | None = None,
     password: str | None = None,
+    labels: Sequence[str] = (),
 ) -> Document:
     """A document whose pages are the given texts, counted once.
 
@@ -219,7 +221,13 @@ def document_from_texts(
     counter = counter or counter_for_model()
     counts = counter.count_many(list(texts))
     pages = tuple(
-        Page(number=i + 1, text=t, tokens=n, source_page=i + 1 if kind == "pdf" else None)
+        Page(
+            number=i + 1,
+            text=t,
+            tokens=n,
+            source_page=i + 1 if kind == "pdf" else None,
+            label=labels[i] if i < len(labels) else "",
+        )
         for i, (t, n) in enumerate(zip(texts, counts, strict=True))
     )
     return Document(
@@ -330,7 +338,7 @@ def _ocr_text(page: Any) -> str:
 
 def _pdf_texts(
     data: bytes, filename: str, password: str | None, max_pages: int, ocr: bool = False
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[str], list[str]]:
     if data[:1024].find(b"%PDF-") < 0 and (
         data.startswith(tuple(m for m, _ in _MAGIC)) or _looks_like_text(data)
     ):
@@ -347,13 +355,17 @@ def _pdf_texts(
         if doc.page_count > max_pages:
             raise DocumentTooLarge(filename, f"{doc.page_count:,} pages; the limit is {max_pages:,}")
         texts: list[str] = []
+        labels: list[str] = []
         broken: list[int] = []
         for index in range(doc.page_count):
             try:
-                texts.append(_clean(doc[index].get_text()))
+                page = doc[index]
+                texts.append(_clean(page.get_text()))
+                labels.append(_label(page))
             except Exception:  # noqa: BLE001 - one broken page must not lose the others
                 broken.append(index + 1)
                 texts.append("")
+                labels.append("")
         repaired = repaired or bool(getattr(doc, "is_repaired", False))
         empty = [i + 1 for i, t in enumerate(texts) if not t.strip()]
         if empty and ocr and not (repaired and len(empty) == len(texts)):
@@ -391,7 +403,15 @@ def _pdf_texts(
     if empty:
         why = "damaged, or scanned?" if repaired else "scanned?"
         warnings.append(f"{filename}: pages {_ranges(empty)} have no text layer ({why}) and stay empty.")
-    return texts, warnings
+    return texts, warnings, labels
+
+
+def _label(page: Any) -> str:
+    """The page's printed label from the PDF's page labels ("" when it defines none)."""
+    try:
+        return str(page.get_label() or "")
+    except Exception:  # noqa: BLE001 - a malformed label tree must not lose the page
+        return ""
 
 
 def _ocr_pages(doc: Any, texts: list[str], empty: list[int], filename: str, warnings: list[str]) -> list[int]:

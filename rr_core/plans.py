@@ -141,6 +141,7 @@ class Outcome:
     retrieved_groups: list[list[int]] = field(default_factory=list)
     dropped_pages: list[int] = field(default_factory=list)
     # Filled in by the runner: was the quote found on the cited page, and how closely.
+    page_label: str = ""  # the cited page's printed label, where the PDF defines one
     quote_check: str = "unchecked"  # verified | approximate | not-found | no-quote | unchecked
     quote_score: float = 0.0
     # Known right answers (samples' planted questions, the Lab): filled in by the caller.

@@ -679,6 +679,8 @@ class _Run:
             text = pages[outcome.page - 1].text if outcome.page and 1 <= outcome.page <= len(pages) else None
             check = check_quote(outcome.quote, text)
             outcome.quote_check, outcome.quote_score = check.status, check.score
+            if text is not None and outcome.page is not None:
+                outcome.page_label = pages[outcome.page - 1].label
 
     def _first_error_kind(self) -> str:
         return "LLMError" if any(c.error for c in self.trace.calls) else "RRError"

@@ -615,3 +615,32 @@ def test_ocr_of_too_many_pages_is_refused_before_it_starts(monkeypatch: pytest.M
         DocumentTooLarge, match=r"scan.pdf: 3 pages have no text layer, and OCR reads at most 2"
     ):
         load_document(make_pdf(["", "", ""]), filename="scan.pdf", ocr=True)
+
+
+def test_printed_page_labels_travel_with_the_pages_and_the_cited_page() -> None:
+    """A lawyer cites the printed page: a PDF's page labels (i, ii, 1, 2…) are kept per page and
+    on the outcome that cites one."""
+    import pymupdf
+
+    from rr_core.llm import OfflineEngine
+    from rr_core.methods import get_method
+    from rr_core.runs import run_plans
+    from rr_core.settings import RunSettings
+
+    doc = pymupdf.open()
+    texts = ["Preface.", "Contents.", "The deposit is 900 euros.", "Other terms.", "More terms.", "End."]
+    for text in texts:
+        doc.new_page().insert_text((72, 72), text)
+    doc.set_page_labels(
+        [
+            {"startpage": 0, "prefix": "", "style": "r", "firstpagenum": 1},
+            {"startpage": 2, "prefix": "", "style": "D", "firstpagenum": 1},
+        ]
+    )
+    document = load_document(doc.tobytes(), filename="labelled.pdf")
+    assert [p.label for p in document.pages] == ["i", "ii", "1", "2", "3", "4"]
+    plan = get_method("baseline").plan(
+        document, "What is the deposit?", RunSettings(method="baseline"), word_counter()
+    )
+    (trace,) = run_plans(document, [plan], OfflineEngine())
+    assert trace.page == 3 and trace.outcome.page_label == "1"
