@@ -10,6 +10,7 @@ import streamlit as st
 from pages.common import docs, results, sidebar
 from pages.common import state as S
 from pages.common.text import md, plural, short
+from rr_core.costs import context_window
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, PasswordRequired, RRError, WrongPassword
 from rr_core.exports import to_csv, to_json, to_markdown
@@ -286,6 +287,16 @@ def _plan_rows() -> list[dict[str, Any]]:
     return rows
 
 
+window = context_window(S.model(), S.provider())
+too_long = [p for p in plans if window and p.largest_prompt > window]
+if too_long:
+    st.warning(
+        f"{md(', '.join(dict.fromkeys(p.label for p in too_long)))}: the longest prompt is about "
+        f"{max(p.largest_prompt for p in too_long):,} tokens, and {md(S.model())} reads at most {window:,}. "
+        "These will be refused before anything is sent. A chunked method (Chunked R&R) with a chunk size c "
+        f"under {window // 2:,} tokens fits."
+    )
+
 with st.expander("What each method will send", expanded=len(plans) <= 4):
     st.dataframe(
         pd.DataFrame(_plan_rows()),
@@ -357,7 +368,7 @@ def run() -> None:
         st.status(
             f"Running {plural(len(plans), 'method')}, about {plural(calls, 'call')}…", expanded=True
         ) as status,
-        Executor(client, concurrency=S.concurrency()) as executor,
+        Executor(client, concurrency=S.concurrency(), context_window=window) as executor,
     ):
         lines: dict[tuple[int, str, int | None], Any] = {}
 

@@ -12,6 +12,7 @@ import streamlit as st
 from pages.common import docs, labcharts, results, sidebar
 from pages.common import state as S
 from pages.common.text import md, plural
+from rr_core.costs import context_window
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, RRError
 from rr_core.lab import TASKS, build_trials, trial_spec
@@ -283,7 +284,8 @@ if clicked:
     st.caption(
         "Leaving this screen or pressing Stop in the top corner stops the sweep; everything finished is kept."
     )
-    with Executor(client, concurrency=S.concurrency(), cache=store) as executor:
+    window = context_window(S.model(), S.provider()) if engine == "provider" else None
+    with Executor(client, concurrency=S.concurrency(), cache=store, context_window=window) as executor:
         result = run_sweep(plan, executor, on_progress=progress)
     bar.empty()
     live.empty()

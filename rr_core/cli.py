@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rr_core import samples
-from rr_core.costs import price_data_version
+from rr_core.costs import context_window, price_data_version
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError, LLMError, MissingKeyError, RRError
 from rr_core.lab.presets import PRESETS
@@ -380,7 +380,10 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
             chunk = f" chunk {event.chunk}" if event.chunk else ""
             print(f"  {event.label}: {event.stage}{chunk} {event.status}", file=sys.stderr)
 
-    traces = run_plans(document, plans, client, concurrency=args.concurrency, on_event=progress)
+    window = context_window(model, provider)
+    traces = run_plans(
+        document, plans, client, concurrency=args.concurrency, on_event=progress, context_window=window
+    )
     mark_traces(traces, questions)
     batch, save_error = None, None
     if args.save:
@@ -473,7 +476,10 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
             done["n"] = finished
             print(f"  {finished}/{total} runs", file=sys.stderr)
 
-    with Executor(client, concurrency=args.concurrency, cache=open_store()) as executor:
+    window = None if provider == "simulated" else context_window(model, provider)
+    with Executor(
+        client, concurrency=args.concurrency, cache=open_store(), context_window=window
+    ) as executor:
         result = run_sweep(plan, executor, on_progress=progress)
     return {**sweep_json(plan, result, context=context), "is_llm": client.is_llm}
 

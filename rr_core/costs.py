@@ -297,3 +297,19 @@ def price_data_version() -> str:
 def known_models() -> list[str]:
     """A short list of popular OpenAI and Anthropic model ids that the price data covers."""
     return [model for model in _KNOWN_MODELS if _rates(model, None, _today()).known]
+
+
+@lru_cache(maxsize=256)
+def context_window(model: str, provider: str | None = None) -> int | None:
+    """The model's context window in tokens, from the price data; None when unknown (local
+    servers, the offline engine, models the data does not list)."""
+    key = model.strip().lower()
+    prov = provider.strip().lower() if provider else None
+    if not key or prov in LOCAL_PROVIDERS or prov == "offline" or key in OVERRIDES:
+        return None
+    try:
+        _, info = _SNAPSHOT.find_provider_model(key, None, prov or _infer_provider(key), None)
+    except LookupError:
+        return None
+    window = getattr(info, "context_window", None)
+    return int(window) if isinstance(window, int) and window > 0 else None

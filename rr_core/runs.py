@@ -694,7 +694,8 @@ def run_plans(
     concurrency: int = DEFAULT_CONCURRENCY,
     on_event: Callable[[CallEvent], None] | None = None,
     cache: CallCache | None = None,
+    context_window: int | None = None,
 ) -> list[RunTrace]:
     """Run plans with a one-off executor (the CLI and tests); traces in the order of plans."""
-    with Executor(client, concurrency=concurrency, cache=cache) as executor:
+    with Executor(client, concurrency=concurrency, cache=cache, context_window=context_window) as executor:
         return executor.run(document, plans, on_event)
