@@ -212,7 +212,7 @@ with st.expander("Compare a method with itself at other settings"):
             st.rerun()
 
 specs = S.chosen_specs()
-if any(s.split(":")[0] == "oracle" for s in specs):
+if any(get_method(s.split(":")[0]).needs_gold for s in specs):
     S.bound(
         st.text_input,
         "Gold pages for the Oracle (the page numbers that hold the answer)",

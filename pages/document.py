@@ -75,7 +75,15 @@ def _option_label(option: Option) -> str:
     return f"Plan at the current settings: {method.label}" + (f" ({settings})" if settings else "")
 
 
-default = next((i for i, (kind, ix) in enumerate(options) if kind == "run" and traces[ix].method == "rr"), 0)
+# Open on the run whose long call carried reminders and that picked pages (R&R, as it happens).
+default = next(
+    (
+        i
+        for i, (kind, ix) in enumerate(options)
+        if kind == "run" and traces[ix].retrieved_pages and any(c.reminders_after for c in traces[ix].calls)
+    ),
+    0,
+)
 picked: Option = st.selectbox("Show", options, index=default, format_func=_option_label, key="w.doc_show")
 shown: RunTrace | None = traces[picked[1]] if picked[0] == "run" else None
 try:

@@ -119,7 +119,8 @@ def outcome_block(trace: RunTrace, outcome: Outcome, document: Document | None) 
     caption = quote_caption(outcome, document)
     if caption:
         st.caption(caption)
-    if outcome.retrieved_pages or trace.calls and any(c.stage == "retrieve" for c in trace.calls):
+    # Methods that pick pages first run in more than one phase (stages): say what they picked.
+    if outcome.retrieved_pages or trace.steps or len({c.stage for c in trace.calls}) > 1:
         st.markdown(f"**Retrieved:** {retrieved_summary(outcome)}")
     if outcome.retrieved_groups and len(outcome.retrieved_pages) > 8:
         with st.expander("Retrieved pages by chunk"):
@@ -184,7 +185,7 @@ def cost_chart(traces: Sequence[RunTrace]) -> go.Figure:
     names = list(by_name)
     stages = list(by_name.values())
     fig = go.Figure()
-    for key in ("retrieve", "map", "reduce", "answer", "reminders"):
+    for key in STAGE_NAMES:  # display order
         values = [s.get(key, 0.0) for s in stages]
         if not any(values):
             continue
