@@ -155,15 +155,10 @@ else:
 group_columns = st.columns(len(GROUP_LABELS))
 for column, (group, group_label) in zip(group_columns, GROUP_LABELS.items(), strict=True):
     members = [m for m in all_methods() if m.group == group]
-    key = f"methods_{group}"
-    state.setdefault(key, [m.name for m in members if m.name in state["methods"]])
+    key = S.method_key(group)
 
     def _methods_changed() -> None:
-        state["methods"] = [
-            m.name
-            for m in all_methods()
-            if any(m.name in state.get(f"methods_{g}", []) for g in GROUP_LABELS)
-        ]
+        state["methods"] = S.chosen_methods()
 
     with column:
         S.bound(
