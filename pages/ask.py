@@ -274,7 +274,7 @@ def _plan_rows() -> list[dict[str, Any]]:
                 "Calls": p.estimate.calls,
                 "Input tokens": p.estimate.input_tokens,
                 "Reminders": p.reminders,
-                "Chunks": len(p.chunks) or "",
+                "Chunks": len(p.chunks) or None,
                 "Estimated cost (USD)": round(p.estimate.usd, 5),
             }
         )
@@ -282,8 +282,11 @@ def _plan_rows() -> list[dict[str, Any]]:
 
 
 with st.expander("What each method will send", expanded=len(plans) <= 4):
+    plan_frame = pd.DataFrame(_plan_rows())
+    # Whole numbers, empty where a method does not chunk (a mixed column fails Arrow).
+    plan_frame["Chunks"] = plan_frame["Chunks"].astype("Int64")
     st.dataframe(
-        pd.DataFrame(_plan_rows()),
+        plan_frame,
         hide_index=True,
         width="stretch",
         column_config={
