@@ -214,6 +214,8 @@ def _delete(batch_list: list[str]) -> None:
             "success",
             f"Deleted {plural(gone, 'run')} of {plural(len(batch_list), 'question')}.",
         )
+        # The selection is by row number: kept, it would select the rows that moved up.
+        state["history_table"] = {"selection": {"rows": [], "columns": []}}
     state.pop("confirm_delete", None)
 
 
