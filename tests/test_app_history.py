@@ -86,24 +86,6 @@ def texts(node: Any, kind: str = "markdown") -> list[str]:
     return [str(e.value) for e in node.get(kind)]
 
 
-@pytest.fixture
-def downloads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str | None, bytes]]:
-    """(file name, bytes) of every file the app offers for download."""
-    import streamlit.testing.v1.app_test as app_test
-    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
-
-    seen: list[tuple[str | None, bytes]] = []
-
-    class Recording(MemoryMediaFileStorage):
-        def load_and_get_id(self, path_or_data, mimetype, kind, filename=None):  # type: ignore[no-untyped-def]
-            if isinstance(path_or_data, bytes):
-                seen.append((filename, path_or_data))
-            return super().load_and_get_id(path_or_data, mimetype, kind, filename)
-
-    monkeypatch.setattr(app_test, "MemoryMediaFileStorage", Recording)
-    return seen
-
-
 # ---- the list ----------------------------------------------------------------------------------
 
 
