@@ -35,13 +35,13 @@ PROTOCOL = questions_middle_first("protocol")
 
 
 def ask(
-    sample: str, question: str, methods: tuple[str, ...] = ("baseline", "rr")
+    sample: str, question: str | list[str], methods: tuple[str, ...] = ("baseline", "rr")
 ) -> tuple[str, list[RunTrace]]:
     """Runs saved straight through the engine, as the Ask screen saves them: one batch."""
     counter = counter_for_model(PRICE_MODEL)
     document = sample_document(sample, counter)
     base = RunSettings(method="baseline", model="offline", provider="offline", price_model=PRICE_MODEL)
-    questions = [Question(question)]
+    questions = [Question(q) for q in ([question] if isinstance(question, str) else question)]
     plans = [p for m in methods for p in plan_questions(document, questions, parse_spec(m, base), counter)]
     with Executor(OfflineEngine(counter), concurrency=2) as executor:
         traces = executor.run(document, plans)
@@ -109,6 +109,22 @@ def test_one_row_per_question_newest_first(three_questions) -> None:
     # Nothing selected: each tab says to select.
     assert any("Select a question in the table above" in c for c in texts(tab(at, "Open"), "caption"))
     assert any("Select the questions to delete" in c for c in texts(tab(at, "Delete"), "caption"))
+
+
+def test_several_questions_asked_together_are_one_row_named_by_the_first() -> None:
+    asked = [q.question for q in CONTRACT[:3]]
+    ask("contract", asked)
+    at = open_history()
+    rows = table(at).to_dict("records")
+    assert len(rows) == 1
+    assert rows[0]["question"] == f"{asked[0]} (+2 more)"
+    assert rows[0]["methods"] == "Baseline, R&R" and rows[0]["answers"] == 4
+    select(at, 0)
+    opened = tab(at, "Open")
+    header = next(m for m in texts(opened) if m.startswith("**Question:**"))
+    assert header.startswith(f"**Question:** {md(asked[0])}")
+    # R&R's card lists its answer to each question.
+    assert [m for m in texts(opened) if m.startswith("**Q:**")] == [f"**Q:** {md(q)}" for q in asked]
 
 
 def test_runs_asked_on_the_ask_screen_are_one_row() -> None:
