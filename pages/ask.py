@@ -156,15 +156,10 @@ else:
 group_columns = st.columns(len(GROUP_LABELS))
 for column, (group, group_label) in zip(group_columns, GROUP_LABELS.items(), strict=True):
     members = [m for m in all_methods() if m.group == group]
-    key = f"methods_{group}"
-    state.setdefault(key, [m.name for m in members if m.name in state["methods"]])
+    key = S.method_key(group)
 
     def _methods_changed() -> None:
-        state["methods"] = [
-            m.name
-            for m in all_methods()
-            if any(m.name in state.get(f"methods_{g}", []) for g in GROUP_LABELS)
-        ]
+        state["methods"] = S.chosen_methods()
 
     with column:
         S.bound(
@@ -280,7 +275,7 @@ def _plan_rows() -> list[dict[str, Any]]:
                 "Calls": p.estimate.calls,
                 "Input tokens": p.estimate.input_tokens,
                 "Reminders": p.reminders,
-                "Chunks": len(p.chunks) or "",
+                "Chunks": len(p.chunks) or None,
                 "Estimated cost (USD)": round(p.estimate.usd, 5),
             }
         )
@@ -298,8 +293,11 @@ if too_long:
     )
 
 with st.expander("What each method will send", expanded=len(plans) <= 4):
+    plan_frame = pd.DataFrame(_plan_rows())
+    # Whole numbers, empty where a method does not chunk (a mixed column fails Arrow).
+    plan_frame["Chunks"] = plan_frame["Chunks"].astype("Int64")
     st.dataframe(
-        pd.DataFrame(_plan_rows()),
+        plan_frame,
         hide_index=True,
         width="stretch",
         column_config={

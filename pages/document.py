@@ -314,8 +314,12 @@ segments = (
 offsets = reminder_offsets(segments)
 prompt_col, reminder_col = st.columns([2, 1])
 with prompt_col:
-    condensed = condense_prompt(text, keep_chars=200)
-    limit = 20_000
+    # Pages shortened until the whole structure fits on screen, so every reminder shows.
+    limit = 40_000
+    for keep in (200, 80, 20):
+        condensed = condense_prompt(text, keep_chars=keep)
+        if len(condensed) <= limit:
+            break
     st.code(
         condensed[:limit]
         + ("\n… (cut here on screen; the download holds it all)" if len(condensed) > limit else ""),
@@ -324,7 +328,7 @@ with prompt_col:
         height=380,
     )
     st.caption(
-        "Each page is cut to its first 200 characters on screen; tags, instructions and reminders are whole."
+        f"Each page is cut to its first {keep} characters on screen; tags, instructions and reminders are whole."
     )
     if st.button("Prepare the full prompt for download", key="prepare_prompt"):
         state["prompt_download"] = (label, text)

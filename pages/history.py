@@ -47,11 +47,17 @@ def _batch_line(batch: str) -> str:
     return f"{when(first.created_at)} · {short(first.question, 60)} · {short(first.document, 30)}"
 
 
+def _asked(runs: list[StoredRun]) -> str:
+    """What a batch asked: its first question, and how many more it asked together."""
+    asked = list(dict.fromkeys(r.question for r in reversed(runs)))  # oldest run first
+    return asked[0] + (f" (+{len(asked) - 1} more)" if len(asked) > 1 else "")
+
+
 table = pd.DataFrame(
     [
         {
             "when": when(runs[0].created_at),
-            "question": runs[0].question,
+            "question": _asked(runs),
             "document": runs[0].document,
             "methods": ", ".join(dict.fromkeys(r.label for r in reversed(runs))),
             "answers": sum(1 for r in runs if r.error is None),
@@ -214,6 +220,8 @@ def _delete(batch_list: list[str]) -> None:
             "success",
             f"Deleted {plural(gone, 'run')} of {plural(len(batch_list), 'question')}.",
         )
+        # The selection is by row number: kept, it would select the rows that moved up.
+        state["history_table"] = {"selection": {"rows": [], "columns": []}}
     state.pop("confirm_delete", None)
 
 

@@ -54,7 +54,12 @@ with engine_col:
         "Measure with",
         "lab_engine",
         options=engine_options,
-        format_func=lambda e: ENGINES[e] + (f": {S.provider()} / {S.model()}" if e == "provider" else ""),
+        # Labels made now: a format function that read the session later would fail where
+        # it is called outside a script run (AppTest formats values that way).
+        format_func={
+            e: ENGINES[e] + (f": {S.provider()} / {S.model()}" if e == "provider" else "")
+            for e in engine_options
+        }.__getitem__,
     )
     engine = state["lab_engine"]
     if engine == "simulated":

@@ -189,3 +189,24 @@ def offline_traces(document, *methods, question=PLANTED_QUESTION, **changes):  #
         for m in (methods or PAPER_METHODS)
     ]
     return run_plans(document, plans, OfflineEngine(counter))
+
+
+# ---- AppTest ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def downloads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str | None, bytes]]:
+    """(file name, bytes) of every file an AppTest-driven screen offers for download."""
+    import streamlit.testing.v1.app_test as app_test
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    seen: list[tuple[str | None, bytes]] = []
+
+    class Recording(MemoryMediaFileStorage):
+        def load_and_get_id(self, path_or_data, mimetype, kind, filename=None):  # type: ignore[no-untyped-def]
+            if isinstance(path_or_data, bytes):
+                seen.append((filename, path_or_data))
+            return super().load_and_get_id(path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(app_test, "MemoryMediaFileStorage", Recording)
+    return seen

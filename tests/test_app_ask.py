@@ -1,349 +1,513 @@
-"""The Ask screen, driven by AppTest with the offline engine: document, plan, run, results."""
+"""The Ask screen as a user meets it, driven by AppTest on the offline engine.
+
+Expected values come from the engine itself (the same plans, the sample's known answers),
+so the tests check that the screen shows what the engine says, not a copy of the screen.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
-import sqlite3
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rr_core.chunking import partition_pages, plan_reminders
-from rr_core.errors import RateLimitError
-from rr_core.ledger import Ledger
-from rr_core.llm import DEFAULT_MODELS
-from rr_core.llm.base import Completion, LLMRequest
+from pages.common.text import md
+from rr_core.llm.fake import ScriptedClient
 from rr_core.llm.offline import OfflineEngine
-from rr_core.methods import Method, RunSettings, plan_all
+from rr_core.methods import all_methods, get_method, parse_spec, plan_questions
+from rr_core.questions import Question
 from rr_core.samples import get_sample, questions_middle_first
+from rr_core.settings import RunSettings
 from rr_core.sources import sample_document
+from rr_core.store import open_store
 from rr_core.tokens import counter_for_model
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
+TIMEOUT = 240  # the machine is slow and shared: generous, never a speed check
+PRICE_MODEL = "gpt-4.1-mini"
 SAMPLE = get_sample("contract")
-FIRST_QUESTION = questions_middle_first("contract")[0].question  # what the app prefills
-# A question the sample plants on exactly one page.
-NOTICE = next(q for q in SAMPLE.questions if "convenience" in q.question)
+KNOWN = questions_middle_first("contract")
+FIRST = KNOWN[0]  # what the screen prefills: the sample question nearest the middle
+OTHER_SAMPLE = "protocol"
+EVIL_LINK = "[click](https://evil.example)"
 
 
-def open_app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
+# ---- helpers --------------------------------------------------------------------------------
+
+
+def open_app(**state: Any) -> AppTest:
+    """The app on the Ask screen, with session state set before the first run."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
     at.run()
-    assert not at.exception
+    assert not at.exception, [e.value for e in at.exception]
     return at
 
 
-def plan_table(at: AppTest) -> dict[str, dict[str, object]]:
+def run(at: AppTest) -> list:
+    at.button(key="run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return list(at.session_state["results"]["traces"])
+
+
+def markdown(node: Any) -> list[str]:
+    return [m.value for m in node.markdown]
+
+
+def captions(node: Any) -> list[str]:
+    return [c.value for c in node.caption]
+
+
+def plan_table(at: AppTest) -> pd.DataFrame:
+    """The "What each method will send" table (the first table on the screen)."""
     frame = at.dataframe[0].value
-    return {row["Method"]: row for row in frame.to_dict("records")}
+    assert list(frame.columns)[:3] == ["Method", "Settings", "Questions"]
+    return frame
 
 
-def markdown(at: AppTest) -> list[str]:
-    return [m.value for m in at.markdown]
+def answers_table(at: AppTest) -> pd.DataFrame:
+    """The answers by question and method (st.dataframe keys are not exposed to AppTest
+    for tables without selection, so it is found by its first column)."""
+    tables = [d.value for d in at.dataframe if list(d.value.columns)[:1] == ["Question"]]
+    assert len(tables) == 1
+    return tables[0]
 
 
-def expected_plans(k: int = 10_000, n: int = 5, c: int = 20_000, methods=(Method.BASELINE, Method.RR)):
-    counter = counter_for_model("gpt-4.1-mini")
+def expected_plans(specs: list[str], questions: list[Question], gold: str = "") -> list:
+    """The plans the engine makes for the screen's default settings."""
+    counter = counter_for_model(PRICE_MODEL)
     document = sample_document("contract", counter)
-    settings = RunSettings(
-        method=methods[0],
-        reminder_every=k,
-        top_k=n,
-        chunk_size=c,
+    base = RunSettings(
+        method="baseline",
         model="offline",
         provider="offline",
-        price_model="gpt-4.1-mini",
+        price_model=PRICE_MODEL,
+        gold_pages=tuple(int(p) for p in gold.split(",") if p.strip()),
     )
-    return document, plan_all(document, FIRST_QUESTION, settings, counter, methods)
+    return [p for spec in specs for p in plan_questions(document, questions, parse_spec(spec, base), counter)]
 
 
-def test_opens_offline_on_the_sample_with_a_note_that_it_is_not_an_llm() -> None:
+def cards(at: AppTest) -> list[Any]:
+    """Result cards, in screen order: the bordered containers that start with a ``####`` title."""
+    found = []
+    for column in at.columns:
+        titles = [m for m in markdown(column) if m.startswith("#### ")]
+        if len(titles) == 1:
+            found.append(column)
+    return found
+
+
+def card_titles(at: AppTest) -> list[str]:
+    return [next(m for m in markdown(c) if m.startswith("#### "))[5:] for c in cards(at)]
+
+
+def answer_json(question: str, answer: str, page: int | str, quote: str = "") -> str:
+    return json.dumps({"question": question, "answer": answer, "page": str(page), "quote": quote})
+
+
+# ---- first open -----------------------------------------------------------------------------
+
+
+def test_first_open_without_a_key_is_ready_to_run_on_the_sample() -> None:
     at = open_app()
+    # No key anywhere: the offline engine, said plainly to be no LLM.
     assert at.session_state["provider"] == "offline"
-    assert at.sidebar.selectbox(key="w.provider").value == "offline"
     note = " ".join(i.value for i in at.sidebar.info)
-    assert "not an LLM" in note and "BM25" in note
-    # The contract sample is loaded and its first question is filled in: ready to run.
-    captions = " ".join(c.value for c in at.caption)
-    assert f"{len(SAMPLE.pages)} pages" in captions
-    assert at.text_area(key="w.question").value == FIRST_QUESTION
-    assert at.multiselect(key="w.methods").value == ["baseline", "rr"]
-    assert [s.label for s in at.sidebar.slider] == [
-        "Reprompt interval k (tokens)", "Pages to retrieve N", "Chunk size c (tokens)",
-    ]  # fmt: skip
+    assert "offline engine is not an LLM" in note and "BM25" in note
+    # The contract sample is loaded…
+    document = sample_document("contract", counter_for_model(PRICE_MODEL))
+    assert at.selectbox(key="w.sample").value == "contract"
+    assert any(
+        f"{md(SAMPLE.title)}** — {len(SAMPLE.pages)} pages, {document.total_tokens:,} tokens" in c
+        for c in captions(at)
+    )
+    # …with the question nearest the middle filled in, and its gold page for the oracle.
+    assert at.text_area(key="w.question").value == FIRST.question
+    assert at.session_state["gold_pages"] == str(FIRST.page)
+    assert at.multiselect(key="w.methods_paper").value == ["baseline", "rr"]
+    assert at.multiselect(key="w.methods_other").value == []
+    # Before running: runs, calls, input tokens and dollars, equal to the engine's plans.
+    plans = expected_plans(["baseline", "rr"], [Question(FIRST.question)], str(FIRST.page))
+    calls = sum(p.estimate.calls for p in plans)
+    tokens = sum(p.estimate.input_tokens for p in plans)
+    usd = sum(p.estimate.usd for p in plans)
+    summary = next(m for m in markdown(at) if m.startswith("**Before running:**"))
+    assert f"2 runs, about {calls} calls, {tokens:,} input tokens, **~${usd:.4f}** priced as" in summary
+    assert md(PRICE_MODEL) in summary and calls == 3 and usd > 0
+    table = plan_table(at)
+    assert list(table["Method"]) == ["Baseline", "R&R"]
+    assert list(table["Calls"]) == [p.estimate.calls for p in plans]
+    assert list(table["Input tokens"]) == [p.estimate.input_tokens for p in plans]
+    assert list(table["Reminders"]) == [0, plans[1].reminders] and plans[1].reminders > 0
+    # Nothing has run yet, and nothing is stale.
+    assert "results" not in at.session_state and not at.warning and not at.error
+    assert any("No key needed" in c for c in captions(at))
+    assert not at.get("plotly_chart") and not at.download_button
+
+
+def test_the_plan_table_counts_chunks_as_numbers() -> None:
+    # A mixed column (numbers, and "" for unchunked methods) made Arrow fall back to text.
+    at = open_app(methods=["baseline", "chunked-rr"])
+    table = plan_table(at)
+    chunks = dict(zip(table["Method"], table["Chunks"], strict=True))
+    plan = expected_plans(["chunked-rr"], [Question(FIRST.question)])[0]
+    assert chunks["Chunked R&R"] == len(plan.chunks) > 1
+    assert pd.isna(chunks["Baseline"])
+    assert pd.api.types.is_integer_dtype(table["Chunks"])
+
+
+# ---- one question, baseline and R&R ------------------------------------------------------
+
+
+def test_run_shows_a_card_per_method_with_answer_page_mark_quote_check_and_retrieved_pages() -> None:
+    at = open_app()
+    traces = run(at)
     assert not at.error
-
-
-def test_a_key_in_the_environment_selects_its_provider_without_showing_the_key(monkeypatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
-    at = open_app()
-    assert at.session_state["provider"] == "anthropic"
-    assert at.sidebar.selectbox(key="w.model").value == DEFAULT_MODELS["anthropic"]
-    key_field = at.sidebar.text_input(key="w.api_key")
-    assert key_field.value == ""  # the key is used, never echoed into the page
-    assert "ANTHROPIC_API_KEY" in key_field.placeholder
-    assert not at.sidebar.info  # no offline note
-
-
-def test_plan_table_shows_calls_tokens_reminders_and_cost_per_method() -> None:
-    at = open_app()
-    table = plan_table(at)
-    assert list(table) == ["Baseline", "R&R"]
-    _, plans = expected_plans()
-    for name, method in (("Baseline", Method.BASELINE), ("R&R", Method.RR)):
-        estimate = plans[method].estimate
-        assert table[name]["Calls"] == estimate.calls
-        assert table[name]["Input tokens"] == estimate.input_tokens
-        assert table[name]["Reminders"] == plans[method].reminders
-        assert table[name]["Estimated cost (USD)"] == pytest.approx(estimate.usd, abs=1e-5)
-    assert table["Baseline"]["Calls"] == 1 and table["R&R"]["Calls"] == 2
-    assert table["Baseline"]["Reminders"] == 0
-    assert table["R&R"]["Input tokens"] > table["Baseline"]["Input tokens"] > 50_000
-    assert table["R&R"]["Estimated cost (USD)"] > 0
-
-
-def test_moving_k_redraws_the_number_of_reminders() -> None:
-    at = open_app()
-    document, _ = expected_plans()
-    before = plan_table(at)["R&R"]["Reminders"]
-    assert before == len(plan_reminders(document.page_tokens, 10_000))
-    at.sidebar.slider(key="w.reminder_every").set_value(4_000).run()
-    after = plan_table(at)["R&R"]["Reminders"]
-    assert at.session_state["reminder_every"] == 4_000
-    assert after == len(plan_reminders(document.page_tokens, 4_000))
-    assert after > before
-    assert plan_table(at)["Baseline"]["Reminders"] == 0
-
-
-def test_chunk_size_and_n_change_the_chunked_plan() -> None:
-    at = open_app()
-    at.multiselect(key="w.methods").set_value(["baseline", "rr", "chunked-rr"]).run()
-    at.sidebar.slider(key="w.chunk_size").set_value(10_000).run()
-    document, _ = expected_plans()
-    chunks = len(partition_pages(document.page_tokens, 10_000))
-    table = plan_table(at)
-    assert table["Chunked R&R"]["Chunks"] == chunks > 1
-    assert table["Chunked R&R"]["Calls"] == chunks + 1  # one retrieval call per chunk, then the answer
-    at.sidebar.slider(key="w.top_k").set_value(2).run()
-    assert plan_table(at)["Chunked R&R"]["Calls"] == chunks + 1
-    assert at.session_state["top_k"] == 2
-
-
-def test_a_quick_pick_fills_the_question() -> None:
-    at = open_app()
-    at.selectbox(key="w.quick").set_value(NOTICE.question).run()
-    assert at.session_state["question"] == NOTICE.question
-    assert at.text_area(key="w.question").value == NOTICE.question
-
-
-def test_run_baseline_and_rr_shows_answers_pages_cost_and_saves_them() -> None:
-    at = open_app()
-    at.selectbox(key="w.quick").set_value(NOTICE.question).run()
-    at.button(key="run").click().run()
-    assert not at.exception and not at.error
-    assert at.status[0].label == "Done: 2 of 2 methods answered"
-    # One progress line per call: baseline's answer, R&R's retrieval then answer.
-    progress = [m for m in markdown(at) if ("retrieval (" in m or "answer (" in m)]
-    assert len(progress) == 3 and all("done" in line for line in progress)
-
-    results = at.session_state["results"]
-    traces = {t.method: t for t in results["traces"]}
-    assert list(traces) == ["baseline", "rr"]
-    texts = "\n".join(markdown(at))
-    assert "#### Baseline" in texts and "#### R&R" in texts
-    for trace in traces.values():
+    assert at.status[0].label == "Done: 2 of 2 runs answered"
+    assert [t.method for t in traces] == ["baseline", "rr"]
+    assert card_titles(at) == ["Baseline", md("R&R")]
+    for card, trace in zip(cards(at), traces, strict=True):
+        texts = markdown(card)
+        notes = captions(card)
         assert trace.error is None
-        assert any(answer.lower() in trace.answer.lower() for answer in NOTICE.answers)
-        assert trace.page == NOTICE.page
-        assert trace.cost_usd > 0
-    assert f"**Cited page:** {NOTICE.page}" in texts
-    rr = traces["rr"]
-    assert NOTICE.page in rr.retrieved_pages and len(rr.retrieved_pages) == 5
-    assert "**Retrieved pages** (rank order): " + " → ".join(map(str, rr.retrieved_pages)) in texts
-    assert f"**Supporting text on page {NOTICE.page}**" in texts
-    assert f"${rr.cost_usd:.4f}" in texts and f"{rr.usage.prompt_tokens:,} in" in texts
+        # The answer, shown as text, and the page it cites (the sample's known page).
+        assert f"**Answer:** {md(trace.answer)}" in texts
+        assert any(a.lower() in trace.answer.lower() for a in FIRST.answers)
+        assert trace.page == FIRST.page
+        assert f"**Cited page:** p. {FIRST.page}" in texts
+        # Right or wrong against the sample's known answer.
+        assert trace.outcome.correct is True
+        verdict = next(m for m in texts if "**Right**" in m)
+        assert md(FIRST.answers[0]) in verdict and f"on p. {FIRST.page}" in verdict
+        # The quote check says what it checks, and what it does not.
+        assert trace.outcome.quote_check == "verified"
+        check = next(c for c in notes if "quoted sentence" in c)
+        assert f"stands word for word on p. {FIRST.page}" in check
+        assert "not that it answers the question" in check
+        assert f"${trace.cost_usd:.4f}" in "\n".join(texts)
+    rr = traces[1]
+    ranked = " → ".join(str(p) for p in rr.retrieved_pages)
+    assert FIRST.page in rr.retrieved_pages and len(rr.retrieved_pages) == 5
+    assert f"**Retrieved:** 5 pages, best first: {ranked}" in markdown(cards(at)[1])
+    assert not any(
+        m.startswith("**Retrieved:**") for m in markdown(cards(at)[0])
+    )  # baseline retrieves nothing
+    # The runs are in the history, as one batch.
+    stored = open_store().list()
+    assert {r.run_id for r in stored} == {t.run_id for t in traces}
+    assert {r.batch for r in stored} == {at.session_state["results"]["batch"]}
 
-    # The cost chart stacks retrieval, answer and reminder overhead per method.
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-    bars = {bar["name"]: bar["y"] for bar in spec["data"]}
-    assert set(bars) == {"retrieval", "answer", "reminder overhead"}
-    stages = rr.cost_by_stage()
-    assert bars["reminder overhead"][1] == pytest.approx(stages["reminders"]) and stages["reminders"] > 0
-    assert bars["retrieval"][0] == 0 and bars["answer"][0] == pytest.approx(traces["baseline"].cost_usd)
+
+def test_a_wrong_answer_is_marked_wrong_with_the_known_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pages.common.state as state_module
+
+    def wrong(request: Any) -> str:
+        return answer_json(FIRST.question, "thirty days", 3)
+
+    monkeypatch.setattr(state_module, "new_client", lambda: ScriptedClient(responder=wrong))
+    at = open_app(methods=["baseline"])
+    traces = run(at)
+    assert traces[0].outcome.correct is False
+    verdict = next(m for m in markdown(cards(at)[0]) if "**Wrong**" in m)
+    assert f"the known answer is {md(FIRST.answers[0])}" in verdict and f"on p. {FIRST.page}" in verdict
+    assert any("gave no quote" in c for c in captions(cards(at)[0]))
+
+
+def test_the_downloads_are_offered_after_a_run(downloads) -> None:
+    at = open_app()
+    traces = run(at)
     assert [b.label for b in at.download_button] == [
-        "Download JSON", "Download CSV", "Download report (Markdown)",
-    ]  # fmt: skip
+        "Download JSON",
+        "Download CSV",
+        "Download report (Markdown)",
+    ]
+    assert at.checkbox(key="w.json_prompts").value is False
+    files = dict(downloads)
+    results = json.loads(files["rr-results.json"])["results"]
+    assert [r["run_id"] for r in results] == [t.run_id for t in traces]
+    assert all(call["prompt"] is None for r in results for call in r["calls"])  # prompts only when asked
+    rows = list(csv.DictReader(io.StringIO(files["rr-results.csv"].decode())))
+    assert [(r["method"], r["answer"], r["page"]) for r in rows] == [
+        (t.method, t.answer, str(t.page)) for t in traces
+    ]
+    assert files["rr-report.md"].decode().startswith("# R&R Studio report")
+    at.checkbox(key="w.json_prompts").check().run()
+    with_prompts = json.loads(dict(downloads)["rr-results.json"])["results"]
+    assert with_prompts[1]["calls"][0]["prompt"] == traces[1].calls[0].prompt
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert {bar["name"] for bar in spec["data"]} >= {"retrieval", "answer", "reminder overhead"}
 
-    rows = Ledger().list()
-    assert len(rows) == 2 and {r.batch for r in rows} == {results["batch"]}
-    assert {r.method for r in rows} == {"baseline", "rr"}
+
+# ---- every method, and a method at two settings -----------------------------------------
 
 
-class _RetrievalFails:
-    """The offline engine, except that retrieval calls hit a rate limit."""
+def test_all_ten_methods_at_once() -> None:
+    groups: dict[str, list[str]] = {}
+    for m in all_methods():
+        groups.setdefault(m.group, []).append(m.name)
+    assert sum(len(v) for v in groups.values()) == 10
+    at = open_app(**{f"methods_{g}": names for g, names in groups.items()})
+    for group, names in groups.items():
+        assert at.multiselect(key=f"w.methods_{group}").value == names
+    labels = [m.label for m in all_methods()]
+    assert list(plan_table(at)["Method"]) == labels  # the plan follows what the screen shows
+    # The oracle reads only the gold pages: the sample question's page is filled in.
+    assert at.text_input(key="w.gold_pages").value == str(FIRST.page)
+    oracle = plan_table(at).set_index("Method").loc["Oracle"]
+    assert oracle["Settings"] == f"gold pages {FIRST.page}"
+    traces = run(at)
+    assert not at.error
+    assert at.status[0].label == "Done: 10 of 10 runs answered"
+    assert [t.label for t in traces] == labels
+    assert card_titles(at) == [md(label) for label in labels]
+    by_method = {t.method: t for t in traces}
+    assert by_method["oracle"].page == FIRST.page and by_method["oracle"].outcome.correct
+    assert by_method["closed-book"].outcome.correct is False  # no document, no answer
+    assert all(t.error is None for t in traces)
 
-    name = "flaky"
-    is_llm = True
 
-    def complete(self, request: LLMRequest) -> Completion:
-        if request.task == "retrieve":
-            raise RateLimitError("The provider is rate limiting requests (429).", provider="stub", status=429)
-        return OfflineEngine().complete(request)
+def test_the_oracle_without_gold_pages_says_what_it_needs() -> None:
+    at = open_app(methods=["baseline", "oracle"], question="Who signs the agreement?")
+    at.text_input(key="w.gold_pages").set_value("").run()
+    assert not at.exception
+    assert any("gold" in e.value.lower() and "What to do" in e.value for e in at.error)
+    with pytest.raises(KeyError):  # nothing to run until the oracle has its pages
+        at.button(key="run")
 
 
-def test_a_provider_error_shows_in_its_column_and_the_others_stay(monkeypatch) -> None:
-    import pages.ui
+def test_a_variant_runs_the_same_method_again_at_its_own_settings_in_plan_order() -> None:
+    at = open_app(variants=["rr:k=5000"])
+    table = plan_table(at)
+    assert list(table["Method"]) == ["Baseline", "R&R", "R&R"]
+    assert list(table["Settings"])[1:] == ["k = 10,000 · N = 5", "k = 5,000 · N = 5"]
+    reminders = list(table["Reminders"])
+    assert reminders[2] > reminders[1] > 0  # reminders twice as often
+    traces = run(at)
+    assert [(t.method, t.settings.reminder_every) for t in traces] == [
+        ("baseline", 10_000),
+        ("rr", 10_000),
+        ("rr", 5_000),
+    ]
+    assert [t.run_id for t in traces] == list(dict.fromkeys(t.run_id for t in traces))  # distinct runs
+    assert card_titles(at) == ["Baseline", md("R&R"), md("R&R")]
+    settings_shown = [captions(c)[0] for c in cards(at)[1:]]
+    assert settings_shown == [md("k = 10,000 · N = 5"), md("k = 5,000 · N = 5")]
+    retrieval = [next(c for c in t.calls if c.stage == "retrieve") for t in traces[1:]]
+    assert len(retrieval[1].reminders_after) > len(retrieval[0].reminders_after)
 
-    monkeypatch.setattr(pages.ui, "new_client", lambda: _RetrievalFails())
+
+def test_a_variant_added_with_the_widgets_is_listed_and_removable() -> None:
     at = open_app()
-    at.button(key="run").click().run()
-    assert not at.exception
-    traces = {t.method: t for t in at.session_state["results"]["traces"]}
-    assert traces["baseline"].error is None and traces["baseline"].answer
-    assert traces["rr"].error_kind == "RateLimitError"
-    errors = [e.value for e in at.error]
-    assert len(errors) == 1
-    assert "429" in errors[0] and "Wait a minute" in errors[0]
-    assert "**Answer:** " in "\n".join(markdown(at))  # baseline's answer is still shown
-    assert at.status[0].label == "Done: 1 of 2 methods answered"
+    at.selectbox(key="w.variant_method").set_value("rr")
+    at.text_input(key="w.variant_settings").input("k=5000")
+    at.button(key="add_variant").click().run()
+    assert at.session_state["variants"] == ["rr:k=5000"]
+    assert list(plan_table(at)["Method"]) == ["Baseline", "R&R", "R&R"]
+    at.button(key="remove_variant_0").click().run()
+    assert at.session_state["variants"] == []
+    assert list(plan_table(at)["Method"]) == ["Baseline", "R&R"]
 
 
-def test_a_missing_key_is_an_actionable_error_not_a_traceback() -> None:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.session_state["provider"] = "openai"
-    at.run()
-    assert any("No API key" in w.value for w in at.sidebar.warning)
-    at.button(key="run").click().run()
-    assert not at.exception
-    assert any("OPENAI_API_KEY" in e.value and "What to do" in e.value for e in at.error)
-    assert "results" not in at.session_state
-
-
-def test_an_uploaded_text_file_is_parsed_once_and_asked() -> None:
+def test_a_bad_variant_is_refused_with_what_to_write() -> None:
     at = open_app()
-    at.radio(key="w.source").set_value("upload").run()
-    assert any("Upload a document" in i.value for i in at.info)
-    text = ("Chapter one talks about the weather.\n\n" * 30) + "The vault combination is 31-7-42.\n\n"
-    at.file_uploader(key="w.upload").set_value(("notes.txt", text.encode(), "text/plain")).run()
-    upload = at.session_state["upload"]
-    assert upload.name == "notes.txt"
-    assert any("notes" in c.value and "tokens" in c.value for c in at.caption)
-    at.text_area(key="w.question").set_value("What is the vault combination?").run()
-    assert at.session_state["upload"] is upload  # not re-read on rerun
-    at.button(key="run").click().run()
+    at.selectbox(key="w.variant_method").set_value("rr")
+    at.text_input(key="w.variant_settings").input("k=lots")
+    at.button(key="add_variant").click().run()
     assert not at.exception
-    answers = [t.answer for t in at.session_state["results"]["traces"]]
-    assert all("31-7-42" in a for a in answers)
+    assert at.session_state["variants"] == []
+    assert any("not a number" in e.value for e in at.error)
 
 
-def _encrypted_pdf(password: str) -> bytes:
-    import pymupdf
-
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_text((72, 72), "The launch code is PINEAPPLE-9.")
-    data = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password, owner_pw=password + "-owner")
-    doc.close()
-    return data
+# ---- several questions --------------------------------------------------------------------
 
 
-def test_an_encrypted_pdf_asks_for_its_password() -> None:
+def test_several_questions_share_one_retrieval_pass_and_show_an_answers_table() -> None:
+    asked = KNOWN[:3]
+    text = "\n".join(q.question for q in asked)
+    at = open_app(ask_mode="several", questions_text=text)
+    assert at.text_area(key="w.questions_text").value == text
+    table = plan_table(at)
+    # Baseline asks one question a call; R&R retrieves for all three in one long call.
+    assert list(table["Method"]) == ["Baseline"] * 3 + ["R&R"]
+    rr_row = table.iloc[3]
+    assert rr_row["Questions"] == 3 and rr_row["Calls"] == 4
+    questions = [Question(q.question, q.answers, (q.page,)) for q in asked]
+    counter = counter_for_model(PRICE_MODEL)
+    document = sample_document("contract", counter)
+    settings = RunSettings(method="rr", model="offline", provider="offline", price_model=PRICE_MODEL)
+    together = sum(p.estimate.usd for p in plan_questions(document, questions, settings, counter))
+    alone = sum(get_method("rr").plan(document, q.text, settings, counter).estimate.usd for q in questions)
+    saving = next(c for c in captions(at) if "one retrieval pass" in c)
+    assert saving.startswith(md(f"R&R: ${together:.4f} for all 3 questions in one retrieval pass"))
+    assert md(f"against ${alone:.4f} asked one at a time") in saving
+    assert together < alone
+
+    traces = run(at)
+    assert not at.error
+    answers = answers_table(at)
+    assert list(answers["Question"]) == [q.question for q in asked]
+    rr_column = next(c for c in answers.columns if c.startswith("R&R"))
+    assert list(answers.columns) == ["Question", "Baseline", rr_column]
+    for row, q in zip(answers.to_dict("records"), asked, strict=True):
+        for cell in (row["Baseline"], row[rr_column]):
+            assert f"(p. {q.page}, quote verified) ✓" in cell
+    rr = traces[-1]
+    assert rr.method == "rr" and [o.question for o in rr.outcomes] == [q.question for q in asked]
+    assert [c.stage for c in rr.calls].count("retrieve") == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="rr_core.exports: one CSV row and one report row per run, with the run's first answer only, so "
+    "R&R's answers to the other questions of a several-questions run are left out (reported to the lead)",
+)
+def test_the_exports_of_several_questions_hold_every_answer(downloads) -> None:
+    asked = KNOWN[:3]
+    at = open_app(ask_mode="several", questions_text="\n".join(q.question for q in asked), methods=["rr"])
+    traces = run(at)
+    assert len(traces) == 1 and len(traces[0].outcomes) == 3
+    files = dict(downloads)
+    runs = json.loads(files["rr-results.json"])["results"]
+    assert len(runs[0]["outcomes"]) == 3  # the JSON has them all
+    table = files["rr-results.csv"].decode()
+    report = files["rr-report.md"].decode()
+    for outcome in traces[0].outcomes:
+        assert outcome.question in table and outcome.question in report
+
+
+def test_typed_several_questions_get_no_marks() -> None:
+    at = open_app(
+        ask_mode="several", questions_text="Who is the Supplier?\nWho is the Customer?", methods=["baseline"]
+    )
+    run(at)
+    answers = answers_table(at)
+    assert len(answers) == 2
+    assert not any(cell.endswith(("✓", "✗")) for cell in answers["Baseline"])
+
+
+# ---- stale results, switching sample -------------------------------------------------------
+
+
+def test_results_go_stale_when_the_question_changes_and_clear_removes_them() -> None:
     at = open_app()
-    at.radio(key="w.source").set_value("upload").run()
-    at.file_uploader(key="w.upload").set_value(
-        ("secret.pdf", _encrypted_pdf("s3cret"), "application/pdf")
-    ).run()
-    assert not at.exception
-    assert any("encrypted" in w.value for w in at.warning)
-    at.text_input(key="w.upload_password").set_value("wrong").run()
-    assert any("did not open" in w.value for w in at.warning)
-    at.text_input(key="w.upload_password").set_value("s3cret").run()
+    run(at)
     assert not at.warning
-    assert any("secret" in c.value and "1 page," in c.value for c in at.caption)
+    at.text_area(key="w.question").input(KNOWN[1].question).run()
+    stale = [w.value for w in at.warning]
+    assert len(stale) == 1
+    assert "belong to an earlier run" in stale[0] and md(FIRST.question[:60]) in stale[0]
+    assert cards(at)  # still shown, under the banner
+    at.button(key="clear_results").click().run()
+    assert "results" not in at.session_state
+    assert not at.warning and not cards(at)
+    # Going back to the first question does not bring the cleared results back.
+    at.text_area(key="w.question").input(FIRST.question).run()
+    assert not cards(at)
 
 
-def test_the_api_key_is_never_saved_or_exported(tmp_path) -> None:
-    secret = "sk-test-NEVER-STORE-0123456789"
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.session_state["api_key"] = secret
-    at.run()
-    at.button(key="run").click().run()
+def test_results_go_stale_when_a_setting_changes() -> None:
+    at = open_app()
+    run(at)
+    at.sidebar.slider(key="w.reminder_every").set_value(5_000).run()
+    assert any("belong to an earlier run" in w.value for w in at.warning)
+    at.sidebar.button(key="reset_params").click().run()
+    assert not at.warning  # back at the settings the results answer
+
+
+def test_switching_sample_replaces_the_question_and_the_results_go_stale() -> None:
+    at = open_app()
+    run(at)
+    at.selectbox(key="w.sample").set_value(OTHER_SAMPLE).run()
     assert not at.exception
-    from rr_core.exports import to_csv, to_json, to_markdown
-
-    traces = at.session_state["results"]["traces"]
-    for text in (to_json(traces), to_csv(traces), to_markdown(traces)):
-        assert secret not in text
-    ledger = Ledger()
-    assert ledger.count() == 2
-    with sqlite3.connect(ledger.path) as db:
-        db.execute("PRAGMA wal_checkpoint(FULL)")
-    stored = b"".join(p.read_bytes() for p in ledger.path.parent.glob(ledger.path.name + "*"))
-    assert secret.encode() not in stored
+    other = questions_middle_first(OTHER_SAMPLE)[0]
+    assert at.text_area(key="w.question").value == other.question
+    assert at.session_state["gold_pages"] == str(other.page)
+    assert at.selectbox(key="w.quick").options == [q.question for q in questions_middle_first(OTHER_SAMPLE)]
+    assert any(md(get_sample(OTHER_SAMPLE).title) in c for c in captions(at))
+    assert any("belong to an earlier run" in w.value for w in at.warning)
 
 
-def test_keys_in_secrets_toml_are_honoured() -> None:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.secrets["OPENAI_API_KEY"] = "sk-from-secrets"
-    at.secrets["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
-    at.run()
-    assert not at.exception
-    assert at.session_state["provider"] == "openai"
-    key_field = at.sidebar.text_input(key="w.api_key")
-    assert key_field.value == "" and "OPENAI_API_KEY" in key_field.placeholder
-    assert at.sidebar.text_input(key="w.base_url").placeholder == "http://127.0.0.1:9/v1"
-    assert not at.sidebar.warning  # a key is configured
-
-
-def test_provider_model_key_and_base_url_are_settable_for_stub_servers(monkeypatch) -> None:
-    import pages.ui
-
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.session_state["provider"] = "openai-compatible"
-    at.session_state["model"] = "stub-model"
-    at.session_state["base_url"] = "http://127.0.0.1:9/v1"
-    at.session_state["api_key"] = "sk-stub"
-    at.run()
-    assert not at.exception
-    assert at.sidebar.selectbox(key="w.model").value == "stub-model"
-    assert at.sidebar.text_input(key="w.base_url").value == "http://127.0.0.1:9/v1"
-    seen = {}
-
-    def spy():
-        seen.update(
-            provider=pages.ui.provider(),
-            model=pages.ui.model(),
-            url=pages.ui.base_url(),
-            key=pages.ui.api_key(),
-        )
-        return OfflineEngine()
-
-    monkeypatch.setattr(pages.ui, "new_client", spy)
-    at.button(key="run").click().run()
-    assert seen == {
-        "provider": "openai-compatible",
-        "model": "stub-model",
-        "url": "http://127.0.0.1:9/v1",
-        "key": "sk-stub",
-    }
-    trace = at.session_state["results"]["traces"][0]
-    assert (trace.provider, trace.model) == ("openai-compatible", "stub-model")
-    # Changing the provider in the sidebar resets the model and forgets the typed key.
-    at.sidebar.selectbox(key="w.provider").set_value("anthropic").run()
-    assert at.session_state["model"] == DEFAULT_MODELS["anthropic"] and at.session_state["api_key"] == ""
-
-
-def test_pages_without_text_are_reported() -> None:
-    import pymupdf
-
-    doc = pymupdf.open()
-    doc.new_page().insert_text((72, 72), "The only readable page mentions the harbour master.")
-    doc.new_page()  # a page with no text layer, like a scan
-    data = doc.tobytes()
-    doc.close()
+def test_switching_to_my_file_clears_the_sample_question() -> None:
     at = open_app()
     at.radio(key="w.source").set_value("upload").run()
-    at.file_uploader(key="w.upload").set_value(("scan.pdf", data, "application/pdf")).run()
-    assert not at.exception and not at.error
-    assert any("scan.pdf: pages 2 have no text layer" in w.value for w in at.warning)
+    assert at.session_state["question"] == "" and at.session_state["gold_pages"] == ""
+    assert any("Upload a document" in i.value for i in at.info)
+    at.file_uploader(key="w.upload").set_value(
+        ("notes.txt", b"The vault combination is 31-7-42.\n\n" + b"Weather talk.\n\n" * 40, "text/plain")
+    ).run()
+    assert at.text_area(key="w.question").value == ""
+    assert any("Type a question" in i.value for i in at.info)
+
+
+# ---- untrusted text is shown as text --------------------------------------------------------
+
+
+def _no_live_link(at: AppTest) -> None:
+    """No element renders the evil link as Markdown (its brackets are escaped everywhere)."""
+    shown = [
+        str(e.value)
+        for kind in ("markdown", "caption", "error", "warning", "info", "success")
+        for e in at.get(kind)
+    ]
+    assert not any(EVIL_LINK in text for text in shown), [t for t in shown if EVIL_LINK in t]
+
+
+def test_a_model_answer_with_a_link_is_shown_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pages.common.state as state_module
+
+    def replies(request: Any) -> str:
+        if request.schema.WIRE_NAME == "retrieval":
+            return json.dumps({"question": "", "pages": [FIRST.page, 2]})
+        return answer_json(FIRST.question, f"See {EVIL_LINK} now", FIRST.page, quote=f"{EVIL_LINK} quoted")
+
+    client = ScriptedClient(responder=replies)
+    monkeypatch.setattr(state_module, "new_client", lambda: client)
+    at = open_app()
+    traces = run(at)
+    assert len(client.requests) == 3  # baseline's answer, R&R's retrieval and answer
+    assert all(EVIL_LINK in t.answer for t in traces)
+    texts = markdown(at)
+    assert texts.count(f"**Answer:** {md(f'See {EVIL_LINK} now')}") == 2
+    assert f"> {md(f'{EVIL_LINK} quoted')}" in texts
+    assert r"\[click\]\(https\:" in md(EVIL_LINK)
+    _no_live_link(at)
+
+
+def test_a_page_with_a_link_in_an_uploaded_document_is_shown_as_text() -> None:
+    text = f"The portal is at {EVIL_LINK} for every request.\n\n" + "Weather talk about rain.\n\n" * 40
+    at = open_app()
+    at.radio(key="w.source").set_value("upload").run()
+    at.file_uploader(key="w.upload").set_value((f"{EVIL_LINK}.txt", text.encode(), "text/plain")).run()
+    at.text_area(key="w.question").input("Where is the portal?").run()
+    traces = run(at)
+    assert any(EVIL_LINK in (t.answer or "") for t in traces)  # the offline engine quotes the page
+    assert any(md(EVIL_LINK) in m for m in markdown(at))
+    _no_live_link(at)
+
+
+def test_a_failing_provider_message_is_shown_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pages.common.state as state_module
+    from rr_core.errors import ProviderError
+
+    error = ProviderError(f"The server said {EVIL_LINK} (HTTP 500).", provider="stub", status=500)
+    offline = OfflineEngine(counter_for_model(PRICE_MODEL))
+
+    def replies(request: Any) -> str:
+        if request.schema.WIRE_NAME == "retrieval":
+            raise error
+        return offline.complete(request).text
+
+    monkeypatch.setattr(state_module, "new_client", lambda: ScriptedClient(responder=replies))
+    at = open_app()
+    traces = run(at)
+    assert traces[0].error is None and traces[1].error_kind == "ProviderError"
+    assert at.status[0].label == "Done: 1 of 2 runs answered"
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and md(EVIL_LINK) in errors[0] and "What to do" in errors[0]
+    _no_live_link(at)

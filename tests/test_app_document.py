@@ -1,174 +1,274 @@
-"""The Document screen: page strip, rendered page, prompts with reminders, distances."""
+"""The Document screen: what the model saw, drawn from the plan of the run (or plan) shown.
+
+The reminder markers and chunk lines are compared with ``rr_core.viewer.plan_marks`` of the
+same plan, made by the engine; the page viewer, the prompt selector, the distance chart and
+the prompt download are driven as a user would.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
-from rr_core.chunking import partition_pages, plan_reminders
-from rr_core.documents import load_document
-from rr_core.samples import get_sample
+from pages.common.text import md
+from rr_core.methods import get_method, parse_spec, plan_questions
+from rr_core.questions import Question
+from rr_core.runs import RunTrace
+from rr_core.samples import get_sample, questions_middle_first
+from rr_core.settings import RunSettings
 from rr_core.sources import sample_document
 from rr_core.tokens import counter_for_model
+from rr_core.viewer import PlanMarks, plan_marks
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
+TIMEOUT = 240
+PRICE_MODEL = "gpt-4.1-mini"
 SAMPLE = get_sample("contract")
-NOTICE = next(q for q in SAMPLE.questions if "convenience" in q.question)
+PAGES = len(SAMPLE.pages)
+FIRST = questions_middle_first("contract")[0]
+REMINDER_TAG = "<INSTRUCTIONS_REMINDER>"
 
 
-def page_tokens() -> list[int]:
-    return sample_document("contract", counter_for_model("gpt-4.1-mini")).page_tokens
+def counter():  # type: ignore[no-untyped-def]
+    return counter_for_model(PRICE_MODEL)
 
 
-def open_document_screen(run_first: bool = False, question: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
+def document():  # type: ignore[no-untyped-def]
+    return sample_document("contract", counter())
+
+
+def open_app(**state: Any) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
     at.run()
-    if question:
-        at.selectbox(key="w.quick").set_value(question).run()
-    if run_first:
-        at.button(key="run").click().run()
-    at.switch_page("pages/document.py").run()
-    assert not at.exception and not at.error
+    assert not at.exception, [e.value for e in at.exception]
     return at
 
 
-def strip_spec(at: AppTest) -> dict:
-    return json.loads(at.get("plotly_chart")[0].proto.spec)
+def to_document(at: AppTest) -> AppTest:
+    at.switch_page("pages/document.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
 
 
-def reminder_rows(at: AppTest) -> list[dict]:
-    assert len(at.dataframe) == 1  # the reminder table is the screen's only table
-    return at.dataframe[0].value.to_dict("records")
-
-
-def test_before_any_run_it_shows_pages_reminders_and_the_planned_prompt() -> None:
-    at = open_document_screen()
-    tokens = page_tokens()
-    expected = plan_reminders(tokens, 10_000)
-    # The strip: one bar per page with its tokens, a marker after each reminder page.
-    spec = strip_spec(at)
-    bars = spec["data"][0]
-    assert bars["x"] == list(range(1, len(SAMPLE.pages) + 1)) and bars["y"] == tokens
-    markers = next(t for t in spec["data"] if t.get("name", "").startswith("reminder"))
-    assert markers["x"] == [p + 0.5 for p in expected]
-    chunk_lines = [s for s in spec["layout"].get("shapes", []) if s.get("line", {}).get("dash") == "dash"]
-    assert len(chunk_lines) == len(partition_pages(tokens, 20_000)) - 1
-    assert any(f"carries {len(expected)} reminders" in c.value for c in at.caption)
-    # The page on screen is rendered as an image.
-    assert at.image[0].value[0].endswith(".png")
-    assert at.image[0].captions[0].startswith(f"Page 1 of {len(SAMPLE.pages)}")
-    # R&R's retrieval prompt, from the plan: reminders listed with their token offsets.
-    assert at.selectbox(key="w.prompt_method").value == "rr"
-    assert any("Not run yet" in c.value for c in at.caption)
-    rows = reminder_rows(at)
-    assert [r["after page"] for r in rows] == [str(p) for p in expected]
-    offsets = [r["token offset"] for r in rows]
-    assert offsets == sorted(offsets) and offsets[0] > sum(tokens[: expected[0]])
-    code = at.code[0].value
-    assert code.count("<INSTRUCTIONS_REMINDER>") == len(expected)
-    assert "<PAGE 1>" in code and f"</PAGE {len(SAMPLE.pages)}>" in code
-    assert {m.label: m.value for m in at.metric}["Reminders"] == str(len(expected))
-    # Distances: with reminders every page is closer to a copy of the instructions.
-    distance = json.loads(at.get("plotly_chart")[1].proto.spec)["data"]
-    without, with_reminders = distance[0]["y"], distance[1]["y"]
-    assert max(with_reminders) < max(without) / 3
-    assert any("paper's explanation of why reprompting works" in c.value for c in at.caption)
-
-
-def test_moving_k_and_c_redraws_markers_and_chunk_bounds() -> None:
-    at = open_document_screen()
-    tokens = page_tokens()
-    at.sidebar.slider(key="w.reminder_every").set_value(3_000).run()
-    at.sidebar.slider(key="w.chunk_size").set_value(8_000).run()
+def run_then_document(methods: list[str]) -> tuple[AppTest, list[RunTrace]]:
+    at = open_app(methods=methods)
+    at.button(key="run").click().run()
     assert not at.exception
-    spec = strip_spec(at)
-    markers = next(t for t in spec["data"] if t.get("name", "").startswith("reminder"))
-    assert markers["x"] == [p + 0.5 for p in plan_reminders(tokens, 3_000)]
-    chunk_lines = [s for s in spec["layout"].get("shapes", []) if s.get("line", {}).get("dash") == "dash"]
-    assert len(chunk_lines) == len(partition_pages(tokens, 8_000)) - 1
-    assert len(reminder_rows(at)) == len(plan_reminders(tokens, 3_000))
+    traces = list(at.session_state["results"]["traces"])
+    assert all(t.error is None for t in traces)
+    return to_document(at), traces
 
 
-def test_paging_renders_only_the_page_on_screen() -> None:
-    at = open_document_screen()
-    at.number_input(key="w.view_page").set_value(7).run()
-    assert not at.exception
-    assert at.image[0].captions[0].startswith(f"Page 7 of {len(SAMPLE.pages)}")
-    assert at.session_state["view_page"] == 7
-    at.number_input(key="w.view_page").increment().run()
-    assert at.image[0].captions[0].startswith("Page 8 of")
+def chart(at: AppTest, key: str) -> dict[str, Any]:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
+    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
+    return json.loads(found[0].proto.spec)
 
 
-def test_after_a_run_retrieved_pages_are_coloured_and_the_cited_page_highlighted() -> None:
-    at = open_document_screen(run_first=True, question=NOTICE.question)
-    rr = {t.method: t for t in at.session_state["results"]["traces"]}["rr"]
-    assert at.selectbox(key="w.doc_method").value == "rr"
-    spec = strip_spec(at)
-    colours = spec["data"][0]["marker"]["color"]
-    grey = colours[[p for p in range(1, len(SAMPLE.pages) + 1) if p not in rr.retrieved_pages][0] - 1]
-    assert all(colours[p - 1] != grey for p in rr.retrieved_pages)
-    cited = next(t for t in spec["data"] if t.get("name") == "cited page")
-    assert cited["x"] == [NOTICE.page]
-    # Jump to the cited page: framed, with the supporting text highlighted.
-    at.button(key="go_cited").click().run()
-    caption = at.image[0].captions[0]
-    assert caption.startswith(f"Page {NOTICE.page} of")
-    assert "retrieved #" in caption and "supporting text highlighted" in caption
-    # The prompts now come from the run, exactly as sent.
-    assert any("exactly as they were sent" in c.value for c in at.caption)
-    calls = at.selectbox(key="w.prompt_call").options
-    assert calls == [
-        f"1. retrieval — {len(SAMPLE.pages)} pages",
-        f"2. answer — {len(rr.retrieved_pages)} pages",
+def strip_marks(at: AppTest) -> tuple[list[float], list[float]]:
+    """(reminder marker x positions, chunk line x positions) on the page strip."""
+    spec = chart(at, "page_strip")
+    markers = next((t["x"] for t in spec["data"] if t.get("name") == "reminder"), [])
+    lines = [s["x0"] for s in spec["layout"].get("shapes", []) if s.get("line", {}).get("dash") == "dash"]
+    return markers, lines
+
+
+def expected_marks(marks: PlanMarks) -> tuple[list[float], list[float]]:
+    reminders = [p + 0.5 for p in sorted(marks.reminders_after)]
+    breaks = [chunk[-1] + 0.5 for chunk in marks.chunks[:-1]]
+    return reminders, breaks
+
+
+def run_plan_marks(trace: RunTrace) -> PlanMarks:
+    """The marks of the plan the run was made from (planning is pure: same plan again)."""
+    plan = get_method(trace.method).plan(document(), trace.questions, trace.settings, counter())
+    return plan_marks(plan)
+
+
+# ---- before any run: the plans at the current settings ------------------------------------
+
+
+def test_before_a_run_the_strip_shows_the_chosen_plan_of_rr() -> None:
+    at = to_document(open_app())
+    options = at.selectbox(key="w.doc_show").options
+    assert options == [
+        "Plan at the current settings: Baseline",
+        "Plan at the current settings: R&R (k = 10,000 · N = 5)",
     ]
-    assert at.code[0].value.count("<INSTRUCTIONS_REMINDER>") == len(rr.calls[0].reminders_after)
-    at.selectbox(key="w.prompt_call").set_value(calls[1]).run()
-    assert "<INSTRUCTIONS_REMINDER>" not in at.code[0].value
-    assert f"<PAGE {NOTICE.page}>" in at.code[0].value
-    assert any("No reminder in this prompt" in c.value for c in at.caption)
+    # Baseline's plan sends no reminder: no marker.
+    assert strip_marks(at) == ([], [])
+    at.selectbox(key="w.doc_show").set_value(("plan", 1)).run()
+    base = RunSettings(method="rr", model="offline", provider="offline", price_model=PRICE_MODEL)
+    plan = plan_questions(document(), [Question(FIRST.question)], base, counter())[0]
+    marks = plan_marks(plan)
+    assert strip_marks(at) == expected_marks(marks)
+    assert len(marks.reminders_after) > 3
+    spec = chart(at, "page_strip")
+    assert spec["data"][0]["x"] == list(range(1, PAGES + 1))
+    assert spec["data"][0]["y"] == document().page_tokens
+    assert any(f"R\\&R sends {len(marks.reminders_after)} reminders" in c.value for c in at.caption)
+    # The planned retrieval prompt, with its reminders listed by page and token offset.
+    calls = at.selectbox(key="w.prompt_call").options
+    assert calls == ["1. retrieval", "2. answer — waits for the phase before"]
+    # Every reminder is on screen: pages are shortened, the structure is whole.
+    assert at.code[0].value.count(REMINDER_TAG) == len(marks.reminders_after)
+    assert "cut here on screen" not in at.code[0].value
+    assert any("Each page is cut to its first 200 characters" in c.value for c in at.caption)
+    assert {m.label: m.value for m in at.metric}["Reminders"] == str(len(marks.reminders_after))
 
 
-def test_changed_settings_after_a_run_show_the_plan_instead() -> None:
-    at = open_document_screen(run_first=True)
-    at.sidebar.slider(key="w.reminder_every").set_value(5_000).run()
-    assert any("settings changed since the last run" in c.value for c in at.caption)
-    assert len(reminder_rows(at)) == len(plan_reminders(page_tokens(), 5_000))
+def test_moving_k_moves_the_planned_markers() -> None:
+    at = to_document(open_app())
+    at.selectbox(key="w.doc_show").set_value(("plan", 1)).run()
+    before, _ = strip_marks(at)
+    at.sidebar.slider(key="w.reminder_every").set_value(4_000).run()
+    after, _ = strip_marks(at)
+    base = RunSettings(
+        method="rr", reminder_every=4_000, model="offline", provider="offline", price_model=PRICE_MODEL
+    )
+    plan = plan_questions(document(), [Question(FIRST.question)], base, counter())[0]
+    assert after == expected_marks(plan_marks(plan))[0]
+    assert len(after) > len(before)
 
 
-def test_the_pending_answer_call_explains_itself() -> None:
-    at = open_document_screen()
-    options = at.selectbox(key="w.prompt_call").options
-    assert options[1] == "2. answer — waits for the retrieved pages"
-    at.selectbox(key="w.prompt_call").set_value(options[1]).run()
-    assert not at.exception
-    assert any("depends on the pages the retrieval phase returns" in i.value for i in at.info)
+# ---- after a run: the run's own plan ------------------------------------------------------
 
 
-def test_a_reflowed_text_upload_is_rendered_too() -> None:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
-    at.radio(key="w.source").set_value("upload").run()
-    text = "\n\n".join(f"Paragraph {i} about rivers and their deltas." for i in range(200))
-    at.file_uploader(key="w.upload").set_value(("rivers.md", text.encode(), "text/markdown")).run()
-    at.switch_page("pages/document.py").run()
-    assert not at.exception and not at.error
-    assert any("no PDF pages" in c.value for c in at.caption)
-    expected = load_document(text.encode(), filename="rivers.md", counter=counter_for_model("gpt-4.1-mini"))
-    assert len(expected.pages) > 1
-    assert strip_spec(at)["data"][0]["y"] == expected.page_tokens
-    assert at.image[0].captions[0].startswith(f"Page 1 of {len(expected.pages)}")
+def test_chunked_rr_markers_restart_in_every_chunk_as_its_plan_says() -> None:
+    at, traces = run_then_document(["baseline", "rr", "chunked-rr"])
+    labels = at.selectbox(key="w.doc_show").options
+    assert labels[:3] == [
+        f"Last run: Baseline — “{FIRST.question[:49]}…”",
+        f"Last run: R&R (k = 10,000 · N = 5) — “{FIRST.question[:49]}…”",
+        f"Last run: Chunked R&R (k = 10,000 · N = 5 · c = 20,000) — “{FIRST.question[:49]}…”",
+    ]
+    # R&R's run is shown first.
+    assert at.selectbox(key="w.doc_show").value == ("run", 1)
+    rr_marks = run_plan_marks(traces[1])
+    assert strip_marks(at) == expected_marks(rr_marks)
+
+    at.selectbox(key="w.doc_show").set_value(("run", 2)).run()
+    chunked = traces[2]
+    marks = run_plan_marks(chunked)
+    reminders, lines = strip_marks(at)
+    assert (reminders, lines) == expected_marks(marks)
+    assert len(marks.chunks) == 4 and len(lines) == 3
+    # Reminders restart with each chunk: every chunk has its own, counted from its start,
+    # so they are not the unchunked run's reminders.
+    for chunk in marks.chunks:
+        assert any(p in chunk for p in marks.reminders_after)
+    assert set(marks.reminders_after) != set(rr_marks.reminders_after)
+    sent = {p for c in chunked.calls for p in c.reminders_after}
+    assert sent == set(marks.reminders_after)  # the plan says what the run sent
+    caption = next(c.value for c in at.caption if "Markers come from the plan" in c.value)
+    assert f"sends {len(marks.reminders_after)} reminders in 4 chunks" in caption
+    # Retrieved pages are coloured, the cited page starred.
+    spec = chart(at, "page_strip")
+    cited = next(t for t in spec["data"] if t.get("name") == "cited page")
+    assert cited["x"] == [chunked.page] == [FIRST.page]
 
 
-def test_a_parameter_changed_on_ask_is_seen_on_document_and_back() -> None:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
-    at.sidebar.slider(key="w.reminder_every").set_value(6_000).run()
-    at.switch_page("pages/document.py").run()
-    assert at.sidebar.slider(key="w.reminder_every").value == 6_000
-    assert any("k = 6,000 tokens" in c.value for c in at.caption)
-    at.sidebar.slider(key="w.top_k").set_value(3).run()
-    at.switch_page("pages/ask.py").run()
-    assert at.sidebar.slider(key="w.top_k").value == 3
-    assert at.sidebar.slider(key="w.reminder_every").value == 6_000
+def test_the_markers_stay_the_runs_when_the_sliders_move() -> None:
+    at, traces = run_then_document(["baseline", "rr"])
+    expected = expected_marks(run_plan_marks(traces[1]))
+    at.sidebar.slider(key="w.reminder_every").set_value(3_000).run()
+    assert at.selectbox(key="w.doc_show").value == ("run", 1)
+    assert strip_marks(at) == expected
+
+
+def test_the_page_viewer_opens_on_the_cited_page() -> None:
+    at, traces = run_then_document(["baseline", "rr"])
+    rr = traces[1]
+    assert at.session_state["view_page"] == rr.page == FIRST.page
+    caption = at.image[0].captions[0]
+    assert caption.startswith(f"p. {FIRST.page} of {PAGES} · ")
+    assert "cited — the quoted sentence highlighted" in caption
+    assert f"retrieved #{rr.retrieved_pages.index(FIRST.page) + 1}" in caption
+    # Paging away and back with the jump button.
+    at.number_input(key="w.view_page").set_value(3).run()
+    assert at.image[0].captions[0].startswith(f"p. 3 of {PAGES}")
+    assert at.button(key="go_cited").label == f"Go to the cited page (p. {FIRST.page})"
+    at.button(key="go_cited").click().run()
+    assert at.image[0].captions[0].startswith(f"p. {FIRST.page} of {PAGES}")
+
+
+def test_the_prompt_selector_lists_the_runs_calls_and_shows_each_as_sent() -> None:
+    at, traces = run_then_document(["baseline", "chunked-rr"])
+    at.selectbox(key="w.doc_show").set_value(("run", 1)).run()
+    chunked = traces[1]
+    expected = []
+    for i, call in enumerate(chunked.calls, start=1):
+        stage = {"retrieve": "retrieval", "answer": "answer"}[call.stage]
+        part = f", part {call.chunk}" if call.chunk else ""
+        expected.append(f"{i}. {stage}{part} — {len(call.pages)} pages")
+    box = at.selectbox(key="w.prompt_call")
+    assert box.options == expected
+    assert len(expected) == 5 and expected[-1].startswith("5. answer")
+    # Each call's prompt as sent: a chunk's reminders, then the answer call without any.
+    first = chunked.calls[0]
+    assert at.code[0].value.count(REMINDER_TAG) == len(first.reminders_after) + first.leading_reminders
+    assert f"<PAGE {first.pages[0]}>" in at.code[0].value
+    rows = at.dataframe[0].value
+    assert [int(p) for p in rows["after page"]] == first.reminders_after
+    box.set_value(4).run()
+    answer = chunked.calls[4]
+    assert REMINDER_TAG not in at.code[0].value
+    assert all(f"<PAGE {p}>" in at.code[0].value for p in answer.pages)
+    # The answer call's layout depended on the retrieval, so it is shown as recorded.
+    assert any("recorded as sent" in c.value for c in at.caption)
+    assert {m.label: m.value for m in at.metric}["Reminders"] == "—"
+
+
+def test_the_distance_chart_shows_reminders_bringing_pages_closer() -> None:
+    at, traces = run_then_document(["baseline", "rr"])
+    call = traces[1].calls[0]
+    spec = chart(at, "distance_chart")
+    names = [t["name"] for t in spec["data"]]
+    assert names == ["without reminders", f"this prompt ({len(call.reminders_after)} reminders)"]
+    without, with_reminders = spec["data"][0]["y"], spec["data"][1]["y"]
+    assert len(with_reminders) == PAGES
+    assert max(with_reminders) < max(without) / 3
+    # Baseline's single call has no reminders: one line only.
+    at.selectbox(key="w.doc_show").set_value(("run", 0)).run()
+    assert [t["name"] for t in chart(at, "distance_chart")["data"]] == ["this prompt"]
+
+
+def test_the_full_prompt_is_offered_for_download_only_after_prepare() -> None:
+    at, traces = run_then_document(["baseline", "rr"])
+    assert not at.download_button
+    at.button(key="prepare_prompt").click().run()
+    assert [b.label for b in at.download_button] == ["Download this prompt"]
+    label, text = at.session_state["prompt_download"]
+    assert text == traces[1].calls[0].prompt  # the whole prompt, not the condensed view
+    assert len(text) > len(at.code[0].value)
+    # Another call: the prepared prompt belongs to the first one, so no download until prepared.
+    at.selectbox(key="w.prompt_call").set_value(1).run()
+    assert not at.download_button
+    at.button(key="prepare_prompt").click().run()
+    assert at.session_state["prompt_download"][1] == traces[1].calls[1].prompt
+    assert [b.label for b in at.download_button] == ["Download this prompt"]
+
+
+def test_without_a_question_the_screen_says_where_to_start() -> None:
+    at = open_app(question="")
+    at.text_area(key="w.question").input("").run()
+    to_document(at)
+    assert any("Type a question" in i.value for i in at.info)
+
+
+def test_a_variant_appears_as_its_own_plan() -> None:
+    at = to_document(open_app(variants=["rr:k=5000"]))
+    box = at.selectbox(key="w.doc_show")
+    labels = box.options
+    assert labels[-1] == "Plan at the current settings: R&R (k = 5,000 · N = 5)"
+    box.set_value(("plan", 2)).run()
+    base = RunSettings(method="baseline", model="offline", provider="offline", price_model=PRICE_MODEL)
+    plan = plan_questions(document(), [Question(FIRST.question)], parse_spec("rr:k=5000", base), counter())[0]
+    assert strip_marks(at)[0] == expected_marks(plan_marks(plan))[0]
+    assert md("k = 5,000") in " ".join(c.value for c in at.caption)

@@ -1,46 +1,92 @@
-"""The History screen: the ledger listed, one run opened, two compared, exported, deleted."""
+"""The History screen: one row per question asked, rows selected, opened, compared, exported
+and deleted several at a time.
+
+AppTest cannot click rows of a dataframe, but Streamlit lets the selection be set through
+session state (``{"selection": {"rows": [...]}}`` under the table's key), which is what a
+click sends: the tests select rows that way.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
-from rr_core.ledger import Ledger
+from pages.common.text import md
 from rr_core.llm.offline import OfflineEngine
-from rr_core.methods import Method, RunSettings
-from rr_core.runs import RunTrace, run_methods
+from rr_core.methods import parse_spec, plan_questions
+from rr_core.questions import Question, mark_traces
+from rr_core.runs import Executor, RunTrace
 from rr_core.samples import get_sample, questions_middle_first
+from rr_core.settings import RunSettings
 from rr_core.sources import sample_document
+from rr_core.store import open_store
 from rr_core.tokens import counter_for_model
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-SAMPLE = get_sample("contract")
-FIRST_QUESTION = questions_middle_first("contract")[0].question  # what the app prefills
+TIMEOUT = 240
+PRICE_MODEL = "gpt-4.1-mini"
+CONTRACT = questions_middle_first("contract")
+PROTOCOL = questions_middle_first("protocol")
 
 
-def stored_runs(questions: int = 2) -> list[tuple[int, RunTrace]]:
-    """Runs saved straight through the engine: baseline and R&R for the first questions."""
-    counter = counter_for_model("gpt-4.1-mini")
-    document = sample_document("contract", counter)
-    ledger = Ledger()
-    saved = []
-    for index, question in enumerate(SAMPLE.questions[:questions]):
-        settings = [
-            RunSettings(method=m, model="offline", provider="offline", price_model="gpt-4.1-mini")
-            for m in (Method.BASELINE, Method.RR)
-        ]
-        for trace in run_methods(document, question.question, settings, OfflineEngine(), counter):
-            saved.append((ledger.save(trace, f"batch-{index}"), trace))
-    return saved
+def ask(
+    sample: str, question: str | list[str], methods: tuple[str, ...] = ("baseline", "rr")
+) -> tuple[str, list[RunTrace]]:
+    """Runs saved straight through the engine, as the Ask screen saves them: one batch."""
+    counter = counter_for_model(PRICE_MODEL)
+    document = sample_document(sample, counter)
+    base = RunSettings(method="baseline", model="offline", provider="offline", price_model=PRICE_MODEL)
+    questions = [Question(q) for q in ([question] if isinstance(question, str) else question)]
+    plans = [p for m in methods for p in plan_questions(document, questions, parse_spec(m, base), counter)]
+    with Executor(OfflineEngine(counter), concurrency=2) as executor:
+        traces = executor.run(document, plans)
+    mark_traces(traces, questions)
+    return open_store().save_batch(traces), traces
+
+
+@pytest.fixture
+def three_questions() -> list[tuple[str, list[RunTrace]]]:
+    """Three questions asked in order: two on the contract, one on the protocol (newest)."""
+    return [
+        ask("contract", CONTRACT[0].question),
+        ask("contract", CONTRACT[1].question),
+        ask("protocol", PROTOCOL[0].question),
+    ]
 
 
 def open_history() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.run()
     at.switch_page("pages/history.py").run()
-    assert not at.exception and not at.error
+    assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def select(at: AppTest, *rows: int) -> None:
+    """What clicking the rows' checkboxes sends."""
+    at.session_state["history_table"] = {"selection": {"rows": list(rows), "columns": []}}
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def table(at: AppTest) -> pd.DataFrame:
+    return at.dataframe(key="history_table").value
+
+
+def tab(at: AppTest, label: str) -> Any:
+    return next(t for t in at.tabs if t.label == label)
+
+
+def texts(node: Any, kind: str = "markdown") -> list[str]:
+    return [str(e.value) for e in node.get(kind)]
+
+
+# ---- the list ----------------------------------------------------------------------------------
 
 
 def test_no_runs_yet_says_where_they_come_from() -> None:
@@ -48,79 +94,186 @@ def test_no_runs_yet_says_where_they_come_from() -> None:
     assert any("No runs yet" in i.value for i in at.info)
 
 
-def test_runs_asked_on_the_ask_screen_are_listed() -> None:
-    at = AppTest.from_file(APP, default_timeout=60)
+def test_one_row_per_question_newest_first(three_questions) -> None:
+    at = open_history()
+    rows = table(at).to_dict("records")
+    assert [r["question"] for r in rows] == [PROTOCOL[0].question, CONTRACT[1].question, CONTRACT[0].question]
+    assert [r["document"] for r in rows] == [traces[0].document for _, traces in reversed(three_questions)]
+    assert rows[0]["document"] != rows[1]["document"] == rows[2]["document"]
+    for row, (_, traces) in zip(rows, reversed(three_questions), strict=True):
+        assert row["methods"] == "Baseline, R&R"
+        assert row["answers"] == 2
+        assert row["cost (USD)"] == pytest.approx(sum(t.cost_usd for t in traces), abs=1e-6)
+        assert row["provider / model"] == "offline / offline"
+    assert any(c.startswith("3 questions, 6 runs stored in") for c in texts(at, "caption"))
+    # Nothing selected: each tab says to select.
+    assert any("Select a question in the table above" in c for c in texts(tab(at, "Open"), "caption"))
+    assert any("Select the questions to delete" in c for c in texts(tab(at, "Delete"), "caption"))
+
+
+def test_several_questions_asked_together_are_one_row_named_by_the_first() -> None:
+    asked = [q.question for q in CONTRACT[:3]]
+    ask("contract", asked)
+    at = open_history()
+    rows = table(at).to_dict("records")
+    assert len(rows) == 1
+    assert rows[0]["question"] == f"{asked[0]} (+2 more)"
+    assert rows[0]["methods"] == "Baseline, R&R" and rows[0]["answers"] == 4
+    select(at, 0)
+    opened = tab(at, "Open")
+    header = next(m for m in texts(opened) if m.startswith("**Question:**"))
+    assert header.startswith(f"**Question:** {md(asked[0])}")
+    # R&R's card lists its answer to each question.
+    assert [m for m in texts(opened) if m.startswith("**Q:**")] == [f"**Q:** {md(q)}" for q in asked]
+
+
+def test_runs_asked_on_the_ask_screen_are_one_row() -> None:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.run()
     at.button(key="run").click().run()
-    batch = at.session_state["results"]["batch"]
+    traces = at.session_state["results"]["traces"]
     at.switch_page("pages/history.py").run()
     assert not at.exception
-    table = at.dataframe[0].value
-    assert len(table) == 2
-    assert set(table["method"]) == {"Baseline", "R&R"}
-    assert set(table["batch"]) == {batch}
-    assert set(table["question"]) == {FIRST_QUESTION}
-    assert (table["input tokens"] > 50_000).all() and (table["cost (USD)"] > 0).all()
+    rows = table(at).to_dict("records")
+    assert len(rows) == 1
+    assert rows[0]["question"] == CONTRACT[0].question and rows[0]["methods"] == "Baseline, R&R"
+    assert open_store().count() == len(traces) == 2
 
 
-def test_open_a_run_shows_its_answer_pages_and_calls() -> None:
-    saved = stored_runs()
-    rr_id, rr = next((i, t) for i, t in saved if t.method == "rr")
+# ---- selecting and opening ---------------------------------------------------------------------
+
+
+def test_selected_rows_open_with_their_runs(three_questions) -> None:
     at = open_history()
-    assert len(at.dataframe[0].value) == len(saved)
-    at.selectbox(key="w.history_open").set_value(rr_id).run()
-    texts = "\n".join(m.value for m in at.markdown)
-    assert "#### R&R" in texts
-    assert f"**Cited page:** {rr.page}" in texts
-    assert "**Retrieved pages** (rank order): " + " → ".join(map(str, rr.retrieved_pages)) in texts
-    calls = at.dataframe[1].value
-    assert list(calls["stage"]) == ["retrieval", "answer"]
-    assert list(calls["input tokens"]) == [c.usage.prompt_tokens for c in rr.calls]
-    assert calls["reminders"][0] == len(rr.calls[0].reminders_after) > 0
+    select(at, 0, 2)
+    opened = tab(at, "Open")
+    questions = [m for m in texts(opened) if m.startswith("**Question:**")]
+    assert [q.split("  \n")[0] for q in questions] == [
+        f"**Question:** {md(PROTOCOL[0].question)}",
+        f"**Question:** {md(CONTRACT[0].question)}",
+    ]
+    titles = [m for m in texts(opened) if m.startswith("#### ")]
+    assert titles == ["#### Baseline", f"#### {md('R&R')}"] * 2
+    _, protocol_runs = three_questions[2]
+    assert f"**Cited page:** p. {protocol_runs[1].page}" in texts(opened)
+    # Each run's calls, with the prompt as sent and the response.
+    calls = [d.value for d in opened.get("dataframe")]
+    assert len(calls) == 4
+    assert list(calls[1]["stage"]) == ["retrieval", "answer"]
+    assert list(calls[1]["input tokens"]) == [c.usage.prompt_tokens for c in protocol_runs[1].calls]
 
 
-def test_compare_two_runs_side_by_side() -> None:
-    saved = stored_runs()
-    (base_id, base), (rr_id, rr) = saved[0], saved[1]
+# ---- delete several ----------------------------------------------------------------------------
+
+
+def test_delete_several_asks_first_then_deletes_only_those(three_questions) -> None:
     at = open_history()
-    at.selectbox(key="w.history_a").set_value(base_id).run()
-    at.selectbox(key="w.history_b").set_value(rr_id).run()
-    assert not at.exception
-    compare = at.dataframe[2].value  # list, calls of the opened run, then the comparison
-    facts = {row[""]: row for row in compare.to_dict("records")}
-    assert facts["method"][f"A: #{base_id}"] == "Baseline" and facts["method"][f"B: #{rr_id}"] == "R&R"
-    assert facts["input tokens"][f"A: #{base_id}"] == f"{base.usage.prompt_tokens:,}"
-    assert facts["input tokens"][f"B: #{rr_id}"] == f"{rr.usage.prompt_tokens:,}"
-    assert facts["k / N / c"]["same"] == "✓"
-    assert facts["method"]["same"] == ""
-
-
-def test_export_offers_json_csv_and_markdown_of_the_chosen_runs() -> None:
-    saved = stored_runs()
-    at = open_history()
-    chosen = at.multiselect(key="w.history_export").value
-    assert sorted(chosen) == sorted(i for i, _ in saved[-2:])  # the opened (newest) run's batch
-    assert [b.label for b in at.download_button] == [
-        "Download JSON", "Download CSV", "Download report (Markdown)",
-    ]  # fmt: skip
-    at.multiselect(key="w.history_export").set_value([]).run()
-    assert not at.download_button
-    assert any("Choose one or more runs" in c.value for c in at.caption)
-
-
-def test_delete_asks_for_confirmation_then_deletes() -> None:
-    saved = stored_runs(questions=1)
-    target = saved[0][0]
-    at = open_history()
-    at.selectbox(key="w.history_delete").set_value(target).run()
+    select(at, 0, 2)
+    deleting = tab(at, "Delete")
+    assert deleting.button(key="delete_ask").label == "Delete 2 selected questions…"
     at.button(key="delete_ask").click().run()
-    assert any(f"Delete run #{target} for good?" in w.value for w in at.warning)
+    warning = [w.value for w in at.warning]
+    assert warning == [
+        "Delete 2 questions (4 runs) for good, with their prompts and responses? This cannot be undone."
+    ]
     at.button(key="delete_no").click().run()
-    assert Ledger().count() == 2  # cancelled: nothing deleted
-    at.selectbox(key="w.history_delete").set_value(target).run()
+    assert open_store().count() == 6  # cancelled: nothing deleted
+    assert not at.warning
+
     at.button(key="delete_ask").click().run()
     at.button(key="delete_yes").click().run()
     assert not at.exception
-    assert Ledger().count() == 1 and Ledger().get(target) is None
-    assert any(f"Deleted run #{target}." in s.value for s in at.success)
-    assert list(at.dataframe[0].value["id"]) == [saved[1][0]]
+    assert [s.value for s in at.success] == [md("Deleted 4 runs of 2 questions.")]
+    store = open_store()
+    assert store.count() == 2
+    kept_batch, kept = three_questions[1]
+    assert {r.run_id for r in store.list()} == {t.run_id for t in kept}
+    assert list(table(at)["question"]) == [CONTRACT[1].question]
+
+
+def test_after_deleting_the_remaining_rows_are_not_selected(three_questions) -> None:
+    # The selection is by row number: left in place it would select whatever moved up.
+    at = open_history()
+    select(at, 0, 2)
+    at.button(key="delete_ask").click().run()
+    at.button(key="delete_yes").click().run()
+    assert list(table(at)["question"]) == [CONTRACT[1].question]
+    assert not [m for m in texts(tab(at, "Open")) if m.startswith("**Question:**")]
+    with pytest.raises(KeyError):
+        at.button(key="delete_ask")
+    assert open_store().count() == 2
+
+
+# ---- export ------------------------------------------------------------------------------------
+
+
+def _export_of_two_questions(downloads) -> tuple[AppTest, dict[str | None, bytes]]:  # type: ignore[no-untyped-def]
+    at = open_history()
+    select(at, 0, 1)
+    return at, dict(downloads)
+
+
+def test_export_offers_the_selected_questions(three_questions, downloads) -> None:
+    at, files = _export_of_two_questions(downloads)
+    export = tab(at, "Export")
+    assert any(c.startswith("Exporting 4 runs of 2 questions.") for c in texts(export, "caption"))
+    assert [b.label for b in export.get("download_button")] == [
+        "Download JSON",
+        "Download CSV",
+        "Download report (Markdown)",
+    ]
+    assert {"rr-runs.json", "rr-runs.csv", "rr-runs.md"} <= set(files)
+    runs = json.loads(files["rr-runs.json"])["results"]
+    assert len(runs) == 4
+    assert {r["questions"][0] for r in runs} == {PROTOCOL[0].question, CONTRACT[1].question}
+    assert len({r["document"] for r in runs}) == 2
+    assert CONTRACT[0].question not in files["rr-runs.json"].decode()  # not selected
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="rr_core.exports: to_markdown names only the first trace's question and document, and the "
+    "CSV has no question or document column (reported to the lead; rr_core is not this branch's)",
+)
+def test_export_csv_and_report_name_each_question_and_document(three_questions, downloads) -> None:
+    at, files = _export_of_two_questions(downloads)
+    report = "\n".join(texts(tab(at, "Export"), "text"))
+    assert files["rr-runs.md"].decode().rstrip() == report.rstrip()
+    csv = files["rr-runs.csv"].decode()
+    for question, sample in ((PROTOCOL[0].question, "protocol"), (CONTRACT[1].question, "contract")):
+        title = get_sample(sample).title.split(" (")[0]  # the report escapes its brackets
+        assert question in report and title in report
+        assert question in csv and title in csv
+
+
+def test_export_without_a_selection_offers_the_newest_question(three_questions) -> None:
+    at = open_history()
+    export = tab(at, "Export")
+    assert any(
+        "Exporting 2 runs of 1 question (the newest; select rows above to choose)" in c
+        for c in texts(export, "caption")
+    )
+    report = "\n".join(texts(export, "text"))
+    assert PROTOCOL[0].question in report and CONTRACT[0].question not in report
+
+
+# ---- compare two runs --------------------------------------------------------------------------
+
+
+def test_compare_two_runs_shows_their_question_and_document(three_questions) -> None:
+    (_, first), _, (_, last) = three_questions
+    at = open_history()
+    at.selectbox(key="w.history_a").set_value(first[0].run_id).run()
+    at.selectbox(key="w.history_b").set_value(last[1].run_id).run()
+    assert not at.exception
+    frames = [d.value for d in at.dataframe if list(d.value.columns) == ["", "A", "B", "same"]]
+    assert len(frames) == 1
+    facts = {row[""]: row for row in frames[0].to_dict("records")}
+    assert facts["question"]["A"] == CONTRACT[0].question
+    assert facts["question"]["B"] == PROTOCOL[0].question
+    assert facts["question"]["same"] == ""
+    assert facts["document"]["A"] == first[0].document and facts["document"]["B"] == last[1].document
+    assert facts["document"]["A"] != facts["document"]["B"]
+    assert facts["method"]["A"] == "Baseline" and facts["method"]["B"].startswith("R&R (")
+    assert facts["input tokens"]["B"] == f"{last[1].usage.prompt_tokens:,}"
+    assert facts["provider / model"]["same"] == "✓"

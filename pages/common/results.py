@@ -139,6 +139,11 @@ def result_card(trace: RunTrace, document: Document | None) -> None:
         if len(trace.outcomes) > 1:
             st.markdown(f"**Q:** {md(outcome.question)}")
         outcome_block(trace, outcome, document)
+    if not trace.outcomes:
+        # Failed after retrieving: the pages it picked (and paid for) are still worth seeing.
+        picked = dict.fromkeys(p for c in trace.calls if c.stage == "retrieve" for p in c.retrieved)
+        if picked:
+            st.markdown("**Retrieved before the failure:** " + " → ".join(str(p) for p in picked))
     usage = trace.usage
     unknown = "" if trace.price_known else " (no price data for this model)"
     cached = f" ({usage.cached_tokens:,} cached)" if trace.is_llm else ""

@@ -16,7 +16,7 @@ import streamlit as st
 
 from rr_core.errors import ConfigError, MissingKeyError, RRError
 from rr_core.llm import DEFAULT_MODELS, KEY_VARIABLES, LLMClient, make_client
-from rr_core.methods import get_method, parse_spec
+from rr_core.methods import GROUP_LABELS, all_methods, get_method, parse_spec
 from rr_core.samples import list_samples
 from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.tokens import TokenCounter, counter_for_model
@@ -84,6 +84,12 @@ def init_state() -> None:
     state.setdefault("ask_mode", "one")
     state.setdefault("questions_text", "")
     state.setdefault("methods", list(DEFAULT_METHODS))
+    for group in GROUP_LABELS:
+        # Each group's multiselect owns a key; ``methods`` only seeds them.
+        state.setdefault(
+            method_key(group),
+            [m.name for m in all_methods() if m.group == group and m.name in state["methods"]],
+        )
     state.setdefault("variants", [])
     state.setdefault("gold_pages", "")
     state.setdefault("upload_password", "")
@@ -173,10 +179,27 @@ def base_settings() -> RunSettings:
     )
 
 
+def method_key(group: str) -> str:
+    """The setting holding the methods chosen in one group (``methods_paper``, ...)."""
+    return f"methods_{group}"
+
+
+def chosen_methods() -> list[str]:
+    """The methods chosen in every group, in the registry's order.
+
+    The groups' keys are the truth once set: a caller that sets ``methods_other`` sees the
+    screen and the plans agree. ``methods`` seeds them on a session's first run.
+    """
+    state = st.session_state
+    if not any(method_key(g) in state for g in GROUP_LABELS):
+        return list(state.get("methods", []))
+    picked = {name for g in GROUP_LABELS for name in state.get(method_key(g), [])}
+    return [m.name for m in all_methods() if m.name in picked]
+
+
 def chosen_specs() -> list[str]:
     """The methods chosen on the Ask screen, then the variants added with their own settings."""
-    state = st.session_state
-    return [*state.get("methods", []), *state.get("variants", [])]
+    return [*chosen_methods(), *st.session_state.get("variants", [])]
 
 
 def chosen_settings() -> list[RunSettings]:
