@@ -31,11 +31,11 @@ run: $(BIN)/.installed ## set up and open the app (no key needed: offline engine
 test: $(BIN)/.installed-dev ## set up and run the tests (the browser test needs Debian's chromium)
 	$(BIN)/python -m pytest -q
 
-lint: $(BIN)/.installed-dev ## ruff check + format check
+lint: $(BIN)/.installed-dev ## ruff check + format check, the whole project
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check rr_core
+	$(BIN)/ruff format --check .
 
-typecheck: $(BIN)/.installed-dev ## mypy on rr_core
+typecheck: $(BIN)/.installed-dev ## mypy on rr_core, pages and app.py
 	$(BIN)/mypy
 
 bench: $(BIN)/.installed-dev ## run the benchmarks (they print ratios against a floor)

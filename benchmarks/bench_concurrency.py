@@ -36,16 +36,22 @@ def main() -> None:
     pages = get_sample("contract").pages
     document = document_from_texts("bench", pages, counter=counter)
     chunk_size = document.total_tokens // CHUNKS + 1
-    settings = RunSettings(method="chunked-rr", chunk_size=chunk_size, model="gpt-4.1-mini", provider="openai")
+    settings = RunSettings(
+        method="chunked-rr", chunk_size=chunk_size, model="gpt-4.1-mini", provider="openai"
+    )
     question = "What monthly interest rate applies to late payments?"
     plan = plan_method(document, question, settings, counter)
     chunks = len(plan.chunks)
 
     with StubServer(responder=lambda path, body: Reply(delay_s=DELAY)) as stub:
-        client = make_client("openai", model="gpt-4.1-mini", api_key="sk-bench", base_url=stub.url, max_retries=0)
+        client = make_client(
+            "openai", model="gpt-4.1-mini", api_key="sk-bench", base_url=stub.url, max_retries=0
+        )
         # One call alone, as the unit of comparison (a warm connection, like the run's).
         first = plan.phases[0].calls[0]
-        request = LLMRequest(prompt=first.render(), schema=first.schema, model="gpt-4.1-mini", layout=first.layout)
+        request = LLMRequest(
+            prompt=first.render(), schema=first.schema, model="gpt-4.1-mini", layout=first.layout
+        )
         client.complete(request)
         start = time.perf_counter()
         client.complete(request)
@@ -67,10 +73,14 @@ def main() -> None:
         raise SystemExit(f"run failed: {trace.error}")
     retrieval = marks["last_done"] - marks["first_start"]
     print(f"one call: {single:.2f} s (stub delay {DELAY} s)")
-    print(f"chunked R&R, {chunks} chunks: retrieval phase {retrieval:.2f} s = {retrieval / single:.2f}x one call "
-          f"(target <= 1.5x; sequential would be {chunks}x)")
-    print(f"whole run (retrieval phase + answer call): {total:.2f} s = {total / single:.2f}x one call "
-          "(two phases: at least 2x)")
+    print(
+        f"chunked R&R, {chunks} chunks: retrieval phase {retrieval:.2f} s = {retrieval / single:.2f}x one call "
+        f"(target <= 1.5x; sequential would be {chunks}x)"
+    )
+    print(
+        f"whole run (retrieval phase + answer call): {total:.2f} s = {total / single:.2f}x one call "
+        "(two phases: at least 2x)"
+    )
 
 
 if __name__ == "__main__":

@@ -64,8 +64,10 @@ def bench_ingest(pdf: bytes) -> None:
     t_floor = best_of(5, floor)
     t_ours = best_of(5, ours)
     ratio = t_ours / t_floor
-    print(f"ingest {PAGES}-page PDF: floor {t_floor * 1000:.0f} ms (get_text + encode_ordinary), "
-          f"load_document {t_ours * 1000:.0f} ms, ratio {ratio:.2f}x (target <= 1.30x)")
+    print(
+        f"ingest {PAGES}-page PDF: floor {t_floor * 1000:.0f} ms (get_text + encode_ordinary), "
+        f"load_document {t_ours * 1000:.0f} ms, ratio {ratio:.2f}x (target <= 1.30x)"
+    )
 
 
 def plan_all(document, question, settings, counter) -> None:  # type: ignore[no-untyped-def]
@@ -87,8 +89,10 @@ def bench_plan(pdf: bytes) -> None:
         start = time.perf_counter()
         plan_all(document, question, varied, counter)
         times.append(time.perf_counter() - start)
-    print(f"plan all {len(method_names())} methods on {len(document.pages)} pages / {document.total_tokens:,} tokens: "
-          f"median {statistics.median(times) * 1000:.1f} ms, max {max(times) * 1000:.1f} ms (target < 50 ms)")
+    print(
+        f"plan all {len(method_names())} methods on {len(document.pages)} pages / {document.total_tokens:,} tokens: "
+        f"median {statistics.median(times) * 1000:.1f} ms, max {max(times) * 1000:.1f} ms (target < 50 ms)"
+    )
 
 
 def main() -> None:

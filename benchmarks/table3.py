@@ -47,23 +47,31 @@ def main() -> None:
     counter = counter_for_model("gpt-4-turbo")  # the paper counted GPT-4 tokens
     document = build_document(counter)
     question = "What monthly interest rate applies to late payments?"
-    base = RunSettings(method="baseline", reminder_every=10_000, top_k=5, model="gpt-4-turbo", provider="openai")
+    base = RunSettings(
+        method="baseline", reminder_every=10_000, top_k=5, model="gpt-4-turbo", provider="openai"
+    )
     baseline = plan_method(document, question, base, counter).estimate
     reprompt = plan_method(document, question, base.but(method="reprompt"), counter)
     overhead = reprompt.estimate.input_tokens - baseline.input_tokens
     print(f"document: {len(document.pages)} pages, {document.total_tokens:,} tokens ({document.tokenizer})")
-    print(f"reprompt, k=10,000: {reprompt.reminders} reminders, +{overhead:,} input tokens "
-          f"= +{overhead / baseline.input_tokens:.2%} over the baseline's {baseline.input_tokens:,} "
-          "(paper: about +1.15% at 80k)")
+    print(
+        f"reprompt, k=10,000: {reprompt.reminders} reminders, +{overhead:,} input tokens "
+        f"= +{overhead / baseline.input_tokens:.2%} over the baseline's {baseline.input_tokens:,} "
+        "(paper: about +1.15% at 80k)"
+    )
     print()
-    print(f"{'chunk c':>8} | {'calls ours':>10} {'paper':>6} | {'ICR in ours':>11} {'paper':>7} | "
-          f"{'R&R in ours':>11} {'paper':>7} | {'out (est.)':>10} {'paper':>6}")
+    print(
+        f"{'chunk c':>8} | {'calls ours':>10} {'paper':>6} | {'ICR in ours':>11} {'paper':>7} | "
+        f"{'R&R in ours':>11} {'paper':>7} | {'out (est.)':>10} {'paper':>6}"
+    )
     for size, (calls, icr_paper, rr_paper, out_paper) in PAPER.items():
         icr = plan_method(document, question, base.but(method="chunked-icr", chunk_size=size), counter)
         rr = plan_method(document, question, base.but(method="chunked-rr", chunk_size=size), counter)
         rr_text = f"{rr_paper:>7,}" if rr_paper else f"{'—':>7}"
-        print(f"{size:>8,} | {icr.estimate.calls:>10} {calls:>6} | {icr.estimate.input_tokens:>11,} {icr_paper:>7,} | "
-              f"{rr.estimate.input_tokens:>11,} {rr_text} | {icr.estimate.output_tokens:>10} {out_paper:>6}")
+        print(
+            f"{size:>8,} | {icr.estimate.calls:>10} {calls:>6} | {icr.estimate.input_tokens:>11,} {icr_paper:>7,} | "
+            f"{rr.estimate.input_tokens:>11,} {rr_text} | {icr.estimate.output_tokens:>10} {out_paper:>6}"
+        )
 
 
 if __name__ == "__main__":

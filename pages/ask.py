@@ -284,7 +284,7 @@ def _plan_rows() -> list[dict[str, Any]]:
 
 window = context_window(S.model(), S.provider())
 too_long = [p for p in plans if window and p.largest_prompt > window]
-if too_long:
+if too_long and window:
     st.warning(
         f"{md(', '.join(dict.fromkeys(p.label for p in too_long)))}: the longest prompt is about "
         f"{max(p.largest_prompt for p in too_long):,} tokens, and {md(S.model())} reads at most {window:,}. "
@@ -437,14 +437,14 @@ st.caption(f"{md(engine)} · saved to the history as batch `{last['batch']}`")
 if len(last["questions"]) > 1:
     rows = []
     for q in last["questions"]:
-        row: dict[str, Any] = {"Question": q}
+        answers: dict[str, Any] = {"Question": q}
         for t in traces:
             for o in t.outcomes:
                 if o.question == q:
                     mark = "" if o.correct is None else (" ✓" if o.correct else " ✗")
                     page = f" (p. {o.page}, quote {o.quote_check})" if o.page else ""
-                    row[results.title(t)] = f"{o.answer}{page}{mark}"
-        rows.append(row)
+                    answers[results.title(t)] = f"{o.answer}{page}{mark}"
+        rows.append(answers)
     st.markdown("**Answers by question and method** (✓ right, ✗ wrong where the answer is known)")
     st.dataframe(
         pd.DataFrame(rows),

@@ -267,13 +267,13 @@ known = {c.id: c for c in plan.known_calls}
 Entry = tuple[str, Call | None, CallTrace | None]
 entries: list[Entry] = []
 if shown is not None:
-    for i, record in enumerate(shown.calls, start=1):
-        chunk = f", part {record.chunk}" if record.chunk else ""
+    for i, sent in enumerate(shown.calls, start=1):
+        chunk = f", part {sent.chunk}" if sent.chunk else ""
         entries.append(
             (
-                f"{i}. {results.STAGE_NAMES.get(record.stage, record.stage)}{chunk} — {plural(len(record.pages), 'page')}",
-                known.get(record.id),
-                record,
+                f"{i}. {results.STAGE_NAMES.get(sent.stage, sent.stage)}{chunk} — {plural(len(sent.pages), 'page')}",
+                known.get(sent.id),
+                sent,
             )
         )
 else:

@@ -9,6 +9,7 @@ import streamlit as st
 
 from pages.common import docs, results, sidebar
 from pages.common.text import md, plural, short, when
+from rr_core.documents import Document
 from rr_core.errors import LedgerError, RRError
 from rr_core.exports import to_csv, to_json, to_markdown
 from rr_core.runs import RunTrace
@@ -94,6 +95,7 @@ def load(run_id: str) -> RunTrace | None:
     return trace
 
 
+document: Document | None
 try:
     document = docs.active_document()
 except RRError:
@@ -148,9 +150,8 @@ with compare_tab:
     second = right_col.selectbox(
         "Run B", run_ids, index=1 if len(run_ids) > 1 else 0, format_func=_run_line, key="w.history_b"
     )
-    pair = [load(first), load(second)] if first and second else []
-    if len(pair) == 2 and pair[0] is not None and pair[1] is not None:
-        a, b = pair
+    a, b = (load(first), load(second)) if first and second else (None, None)
+    if a is not None and b is not None:
         facts = {
             "question": (a.question, b.question),
             "document": (a.document, b.document),

@@ -22,7 +22,7 @@ from rr_core.lab.sweep import SweepPlan, SweepResult, check_budget, plan_sweep, 
 from rr_core.llm.offline import OfflineEngine
 from rr_core.llm.simulated import SIMULATED_LABEL, SimulatedReader
 from rr_core.methods import all_methods, get_method, parse_spec
-from rr_core.questions import parse_questions
+from rr_core.questions import Question, parse_questions
 from rr_core.runs import Executor
 from rr_core.store import open_store
 from rr_core.tokens import counter_for_model
@@ -90,7 +90,7 @@ with preset_col:
 
 document: Document | None = None
 qa_path: Path | None = None
-own_questions = ()
+own_questions: tuple[Question, ...] = ()
 task = preset.task
 if task in ("planted",):
     try:
@@ -141,8 +141,8 @@ if state["lab_methods_for"] != preset.name:
     # A new preset starts from its own methods and grid.
     state["lab_methods_for"] = preset.name
     state["lab_methods"] = ", ".join(preset.series)
-    lengths = preset.lengths or (default_lengths(document.total_tokens) if document else (10_000,))
-    state["lab_lengths"] = ", ".join(f"{n}" for n in lengths)
+    start = preset.lengths or (default_lengths(document.total_tokens) if document else (10_000,))
+    state["lab_lengths"] = ", ".join(f"{n}" for n in start)
     state["lab_depths"] = "" if preset.depth_step_tokens else ", ".join(f"{d:g}" for d in preset.depths)
     state["lab_repeats"] = preset.repeats
 with st.expander("Methods and grid", expanded=True):
@@ -211,7 +211,7 @@ def _numbers(text: str, kind: type) -> tuple[Any, ...]:
 try:
     specs = [m.strip() for m in str(state["lab_methods"]).split(",") if m.strip()]
     series = [parse_spec(m, base) for m in specs]
-    lengths = _numbers(state["lab_lengths"], int) or None
+    lengths: tuple[int, ...] | None = _numbers(state["lab_lengths"], int) or None
     depth_text = str(state["lab_depths"]).strip()
     depths = _numbers(depth_text, float) if depth_text else None
 except (ValueError, RRError) as exc:
@@ -291,12 +291,12 @@ if clicked:
     )
     window = context_window(S.model(), S.provider()) if engine == "provider" else None
     with Executor(client, concurrency=S.concurrency(), cache=store, context_window=window) as executor:
-        result = run_sweep(plan, executor, on_progress=progress)
+        finished = run_sweep(plan, executor, on_progress=progress)
     bar.empty()
     live.empty()
     state["lab_result"] = {
         "plan": plan,
-        "result": result,
+        "result": finished,
         "engine": ENGINES[engine] + (f": {S.provider()} / {S.model()}" if engine == "provider" else ""),
         "document": document.name if document else TASKS[task],
         "title": preset.title,

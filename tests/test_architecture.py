@@ -96,7 +96,8 @@ def test_no_code_outside_the_method_definitions_switches_on_a_method_name() -> N
         "oracle",
     }
     names |= {"retrieve", "answer", "map", "reduce", "rank"}  # stage names: no switching on them either
-    comparison = re.compile(r"""(==|!=|\bin\b)\s*[\(\[{]?\s*["'](%s)["']""" % "|".join(map(re.escape, names)))
+    alternatives = "|".join(map(re.escape, names))
+    comparison = re.compile(r"""(==|!=|\bin\b)\s*[\(\[{]?\s*["'](""" + alternatives + r""")["']""")
     offenders = []
     for path in _files("rr_core", "pages", "app.py"):
         rel = _rel(path)

@@ -58,9 +58,7 @@ def library_total(usage: Usage, model: str, provider: str) -> float:
 
 def test_openai_model_priced_from_library_rates() -> None:
     inp, _, out = library_rates("gpt-4o-mini", "openai")
-    cost = price_usage(
-        Usage(input_tokens=2_000_000, output_tokens=500_000), "gpt-4o-mini"
-    )
+    cost = price_usage(Usage(input_tokens=2_000_000, output_tokens=500_000), "gpt-4o-mini")
     assert cost.known
     assert cost.source.startswith("genai-prices ")
     assert cost.input_usd == pytest.approx(2 * float(inp))
@@ -94,21 +92,14 @@ def test_anthropic_model_priced_with_cache_read_and_write() -> None:
     cost = price_usage(usage, "claude-sonnet-4-5-20250929")  # provider inferred
     assert cost.known
     assert cost.cached_usd < usage.cached_tokens / usage.input_tokens * cost.input_usd
-    assert (
-        cost.cache_write_usd
-        > usage.cache_write_tokens / usage.input_tokens * cost.input_usd
-    )
-    assert cost.total_usd == pytest.approx(
-        library_total(usage, "claude-sonnet-4-5", "anthropic")
-    )
+    assert cost.cache_write_usd > usage.cache_write_tokens / usage.input_tokens * cost.input_usd
+    assert cost.total_usd == pytest.approx(library_total(usage, "claude-sonnet-4-5", "anthropic"))
     assert price_usage(usage, "claude-sonnet-4-5", "anthropic") == cost
 
 
 def test_unknown_model_costs_nothing_and_says_so() -> None:
     cost = price_usage(Usage(input_tokens=1000, output_tokens=10), "no-such-model-xyz")
-    assert cost == Cost(
-        0.0, 0.0, 0.0, 0.0, False, "unknown model 'no-such-model-xyz': no price data"
-    )
+    assert cost == Cost(0.0, 0.0, 0.0, 0.0, False, "unknown model 'no-such-model-xyz': no price data")
     assert cost.total_usd == 0.0
     assert not estimate_cost(1000, 10, "gpt-does-not-exist", "openai").known
     assert not estimate_cost(1000, 10, "claude-sonnet-4-5", "openai").known
@@ -125,9 +116,7 @@ def test_offline_engine_is_free_and_known() -> None:
     assert OVERRIDES["offline"].source == "offline engine (free)"
 
 
-@pytest.mark.parametrize(
-    "provider", ["openai-compatible", "ollama", "vllm", "llama.cpp"]
-)
+@pytest.mark.parametrize("provider", ["openai-compatible", "ollama", "vllm", "llama.cpp"])
 def test_local_servers_are_free(provider: str) -> None:
     # Even a model id genai-prices knows costs nothing when served locally.
     for model in ("llama3.1:8b", "gpt-4o"):
@@ -142,12 +131,8 @@ def test_ollama_style_tag_without_provider_is_local() -> None:
 
 
 def test_cost_addition() -> None:
-    a = price_usage(
-        Usage(input_tokens=1000, cached_tokens=500, output_tokens=100), "gpt-4o"
-    )
-    b = price_usage(
-        Usage(input_tokens=3000, cache_write_tokens=200, output_tokens=50), "gpt-4o"
-    )
+    a = price_usage(Usage(input_tokens=1000, cached_tokens=500, output_tokens=100), "gpt-4o")
+    b = price_usage(Usage(input_tokens=3000, cache_write_tokens=200, output_tokens=50), "gpt-4o")
     s = a + b
     assert s.input_usd == pytest.approx(a.input_usd + b.input_usd)
     assert s.cached_usd == pytest.approx(a.cached_usd + b.cached_usd)
@@ -167,9 +152,7 @@ def test_cost_addition() -> None:
 
 def test_estimate_counts_all_input_uncached() -> None:
     est = estimate_cost(40_000, 800, "gpt-5", "openai")
-    assert est == price_usage(
-        Usage(input_tokens=40_000, output_tokens=800), "gpt-5", "openai"
-    )
+    assert est == price_usage(Usage(input_tokens=40_000, output_tokens=800), "gpt-5", "openai")
     assert est.cached_usd == 0.0 and est.cache_write_usd == 0.0
 
 
@@ -208,9 +191,10 @@ def test_known_models_price_as_genai_prices_does(model: str) -> None:
     for usage in USAGES:
         cost = price_usage(usage, model)
         assert cost.known, model
-        assert cost.total_usd == pytest.approx(
-            library_total(usage, model, provider), rel=1e-9
-        ), (model, usage)
+        assert cost.total_usd == pytest.approx(library_total(usage, model, provider), rel=1e-9), (
+            model,
+            usage,
+        )
 
 
 def test_known_models_is_curated_and_covers_both_providers() -> None:

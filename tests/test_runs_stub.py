@@ -270,7 +270,9 @@ def test_a_repeated_run_with_a_store_makes_no_new_request(
     assert second.calls_made == 0 and second.calls_cached == sent
     for old, new in zip(before, again, strict=True):
         assert new.ok and all(c.cached for c in new.calls) and new.cached_calls == len(new.calls)
-        assert new.paid_usd == 0 and new.cost_usd == old.cost_usd and new.usage == old.usage  # billed once, shown as billed
+        assert (
+            new.paid_usd == 0 and new.cost_usd == old.cost_usd and new.usage == old.usage
+        )  # billed once, shown as billed
         assert new.answer == old.answer and new.retrieved_pages == old.retrieved_pages
         assert [c.cache_key for c in new.calls] == [c.cache_key for c in old.calls]
         assert new.cache_key == old.cache_key and new.run_id != old.run_id

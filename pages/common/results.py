@@ -141,7 +141,7 @@ def result_card(trace: RunTrace, document: Document | None) -> None:
         outcome_block(trace, outcome, document)
     if not trace.outcomes:
         # Failed after retrieving: the pages it picked (and paid for) are still worth seeing.
-        picked = dict.fromkeys(p for c in trace.calls if c.stage == "retrieve" for p in c.retrieved)
+        picked = dict.fromkeys(p for c in trace.calls for p in c.retrieved)
         if picked:
             st.markdown("**Retrieved before the failure:** " + " → ".join(str(p) for p in picked))
     usage = trace.usage

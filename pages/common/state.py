@@ -168,7 +168,6 @@ def base_settings() -> RunSettings:
         for name, p in PARAMS.items()
     }
     return RunSettings(
-        **values,
         reminder_style=ReminderStyle(state["reminder_style"]),
         reminder_placement=ReminderPlacement(state["reminder_placement"]),
         reminder_pages=_pages(state["reminder_pages"], "Reminder pages"),
@@ -176,7 +175,7 @@ def base_settings() -> RunSettings:
         model=model(),
         provider=provider(),
         price_model=str(state["price_model"]) if provider() == "offline" else "",
-    )
+    ).but(**values)
 
 
 def method_key(group: str) -> str:
