@@ -9,6 +9,7 @@ Screenshots go to ``artifacts/browser/`` (git-ignored).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -49,9 +50,12 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 VIEWPORT = {"width": 1280, "height": 900}  # a laptop
-STARTUP_TIMEOUT_S = 60
-RUN_TIMEOUT_MS = 90_000  # reading the PDF and running both methods, on a slow CI machine
-UI_TIMEOUT_MS = 30_000
+# Every wait is for a condition, with limits generous enough for a loaded 2-core machine
+# (a cold sample takes ~8 s to appear there; Playwright's own default for expect is 5 s).
+STARTUP_TIMEOUT_S = 120
+RUN_TIMEOUT_MS = 120_000  # reading the PDF and running both methods, on a slow CI machine
+UI_TIMEOUT_MS = 90_000  # anything else the app draws
+RERUN_START_MS = 2_000  # how long a rerun may take to start after an input, before we stop looking
 REMINDER_EVERY = 2_000  # small enough that a 17-page opinion gets reminders (k = 10,000 gives none)
 
 
@@ -201,6 +205,10 @@ def browser(chromium: str) -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
+    from playwright.sync_api import expect
+
+    # set_default_timeout covers actions and waits; expect() assertions have their own default.
+    expect.set_options(timeout=UI_TIMEOUT_MS)
     context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
     context.set_default_timeout(UI_TIMEOUT_MS)
     tab = context.new_page()
@@ -215,7 +223,16 @@ def page(browser: Any) -> Iterator[Any]:
 
 def settle(page: Any, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
     """Wait until Streamlit's script run (rerun or fragment) has finished."""
-    page.wait_for_timeout(300)  # let the rerun request reach the server and the state flip
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    # The rerun an input triggers may not have started yet: wait for it to start (a short
+    # rerun may already be over, so not seeing it start within the limit is fine), then end.
+    with contextlib.suppress(PlaywrightTimeout):
+        page.wait_for_selector(
+            '[data-testid="stApp"][data-test-script-state="running"]',
+            state="attached",
+            timeout=RERUN_START_MS,
+        )
     page.wait_for_selector(
         '[data-testid="stApp"][data-test-script-state="notRunning"], '
         '[data-testid="stApp"][data-test-script-state="initial"]',
@@ -240,10 +257,15 @@ def shot(page: Any, name: str) -> Path:
     for _ in range(2):  # charts reflow once the window grows
         height = max([VIEWPORT["height"], *page.evaluate(tall)])
         page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
-        page.wait_for_timeout(500)
+        _next_frames(page)
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(VIEWPORT)
     return path
+
+
+def _next_frames(page: Any) -> None:
+    """Wait until the browser has drawn two more frames (layout after a resize has run)."""
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
 
 
 def set_slider(page: Any, label: str, value: int, step: int) -> None:
@@ -289,7 +311,10 @@ def test_upload_ask_run_and_see_answers_costs_reminders_and_the_page(
     )
     sidebar = page.locator('[data-testid="stSidebar"]')
     expect(sidebar.get_by_text("The offline engine is not an LLM")).to_be_visible()
-    expect(main(page).get_by_text(re.compile(r"— 125 pages, [\d,]+ tokens"))).to_be_visible()
+    from rr_core.samples import get_sample
+
+    sample_pages = len(get_sample("contract").pages)
+    expect(main(page).get_by_text(re.compile(rf"— {sample_pages} pages, [\d,]+ tokens"))).to_be_visible()
     expect(main(page).get_by_role("heading", name="Before running")).to_be_visible()
     settle(page)
     shot(page, "00_first_open.png")

@@ -23,8 +23,9 @@ def traces(planted_document: Document) -> list[RunTrace]:
     return offline_traces(planted_document)
 
 
-def test_json_export_holds_every_trace_with_prompts(traces: list[RunTrace]) -> None:
-    data = json.loads(to_json(traces))
+def test_json_export_holds_every_trace_with_prompts_when_asked(traces: list[RunTrace]) -> None:
+    data = json.loads(to_json(traces, include_prompts=True))
+    assert data["prompts_included"] is True
     results = data["results"]
     assert [r["method"] for r in results] == [m.value for m in Method]
     for result, trace in zip(results, traces):
@@ -37,11 +38,29 @@ def test_json_export_holds_every_trace_with_prompts(traces: list[RunTrace]) -> N
     assert PLANTED_PAGE in rr["retrieved_pages"]
 
 
+def test_json_export_leaves_prompts_out_by_default(traces: list[RunTrace]) -> None:
+    with_prompts, without = to_json(traces, include_prompts=True), to_json(traces)
+    data = json.loads(without)
+    assert data["prompts_included"] is False
+    for result, trace in zip(data["results"], traces, strict=True):
+        assert result["answer"] == trace.answer and result["question"] == PLANTED_QUESTION
+        assert len(result["calls"]) == len(trace.calls)
+        assert all("prompt" not in c and c["response"] for c in result["calls"])
+        assert result["usage"]["output_tokens"] == trace.usage.output_tokens
+    # The prompts are the document's pages, many times over: most of the size.
+    assert len(without) * 5 < len(with_prompts)
+
+
 def test_csv_export_has_one_row_per_method(traces: list[RunTrace]) -> None:
     rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
     assert list(rows[0]) == list(CSV_COLUMNS)
     assert [r["method"] for r in rows] == [m.value for m in Method]
     for row, trace in zip(rows, traces):
+        # Every row says what it answers, with what, and when.
+        assert row["question"] == PLANTED_QUESTION and row["document"] == "planted.txt"
+        assert row["document_sha256"] == trace.document_sha256 and len(row["document_sha256"]) == 64
+        assert (row["provider"], row["model"], row["is_llm"]) == ("offline", trace.model, "False")
+        assert row["run_at"] == trace.started_at and row["run_at"].startswith("20")
         assert FACT in row["answer"]
         assert row["page"] == str(PLANTED_PAGE)
         assert int(row["calls"]) == len(trace.calls)
@@ -85,7 +104,7 @@ def test_markdown_shows_errors_and_escapes_pipes(planted_document: Document) -> 
 
 
 def test_empty_exports() -> None:
-    assert json.loads(to_json([])) == {"results": []}
+    assert json.loads(to_json([])) == {"prompts_included": False, "results": []}
     assert to_markdown([]).startswith("# R&R Studio report")
     assert to_csv([]).strip() == ",".join(CSV_COLUMNS)
 
@@ -103,7 +122,7 @@ def test_text_from_documents_and_models_cannot_act_in_reports_or_spreadsheets() 
         model="offline",
         is_llm=False,
         settings={},
-        answer="=HYPERLINK(\"https://evil.example\", \"click\")",
+        answer='=HYPERLINK("https://evil.example", "click")',
         page=3,
     )
     report = to_markdown([hostile])
@@ -115,3 +134,90 @@ def test_text_from_documents_and_models_cannot_act_in_reports_or_spreadsheets() 
     assert md_escape("[a](b)") == "\\[a\\]\\(b\\)"
     rows = to_csv([hostile]).splitlines()
     assert "'=HYPERLINK" in rows[1]
+
+
+def _trace(document: str, sha: str, question: str, method: str, answer: str, page: int) -> RunTrace:
+    return RunTrace(
+        method=method,
+        question=question,
+        document=document,
+        document_sha256=sha * 64,
+        provider="openai",
+        model="gpt-4.1-mini",
+        is_llm=True,
+        settings={},
+        answer=answer,
+        page=page,
+        started_at="2026-11-23T10:35:28+00:00",
+    )
+
+
+def test_markdown_files_each_run_under_its_own_document_and_question() -> None:
+    """Two questions on two documents in one export: no answer appears under another's question."""
+    traces = [
+        _trace(
+            "contract.pdf", "a", "What is the late payment interest rate?", "baseline", "1.75 percent", 33
+        ),
+        _trace("10k.pdf", "b", "What was total revenue in fiscal 2024?", "baseline", "USD 4.1 billion", 61),
+        _trace(
+            "contract.pdf", "a", "What is the late payment interest rate?", "rr", "1.75 percent a month", 33
+        ),
+        _trace("10k.pdf", "b", "What was total revenue in fiscal 2024?", "rr", "USD 4.1 billion", 61),
+    ]
+    report = to_markdown(traces)
+    assert "4 runs: 2 questions on 2 documents." in report
+    sections = report.split("\n## ")[1:]
+    assert len(sections) == 2
+    contract, annual = sections
+    assert contract.startswith("1. What is the late payment interest rate?")
+    assert "contract.pdf" in contract and "10k.pdf" not in contract
+    assert "1.75 percent" in contract and "4.1 billion" not in contract
+    assert annual.startswith("2. What was total revenue in fiscal 2024?")
+    assert "10k.pdf" in annual and "1.75" not in annual and "p. 61" in annual
+    assert "| Baseline | openai / gpt-4.1-mini | 2026-11-23 10:35 UTC | 1.75 percent | p. 33 |" in contract
+    # The CSV says the same, row by row.
+    rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
+    assert [(r["document"], r["page"]) for r in rows] == [
+        ("contract.pdf", "33"), ("10k.pdf", "61"), ("contract.pdf", "33"), ("10k.pdf", "61"),
+    ]  # fmt: skip
+    assert {r["document_sha256"][0] for r in rows if r["document"] == "10k.pdf"} == {"b"}
+
+
+def test_the_same_file_name_with_other_content_is_another_document() -> None:
+    traces = [
+        _trace("report.pdf", "a", "Who signed?", "baseline", "Ann", 2),
+        _trace("report.pdf", "c", "Who signed?", "baseline", "Bo", 4),
+    ]
+    report = to_markdown(traces)
+    assert report.count("\n## ") == 2 and "2 runs: 2 questions on 2 documents." in report
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "=1+1",
+        "+1",
+        "-1",
+        "@SUM(A1)",
+        "\tx",
+        '\uff1dHYPERLINK("https://evil.example")',  # fullwidth equals
+        "\uff0b1",  # fullwidth plus
+        "\uff0d1",  # fullwidth hyphen-minus
+        "\uff20SUM(A1)",  # fullwidth commercial at
+        "\ufe66cmd",  # small equals sign
+        "\u207c1",  # superscript equals
+        "\u22121",  # minus sign
+        " =1+1",  # a space first
+        "\u3000\uff1d1",  # an ideographic space, then a fullwidth equals
+    ],
+)
+def test_csv_keeps_formula_look_alikes_as_text(answer: str) -> None:
+    hostile = _trace("x.pdf", "a", "Q?", "baseline", answer, 1)
+    row = next(csv.DictReader(io.StringIO(to_csv([hostile]))))
+    assert row["answer"] == "'" + answer
+
+
+def test_csv_leaves_ordinary_text_alone() -> None:
+    for answer in ("1.75 percent", "USD 6,400,000", "a=b", "Smith-Jones"):
+        row = next(csv.DictReader(io.StringIO(to_csv([_trace("x.pdf", "a", "Q?", "baseline", answer, 1)]))))
+        assert row["answer"] == answer
