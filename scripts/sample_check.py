@@ -40,10 +40,14 @@ def check(name: str) -> None:
     print(f"{name}: {len(sample.pages)} pages, {sum(words):,} words, {sum(tokens):,} tokens")
     for number, (w, page) in enumerate(zip(words, sample.pages, strict=True), start=1):
         flag = "" if 380 <= w <= 650 else "  <-- length"
-        bad = sorted({ch for ch in page if not (ch == "\n" or 32 <= ord(ch) < 127 or 0xA0 <= ord(ch) <= 0xFF)})
+        bad = sorted(
+            {ch for ch in page if not (ch == "\n" or 32 <= ord(ch) < 127 or 0xA0 <= ord(ch) <= 0xFF)}
+        )
         if flag or bad:
             print(f"  p{number}: {w} words {page.splitlines()[0][:60]!r}{flag} {bad if bad else ''}")
-    heads = Counter(line.strip() for p in sample.pages for line in p.splitlines() if HEADING.match(line.strip()))
+    heads = Counter(
+        line.strip() for p in sample.pages for line in p.splitlines() if HEADING.match(line.strip())
+    )
     firsts = Counter(p.splitlines()[0] for p in sample.pages)
     print("  repeated headings:", [h for h, c in heads.items() if c > 1] or "none")
     print("  repeated first lines:", [h for h, c in firsts.items() if c > 1] or "none")

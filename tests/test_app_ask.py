@@ -161,7 +161,12 @@ def test_run_baseline_and_rr_shows_answers_pages_cost_and_saves_them() -> None:
     rr = traces["rr"]
     assert NOTICE.page in rr.retrieved_pages and len(rr.retrieved_pages) == 5
     assert "**Retrieved pages** (rank order): " + " → ".join(map(str, rr.retrieved_pages)) in texts
-    assert f"**Supporting text on page {NOTICE.page}**" in texts
+    # The offline engine answers with a sentence of the page: shown as a quote, or as supporting text.
+    captions = "\n".join(c.value for c in at.caption)
+    assert (
+        f"**Supporting text on page {NOTICE.page}**" in texts
+        or f"quoted word for word from page {NOTICE.page}" in captions
+    )
     assert f"${rr.cost_usd:.4f}" in texts and f"{rr.usage.prompt_tokens:,} in" in texts
 
     # The cost chart stacks retrieval, answer and reminder overhead per method.

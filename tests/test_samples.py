@@ -12,7 +12,14 @@ import pytest
 
 from rr_core import samples
 from rr_core.retrieval import BM25, sentences
-from rr_core.samples import Sample, SampleQuestion, get_sample, list_samples, questions_middle_first, split_pages
+from rr_core.samples import (
+    Sample,
+    SampleQuestion,
+    get_sample,
+    list_samples,
+    questions_middle_first,
+    split_pages,
+)
 
 MIN_PAGES = {"contract": 120, "protocol": 60}
 DATA = Path(samples.__file__).resolve().parent / "data" / "samples"
