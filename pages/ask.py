@@ -485,7 +485,7 @@ downloads = st.container(horizontal=True)
 include_prompts = downloads.checkbox("Include prompts in the JSON", key="w.json_prompts")
 downloads.download_button(
     "Download JSON",
-    to_json(traces, prompts=include_prompts),
+    to_json(traces, include_prompts=include_prompts),
     "rr-results.json",
     "application/json",
     key="dl_json",

@@ -197,7 +197,7 @@ with export_tab:
         c1, c2, c3 = st.columns(3)
         c1.download_button(
             "Download JSON",
-            to_json(exported, prompts=include_prompts),
+            to_json(exported, include_prompts=include_prompts),
             "rr-runs.json",
             "application/json",
             key="hx_json",

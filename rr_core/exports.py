@@ -1,4 +1,10 @@
-"""Run traces as JSON, CSV and a Markdown report with page citations."""
+"""Run traces as JSON, CSV and a Markdown report that say what each answer answers.
+
+One CSV row per answer (a run of several questions gives one row each), naming its question,
+document (and its hash), method and settings, provider, model and time; the report files each
+answer under its own document and question. What was checked is said as checked: the quote
+check is where the quoted sentence stands, not whether it answers the question.
+"""
 
 from __future__ import annotations
 
@@ -6,58 +12,100 @@ import csv
 import io
 import json
 import re
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Iterator, Sequence
 
+from rr_core.plans import Outcome
 from rr_core.runs import RunTrace
 
 CSV_COLUMNS = (
-    "method", "answer", "page", "retrieved_pages", "input_tokens", "cached_tokens",
-    "output_tokens", "calls", "cost_usd", "estimate_usd", "latency_s", "provider", "model",
-    "error", "warnings",
+    "run_at", "run_id", "document", "document_sha256", "question", "method", "settings", "answer",
+    "page", "page_label", "quote", "quote_check", "correct", "retrieved_pages", "input_tokens",
+    "cached_tokens", "output_tokens", "calls", "cost_usd", "paid_usd", "estimate_usd", "latency_s",
+    "provider", "model", "is_llm", "error", "warnings",
 )  # fmt: skip
 
 
-def to_json(traces: Sequence[RunTrace], *, prompts: bool = False) -> str:
-    """All traces, with every call's response (and prompt, when asked: prompts are large)."""
-    return json.dumps({"results": [t.to_dict(prompts=prompts) for t in traces]}, indent=2, ensure_ascii=False)
+def to_json(traces: Sequence[RunTrace], *, include_prompts: bool = False) -> str:
+    """All traces as JSON (the one trace shape). Prompts (the document's text, many times
+    over) only when asked."""
+    results = [t.to_dict(prompts=include_prompts) for t in traces]
+    return json.dumps({"prompts_included": include_prompts, "results": results}, indent=2, ensure_ascii=False)
 
 
-def summary_row(trace: RunTrace) -> dict[str, object]:
-    """One flat row per method (CSV, tables)."""
+def _answers(trace: RunTrace) -> Iterator[Outcome]:
+    """Each answer of a run; a run that failed before answering still gets its row."""
+    yield from trace.outcomes or [Outcome(question=trace.question, error=trace.error)]
+
+
+def _correct(outcome: Outcome) -> str:
+    return "" if outcome.correct is None else ("right" if outcome.correct else "wrong")
+
+
+def answer_rows(trace: RunTrace) -> list[dict[str, object]]:
+    """One flat row per answer of a run: what it answers, the answer, tokens and cost (the
+    run's totals are repeated on each of its rows)."""
     usage = trace.usage
-    return {
-        "method": trace.method,
-        "answer": trace.answer,
-        "page": trace.page,
-        "retrieved_pages": " ".join(str(p) for p in trace.retrieved_pages),
-        "input_tokens": usage.prompt_tokens,
-        "cached_tokens": usage.cached_tokens,
-        "output_tokens": usage.output_tokens,
-        "calls": len(trace.calls),
-        "cost_usd": round(trace.cost_usd, 6),
-        "estimate_usd": round(trace.estimate_usd, 6),
-        "latency_s": trace.latency_s,
-        "provider": trace.provider,
-        "model": trace.model,
-        "error": trace.error or "",
-        "warnings": " | ".join(trace.warnings),
-    }
+    rows = []
+    for outcome in _answers(trace):
+        rows.append(
+            {
+                "run_at": trace.started_at,
+                "run_id": trace.run_id,
+                "document": trace.document,
+                "document_sha256": trace.document_sha256,
+                "question": outcome.question,
+                "method": trace.method,
+                "settings": trace.describe,
+                "answer": outcome.answer if outcome.answer is not None else "",
+                "page": outcome.page if outcome.page is not None else "",
+                "page_label": outcome.page_label,
+                "quote": outcome.quote,
+                "quote_check": outcome.quote_check,
+                "correct": _correct(outcome),
+                "retrieved_pages": " ".join(str(p) for p in outcome.retrieved_pages),
+                "input_tokens": usage.prompt_tokens,
+                "cached_tokens": usage.cached_tokens,
+                "output_tokens": usage.output_tokens,
+                "calls": len(trace.calls),
+                "cost_usd": round(trace.cost_usd, 6),
+                "paid_usd": round(trace.paid_usd, 6),
+                "estimate_usd": round(trace.estimate_usd, 6),
+                "latency_s": trace.latency_s,
+                "provider": trace.provider,
+                "model": trace.model,
+                "is_llm": trace.is_llm,
+                "error": outcome.error or trace.error or "",
+                "warnings": " | ".join(trace.warnings),
+            }
+        )
+    return rows
+
+
+# Characters that make a spreadsheet read a cell as a formula, once look-alikes (fullwidth
+# ＝＋－＠, small and superscript forms) are folded by NFKC. Minus signs NFKC leaves alone
+# are added by hand.
+_FORMULA_STARTS = frozenset("=+-@\t\r\n") | frozenset("\u2212\u2796\u2795\ufe63\uff0d")
 
 
 def _csv_safe(value: object) -> object:
-    """Text a spreadsheet would run as a formula (=, +, -, @ first) is kept as text."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+    """Text a spreadsheet would run as a formula is kept as text (a leading apostrophe)."""
+    if not isinstance(value, str) or not value:
+        return value
+    folded = unicodedata.normalize("NFKC", value).lstrip(" \u00a0\u3000")
+    if value[:1] in _FORMULA_STARTS or folded[:1] in _FORMULA_STARTS:
         return "'" + value
     return value
 
 
 def to_csv(traces: Sequence[RunTrace]) -> str:
-    """One row per method (answers quoted from documents cannot run as spreadsheet formulas)."""
+    """One row per answer (text from documents cannot run as spreadsheet formulas)."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
     writer.writeheader()
     for trace in traces:
-        writer.writerow({k: _csv_safe(v) for k, v in summary_row(trace).items()})
+        for row in answer_rows(trace):
+            writer.writerow({k: _csv_safe(v) for k, v in row.items()})
     return out.getvalue()
 
 
@@ -69,37 +117,90 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
+def _when(started_at: str) -> str:
+    """An ISO time as a reader writes it: ``2026-11-23 10:35 UTC``."""
+    if len(started_at) >= 16 and started_at[10:11] == "T":
+        zone = " UTC" if started_at.endswith(("+00:00", "Z")) else ""
+        return f"{started_at[:10]} {started_at[11:16]}{zone}"
+    return started_at or "—"
+
+
+def _engine(trace: RunTrace) -> str:
+    who = f"{trace.provider} / {trace.model}"
+    return who if trace.is_llm else f"{who} (offline engine, not an LLM)"
+
+
+def _cited(outcome: Outcome) -> str:
+    if outcome.page is None:
+        return "—"
+    label = (
+        f" (printed {outcome.page_label})"
+        if outcome.page_label and outcome.page_label != str(outcome.page)
+        else ""
+    )
+    return f"p. {outcome.page}{label}"
+
+
+_QUOTE_WORDS = {
+    "verified": "on the page word for word",
+    "approximate": "on the page, nearly word for word",
+    "not-found": "NOT on the cited page",
+    "no-quote": "no quote given",
+    "no-page": "no page cited",
+}
+
+
 def to_markdown(traces: Sequence[RunTrace]) -> str:
-    """A short report: the question, each method's answer with its page, tokens and cost."""
+    """A report: each (document, question) under its own heading, with every method's answer,
+    cited page, quote check, tokens and cost."""
     if not traces:
         return "# R&R Studio report\n\nNo runs.\n"
-    first = traces[0]
+    groups: dict[tuple[str, str, str], list[tuple[RunTrace, Outcome]]] = {}
+    for trace in traces:
+        for outcome in _answers(trace):
+            key = (trace.document, trace.document_sha256, outcome.question)
+            groups.setdefault(key, []).append((trace, outcome))
+    documents = {sha or name for name, sha, _ in groups}
     lines = [
         "# R&R Studio report",
         "",
-        f"- **Document:** {md_escape(first.document)} (sha256 `{first.document_sha256[:12]}…`)",
-        f"- **Question:** {md_escape(first.question)}",
-        f"- **Provider / model:** {first.provider} / {first.model}"
-        + ("" if first.is_llm else " — offline engine, not an LLM"),
-        f"- **Run at:** {first.started_at}",
-        f"- **Prices:** {first.price_data or 'unknown'}; priced as {first.settings.price_model or first.model}",
+        f"{len(traces)} run{'s' if len(traces) != 1 else ''}: {len(groups)} question"
+        f"{'s' if len(groups) != 1 else ''} on {len(documents)} document{'s' if len(documents) != 1 else ''}.",
         "",
-        "| Method | Answer | Cited page | Retrieved pages | Input tokens | Output tokens | Cost (USD) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for t in traces:
-        answer = md_escape(t.answer or f"error: {t.error}")
-        cited = f"p. {t.page}" if t.page else "—"
-        retrieved = ", ".join(str(p) for p in t.retrieved_pages) or "—"
-        lines.append(
-            f"| {t.label} | {answer} | {cited} | {retrieved} | {t.usage.prompt_tokens:,} "
-            f"| {t.usage.output_tokens:,} | {t.cost_usd:.4f} |"
-        )
-    lines.append("")
-    for t in traces:
-        if t.warnings or t.error:
-            notes = ([t.error] if t.error else []) + t.warnings
-            lines.append(f"**{t.label}:** " + "; ".join(md_escape(n) for n in notes))
-    lines.append("")
-    lines.append("Page numbers are those of the document as loaded (PDF pages for PDFs).")
+    for number, ((document, sha, question), answers) in enumerate(groups.items(), start=1):
+        first = answers[0][0]
+        lines += [
+            f"## {number}. {md_escape(question) or '(no question)'}",
+            "",
+            f"- **Document:** {md_escape(document)} (sha256 `{sha[:12]}…`)",
+            f"- **Question:** {md_escape(question)}",
+            f"- **Prices:** {md_escape(first.price_data or 'unknown')}; priced as "
+            f"{md_escape(first.settings.price_model or first.model)}",
+            "",
+            "| Method | Provider / model | Run at | Answer | Cited page | Quote check | Known answer "
+            "| Retrieved pages | Input tokens | Output tokens | Cost (USD) | Settings |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        notes = []
+        for trace, outcome in answers:
+            name = trace.label
+            answer = md_escape(outcome.answer or f"error: {outcome.error or trace.error or ''}")
+            retrieved = ", ".join(str(p) for p in outcome.retrieved_pages) or "—"
+            lines.append(
+                f"| {md_escape(name)} | {md_escape(_engine(trace))} | {_when(trace.started_at)} | {answer} "
+                f"| {_cited(outcome)} | {_QUOTE_WORDS.get(outcome.quote_check, '—')} | {_correct(outcome) or '—'} "
+                f"| {retrieved} | {trace.usage.prompt_tokens:,} | {trace.usage.output_tokens:,} | {trace.cost_usd:.4f} "
+                f"| {md_escape(trace.describe) or '—'} |"
+            )
+            problems = ([trace.error] if trace.error else []) + trace.warnings
+            if problems:
+                settings = f" ({md_escape(trace.describe)})" if trace.describe else ""
+                notes.append(f"**{md_escape(name)}:**{settings} " + "; ".join(md_escape(n) for n in problems))
+        lines += ["", *notes, *([""] if notes else [])]
+    lines.append(
+        "Page numbers are those of the document as loaded (PDF pages for PDFs; the printed page label beside "
+        "them where the PDF has one). The quote check says whether the quoted sentence stands on the cited "
+        "page, not whether it answers the question."
+    )
     return "\n".join(lines) + "\n"

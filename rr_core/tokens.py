@@ -1,11 +1,37 @@
-"""Counting tokens with the model family's tokenizer, or an honest estimate without one."""
+"""Counting tokens with the model family's tokenizer, or an honest estimate without one.
+
+The o200k_base and cl100k_base encodings ship with the project (``rr_core/data/tiktoken``,
+OpenAI's files from the MIT-licensed tiktoken project, byte for byte), so counts are exact
+offline and on a fresh machine; tiktoken's own loader reads them and checks their SHA-256.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
+
+BUNDLED_TIKTOKEN = Path(__file__).resolve().parent / "data" / "tiktoken"
+
+# Each bundled file is named as tiktoken names its cache entry (the SHA-1 of the encoding's
+# download address), with the SHA-256 tiktoken itself expects of the content.
+_BUNDLED_FILES: dict[str, tuple[str, str]] = {
+    "o200k_base": (
+        "fb374d419588a4632f3f557e76b4b70aebbca790",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+    "cl100k_base": (
+        "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+}
+_CACHE_VARIABLE = "TIKTOKEN_CACHE_DIR"
+_environment_lock = threading.Lock()
 
 _WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -25,9 +51,10 @@ class TokenCounter:
 
     @property
     def label(self) -> str:
-        """A short label for the UI and CLI, e.g. ``o200k_base`` or ``~approx``."""
+        """A short label for the UI and CLI: ``o200k_base``, ``o200k_base (estimate)`` for a model
+        without a public tokenizer, or ``word-count estimate`` when no tokenizer loads."""
         if self._encoding is None:
-            return "approximate (no tokenizer)"
+            return "word-count estimate"
         return self.encoding_name + (" (estimate)" if self.approximate else "")
 
     def count(self, text: str) -> int:
@@ -67,16 +94,53 @@ def _is_openai(name: str) -> bool:
     return name.startswith(("gpt-", "o1", "o3", "o4", "chatgpt", "text-embedding"))
 
 
+def bundled_file(encoding_name: str) -> Path | None:
+    """The shipped file of an encoding, when it is there and intact (its SHA-256 checked)."""
+    entry = _BUNDLED_FILES.get(encoding_name)
+    if entry is None:
+        return None
+    path = BUNDLED_TIKTOKEN / entry[0]
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return path if hashlib.sha256(data).hexdigest() == entry[1] else None
+
+
+def _from_bundled_files(tiktoken: Any, encoding_name: str) -> Any:
+    """tiktoken's own loader, pointed at the shipped files for this one call.
+
+    tiktoken reads its cache folder from the environment; the variable is set only while the
+    encoding is built (tiktoken keeps the built encoding) and restored at once, so a user's
+    own ``TIKTOKEN_CACHE_DIR`` still serves any other encoding. The file was checked first, so
+    tiktoken never finds a damaged cache entry to delete in the package folder.
+    """
+    with _environment_lock:
+        saved = os.environ.get(_CACHE_VARIABLE)
+        os.environ[_CACHE_VARIABLE] = str(BUNDLED_TIKTOKEN)
+        try:
+            return tiktoken.get_encoding(encoding_name)
+        finally:
+            if saved is None:
+                del os.environ[_CACHE_VARIABLE]
+            else:
+                os.environ[_CACHE_VARIABLE] = saved
+
+
 @lru_cache(maxsize=8)
 def _load_encoding(encoding_name: str) -> tuple[Any, str]:
     try:
         import tiktoken
 
+        if bundled_file(encoding_name) is not None:
+            return _from_bundled_files(tiktoken, encoding_name), ""
+        # Not shipped (or damaged): tiktoken's usual cache, or a download.
         return tiktoken.get_encoding(encoding_name), ""
     except Exception as exc:  # noqa: BLE001 - offline, no cache, corrupt cache: all degrade the same way
         return None, (
-            f"Tokenizer {encoding_name} could not be loaded ({type(exc).__name__}); token counts "
-            "are approximate. Set TIKTOKEN_CACHE_DIR to a folder holding the encoding files."
+            f"Tokenizer {encoding_name} could not be loaded ({type(exc).__name__}), so token counts "
+            f"are estimated from words. Its file ships in {BUNDLED_TIKTOKEN}: reinstall R&R Studio, "
+            "or set TIKTOKEN_CACHE_DIR to a folder holding tiktoken's encoding files."
         )
 
 

@@ -362,11 +362,6 @@ def test_several_questions_share_one_retrieval_pass_and_show_an_answers_table() 
     assert [c.stage for c in rr.calls].count("retrieve") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rr_core.exports: one CSV row and one report row per run, with the run's first answer only, so "
-    "R&R's answers to the other questions of a several-questions run are left out (reported to the lead)",
-)
 def test_the_exports_of_several_questions_hold_every_answer(downloads) -> None:
     asked = KNOWN[:3]
     at = open_app(ask_mode="several", questions_text="\n".join(q.question for q in asked), methods=["rr"])

@@ -230,11 +230,6 @@ def test_export_offers_the_selected_questions(three_questions, downloads) -> Non
     assert CONTRACT[0].question not in files["rr-runs.json"].decode()  # not selected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rr_core.exports: to_markdown names only the first trace's question and document, and the "
-    "CSV has no question or document column (reported to the lead; rr_core is not this branch's)",
-)
 def test_export_csv_and_report_name_each_question_and_document(three_questions, downloads) -> None:
     at, files = _export_of_two_questions(downloads)
     report = "\n".join(texts(tab(at, "Export"), "text"))

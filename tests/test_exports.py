@@ -7,7 +7,14 @@ import io
 import json
 
 import pytest
-from conftest import PAPER_METHODS, PLANTED_PAGE, PLANTED_QUESTION, offline_traces, word_counter
+from conftest import (
+    PAPER_METHODS,
+    PLANTED_PAGE,
+    PLANTED_QUESTION,
+    offline_traces,
+    small_settings,
+    word_counter,
+)
 
 from rr_core.documents import Document
 from rr_core.exports import CSV_COLUMNS, to_csv, to_json, to_markdown
@@ -29,7 +36,7 @@ def traces(planted_document: Document) -> list[RunTrace]:
 
 def test_json_export_holds_every_trace_with_prompts(traces: list[RunTrace]) -> None:
     assert all(c["prompt"] is None for r in json.loads(to_json(traces))["results"] for c in r["calls"])
-    data = json.loads(to_json(traces, prompts=True))
+    data = json.loads(to_json(traces, include_prompts=True))
     results = data["results"]
     assert [r["method"] for r in results] == list(PAPER_METHODS)
     for result, trace in zip(results, traces):
@@ -93,7 +100,7 @@ def test_markdown_shows_errors_and_escapes_pipes(planted_document: Document) -> 
 
 
 def test_empty_exports() -> None:
-    assert json.loads(to_json([])) == {"results": []}
+    assert json.loads(to_json([])) == {"prompts_included": False, "results": []}
     assert to_markdown([]).startswith("# R&R Studio report")
     assert to_csv([]).strip() == ",".join(CSV_COLUMNS)
 
@@ -149,6 +156,121 @@ def test_exports_cover_the_other_methods(planted_document: Document) -> None:
     rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
     assert [r["method"] for r in rows] == ["rag", "briefcontext", "closed-book", "oracle"]
     assert rows[2]["answer"] == "n/a" and rows[3]["page"] == str(PLANTED_PAGE)
-    data = json.loads(to_json(traces, prompts=True))["results"]
+    data = json.loads(to_json(traces, include_prompts=True))["results"]
     assert data[1]["details"]["preflight"]["decision"] == "map-reduce"
     assert [RunTrace.from_dict(r) for r in data] == traces
+
+
+def test_json_export_leaves_prompts_out_by_default(traces: list[RunTrace]) -> None:
+    with_prompts, without = to_json(traces, include_prompts=True), to_json(traces)
+    assert json.loads(without)["prompts_included"] is False
+    assert len(without) * 3 < len(with_prompts)
+
+
+def _trace(document: str, sha: str, question: str, method: str, answer: str, page: int) -> RunTrace:
+    from rr_core.methods import get_method
+    from rr_core.plans import Outcome
+    from rr_core.settings import RunSettings
+
+    return RunTrace(
+        run_id=f"{document}-{method}-{question}",
+        method=method,
+        label=get_method(method).label,
+        describe="",
+        questions=[question],
+        document=document,
+        document_sha256=sha * 64,
+        provider="openai",
+        model="gpt-4.1-mini",
+        is_llm=True,
+        settings=RunSettings(method=method),
+        outcomes=[Outcome(question=question, answer=answer, page=page)],
+        started_at="2026-11-23T10:35:28+00:00",
+    )
+
+
+def test_markdown_files_each_run_under_its_own_document_and_question() -> None:
+    """Two questions on two documents in one export: no answer appears under another's question."""
+    traces = [
+        _trace(
+            "contract.pdf", "a", "What is the late payment interest rate?", "baseline", "1.75 percent", 33
+        ),
+        _trace("10k.pdf", "b", "What was total revenue in fiscal 2024?", "baseline", "USD 4.1 billion", 61),
+        _trace(
+            "contract.pdf", "a", "What is the late payment interest rate?", "rr", "1.75 percent a month", 33
+        ),
+        _trace("10k.pdf", "b", "What was total revenue in fiscal 2024?", "rr", "USD 4.1 billion", 61),
+    ]
+    report = to_markdown(traces)
+    assert "4 runs: 2 questions on 2 documents." in report
+    sections = report.split("\n## ")[1:]
+    assert len(sections) == 2
+    contract, annual = sections
+    assert contract.startswith("1. What is the late payment interest rate?")
+    assert "contract.pdf" in contract and "10k.pdf" not in contract
+    assert "1.75 percent" in contract and "4.1 billion" not in contract
+    assert annual.startswith("2. What was total revenue in fiscal 2024?")
+    assert "10k.pdf" in annual and "1.75" not in annual and "p. 61" in annual
+    assert "| Baseline | openai / gpt-4.1-mini | 2026-11-23 10:35 UTC | 1.75 percent | p. 33 |" in contract
+    rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
+    assert [(r["document"], r["question"][:4], r["page"]) for r in rows] == [
+        ("contract.pdf", "What", "33"), ("10k.pdf", "What", "61"), ("contract.pdf", "What", "33"), ("10k.pdf", "What", "61"),
+    ]  # fmt: skip
+    assert {r["document_sha256"][0] for r in rows if r["document"] == "10k.pdf"} == {"b"}
+
+
+def test_the_same_file_name_with_other_content_is_another_document() -> None:
+    traces = [
+        _trace("report.pdf", "a", "Who signed?", "baseline", "Ann", 2),
+        _trace("report.pdf", "c", "Who signed?", "baseline", "Bo", 4),
+    ]
+    report = to_markdown(traces)
+    assert report.count("\n## ") == 2 and "2 runs: 2 questions on 2 documents." in report
+
+
+def test_a_run_of_several_questions_exports_every_answer_under_its_own_question(
+    planted_document: Document,
+) -> None:
+    from rr_core.llm import OfflineEngine
+    from rr_core.methods import get_method
+    from rr_core.runs import run_plans
+
+    questions = [PLANTED_QUESTION, "What colour is the sky in the filler?"]
+    plan = get_method("rr").plan(planted_document, questions, small_settings("rr"), word_counter())
+    (trace,) = run_plans(planted_document, [plan], OfflineEngine(word_counter()))
+    rows = list(csv.DictReader(io.StringIO(to_csv([trace]))))
+    assert [r["question"] for r in rows] == questions
+    assert rows[0]["run_id"] == rows[1]["run_id"] == trace.run_id
+    report = to_markdown([trace])
+    assert report.count("\n## ") == 2
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "=1+1",
+        "+1",
+        "-1",
+        "@SUM(A1)",
+        "\tx",
+        '\uff1dHYPERLINK("https://evil.example")',  # fullwidth equals
+        "\uff0b1",  # fullwidth plus
+        "\uff0d1",  # fullwidth hyphen-minus
+        "\uff20SUM(A1)",  # fullwidth commercial at
+        "\ufe66cmd",  # small equals sign
+        "\u207c1",  # superscript equals
+        "\u22121",  # minus sign
+        " =1+1",  # a space first
+        "\u3000\uff1d1",  # an ideographic space, then a fullwidth equals
+    ],
+)
+def test_csv_keeps_formula_look_alikes_as_text(answer: str) -> None:
+    hostile = _trace("x.pdf", "a", "Q?", "baseline", answer, 1)
+    row = next(csv.DictReader(io.StringIO(to_csv([hostile]))))
+    assert row["answer"] == "'" + answer
+
+
+def test_csv_leaves_ordinary_text_alone() -> None:
+    for answer in ("1.75 percent", "USD 6,400,000", "a=b", "Smith-Jones"):
+        row = next(csv.DictReader(io.StringIO(to_csv([_trace("x.pdf", "a", "Q?", "baseline", answer, 1)]))))
+        assert row["answer"] == answer

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from rr_core import tokens
 from rr_core.documents import load_document
 from rr_core.tokens import TokenCounter, approximate_count, counter_for_model, encoding_for_model
 
-
-def tiktoken_available(name: str) -> bool:
-    encoding, _ = tokens._load_encoding(name)
-    return encoding is not None
-
-
-needs_tiktoken = pytest.mark.skipif(
-    not (tiktoken_available("o200k_base") and tiktoken_available("cl100k_base")),
-    reason="tiktoken encodings not loadable (set TIKTOKEN_CACHE_DIR to ../shared/tiktoken)",
-)
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -57,7 +54,6 @@ def test_encoding_for_model(model: str, encoding: str, estimate: bool) -> None:
     assert encoding_for_model(model) == (encoding, estimate)
 
 
-@needs_tiktoken
 def test_counter_for_model_uses_tiktoken_and_marks_claude_as_estimate() -> None:
     gpt4 = counter_for_model("gpt-4-turbo")
     assert (gpt4.encoding_name, gpt4.approximate, gpt4.note) == ("cl100k_base", False, "")
@@ -74,7 +70,6 @@ def test_counter_for_model_uses_tiktoken_and_marks_claude_as_estimate() -> None:
     assert counter_for_model("gpt-4o").count(text) == len(tiktoken.get_encoding("o200k_base").encode(text))
 
 
-@needs_tiktoken
 def test_special_token_strings_are_ordinary_text() -> None:
     counter = counter_for_model("gpt-4o")
     text = "a document quoting <|endoftext|> and <|fim_prefix|>"
@@ -85,8 +80,8 @@ def test_special_token_strings_are_ordinary_text() -> None:
 def test_approximate_counter_when_the_encoding_cannot_load(no_tokenizer: None) -> None:
     counter = counter_for_model("gpt-4o")
     assert counter.approximate and counter.encoding_name == "o200k_base"
-    assert "TIKTOKEN_CACHE_DIR" in counter.note and "approximate" in counter.note
-    assert counter.label.startswith("approximate")
+    assert "TIKTOKEN_CACHE_DIR" in counter.note and "estimated from words" in counter.note
+    assert counter.label == "word-count estimate"
     assert counter.count("one two three.") == approximate_count("one two three.") == 4
     assert counter.count_many(["a b", "<|endoftext|>"]) == [2, approximate_count("<|endoftext|>")]
 
@@ -107,3 +102,55 @@ def test_approximate_count() -> None:
 def test_empty_text_is_zero_tokens_for_any_counter(counter) -> None:  # type: ignore[no-untyped-def]
     assert counter.count("") == 0
     assert TokenCounter("words", approximate=True).count("") == 0
+
+
+_FRESH_MACHINE = """
+import json, os
+from rr_core.tokens import counter_for_model
+gpt4o, gpt4 = counter_for_model("gpt-4o"), counter_for_model("gpt-4-turbo")
+print(json.dumps({
+    "labels": [gpt4o.label, gpt4.label],
+    "approximate": [gpt4o.approximate, gpt4.approximate],
+    "counts": [gpt4o.count("Reprompting and in-context retrieval."), gpt4.count("Hello, world!")],
+    "cache_variable": os.environ.get("TIKTOKEN_CACHE_DIR"),
+}))
+"""
+
+
+def test_counts_are_exact_on_a_fresh_machine_offline(tmp_path: Path) -> None:
+    """No tokenizer cache anywhere, no way to download: the shipped encodings count exactly."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR")}
+    env["TMPDIR"] = str(tmp_path)  # tiktoken's default cache folder lives under it: empty here
+    env["HTTPS_PROXY"] = env["HTTP_PROXY"] = "http://127.0.0.1:9"  # any download fails at once
+    result = subprocess.run(
+        [sys.executable, "-c", _FRESH_MACHINE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert seen["labels"] == ["o200k_base", "cl100k_base"]
+    assert seen["approximate"] == [False, False]
+    # o200k_base: Rep|rompt|ing| and| in|-context| retrieval|.  cl100k_base: Hello|,| world|!
+    assert seen["counts"] == [8, 4]
+    assert seen["cache_variable"] is None  # set only while tiktoken reads the files
+    assert list(tmp_path.iterdir()) == []  # and nothing was written to a cache
+
+
+def test_the_bundled_files_are_checked_before_use(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert tokens.bundled_file("o200k_base") is not None
+    assert tokens.bundled_file("cl100k_base") is not None
+    assert tokens.bundled_file("p50k_base") is None  # not shipped
+    damaged = tmp_path / tokens._BUNDLED_FILES["o200k_base"][0]
+    damaged.write_text("not an encoding")
+    monkeypatch.setattr(tokens, "BUNDLED_TIKTOKEN", tmp_path)
+    assert tokens.bundled_file("o200k_base") is None
+
+
+def test_loading_leaves_a_users_cache_setting_alone(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    tokens._load_encoding.cache_clear()
+    try:
+        counter = counter_for_model("gpt-4o")
+    finally:
+        tokens._load_encoding.cache_clear()
+    assert not counter.approximate and counter.count("Hello, world!") == 4
+    assert os.environ["TIKTOKEN_CACHE_DIR"] == str(tmp_path)
