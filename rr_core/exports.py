@@ -46,7 +46,7 @@ def answer_rows(trace: RunTrace) -> list[dict[str, object]]:
     """One flat row per answer of a run: what it answers, the answer, tokens and cost (the
     run's totals are repeated on each of its rows)."""
     usage = trace.usage
-    rows = []
+    rows: list[dict[str, object]] = []
     for outcome in _answers(trace):
         rows.append(
             {
