@@ -95,10 +95,10 @@ def overhead() -> None:
                     again = run_sweep(plan, executor)
                     repeat.append((time.perf_counter() - started) / calls)
                     assert again.calls_made == 0
-    b, l, r = (statistics.median(x) for x in (bare, lab, repeat))
+    b, through, r = (statistics.median(x) for x in (bare, lab, repeat))
     print(f"Per call over {calls} calls, {ROUNDS} rounds (median), one call at a time:")
     print(f"  bare client call          {b * 1000:7.1f} ms")
-    print(f"  through the Lab           {l * 1000:7.1f} ms   ratio {l / b:.2f}")
+    print(f"  through the Lab           {through * 1000:7.1f} ms   ratio {through / b:.2f}")
     print(f"  repeated sweep (stored)   {r * 1000:7.1f} ms   ratio {r / b:.2f} (no request sent)")
 
 
