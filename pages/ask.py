@@ -62,6 +62,7 @@ with pick_col:
             options=docs.sample_names(),
             format_func=docs.sample_title,
             on_change=_sample_changed,
+            help=docs.sample_description(state["sample"]),
         )
     else:
         uploaded = st.file_uploader(
@@ -93,11 +94,9 @@ except RRError as exc:
     results.show_rr_error(exc)
     st.stop()
 
-approx = ", approximate count" if document.approximate_tokens else ""
-about = docs.sample_description(state["sample"]) if state["source"] == "sample" else ""
 st.caption(
     f"**{md(document.name)}** — {plural(len(document.pages), 'page')}, {document.total_tokens:,} tokens "
-    f"({md(document.tokenizer)}{approx}). {md(about)}"
+    f"({md(document.tokenizer)})."
 )
 for warning in document.warnings:
     st.warning(md(warning))
@@ -112,13 +111,14 @@ if known and not state.get("question_prefilled"):
         state["question"] = known[0].text
         state["gold_pages"] = str(known[0].page)
 
+mode_col, helper_col = st.columns([3, 5], vertical_alignment="bottom")
 S.bound(
-    st.segmented_control,
+    mode_col.segmented_control,
     "Questions",
     "ask_mode",
     options=["one", "several"],
     required=True,
-    format_func={"one": "One question", "several": "Several questions"}.get,
+    format_func={"one": "One question", "several": "Several"}.get,
     help="Several questions: ICR and R&R pick pages for all of them in one long call, then answer each "
     "in a short call — cheaper than asking one at a time.",
 )
@@ -133,8 +133,8 @@ if not several:
                 page = next((q.page for q in known if q.text == picked), None)
                 state["gold_pages"] = str(page) if page else ""
 
-        st.selectbox(
-            "Sample questions (each has a known answer, so results are marked right or wrong)",
+        helper_col.selectbox(
+            "Sample questions (answers known: results marked right or wrong)",
             [q.text for q in known],
             index=None,
             placeholder="Pick one of the sample's questions…",
@@ -143,7 +143,7 @@ if not several:
         )
     S.bound(st.text_area, "Question", "question", height=68, placeholder="What do you want to know?")
 else:
-    if known and st.button("Use all of the sample's questions", key="all_sample_questions"):
+    if known and helper_col.button("Use all of the sample's questions", key="all_sample_questions"):
         state["questions_text"] = "\n".join(q.text for q in known)
     S.bound(
         st.text_area,
@@ -153,7 +153,7 @@ else:
         placeholder="One question per line",
     )
 
-group_columns = st.columns(len(GROUP_LABELS))
+group_columns = st.columns([5, 3, 3])  # the paper's six methods need the room
 for column, (group, group_label) in zip(group_columns, GROUP_LABELS.items(), strict=True):
     members = [m for m in all_methods() if m.group == group]
     key = S.method_key(group)

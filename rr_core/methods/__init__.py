@@ -26,7 +26,7 @@ REGISTRY: dict[str, Method] = {m.name: m for m in _ALL}
 GROUP_LABELS: dict[Group, str] = {
     "paper": "The R&R paper",
     "other": "Other approaches",
-    "bounds": "Bounds (for evaluation)",
+    "bounds": "Bounds",
 }
 
 __all__ = [
