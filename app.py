@@ -18,10 +18,12 @@ if str(ROOT) not in sys.path:  # `streamlit run` adds it; AppTest and other laun
 
 import streamlit as st  # noqa: E402
 
+# Emoji icons: a page's icon becomes the tab's icon, and a ":material/…:" one would be fetched
+# from a font server (nothing here may leave the machine).
 screens = [
-    st.Page(ROOT / "pages" / "ask.py", title="Ask", icon=":material/forum:", default=True),
-    st.Page(ROOT / "pages" / "document.py", title="Document", icon=":material/description:"),
-    st.Page(ROOT / "pages" / "lab.py", title="Lab", icon=":material/science:"),
-    st.Page(ROOT / "pages" / "history.py", title="History", icon=":material/history:"),
+    st.Page(ROOT / "pages" / "ask.py", title="Ask", icon="💬", default=True),
+    st.Page(ROOT / "pages" / "document.py", title="Document", icon="📄"),
+    st.Page(ROOT / "pages" / "lab.py", title="Lab", icon="🧪"),
+    st.Page(ROOT / "pages" / "history.py", title="History", icon="🕘"),
 ]
 st.navigation(screens).run()

@@ -346,6 +346,16 @@ def test_upload_ask_all_methods_and_see_answers_costs_reminders_and_the_page(
 
     console_errors: list[str] = []
     page.on("pageerror", lambda exc: console_errors.append(str(exc)))
+    # Nothing leaves the machine: no font server, no CDN, no telemetry.
+    outside: list[str] = []
+    page.on(
+        "request",
+        lambda request: (
+            outside.append(request.url)
+            if not request.url.startswith((app_url, "data:", "blob:", "about:"))
+            else None
+        ),
+    )
 
     # 0. First open: the sample, no key, the offline engine's note, Run in view.
     page.goto(app_url)
@@ -449,6 +459,7 @@ def test_upload_ask_all_methods_and_see_answers_costs_reminders_and_the_page(
     shot(page, "03_history.png")
 
     assert not console_errors, f"errors in the page: {console_errors}"
+    assert outside == [], f"requests left the machine: {outside}"
 
 
 def test_several_questions_and_the_lab(app_url: str, page: Any) -> None:
