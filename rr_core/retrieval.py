@@ -1,15 +1,28 @@
-"""Lexical relevance (BM25) over short texts: the offline engine's reader."""
+"""Lexical relevance (BM25) over short texts: the offline engine's reader.
+
+A page is turned into terms once: ``page_terms`` keeps each page's terms and sentences in a
+bounded memory keyed by a digest of its text, so the methods of one question (and the calls
+of one method) share the work instead of repeating it per call.
+"""
 
 from __future__ import annotations
 
 import math
 import re
-from collections import Counter
-from collections.abc import Sequence
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain, compress
+
+from rr_core.tokens import text_key
 
 # Letters and digits of any script: an ASCII-only pattern found no term at all in a Korean
 # question, so the offline engine answered "n/a" to everything in non-Latin documents.
 _WORD = re.compile(r"[^\W_]+(?:[.,][0-9]+)*")
+# The same words, and the line breaks that separate the sentences of a page (no word
+# contains one), so that one pass reads every sentence of a page.
+_WORD_OR_BREAK = re.compile(r"[^\W_]+(?:[.,][0-9]+)*|\n")
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before
@@ -21,15 +34,50 @@ STOPWORDS = frozenset(
     would you your yours shall may must""".split()
 )
 
+# Each lower-cased word seen so far and its term: its stem, or "" for a stopword. Words
+# repeat far more than they vary, so stemming once per word takes the stemmer off the
+# profile; the memory is emptied when it grows past the limit (a few MB).
+_TERM_OF: dict[str, str] = {}
+_TERM_MEMORY_LIMIT = 200_000
+
+
+def _learn(word: str) -> str:
+    term = "" if word in STOPWORDS else _stem(word)
+    if len(_TERM_OF) >= _TERM_MEMORY_LIMIT:
+        _TERM_OF.clear()
+    _TERM_OF[word] = term
+    return term
+
 
 def terms(text: str) -> list[str]:
     """Lower-cased content words with a light suffix stemmer."""
+    memory = _TERM_OF
     out = []
-    for raw in _WORD.findall(text.lower()):
-        if raw in STOPWORDS:
-            continue
-        out.append(_stem(raw))
+    for word in _WORD.findall(text.lower()):
+        term = memory.get(word)
+        if term is None:
+            term = _learn(word)
+        if term:
+            out.append(term)
     return out
+
+
+def _terms_per_piece(pieces: Sequence[str]) -> list[list[str]]:
+    """``[terms(p) for p in pieces]`` in one pass (pieces hold no line break)."""
+    memory = _TERM_OF
+    current: list[str] = []
+    out = [current]
+    for word in _WORD_OR_BREAK.findall("\n".join(pieces).lower()):
+        if word == "\n":
+            current = []
+            out.append(current)
+            continue
+        term = memory.get(word)
+        if term is None:
+            term = _learn(word)
+        if term:
+            current.append(term)
+    return out if pieces else []
 
 
 def _stem(word: str) -> str:
@@ -45,28 +93,67 @@ class BM25:
     """Okapi BM25 over a small collection, built once and queried many times."""
 
     def __init__(self, texts: Sequence[str], *, k1: float = 1.4, b: float = 0.75) -> None:
-        self.docs = [Counter(terms(t)) for t in texts]
-        self.lengths = [sum(d.values()) for d in self.docs]
-        self.avg_len = (sum(self.lengths) / len(self.lengths)) if self.docs else 0.0
-        df: Counter[str] = Counter()
-        for doc in self.docs:
-            df.update(doc.keys())
-        n = len(self.docs)
-        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        self._index([Counter(terms(t)) for t in texts], [], k1, b)
+
+    @classmethod
+    def from_counts(cls, docs: Iterable[Mapping[str, int]], *, k1: float = 1.4, b: float = 0.75) -> BM25:
+        """The index of texts already turned into term counts (``Counter(terms(text))``)."""
+        index = cls.__new__(cls)
+        index._index(list(docs), [], k1, b)
+        return index
+
+    @classmethod
+    def from_terms(cls, docs: Iterable[Sequence[str]], *, k1: float = 1.4, b: float = 0.75) -> BM25:
+        """The index of short texts already turned into terms (``terms(text)``), such as
+        sentences: counting a few terms on the fly beats building a ``Counter`` for each."""
+        index = cls.__new__(cls)
+        index._index([], list(docs), k1, b)
+        return index
+
+    def _index(
+        self, counts: list[Mapping[str, int]], sequences: list[Sequence[str]], k1: float, b: float
+    ) -> None:
+        self._counts, self._sequences = counts, sequences
+        self.lengths = [sum(d.values()) for d in counts] or [len(d) for d in sequences]
+        self.avg_len = (sum(self.lengths) / len(self.lengths)) if self.lengths else 0.0
         self.k1, self.b = k1, b
+        # Inverse document frequencies, worked out only for the terms queries use.
+        self._idf: dict[str, float] = {}
+
+    @property
+    def docs(self) -> list[Mapping[str, int]] | list[Sequence[str]]:
+        """The indexed texts as term counts (or as terms, for ``from_terms``)."""
+        return self._counts or self._sequences
+
+    def _frequencies(self, term: str) -> list[int]:
+        """How often the term occurs in each text."""
+        if self._counts:
+            return [doc.get(term, 0) for doc in self._counts]
+        return [seq.count(term) for seq in self._sequences]
+
+    def _idf_of(self, term: str, frequencies: list[int]) -> float:
+        value = self._idf.get(term)
+        if value is None:
+            n = len(frequencies)
+            f = n - frequencies.count(0)
+            value = self._idf[term] = math.log(1 + (n - f + 0.5) / (f + 0.5))
+        return value
+
+    def idf(self, term: str) -> float:
+        """The term's inverse document frequency in this collection."""
+        return self._idf_of(term, self._frequencies(term))
 
     def scores(self, query: str) -> list[float]:
         """The BM25 score of every text for the query."""
-        q_terms = set(terms(query))
-        out = []
-        for doc, length in zip(self.docs, self.lengths, strict=True):
-            score = 0.0
-            norm = self.k1 * (1 - self.b + self.b * length / (self.avg_len or 1.0))
-            for term in q_terms:
-                tf = doc.get(term)
-                if tf:
-                    score += self.idf[term] * tf * (self.k1 + 1) / (tf + norm)
-            out.append(score)
+        out = [0.0] * len(self.lengths)
+        norms = [self.k1 * (1 - self.b + self.b * length / (self.avg_len or 1.0)) for length in self.lengths]
+        # Term by term; each text's score still adds its terms up in the query set's order.
+        for term in set(terms(query)):
+            frequencies = self._frequencies(term)
+            idf = self._idf_of(term, frequencies)
+            for i in compress(range(len(out)), frequencies):
+                tf = frequencies[i]
+                out[i] += idf * tf * (self.k1 + 1) / (tf + norms[i])
         return out
 
     def rank(self, query: str, top_k: int) -> list[int]:
@@ -95,9 +182,12 @@ _ABBREVIATIONS = (
     "Sec",
 )
 _NOT_AFTER_ABBREVIATION = "".join(f"(?<!\\b{re.escape(a)}\\.)" for a in _ABBREVIATIONS)
-_SENTENCE_END = re.compile(
-    _NOT_AFTER_ABBREVIATION + r"(?<=[.!?;])\s+(?=[A-Z0-9(\"'])|\n{2,}|\n(?=[-*•\d]+[.)]?\s)"
-)
+# A sentence ends at . ! ? or ; followed by white space and a capital, a digit, a bracket or
+# a quote, unless the full stop closes an abbreviation. The pattern starts with the mark
+# itself, so the search skips along the text to the next mark before any look-behind runs
+# (checking the abbreviations at every character made this regex most of the engine's
+# time); the white space in group 1 is where the text is cut.
+_SENTENCE_BREAK = re.compile("[.!?;]" + _NOT_AFTER_ABBREVIATION + r"(\s+)(?=[A-Z0-9(\"'])")
 
 
 _BULLET = re.compile(r"[-*•]\s|\d+[.)]\s")
@@ -126,11 +216,83 @@ def _paragraphs(text: str) -> list[str]:
     return out
 
 
+def _pieces(text: str) -> list[str]:
+    """The text cut into sentence-like pieces, white space normalised, short ones included.
+
+    Pieces are cut only at white space, so they hold every word of the text, in order.
+    """
+    out = []
+    for paragraph in _paragraphs(text):
+        start = 0
+        for match in _SENTENCE_BREAK.finditer(paragraph):
+            out.append(" ".join(paragraph[start : match.start(1)].split()))
+            start = match.end(1)
+        out.append(" ".join(paragraph[start:].split()))
+    return out
+
+
 def sentences(text: str) -> list[str]:
     """Split text into sentence-like pieces, joining wrapped lines."""
-    pieces = []
-    for chunk in (c for p in _paragraphs(text) for c in _SENTENCE_END.split(p)):
-        piece = " ".join(chunk.split())
-        if len(piece) >= 3:
-            pieces.append(piece)
-    return pieces
+    return [piece for piece in _pieces(text) if len(piece) >= 3]
+
+
+# ---- Pages turned into terms once ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PageTerms:
+    """A page text read for BM25: its terms counted, its sentences and each sentence's terms."""
+
+    counts: Counter[str]  # Counter(terms(text))
+    sentences: tuple[str, ...]  # sentences(text)
+    sentence_terms: tuple[tuple[str, ...], ...]  # terms(s) for each sentence
+
+    @classmethod
+    def of(cls, text: str) -> PageTerms:
+        """Read one page: one pass over its sentences gives both the page's and theirs."""
+        pieces = _pieces(text)
+        per_piece = _terms_per_piece(pieces)
+        # Pieces hold every word of the page, so their terms together are the page's terms.
+        counts = Counter(chain.from_iterable(per_piece))
+        kept = [i for i, piece in enumerate(pieces) if len(piece) >= 3]
+        return cls(counts, tuple(pieces[i] for i in kept), tuple(tuple(per_piece[i]) for i in kept))
+
+
+class _PageMemory:
+    """The last ``capacity`` pages read, by digest of their text (LRU, thread-safe)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._pages: OrderedDict[bytes, PageTerms] = OrderedDict()
+        # Held while pages are read too: two methods running at once on the same document
+        # wait for each other instead of both reading the same pages.
+        self._lock = threading.Lock()
+
+    def read(self, texts: Sequence[str]) -> list[PageTerms]:
+        keys = [text_key(t) for t in texts]
+        with self._lock:
+            out = []
+            for key, text in zip(keys, texts, strict=True):
+                page = self._pages.get(key)
+                if page is None:
+                    page = self._pages[key] = PageTerms.of(text)
+                else:
+                    self._pages.move_to_end(key)
+                out.append(page)
+            while len(self._pages) > self.capacity:
+                self._pages.popitem(last=False)
+            return out
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pages.clear()
+
+
+# Above the largest document's page count (5,000), so one document's pages all stay while
+# its methods run; a page costs about 25 KB here.
+_PAGES = _PageMemory(capacity=6_000)
+
+
+def page_terms(texts: Sequence[str]) -> list[PageTerms]:
+    """Each text read for BM25, from memory when a page with the same text was read before."""
+    return _PAGES.read(texts)

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 _WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+# Texts counted together are handed to two threads (tiktoken releases the GIL while it
+# encodes); only the counts are kept, never a page's token list.
+_THREADS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +48,72 @@ class TokenCounter:
         # encode_ordinary: documents may contain "<|endoftext|>", which plain encode rejects.
         return len(self._encoding.encode_ordinary(text))
 
-    def count_many(self, texts: list[str]) -> list[int]:
-        """Token counts for several texts, batched where the tokenizer allows."""
-        if self._encoding is None:
-            return [approximate_count(t) for t in texts]
-        return [len(ids) for ids in self._encoding.encode_ordinary_batch(texts, num_threads=2)]
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Token counts for several texts (a document's pages), remembered for ``count_known``.
+
+        Each text's token list is dropped as soon as it is counted: a 3,000-page document
+        no longer holds two million token ids at once.
+        """
+        if self._encoding is None or len(texts) < 2:
+            counts = [self.count(t) for t in texts]
+        else:
+            with ThreadPoolExecutor(_THREADS) as pool:
+                counts = list(pool.map(self.count, texts))
+        _KNOWN.remember(((self._memo_kind, text_key(t)) for t in texts), counts)
+        return counts
+
+    def count_known(self, text: str, key: bytes | None = None) -> int:
+        """``count(text)``, taken from memory when this text was counted before (a page counted
+        when its document was loaded); ``key`` is ``text_key(text)`` when the caller has it."""
+        memo_key = (self._memo_kind, key if key is not None else text_key(text))
+        known = _KNOWN.get(memo_key)
+        if known is None:
+            known = self.count(text)
+            _KNOWN.remember([memo_key], [known])
+        return known
+
+    @property
+    def _memo_kind(self) -> str:
+        # Counts differ by tokenizer; every counter without one counts the same estimate.
+        return self.encoding_name if self._encoding is not None else "~approximate"
+
+
+def text_key(text: str) -> bytes:
+    """A short digest identifying a text, for memos keyed by page text."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class _CountMemo:
+    """A bounded, thread-safe memory of token counts by (tokenizer, text digest)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._counts: OrderedDict[tuple[str, bytes], int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, bytes]) -> int | None:
+        with self._lock:
+            count = self._counts.get(key)
+            if count is not None:
+                self._counts.move_to_end(key)
+            return count
+
+    def remember(self, keys: Iterable[tuple[str, bytes]], counts: Sequence[int]) -> None:
+        with self._lock:
+            for key, count in zip(keys, counts, strict=True):
+                self._counts[key] = count
+                self._counts.move_to_end(key)
+            while len(self._counts) > self.capacity:
+                self._counts.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+
+# Room for the pages of several of the largest documents (5,000 pages each); an entry is
+# about 150 bytes.
+_KNOWN = _CountMemo(capacity=32_768)
 
 
 def approximate_count(text: str) -> int:

@@ -8,13 +8,14 @@ import re
 import time
 
 from rr_core.llm.base import Completion, LLMRequest, Usage
-from rr_core.prompts import split_tagged
-from rr_core.retrieval import BM25, sentences, terms
+from rr_core.prompts import restore
+from rr_core.retrieval import BM25, page_terms, terms
 from rr_core.tokens import TokenCounter, counter_for_model
 
 OFFLINE_LABEL = "Offline engine (BM25 page ranking + sentence extraction; not an LLM)"
 
 _QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
+_PAGE_OPEN = re.compile(r"<PAGE (\d+)>\n")
 
 
 class OfflineEngine:
@@ -31,7 +32,7 @@ class OfflineEngine:
         started = time.perf_counter()
         match = _QUESTION.search(request.prompt)
         question = match.group(1).strip() if match else ""
-        pages = split_tagged(request.prompt)
+        pages = tagged_pages(request.prompt)
         if request.task == "retrieve":
             payload: dict[str, object] = {
                 "question": question,
@@ -42,7 +43,7 @@ class OfflineEngine:
             payload = {"question": question, "answer": answer, "page": page}
         text = json.dumps(payload, ensure_ascii=False)
         usage = Usage(
-            input_tokens=self.counter.count(request.prompt),
+            input_tokens=prompt_tokens(self.counter, request.prompt),
             output_tokens=self.counter.count(text),
         )
         raw = {"engine": "offline", "seconds": round(time.perf_counter() - started, 4)}
@@ -52,19 +53,22 @@ class OfflineEngine:
     def _retrieve(question: str, pages: list[tuple[int, str]], top_k: int) -> list[int]:
         if not pages:
             return []
-        index = BM25([text for _, text in pages])
+        index = BM25.from_counts(p.counts for p in page_terms([text for _, text in pages]))
         return [pages[i][0] for i in index.rank(question, top_k)]
 
     @staticmethod
     def _answer(question: str, pages: list[tuple[int, str]]) -> tuple[str, str]:
         """The sentence sharing the most weighted question terms, with its page."""
-        candidates = [(number, s) for number, text in pages for s in sentences(text)]
+        read = page_terms([text for _, text in pages])
+        candidates = [
+            (number, s) for (number, _), page in zip(pages, read, strict=True) for s in page.sentences
+        ]
         if not candidates or not terms(question):
             return "n/a", "n/a"
-        index = BM25([s for _, s in candidates], b=0.3)
+        index = BM25.from_terms((t for page in read for t in page.sentence_terms), b=0.3)
         scores = index.scores(question)
         # Page-level relevance breaks ties between similar sentences on different pages.
-        page_index = BM25([text for _, text in pages])
+        page_index = BM25.from_counts(page.counts for page in read)
         page_score = dict(zip((n for n, _ in pages), page_index.scores(question), strict=True))
         best = max(
             range(len(candidates)),
@@ -74,3 +78,66 @@ class OfflineEngine:
             return "n/a", "n/a"
         number, sentence = candidates[best]
         return sentence, str(number)
+
+
+def tagged_pages(prompt: str) -> list[tuple[int, str]]:
+    """``prompts.split_tagged``: the (number, original text) of every page in a prompt, found
+    by looking for each closing tag rather than by a lazy regex trying every character."""
+    out = []
+    position = 0
+    while (start := prompt.find("<PAGE ", position)) >= 0:
+        opening = _PAGE_OPEN.match(prompt, start)
+        end = -1 if opening is None else prompt.find(f"\n</PAGE {opening.group(1)}>", opening.end())
+        if opening is None or end < 0:
+            position = start + 1
+            continue
+        out.append((int(opening.group(1)), restore(prompt[opening.end() : end])))
+        position = end + len(opening.group(1)) + 9  # past "\n</PAGE n>"
+    return out
+
+
+# ---- Usage: the prompt's real token count, from counts already known ------------------------
+#
+# Tokenizers cut text into pieces by a pattern before merging bytes, and no token spans two
+# pieces. In a prompt, ">" followed by blank lines always ends a piece right before the next
+# "<" (the closing tag of a page, a reminder, <DOCUMENT>): so a prompt's count is the sum of
+# the counts of its blocks cut there, exactly. A page block's count comes from its page's
+# count, remembered when the document was loaded, plus the two seams where the tags meet
+# the text (the tag and the text's first piece; the text's last words and the closing tag),
+# so no page is tokenised again. Blocks whose text is not the page's own (neutralised tag
+# look-alikes) or that give no safe seam are counted whole, once, and remembered.
+
+_SEAM = ">\n\n<"
+
+
+def prompt_tokens(counter: TokenCounter, prompt: str) -> int:
+    """``counter.count(prompt)``, without tokenising again the pages counted at loading."""
+    total = 0
+    start = 0
+    while (cut := prompt.find(_SEAM, start)) >= 0:
+        total += _block_tokens(counter, prompt[start : cut + 3])
+        start = cut + 3
+    return total + _block_tokens(counter, prompt[start:])
+
+
+def _block_tokens(counter: TokenCounter, block: str) -> int:
+    opening = _PAGE_OPEN.match(block)
+    if opening is None or "\u2039" in block:  # not a page, or a page with neutralised tags
+        return counter.count_known(block)
+    closing = f"\n</PAGE {opening.group(1)}>"
+    end = block.rfind(closing)
+    if end < opening.end() or block[end + len(closing) :] not in ("", "\n\n"):
+        return counter.count_known(block)
+    text = block[opening.end() : end]
+    # The opening tag's piece ends at its line break unless the text starts with one of
+    # these; the last space after a non-space starts a piece in the text and in the block.
+    last_space = text.rfind(" ")
+    if not text or text[0] in "\r\n/" or last_space < 1 or text[last_space - 1].isspace():
+        return counter.count_known(block)
+    tail = text[last_space:]
+    return (
+        counter.count(block[: opening.end()])
+        + counter.count_known(text)
+        - counter.count(tail)
+        + counter.count(tail + block[end:])
+    )
