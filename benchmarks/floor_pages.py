@@ -2,8 +2,8 @@
 
 Open the PDF with pymupdf, take each page's text, count its tokens with tiktoken, print a
 line per page. Nothing is kept but the running total. ``--plain-import`` imports pymupdf as
-it comes (its import also loads ``pymupdf.layout`` and onnxruntime, which this work never
-uses); by default that optional layout add-on is not loaded, which is the true floor.
+it comes (its import also loads ``pymupdf.layout`` with onnxruntime, and ``pymupdf4llm``,
+which this work never uses); by default those add-ons are not loaded: the true floor.
 
     python benchmarks/floor_pages.py FILE.pdf [--plain-import]
 """
@@ -16,6 +16,7 @@ import sys
 def main(path: str, plain_import: bool) -> None:
     if not plain_import:
         sys.modules["pymupdf.layout"] = None  # type: ignore[assignment]
+        sys.modules["pymupdf4llm"] = None  # type: ignore[assignment]
     import pymupdf
     import tiktoken
 

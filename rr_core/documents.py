@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+import sys
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -209,7 +210,20 @@ def _too_large(size: int, limit: int) -> str:
     return f"the file is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB"
 
 
+# pymupdf 2.0 imports these add-ons whenever they are installed (its layout analyser loads
+# onnxruntime: 0.9 s and 56 MiB); nothing here uses them, and text comes out the same.
+_PYMUPDF_ADDONS = ("pymupdf.layout", "pymupdf4llm")
+
+
 def _pymupdf() -> Any:
+    if "pymupdf" not in sys.modules:
+        placed = [n for n in _PYMUPDF_ADDONS if sys.modules.setdefault(n, None) is None]  # type: ignore[arg-type]
+        try:
+            import pymupdf
+        finally:
+            for name in placed:  # importable again for anyone who asks for them by name
+                if name in sys.modules and sys.modules[name] is None:
+                    del sys.modules[name]
     import pymupdf
 
     return pymupdf

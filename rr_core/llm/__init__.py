@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+from typing import TYPE_CHECKING, Any
 
 from rr_core.errors import ConfigError
 from rr_core.llm.base import Completion, LLMClient, LLMRequest, Usage
-from rr_core.llm.fake import ScriptedClient
-from rr_core.llm.offline import OFFLINE_LABEL, OfflineEngine
+
+if TYPE_CHECKING:
+    from rr_core.llm.fake import ScriptedClient
+    from rr_core.llm.offline import OFFLINE_LABEL, OfflineEngine
+
+# The engine and the fake load on first use, so that what only needs the seam's types (costs,
+# the CLI's `pages`) does not load the BM25 reader.
+_LAZY = {
+    "OFFLINE_LABEL": "rr_core.llm.offline",
+    "OfflineEngine": "rr_core.llm.offline",
+    "ScriptedClient": "rr_core.llm.fake",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 
 PROVIDERS = ("offline", "openai", "anthropic", "openai-compatible")
 
@@ -56,6 +77,8 @@ def make_client(
 ) -> LLMClient:
     """A fresh client for the provider (clients are made per run, never cached)."""
     if provider == "offline":
+        from rr_core.llm.offline import OfflineEngine
+
         return OfflineEngine()
     if provider in ("openai", "openai-compatible"):
         from rr_core.llm.openai_client import OpenAIClient
