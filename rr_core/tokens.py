@@ -7,16 +7,11 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 _WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
-
-# Texts counted together are handed to two threads (tiktoken releases the GIL while it
-# encodes); only the counts are kept, never a page's token list.
-_THREADS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +46,11 @@ class TokenCounter:
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts for several texts (a document's pages), remembered for ``count_known``.
 
-        Each text's token list is dropped as soon as it is counted: a 3,000-page document
-        no longer holds two million token ids at once.
+        One text at a time, each token list dropped as soon as it is counted: a 3,000-page
+        document no longer holds two million token ids at once. (Two threads saved about 3%
+        of a load's time and cost 6 MiB of peak memory for the second thread's heap.)
         """
-        if self._encoding is None or len(texts) < 2:
-            counts = [self.count(t) for t in texts]
-        else:
-            with ThreadPoolExecutor(_THREADS) as pool:
-                counts = list(pool.map(self.count, texts))
+        counts = [self.count(t) for t in texts]
         _KNOWN.remember(((self._memo_kind, text_key(t)) for t in texts), counts)
         return counts
 
