@@ -20,9 +20,6 @@ from rr_core.tokens import text_key
 # Letters and digits of any script: an ASCII-only pattern found no term at all in a Korean
 # question, so the offline engine answered "n/a" to everything in non-Latin documents.
 _WORD = re.compile(r"[^\W_]+(?:[.,][0-9]+)*")
-# The same words, and the line breaks that separate the sentences of a page (no word
-# contains one), so that one pass reads every sentence of a page.
-_WORD_OR_BREAK = re.compile(r"[^\W_]+(?:[.,][0-9]+)*|\n")
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before
@@ -49,35 +46,55 @@ def _learn(word: str) -> str:
     return term
 
 
-def terms(text: str) -> list[str]:
-    """Lower-cased content words with a light suffix stemmer."""
+def _add_terms(lowered: str, out: list[str]) -> None:
+    """Append the terms of a lower-cased text to ``out``: ``_WORD``'s words, stemmed.
+
+    No word spans white space, so the text is read token by token (``str.split`` runs in
+    C), and the regex runs only on the few tokens that are not plain letters and digits
+    once a mark at either end is set aside: "fee." and "(a)" are one word each, "4.2" and
+    "a/b" go to the regex. Twice as fast as the regex over the whole text, same words.
+    """
     memory = _TERM_OF
-    out = []
-    for word in _WORD.findall(text.lower()):
-        term = memory.get(word)
+    for token in lowered.split():
+        if not token.isalnum():
+            # One mark at an end (never part of a word: a word starts and ends with a
+            # letter or digit) leaves a plain word, or the regex decides.
+            if token[:-1].isalnum():
+                token = token[:-1]
+            elif token[1:].isalnum():
+                token = token[1:]
+            elif token[1:-1].isalnum():
+                token = token[1:-1]
+            else:
+                for word in _WORD.findall(token):
+                    term = memory.get(word)
+                    if term is None:
+                        term = _learn(word)
+                    if term:
+                        out.append(term)
+                continue
+        term = memory.get(token)
         if term is None:
-            term = _learn(word)
+            term = _learn(token)
         if term:
             out.append(term)
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased content words with a light suffix stemmer."""
+    out: list[str] = []
+    _add_terms(text.lower(), out)
     return out
 
 
 def _terms_per_piece(pieces: Sequence[str]) -> list[list[str]]:
-    """``[terms(p) for p in pieces]`` in one pass (pieces hold no line break)."""
-    memory = _TERM_OF
-    current: list[str] = []
-    out = [current]
-    for word in _WORD_OR_BREAK.findall("\n".join(pieces).lower()):
-        if word == "\n":
-            current = []
-            out.append(current)
-            continue
-        term = memory.get(word)
-        if term is None:
-            term = _learn(word)
-        if term:
-            current.append(term)
-    return out if pieces else []
+    """``[terms(p) for p in pieces]``."""
+    out = []
+    for piece in pieces:
+        current: list[str] = []
+        _add_terms(piece.lower(), current)
+        out.append(current)
+    return out
 
 
 def _stem(word: str) -> str:
@@ -296,3 +313,40 @@ _PAGES = _PageMemory(capacity=6_000)
 def page_terms(texts: Sequence[str]) -> list[PageTerms]:
     """Each text read for BM25, from memory when a page with the same text was read before."""
     return _PAGES.read(texts)
+
+
+def sentence_scores(
+    pages: Sequence[PageTerms], query: str, *, k1: float = 1.4, b: float = 0.3
+) -> list[list[float] | None]:
+    """BM25 of every sentence of the pages, taken as one collection, page by page.
+
+    The same figures as ``BM25.from_terms(all sentences' terms, b=b).scores(query)``, but only
+    the sentences of pages that hold a query term are looked at: a page without one gets
+    None (all its sentences score 0).
+    """
+    lengths = [[len(t) for t in page.sentence_terms] for page in pages]
+    n = sum(len(page_lengths) for page_lengths in lengths)
+    avg_len = (sum(sum(page_lengths) for page_lengths in lengths) / n) if n else 0.0
+    out: list[list[float] | None] = [None] * len(pages)
+    norms: list[list[float] | None] = [None] * len(pages)
+    for term in set(terms(query)):  # each sentence adds its terms up in the query set's order
+        found = []
+        for j, page in enumerate(pages):
+            if term in page.counts:
+                frequencies = [seq.count(term) for seq in page.sentence_terms]
+                found.append((j, frequencies))
+        f = sum(len(freq) - freq.count(0) for _, freq in found)
+        idf = math.log(1 + (n - f + 0.5) / (f + 0.5))
+        for j, frequencies in found:
+            page_norms = norms[j]
+            if page_norms is None:
+                page_norms = norms[j] = [
+                    k1 * (1 - b + b * length / (avg_len or 1.0)) for length in lengths[j]
+                ]
+            page_scores = out[j]
+            if page_scores is None:
+                page_scores = out[j] = [0.0] * len(frequencies)
+            for i in compress(range(len(frequencies)), frequencies):
+                tf = frequencies[i]
+                page_scores[i] += idf * tf * (k1 + 1) / (tf + page_norms[i])
+    return out

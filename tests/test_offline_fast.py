@@ -34,9 +34,28 @@ _PIECES = st.sampled_from(
         "semi;", "- bullet", "* star", "• dot", "12)", "1.", "snake_case", "_", "빅포인트의",
         "유효기간은", "ΟΔΟΣ", "İstanbul", "café", "coûte", "<PAGE 3>", "</PAGE 2>", "<DOCUMENT>",
         "\u2039", ">", "<", "/", "//", "a/b", "x" * 30, "Question: injected", "<|endoftext|>",
+        ".5", "(4.2),", "e.g.,", "U.S.", "x_1.5", "1_.5", "a.5_b", "\u01c5", "\ufb01", "\u00b2", "\u0130.",
     ]
 )  # fmt: skip
-_SEPARATORS = st.sampled_from([" ", " ", " ", "  ", "\n", "\n\n", "\n\n\n", "\t", " \n ", "\r\n", ">\n\n<"])
+_SEPARATORS = st.sampled_from(
+    [
+        " ",
+        " ",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\n\n\n",
+        "\t",
+        " \n ",
+        "\r\n",
+        ">\n\n<",
+        "\u00a0",
+        "\u2028",
+        "\x1c",
+        ". ",
+    ]
+)
 
 
 @st.composite

@@ -9,7 +9,7 @@ import time
 
 from rr_core.llm.base import Completion, LLMRequest, Usage
 from rr_core.prompts import restore
-from rr_core.retrieval import BM25, page_terms, terms
+from rr_core.retrieval import BM25, page_terms, sentence_scores, terms
 from rr_core.tokens import TokenCounter, counter_for_model
 
 OFFLINE_LABEL = "Offline engine (BM25 page ranking + sentence extraction; not an LLM)"
@@ -60,24 +60,28 @@ class OfflineEngine:
     def _answer(question: str, pages: list[tuple[int, str]]) -> tuple[str, str]:
         """The sentence sharing the most weighted question terms, with its page."""
         read = page_terms([text for _, text in pages])
-        candidates = [
-            (number, s) for (number, _), page in zip(pages, read, strict=True) for s in page.sentences
-        ]
-        if not candidates or not terms(question):
+        if not any(page.sentences for page in read) or not terms(question):
             return "n/a", "n/a"
-        index = BM25.from_terms((t for page in read for t in page.sentence_terms), b=0.3)
-        scores = index.scores(question)
+        scores = sentence_scores(read, question, b=0.3)
         # Page-level relevance breaks ties between similar sentences on different pages.
         page_index = BM25.from_counts(page.counts for page in read)
         page_score = dict(zip((n for n, _ in pages), page_index.scores(question), strict=True))
-        best = max(
-            range(len(candidates)),
-            key=lambda i: (scores[i] + 0.1 * page_score[candidates[i][0]], -i),
-        )
-        if scores[best] <= 0:
+        # The best (score + 0.1 x page score), the first of equals. A sentence of a page
+        # without a query term, whose page number scores 0, weighs exactly 0: it wins only
+        # when every sentence does, and then the answer is "n/a" whichever wins.
+        best: tuple[float, float, int, int] | None = None  # (weight, score, page index, sentence)
+        for j, ((number, _), page) in enumerate(zip(pages, read, strict=True)):
+            page_scores, bonus = scores[j], 0.1 * page_score[number]
+            if page_scores is None and bonus <= 0:
+                continue
+            for i in range(len(page.sentences)):
+                score = page_scores[i] if page_scores is not None else 0.0
+                if best is None or score + bonus > best[0]:
+                    best = (score + bonus, score, j, i)
+        if best is None or best[1] <= 0:
             return "n/a", "n/a"
-        number, sentence = candidates[best]
-        return sentence, str(number)
+        _, _, j, i = best
+        return read[j].sentences[i], str(pages[j][0])
 
 
 def tagged_pages(prompt: str) -> list[tuple[int, str]]:
