@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from functools import lru_cache
 
 from rr_core.llm.base import Completion, LLMRequest, Usage
 from rr_core.prompts import restore
@@ -133,15 +134,27 @@ def _block_tokens(counter: TokenCounter, block: str) -> int:
     if end < opening.end() or block[end + len(closing) :] not in ("", "\n\n"):
         return counter.count_known(block)
     text = block[opening.end() : end]
-    # The opening tag's piece ends at its line break unless the text starts with one of
-    # these; the last space after a non-space starts a piece in the text and in the block.
+    # The opening tag's piece ends at its line break unless the text starts with one of these.
+    if not text or text[0] in "\r\n/":
+        return counter.count_known(block)
+    tags = _tag_tokens(counter, block[: opening.end()]) + _tag_tokens(counter, block[end:])
+    if text[-1].isalnum():  # a word or number ends the text's last piece, and the text
+        return tags + counter.count_known(text)
+    # Otherwise (a full stop that takes the line break along...) the seam is counted from
+    # the last space after a non-space, where a piece starts in the text and in the block.
     last_space = text.rfind(" ")
-    if not text or text[0] in "\r\n/" or last_space < 1 or text[last_space - 1].isspace():
+    if last_space < 1 or text[last_space - 1].isspace():
         return counter.count_known(block)
     tail = text[last_space:]
     return (
-        counter.count(block[: opening.end()])
+        _tag_tokens(counter, block[: opening.end()])
         + counter.count_known(text)
         - counter.count(tail)
         + counter.count(tail + block[end:])
     )
+
+
+@lru_cache(maxsize=16_384)
+def _tag_tokens(counter: TokenCounter, tag: str) -> int:
+    """Tokens of a page's opening or closing tag (with what follows it in the prompt)."""
+    return counter.count(tag)
