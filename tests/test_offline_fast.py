@@ -20,7 +20,7 @@ from rr_core.llm.base import LLMClient, LLMRequest
 from rr_core.llm.offline import prompt_tokens, tagged_pages
 from rr_core.methods import Method, RunSettings, plan_answer, plan_method, render_prompt
 from rr_core.prompts import build_prompt, instructions, split_tagged
-from rr_core.retrieval import PageTerms, page_terms, sentences, terms
+from rr_core.retrieval import BM25, PageTerms, page_terms, sentence_scores, sentences, terms
 from rr_core.samples import get_sample
 from rr_core.tokens import TokenCounter, _load_encoding, counter_for_model
 from tests import offline_reference as reference
@@ -77,6 +77,21 @@ def test_terms_and_sentences_are_those_of_the_reference(text: str) -> None:
     assert read.counts == Counter(reference.terms(text))
     assert read.sentences == tuple(reference.sentences(text))
     assert read.sentence_terms == tuple(tuple(reference.terms(s)) for s in reference.sentences(text))
+
+
+@given(texts=st.lists(page_text(max_pieces=20), max_size=6), query=page_text(max_pieces=5))
+def test_bm25_from_counts_terms_and_sentence_scores_agree(texts: list[str], query: str) -> None:
+    plain = BM25(texts)
+    assert BM25.from_counts(Counter(reference.terms(t)) for t in texts).scores(query) == plain.scores(query)
+    assert BM25.from_terms(reference.terms(t) for t in texts).scores(query) == plain.scores(query)
+    assert plain.scores(query) == reference.BM25(texts).scores(query)
+    read = [PageTerms.of(t) for t in texts]
+    flat = BM25.from_terms((s for page in read for s in page.sentence_terms), b=0.3).scores(query)
+    by_page = sentence_scores(read, query, b=0.3)
+    expected = [
+        flat[sum(len(p.sentences) for p in read[:j]) :][: len(read[j].sentences)] for j in range(len(read))
+    ]
+    assert [s if s is not None else [0.0] * len(read[j].sentences) for j, s in enumerate(by_page)] == expected
 
 
 def test_sentence_rules_hold_on_a_realistic_page() -> None:
