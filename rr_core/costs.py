@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
-
-from genai_prices import __version__ as _GENAI_PRICES_VERSION
-from genai_prices import data as _price_data
-from genai_prices.data_snapshot import DataSnapshot
-from genai_prices.types import ModelPrice, TieredPrices
+from typing import TYPE_CHECKING
 
 from rr_core.llm.base import Usage
+
+if TYPE_CHECKING:
+    from genai_prices.data_snapshot import DataSnapshot
+    from genai_prices.types import ModelPrice, TieredPrices
 
 __all__ = [
     "LOCAL_PROVIDERS",
@@ -51,9 +51,23 @@ __all__ = [
 
 _PER = 1_000_000.0
 
-# Our own snapshot of the bundled data: never the one UpdatePrices may have fetched.
-_SNAPSHOT = DataSnapshot(providers=_price_data.providers, from_auto_update=False)
-_GENAI_SOURCE = f"genai-prices {_GENAI_PRICES_VERSION}"
+
+# genai-prices (0.2 s to import) is loaded on the first price asked for, not with the module:
+# `python -m rr_core pages` and the first screen never price anything.
+@lru_cache(maxsize=1)
+def _snapshot() -> DataSnapshot:
+    """Our own snapshot of the bundled data: never the one UpdatePrices may have fetched."""
+    from genai_prices import data
+    from genai_prices.data_snapshot import DataSnapshot
+
+    return DataSnapshot(providers=data.providers, from_auto_update=False)
+
+
+@lru_cache(maxsize=1)
+def _genai_source() -> str:
+    from genai_prices import __version__
+
+    return f"genai-prices {__version__}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +212,8 @@ def _infer_provider(model: str) -> str | None:
 
 
 def _to_rate(value: Decimal | TieredPrices | None, fallback: _Rate) -> _Rate:
+    from genai_prices.types import TieredPrices
+
     if value is None:
         return fallback
     if isinstance(value, TieredPrices):
@@ -234,7 +250,7 @@ def _rates(model: str, provider: str | None, utc_day: int) -> _Rates:
             # An Ollama-style "name:tag" id with no provider: a local model.
             return _free(_LOCAL_PRICE)
     try:
-        _, info = _SNAPSHOT.find_provider_model(key, None, prov, None)
+        _, info = _snapshot().find_provider_model(key, None, prov, None)
     except LookupError:
         return _unknown(model)
     when = datetime.fromtimestamp(utc_day * 86_400 + 43_200, tz=UTC)
@@ -247,9 +263,10 @@ def _rates(model: str, provider: str | None, utc_day: int) -> _Rates:
     cached = _to_rate(model_price.cache_read_mtok, input_rate)
     cache_write = _to_rate(model_price.cache_write_mtok, input_rate)
     output = _to_rate(output_value, _ZERO_RATE)
-    price = Price(input_rate.base, cached.base, cache_write.base, output.base, _GENAI_SOURCE)
+    source = _genai_source()
+    price = Price(input_rate.base, cached.base, cache_write.base, output.base, source)
     tiered = any(rate.tiers for rate in (input_rate, cached, cache_write, output))
-    return _Rates(price, True, _GENAI_SOURCE, input_rate, cached, cache_write, output, tiered)
+    return _Rates(price, True, source, input_rate, cached, cache_write, output, tiered)
 
 
 def _today() -> int:
@@ -291,7 +308,7 @@ def estimate_cost(input_tokens: int, output_tokens: int, model: str, provider: s
 
 def price_data_version() -> str:
     """Which price data the figures come from, for display next to any cost."""
-    return f"{_GENAI_SOURCE} (bundled price data, read offline; no auto-update)"
+    return f"{_genai_source()} (bundled price data, read offline; no auto-update)"
 
 
 def known_models() -> list[str]:
@@ -308,7 +325,7 @@ def context_window(model: str, provider: str | None = None) -> int | None:
     if not key or prov in LOCAL_PROVIDERS or prov == "offline" or key in OVERRIDES:
         return None
     try:
-        _, info = _SNAPSHOT.find_provider_model(key, None, prov or _infer_provider(key), None)
+        _, info = _snapshot().find_provider_model(key, None, prov or _infer_provider(key), None)
     except LookupError:
         return None
     window = getattr(info, "context_window", None)

@@ -11,6 +11,7 @@ import itertools
 import os
 import re
 import shutil
+import sys
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -248,7 +249,20 @@ def _too_large(size: int, limit: int, what: str = "the file is") -> str:
     return f"{what} {size / _MB:.1f} MB; the limit is {limit / _MB:.0f} MB"
 
 
+# pymupdf 2.0 imports these add-ons whenever they are installed (its layout analyser loads
+# onnxruntime: 0.9 s and 56 MiB); nothing here uses them, and text comes out the same.
+_PYMUPDF_ADDONS = ("pymupdf.layout", "pymupdf4llm")
+
+
 def _pymupdf() -> Any:
+    if "pymupdf" not in sys.modules:
+        placed = [n for n in _PYMUPDF_ADDONS if sys.modules.setdefault(n, None) is None]  # type: ignore[arg-type]
+        try:
+            import pymupdf
+        finally:
+            for name in placed:  # importable again for anyone who asks for them by name
+                if name in sys.modules and sys.modules[name] is None:
+                    del sys.modules[name]
     import pymupdf
 
     return pymupdf

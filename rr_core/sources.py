@@ -7,7 +7,6 @@ from pathlib import Path
 
 from rr_core.documents import Document, document_from_texts, load_document, pdf_from_texts
 from rr_core.errors import EmptyDocument
-from rr_core.samples import get_sample, list_samples
 from rr_core.tokens import TokenCounter, counter_for_model
 
 SAMPLE_PREFIX = "sample:"
@@ -15,12 +14,16 @@ SAMPLE_PREFIX = "sample:"
 
 @lru_cache(maxsize=8)
 def _sample_pdf(name: str) -> bytes:
+    from rr_core.samples import get_sample
+
     sample = get_sample(name)
     return pdf_from_texts(sample.pages, title=sample.title)
 
 
 def sample_document(name: str, counter: TokenCounter | None = None) -> Document:
     """A generated sample as a document, with a PDF rendering of its pages for the viewer."""
+    from rr_core.samples import get_sample
+
     sample = get_sample(name)
     return document_from_texts(
         sample.title, sample.pages, counter=counter, kind="pdf", pdf_bytes=_sample_pdf(name)
@@ -33,11 +36,14 @@ def open_document(
     """Open ``spec``: a path, or a sample name (``contract``, ``sample:contract``); ``ocr``
     reads PDF pages without a text layer by OCR."""
     counter = counter or counter_for_model()
-    name = spec[len(SAMPLE_PREFIX) :] if spec.startswith(SAMPLE_PREFIX) else spec
     path = Path(spec)
-    if not path.exists() and name in list_samples():
+    if path.exists():
+        return load_document(path, password=password, counter=counter, ocr=ocr)
+    # The samples are generated (or read) only when no file goes by that name.
+    from rr_core.samples import list_samples
+
+    name = spec[len(SAMPLE_PREFIX) :] if spec.startswith(SAMPLE_PREFIX) else spec
+    if name in list_samples():
         return sample_document(name, counter)
-    if not path.exists():
-        samples = ", ".join(list_samples())
-        raise EmptyDocument(spec, f"no such file (samples are: {samples})")
-    return load_document(path, password=password, counter=counter, ocr=ocr)
+    samples = ", ".join(list_samples())
+    raise EmptyDocument(spec, f"no such file (samples are: {samples})")

@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
+from typing import TYPE_CHECKING, Any
 
 from rr_core.llm.base import Completion, LLMClient, LLMRequest, Usage
 from rr_core.llm.config import KEY_VARIABLES, PROVIDERS, Lookup, ProviderConfig, environment
-from rr_core.llm.fake import ScriptedClient
-from rr_core.llm.offline import OFFLINE_LABEL, OfflineEngine
 from rr_core.llm.structured import OnWait
+
+if TYPE_CHECKING:
+    from rr_core.llm.fake import ScriptedClient
+    from rr_core.llm.offline import OFFLINE_LABEL, OfflineEngine
+
+# The engine and the fake load on first use, so that what only needs the seam's types (costs,
+# the CLI's `pages`) does not load the BM25 reader.
+_LAZY = {
+    "OFFLINE_LABEL": "rr_core.llm.offline",
+    "OfflineEngine": "rr_core.llm.offline",
+    "ScriptedClient": "rr_core.llm.fake",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 
 DEFAULT_MODELS = {
     "offline": "offline",
@@ -89,6 +110,8 @@ def client_for(
     """A fresh client for ``config``, its key and server resolved by the key rule."""
     resolved = config.resolve(configured)
     if resolved.provider == "offline":
+        from rr_core.llm.offline import OfflineEngine
+
         return OfflineEngine()
     if resolved.provider in ("openai", "openai-compatible"):
         from rr_core.llm.openai_client import OpenAIClient

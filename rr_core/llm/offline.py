@@ -7,12 +7,13 @@ import json
 import re
 import time
 from collections.abc import Callable
+from functools import lru_cache
 
 from rr_core.errors import ProviderError
 from rr_core.llm.base import Completion, LLMRequest, Usage
 from rr_core.outputs import AnswerOut, ExtractionOut, MultiRetrievalOut, Output, RetrievalOut
-from rr_core.prompts import split_tagged
-from rr_core.retrieval import BM25, sentences, terms
+from rr_core.prompts import restore
+from rr_core.retrieval import BM25, page_terms, sentence_scores, terms
 from rr_core.tokens import TokenCounter, counter_for_model
 
 OFFLINE_LABEL = "Offline engine (BM25 page ranking + sentence extraction; not an LLM)"
@@ -33,9 +34,12 @@ def _read(request: LLMRequest) -> tuple[list[str], list[tuple[int, str]], int]:
     limit = _LIMIT.search(head)
     return (
         [q.strip() for q in _QUESTION.findall(head)],
-        split_tagged(prompt),
+        tagged_pages(prompt),
         int(limit.group(1)) if limit else 5,
     )
+
+
+_PAGE_OPEN = re.compile(r"<PAGE (\d+)>\n")
 
 
 class OfflineEngine:
@@ -59,7 +63,7 @@ class OfflineEngine:
         payload = fill(self, questions, pages, limit)
         text = json.dumps(payload, ensure_ascii=False)
         usage = Usage(
-            input_tokens=self.counter.count(request.prompt),
+            input_tokens=prompt_tokens(self.counter, request.prompt),
             output_tokens=self.counter.count(text),
         )
         raw = {"engine": "offline", "seconds": round(time.perf_counter() - started, 4)}
@@ -106,28 +110,35 @@ class OfflineEngine:
     def _retrieve(question: str, pages: list[tuple[int, str]], top_k: int) -> list[int]:
         if not pages:
             return []
-        index = BM25([text for _, text in pages])
+        index = BM25.from_counts(p.counts for p in page_terms([text for _, text in pages]))
         return [pages[i][0] for i in index.rank(question, top_k)]
 
     @staticmethod
     def _answer(question: str, pages: list[tuple[int, str]]) -> tuple[str, str]:
         """The sentence sharing the most weighted question terms, with its page."""
-        candidates = [(number, s) for number, text in pages for s in sentences(text)]
-        if not candidates or not terms(question):
+        read = page_terms([text for _, text in pages])
+        if not any(page.sentences for page in read) or not terms(question):
             return "n/a", "n/a"
-        index = BM25([s for _, s in candidates], b=0.3)
-        scores = index.scores(question)
+        scores = sentence_scores(read, question, b=0.3)
         # Page-level relevance breaks ties between similar sentences on different pages.
-        page_index = BM25([text for _, text in pages])
+        page_index = BM25.from_counts(page.counts for page in read)
         page_score = dict(zip((n for n, _ in pages), page_index.scores(question), strict=True))
-        best = max(
-            range(len(candidates)),
-            key=lambda i: (scores[i] + 0.1 * page_score[candidates[i][0]], -i),
-        )
-        if scores[best] <= 0:
+        # The best (score + 0.1 x page score), the first of equals. A sentence of a page
+        # without a query term, whose page number scores 0, weighs exactly 0: it wins only
+        # when every sentence does, and then the answer is "n/a" whichever wins.
+        best: tuple[float, float, int, int] | None = None  # (weight, score, page index, sentence)
+        for j, ((number, _), page) in enumerate(zip(pages, read, strict=True)):
+            page_scores, bonus = scores[j], 0.1 * page_score[number]
+            if page_scores is None and bonus <= 0:
+                continue
+            for i in range(len(page.sentences)):
+                score = page_scores[i] if page_scores is not None else 0.0
+                if best is None or score + bonus > best[0]:
+                    best = (score + bonus, score, j, i)
+        if best is None or best[1] <= 0:
             return "n/a", "n/a"
-        number, sentence = candidates[best]
-        return sentence, str(number)
+        _, _, j, i = best
+        return read[j].sentences[i], str(pages[j][0])
 
 
 _Filler = Callable[[OfflineEngine, list[str], list[tuple[int, str]], int], dict[str, object]]
@@ -137,3 +148,78 @@ _FILLERS: dict[type[Output], _Filler] = {
     AnswerOut: OfflineEngine._fill_answer,
     ExtractionOut: OfflineEngine._fill_extraction,
 }
+
+
+def tagged_pages(prompt: str) -> list[tuple[int, str]]:
+    """``prompts.split_tagged``: the (number, original text) of every page in a prompt, found
+    by looking for each closing tag rather than by a lazy regex trying every character."""
+    out = []
+    position = 0
+    while (start := prompt.find("<PAGE ", position)) >= 0:
+        opening = _PAGE_OPEN.match(prompt, start)
+        end = -1 if opening is None else prompt.find(f"\n</PAGE {opening.group(1)}>", opening.end())
+        if opening is None or end < 0:
+            position = start + 1
+            continue
+        out.append((int(opening.group(1)), restore(prompt[opening.end() : end])))
+        position = end + len(opening.group(1)) + 9  # past "\n</PAGE n>"
+    return out
+
+
+# ---- Usage: the prompt's real token count, from counts already known ------------------------
+#
+# Tokenizers cut text into pieces by a pattern before merging bytes, and no token spans two
+# pieces. In a prompt, ">" followed by blank lines always ends a piece right before the next
+# "<" (the closing tag of a page, a reminder, <DOCUMENT>): so a prompt's count is the sum of
+# the counts of its blocks cut there, exactly. A page block's count comes from its page's
+# count, remembered when the document was loaded, plus the two seams where the tags meet
+# the text (the tag and the text's first piece; the text's last words and the closing tag),
+# so no page is tokenised again. Blocks whose text is not the page's own (neutralised tag
+# look-alikes) or that give no safe seam are counted whole, once, and remembered.
+
+_SEAM = ">\n\n<"
+
+
+def prompt_tokens(counter: TokenCounter, prompt: str) -> int:
+    """``counter.count(prompt)``, without tokenising again the pages counted at loading."""
+    total = 0
+    start = 0
+    while (cut := prompt.find(_SEAM, start)) >= 0:
+        total += _block_tokens(counter, prompt[start : cut + 3])
+        start = cut + 3
+    return total + _block_tokens(counter, prompt[start:])
+
+
+def _block_tokens(counter: TokenCounter, block: str) -> int:
+    opening = _PAGE_OPEN.match(block)
+    if opening is None or "\u2039" in block:  # not a page, or a page with neutralised tags
+        return counter.count_known(block)
+    closing = f"\n</PAGE {opening.group(1)}>"
+    end = block.rfind(closing)
+    if end < opening.end() or block[end + len(closing) :] not in ("", "\n\n"):
+        return counter.count_known(block)
+    text = block[opening.end() : end]
+    # The opening tag's piece ends at its line break unless the text starts with one of these.
+    if not text or text[0] in "\r\n/":
+        return counter.count_known(block)
+    tags = _tag_tokens(counter, block[: opening.end()]) + _tag_tokens(counter, block[end:])
+    if text[-1].isalnum():  # a word or number ends the text's last piece, and the text
+        return tags + counter.count_known(text)
+    # Otherwise (a full stop that takes the line break along...) the seam is counted from
+    # the last space after a non-space, where a piece starts in the text and in the block.
+    last_space = text.rfind(" ")
+    if last_space < 1 or text[last_space - 1].isspace():
+        return counter.count_known(block)
+    tail = text[last_space:]
+    return (
+        _tag_tokens(counter, block[: opening.end()])
+        + counter.count_known(text)
+        - counter.count(tail)
+        + counter.count(tail + block[end:])
+    )
+
+
+@lru_cache(maxsize=16_384)
+def _tag_tokens(counter: TokenCounter, tag: str) -> int:
+    """Tokens of a page's opening or closing tag (with what follows it in the prompt)."""
+    return counter.count(tag)
