@@ -135,17 +135,28 @@ class ReferenceEngine:
         self.counter = counter
 
     def complete(self, request: LLMRequest) -> Completion:
-        match = _QUESTION.search(request.prompt)
-        question = match.group(1).strip() if match else ""
+        from rr_core.outputs import RetrievalOut
+
+        layout = request.layout
+        if layout is not None:
+            question, limit = (layout.questions[0] if layout.questions else ""), layout.limit or 5
+        else:
+            match = _QUESTION.search(request.prompt)
+            question, limit = (match.group(1).strip() if match else ""), 5
         pages = split_tagged(request.prompt)
-        if request.task == "retrieve":
+        if request.schema is RetrievalOut:
             payload: dict[str, object] = {
                 "question": question,
-                "pages": self._retrieve(question, pages, request.top_k),
+                "pages": self._retrieve(question, pages, limit),
             }
         else:
             answer, page = self._answer(question, pages)
-            payload = {"question": question, "answer": answer, "page": page}
+            payload = {
+                "question": question,
+                "answer": answer,
+                "page": page,
+                "quote": "" if answer == "n/a" else answer,
+            }
         text = json.dumps(payload, ensure_ascii=False)
         usage = Usage(input_tokens=self.counter.count(request.prompt), output_tokens=self.counter.count(text))
         return Completion(text=text, usage=usage, model="offline", structured=True)

@@ -3,7 +3,6 @@ counted exactly without tokenising loaded pages again."""
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from typing import Any
@@ -18,10 +17,13 @@ from rr_core.documents import document_from_texts
 from rr_core.llm import OfflineEngine
 from rr_core.llm.base import LLMClient, LLMRequest
 from rr_core.llm.offline import prompt_tokens, tagged_pages
-from rr_core.methods import Method, RunSettings, plan_answer, plan_method, render_prompt
+from rr_core.methods import get_method, plan_method
+from rr_core.outputs import AnswerOut
+from rr_core.plans import StepResult
 from rr_core.prompts import build_prompt, instructions, split_tagged
 from rr_core.retrieval import BM25, PageTerms, page_terms, sentence_scores, sentences, terms
 from rr_core.samples import get_sample
+from rr_core.settings import RunSettings
 from rr_core.tokens import TokenCounter, _load_encoding, counter_for_model
 from tests import offline_reference as reference
 
@@ -192,8 +194,8 @@ def test_usage_does_not_tokenise_the_loaded_pages_again(monkeypatch: pytest.Monk
     counter = _counters()[-1]
     sample = get_sample("contract")
     document = document_from_texts(sample.title, sample.pages, counter=counter)
-    plan = plan_method(document, sample.questions[2].question, RunSettings(method=Method.BASELINE), counter)
-    prompt = render_prompt(document, plan.calls[0])
+    plan = plan_method(document, sample.questions[2].question, RunSettings(method="baseline"), counter)
+    prompt = plan.calls[0].render()
     expected = counter.count(prompt)
     counted: list[int] = []
     original = TokenCounter.count
@@ -203,7 +205,9 @@ def test_usage_does_not_tokenise_the_loaded_pages_again(monkeypatch: pytest.Monk
         return original(self, text)
 
     monkeypatch.setattr(TokenCounter, "count", spy)
-    completion = OfflineEngine(counter).complete(LLMRequest(prompt=prompt, task="answer", model="offline"))
+    completion = OfflineEngine(counter).complete(
+        LLMRequest(prompt=prompt, schema=AnswerOut, model="offline", layout=plan.calls[0].layout)
+    )
     assert completion.usage.input_tokens == expected
     shortest_page = min(len(p.text) for p in document.pages if p.text)
     assert max(counted) < shortest_page // 2, "a page (or the whole prompt) was tokenised again"
@@ -212,26 +216,22 @@ def test_usage_does_not_tokenise_the_loaded_pages_again(monkeypatch: pytest.Monk
 # ---- The same completions as the engine before -----------------------------------------------
 
 
-def _calls(
-    engine: LLMClient, document: Any, question: str, method: Method, counter: TokenCounter
-) -> list[Any]:
-    """Every completion of one method, driven call by call (no threads: a fixed order)."""
+def _calls(engine: LLMClient, document: Any, question: str, method: str, counter: TokenCounter) -> list[Any]:
+    """Every completion of one method, driven phase by phase (no threads: a fixed order)."""
     settings = RunSettings(method=method, chunk_size=12_000, reminder_every=4_000)
-    plan = plan_method(document, question, settings, counter)
-    if not method.retrieves:
-        request = LLMRequest(prompt=render_prompt(document, plan.calls[0]), task="answer", model="offline")
-        return [engine.complete(request)]
-    out, pages = [], []
-    for call in plan.retrieval_calls:
-        request = LLMRequest(
-            prompt=render_prompt(document, call), task="retrieve", model="offline", top_k=call.top_k
-        )
-        out.append(engine.complete(request))
-        pages += json.loads(out[-1].text)["pages"]
-    if pages:
-        answer = plan_answer(document, question, settings, counter, pages)
-        request = LLMRequest(prompt=render_prompt(document, answer), task="answer", model="offline")
-        out.append(engine.complete(request))
+    plan = get_method(method).plan(document, question, settings, counter)
+    out: list[Any] = []
+    done: list[dict[str, StepResult]] = []
+    for phase in plan.phases:
+        concrete = phase.resolve(done) if phase.estimated and phase.resolve else phase
+        results: dict[str, StepResult] = {}
+        for call in concrete.calls:
+            request = LLMRequest(
+                prompt=call.render(), schema=call.schema, model="offline", layout=call.layout
+            )
+            out.append(engine.complete(request))
+            results[call.id] = StepResult(call, call.schema.parse(out[-1].text))
+        done.append(results)
     return out
 
 
@@ -243,7 +243,7 @@ def test_the_engine_answers_the_samples_as_before(name: str) -> None:
     fast, slow = OfflineEngine(counter), reference.ReferenceEngine(counter)
     questions = [q.question for q in sample.questions[::4]] + ["Who is the zebra keeper?"]
     for question in questions:
-        for method in (Method.BASELINE, Method.RR, Method.CHUNKED_RR, Method.ICR):
+        for method in ("baseline", "rr", "chunked-rr", "icr"):
             got = _calls(fast, document, question, method, counter)
             expected = _calls(slow, document, question, method, counter)
             assert [(c.text, c.usage) for c in got] == [(c.text, c.usage) for c in expected], (
@@ -258,7 +258,7 @@ def test_the_engine_answers_odd_pages_as_before(texts: list[str], question: str)
     document = document_from_texts("odd", texts, counter=counter)
     question = " ".join(question.split()) or "fee"
     fast, slow = OfflineEngine(counter), reference.ReferenceEngine(counter)
-    for method in (Method.BASELINE, Method.RR):
+    for method in ("baseline", "rr"):
         got = _calls(fast, document, question, method, counter)
         expected = _calls(slow, document, question, method, counter)
         assert [(c.text, c.usage) for c in got] == [(c.text, c.usage) for c in expected]

@@ -67,6 +67,9 @@ def test_pages_imports_only_what_reading_a_document_needs(tmp_path: Path) -> Non
 
 def test_the_cli_spells_the_method_names_of_the_methods() -> None:
     assert ", ".join(method_names()) == cli.METHOD_NAMES
+    from rr_core.lab.presets import PRESETS
+
+    assert ", ".join(PRESETS) == cli.PRESET_NAMES
 
 
 class _Tokens(list[int]):

@@ -7,10 +7,11 @@ method or stage that asked: adapters and the offline engine stay method-blind.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from rr_core.outputs import Output
-from rr_core.prompts import PromptLayout
+if TYPE_CHECKING:  # types only: reading a document needs neither pydantic nor the prompts
+    from rr_core.outputs import Output
+    from rr_core.prompts import PromptLayout
 
 
 @dataclass(frozen=True, slots=True)
