@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from rr_core.errors import ConfigError, MissingKeyError, RRError
+from rr_core.errors import ConfigError, RRError
 from rr_core.llm import DEFAULT_MODELS, KEY_VARIABLES, LLMClient, make_client
 from rr_core.methods import GROUP_LABELS, all_methods, get_method, parse_spec
 from rr_core.samples import list_samples
@@ -223,18 +223,15 @@ def methods_using(param: str) -> list[str]:
 def new_client() -> LLMClient:
     """A fresh client for this run (never cached: clients hold connections).
 
-    A server URL typed in the sidebar only ever gets a key typed in the sidebar: the key
-    configured for the deployment (environment, secrets) goes to its own server only.
+    The key rule is the engine's (``rr_core.llm.config``), shared with the CLI: a server URL
+    typed in the sidebar only ever gets a key typed in the sidebar; the key configured for the
+    deployment (environment, secrets) goes to its own server only.
     """
     typed_url = str(st.session_state.get("base_url") or "").strip()
     typed_key = str(st.session_state.get("api_key") or "").strip()
-    if typed_url and not typed_key and provider() in KEY_VARIABLES:
-        raise MissingKeyError(
-            f"The server URL {typed_url} was typed in the sidebar, so it needs a key typed in the "
-            "sidebar too: the configured key is never sent to another server.",
-            provider=provider(),
-        )
-    return make_client(provider(), model=model(), api_key=api_key(), base_url=base_url())
+    return make_client(
+        provider(), model=model(), api_key=typed_key or None, base_url=typed_url or None, configured=configured
+    )
 
 
 def concurrency() -> int:
