@@ -12,7 +12,7 @@ from pages.common import state as S
 from pages.common.text import md, plural, short
 from rr_core.costs import context_window
 from rr_core.documents import Document
-from rr_core.errors import LedgerError, PasswordRequired, RRError, WrongPassword
+from rr_core.errors import LedgerError, NoTextError, PasswordRequired, RRError, WrongPassword
 from rr_core.exports import to_csv, to_json, to_markdown
 from rr_core.methods import GROUP_LABELS, all_methods, get_method, parse_spec, plan_questions
 from rr_core.plans import Plan
@@ -84,12 +84,30 @@ def _password_field(message: str) -> None:
     st.stop()
 
 
+def _ocr_choice() -> None:
+    """Opt-in OCR for pages without a text layer (slow: seconds a page)."""
+    missing = docs.ocr_missing()
+    if missing:
+        st.caption(f"OCR is not available here: {md(missing)}.")
+        return
+    S.bound(
+        st.checkbox,
+        "Read pages without text by OCR (Tesseract; a few seconds a page)",
+        "upload_ocr",
+        help="Scanned pages have no text for a model to read; OCR turns their images into text. It runs on this machine.",
+    )
+
+
 try:
     document: Document = docs.active_document()
 except PasswordRequired as exc:
     _password_field(str(exc))
 except WrongPassword as exc:
     _password_field(f"{exc} Try again.")
+except NoTextError as exc:
+    results.show_rr_error(exc)
+    _ocr_choice()
+    st.stop()
 except RRError as exc:
     results.show_rr_error(exc)
     st.stop()
@@ -100,6 +118,8 @@ st.caption(
 )
 for warning in document.warnings:
     st.warning(md(warning))
+if state["source"] == "upload" and any(not p.has_text for p in document.pages):
+    _ocr_choice()
 
 # ---- 2. The question(s) and the methods ----------------------------------------------------
 

@@ -506,3 +506,34 @@ def test_a_failing_provider_message_is_shown_as_text(monkeypatch: pytest.MonkeyP
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and md(EVIL_LINK) in errors[0] and "What to do" in errors[0]
     _no_live_link(at)
+
+
+def _scanned_pdf(sentence: str) -> bytes:
+    """A PDF whose only page is a picture of text: no text layer, as a scan."""
+    import pymupdf
+
+    text_doc = pymupdf.open()
+    page = text_doc.new_page(width=400, height=200)
+    page.insert_text((20, 80), sentence, fontsize=18)
+    picture = page.get_pixmap(dpi=200)
+    scanned = pymupdf.open()
+    target = scanned.new_page(width=400, height=200)
+    target.insert_image(target.rect, pixmap=picture)
+    return scanned.tobytes()
+
+
+def test_a_scanned_upload_offers_ocr_and_reads_the_page_once_asked() -> None:
+    import shutil
+
+    if shutil.which("tesseract") is None:
+        pytest.skip("Tesseract is not installed (apt-get install tesseract-ocr)")
+    at = open_app(source="upload")
+    at.file_uploader(key="w.upload").set_value(
+        ("scan.pdf", _scanned_pdf("The deposit is nine hundred euros."), "application/pdf")
+    ).run()
+    assert any("OCR" in e.value for e in at.error)  # it says what is wrong and how to fix it
+    box = at.checkbox(key="w.upload_ocr")
+    box.check().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error
+    assert any("1 page" in c for c in captions(at))

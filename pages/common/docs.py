@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from pages.common import state as S
-from rr_core.documents import Document, RenderedPage, load_document, render_page
+from rr_core.documents import Document, RenderedPage, load_document, ocr_available, render_page
 from rr_core.samples import get_sample, list_samples, questions_middle_first
 from rr_core.sources import sample_document
 from rr_core.tokens import TokenCounter
@@ -35,10 +35,10 @@ def _sample(name: str, tokenizer: str, _counter: TokenCounter) -> Document:
 
 @st.cache_resource(max_entries=8, show_spinner="Reading the document…")
 def _upload(
-    sha256: str, name: str, password: str, tokenizer: str, _data: bytes, _counter: TokenCounter
+    sha256: str, name: str, password: str, tokenizer: str, ocr: bool, _data: bytes, _counter: TokenCounter
 ) -> Document:
     # Keyed by content hash: the bytes themselves are never hashed again.
-    return load_document(_data, filename=name, password=password or None, counter=_counter)
+    return load_document(_data, filename=name, password=password or None, counter=_counter, ocr=ocr)
 
 
 def remember_upload(file: Any) -> Upload:
@@ -49,6 +49,7 @@ def remember_upload(file: Any) -> Upload:
         data = file.getvalue()
         state["upload"] = Upload(file.file_id, file.name, hashlib.sha256(data).hexdigest(), data)
         state["upload_password"] = ""
+        state["upload_ocr"] = False
     upload: Upload = state["upload"]
     return upload
 
@@ -60,9 +61,20 @@ def active_document() -> Document:
     upload: Upload | None = state.get("upload")
     if state["source"] == "upload" and upload is not None:
         return _upload(
-            upload.sha256, upload.name, state["upload_password"], tokens.label, upload.data, tokens
+            upload.sha256,
+            upload.name,
+            state["upload_password"],
+            tokens.label,
+            bool(state.get("upload_ocr")),
+            upload.data,
+            tokens,
         )
     return _sample(state["sample"], tokens.label, tokens)
+
+
+def ocr_missing() -> str | None:
+    """Why OCR cannot run here (Tesseract not installed), or None when it can."""
+    return ocr_available()
 
 
 def sample_names() -> list[str]:

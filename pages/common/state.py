@@ -93,6 +93,7 @@ def init_state() -> None:
     state.setdefault("variants", [])
     state.setdefault("gold_pages", "")
     state.setdefault("upload_password", "")
+    state.setdefault("upload_ocr", False)
     state.setdefault("view_page", 1)
 
 
@@ -230,7 +231,11 @@ def new_client() -> LLMClient:
     typed_url = str(st.session_state.get("base_url") or "").strip()
     typed_key = str(st.session_state.get("api_key") or "").strip()
     return make_client(
-        provider(), model=model(), api_key=typed_key or None, base_url=typed_url or None, configured=configured
+        provider(),
+        model=model(),
+        api_key=typed_key or None,
+        base_url=typed_url or None,
+        configured=configured,
     )
 
 
