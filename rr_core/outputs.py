@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rr_core.errors import ResponseParseError
-from rr_core.parsing import NA, coerce_page, extract_json, page_list
+from rr_core.parsing import NA, coerce_page, extract_json, page_list, unusable_pages
 
 T = TypeVar("T", bound="Output")
 
@@ -74,6 +74,18 @@ class AnswerOut(Output):
     answer: str
     page: int | str = NA
     quote: str = ""
+    # The page as the reply gave it, when that was not a page number ("3.5"): said, not dropped.
+    page_given: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _note_page(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("page_given"):
+            raw = data.get("page")
+            bad = unusable_pages(raw)
+            if bad and str(raw).strip().lower() not in ("n/a", "na", "none", ""):
+                return {**data, "page_given": bad[0]}
+        return data
 
     @field_validator("answer", "quote", mode="before")
     @classmethod
@@ -106,6 +118,15 @@ class RetrievalOut(Output):
     question: str = ""
     # Required: a reply without any list of pages is a parse error, not "nothing relevant".
     pages: list[int]
+    # What the reply gave as pages that are not page numbers (3.5, "three"): said, not dropped silently.
+    unusable: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _note_unusable(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "pages" in data and not data.get("unusable"):
+            return {**data, "unusable": unusable_pages(data["pages"])}
+        return data
 
     @classmethod
     def prepare(cls, data: dict[str, Any]) -> dict[str, Any]:

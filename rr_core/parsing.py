@@ -23,10 +23,27 @@ def coerce_page(value: Any) -> int | str:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str):
+        if _DECIMAL.search(value):  # "3.5" is no page; reading it as 3 would cite a wrong one
+            return NA
         match = re.search(r"-?\d+", value)
         if match:
             return int(match.group())
     return NA
+
+
+_DECIMAL = re.compile(r"\d\.\d")
+
+
+def unusable_pages(value: Any) -> list[str]:
+    """The items of a page list that are not page numbers (``3.5``, ``"three"``), as given."""
+    items = value if isinstance(value, (list, tuple)) else [value] if value is not None else []
+    out = []
+    for item in items:
+        if isinstance(item, dict):
+            item = next((v for k, v in item.items() if "page" in str(k).lower()), None)
+        if item is not None and not isinstance(coerce_page(item), int):
+            out.append(str(item))
+    return out
 
 
 def page_list(value: Any) -> list[int]:

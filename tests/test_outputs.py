@@ -254,3 +254,31 @@ def test_extraction_tolerates_odd_extract_shapes(
 def test_an_empty_extraction_means_nothing_relevant() -> None:
     parsed = ExtractionOut.parse("{}")
     assert parsed.relevant is False and parsed.extracts == [] and parsed.answer == "n/a"
+
+
+def test_a_page_that_is_not_a_page_number_is_said_not_dropped_silently() -> None:
+    """3.5 is no page: it is neither read as page 3 (a wrong citation) nor dropped unseen."""
+    retrieved = RetrievalOut.parse('{"pages": [3, 3.5, "7", "three", 99999]}')
+    assert retrieved.pages == [3, 7, 99999] and retrieved.unusable == ["3.5", "three"]
+    answer = AnswerOut.parse('{"answer": "x", "page": "3.5"}')
+    assert answer.page_number is None and answer.page_given == "3.5"
+    assert AnswerOut.parse('{"answer": "x", "page": "n/a"}').page_given == ""
+    assert AnswerOut.parse('{"answer": "x", "page": 4.0}').page_number == 4
+
+
+def test_the_run_warns_about_pages_that_are_not_page_numbers() -> None:
+    from conftest import planted_texts, word_counter
+
+    from rr_core.documents import document_from_texts
+    from rr_core.llm import ScriptedClient
+    from rr_core.methods import get_method
+    from rr_core.runs import run_plans
+    from rr_core.settings import RunSettings
+
+    document = document_from_texts("d.txt", planted_texts(), counter=word_counter())
+    plan = get_method("icr").plan(document, "What is the fee?", RunSettings(method="icr"), word_counter())
+    client = ScriptedClient(['{"pages": [2, 2.5]}', '{"answer": "a fee", "page": "2.5"}'])
+    (trace,) = run_plans(document, [plan], client)
+    assert trace.retrieved_pages == [2] and trace.page is None
+    said = " ".join(trace.warnings)
+    assert "'2.5' as pages" in said and "cited page '2.5', which is not a page number" in said

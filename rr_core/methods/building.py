@@ -297,6 +297,10 @@ def answer_outcome(
     outcome.quote = parsed.quote if parsed.quote.lower() != "n/a" else ""
     page = parsed.page_number
     warnings: list[str] = []
+    if parsed.page_given:
+        warnings.append(
+            f"The model cited page {parsed.page_given!r}, which is not a page number; no page is cited."
+        )
     if page is not None and page not in set(allowed):
         warnings.append(f"The model cited page {page}, which was not in its context; citation dropped.")
         page = None

@@ -82,6 +82,12 @@ def _per_question(ctx: Context, results: PhaseResults) -> tuple[list[list[Kept]]
         allowed = result.step.pages
         if count == 1:
             per_question[0].append(keep_pages(result.value.pages, allowed, ctx.settings.top_k))
+            if result.value.unusable:
+                where = f"chunk {result.step.chunk}" if result.step.chunk else "the retrieval call"
+                warnings.append(
+                    f"The reply for {where} named {', '.join(map(repr, result.value.unusable))} as pages; "
+                    "not page numbers, so ignored."
+                )
             continue
         found, missing, extra = result.value.pages_for(count)
         where = f"chunk {result.step.chunk}" if result.step.chunk else "the retrieval call"
