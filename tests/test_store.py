@@ -330,3 +330,38 @@ def test_a_version_one_history_file_opens_and_its_runs_read_back(
     reopened = SQLiteStore(path)  # opening it again changes nothing
     assert sorted(r.run_id for r in reopened.list()) == sorted(["v1-2", "v1-3", trace.run_id])
     assert isinstance(reopened.get("v1-2"), RunTrace)
+
+
+def _save_many(path: str, traces_json: str, times: int) -> None:
+    """A separate process saving runs (as concurrent `ask --save` commands do)."""
+    import json as _json
+
+    from rr_core.runs import RunTrace as _Trace
+    from rr_core.store import SQLiteStore as _Store
+
+    store = _Store(path)
+    for _ in range(times):
+        trace = _Trace.from_dict(_json.loads(traces_json))
+        trace.run_id = __import__("uuid").uuid4().hex
+        store.save_batch([trace])
+
+
+def test_concurrent_writers_in_separate_processes_lose_nothing(
+    tmp_path: Path, planted_document: Document
+) -> None:
+    import json as _json
+    import multiprocessing
+
+    (trace,) = offline_traces(planted_document, "baseline")
+    path = str(tmp_path / "shared.sqlite3")
+    SQLiteStore(path)  # the file exists before the writers race
+    context = multiprocessing.get_context("spawn")
+    writers = [
+        context.Process(target=_save_many, args=(path, _json.dumps(trace.to_dict()), 10)) for _ in range(4)
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(timeout=300)
+        assert writer.exitcode == 0
+    assert SQLiteStore(path).count() == 40
