@@ -18,12 +18,13 @@ if str(ROOT) not in sys.path:  # `streamlit run` adds it; AppTest and other laun
 
 import streamlit as st  # noqa: E402
 
-# Emoji icons: a page's icon becomes the tab's icon, and a ":material/…:" one would be fetched
-# from a font server (nothing here may leave the machine).
+# No page icons: a page's icon becomes the tab's icon, a ":material/…:" one is fetched from a font
+# server (nothing here may leave the machine), and an emoji one shows as a box where no emoji
+# font is installed.
 screens = [
-    st.Page(ROOT / "pages" / "ask.py", title="Ask", icon="💬", default=True),
-    st.Page(ROOT / "pages" / "document.py", title="Document", icon="📄"),
-    st.Page(ROOT / "pages" / "lab.py", title="Lab", icon="🧪"),
-    st.Page(ROOT / "pages" / "history.py", title="History", icon="🕘"),
+    st.Page(ROOT / "pages" / "ask.py", title="Ask", default=True),
+    st.Page(ROOT / "pages" / "document.py", title="Document"),
+    st.Page(ROOT / "pages" / "lab.py", title="Lab"),
+    st.Page(ROOT / "pages" / "history.py", title="History"),
 ]
 st.navigation(screens).run()

@@ -26,9 +26,9 @@ OFFLINE_NOTE = (
 
 def page_setup() -> None:
     """Start a screen: page config and the shared sidebar (see app.py for why here)."""
-    # An emoji favicon is drawn in the page; a ":material/…:" one is fetched from a font server,
-    # and nothing here may leave the machine.
-    st.set_page_config(page_title="R&R Studio", page_icon="📄", layout="wide")
+    # Streamlit's own favicon, served by the app: a ":material/…:" one is fetched from a font
+    # server (nothing here may leave the machine), an emoji one needs an emoji font.
+    st.set_page_config(page_title="R&R Studio", layout="wide")
     # Less empty space above the title, so the Run button is on screen at laptop height.
     st.html("<style>[data-testid='stMainBlockContainer'], .block-container {padding-top: 2rem;}</style>")
     sidebar()
