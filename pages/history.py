@@ -42,12 +42,6 @@ batch_ids = list(batches)
 by_run = {row.run_id: row for row in rows}
 
 
-def _batch_line(batch: str) -> str:
-    runs = batches[batch]
-    first = runs[0]
-    return f"{when(first.created_at)} · {short(first.question, 60)} · {short(first.document, 30)}"
-
-
 def _asked(runs: list[StoredRun]) -> str:
     """What a batch asked: its first question, and how many more it asked together."""
     asked = list(dict.fromkeys(r.question for r in reversed(runs)))  # oldest run first

@@ -14,7 +14,7 @@ Token counting comes in as a function, so tests need no tokenizer.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,7 +23,6 @@ from rapidfuzz import fuzz
 from rr_core.plans import Plan
 from rr_core.prompts import SEPARATOR, PromptLayout
 
-Count = Callable[[str], int]
 SegmentKind = Literal["opening", "reminder", "closing", "page", "other"]
 INSTRUCTION_KINDS: frozenset[str] = frozenset({"opening", "reminder", "closing"})
 
