@@ -194,7 +194,7 @@ def main() -> None:
     results.append(
         ("Ask: move k (plan table)", time_reruns(at, slider("w.reminder_every"), values(1_000, 40_000, 500)))
     )
-    at.multiselect(key="w.methods").set_value(["baseline", "rr", "chunked-rr"]).run()
+    at.multiselect(key="w.methods_paper").set_value(["baseline", "rr", "chunked-rr"]).run()
     results.append(
         (
             "Ask: move c, with chunked R&R",
@@ -210,9 +210,11 @@ def main() -> None:
 
     # Document: the page strip, the page on screen and the R&R prompt planned at the settings.
     at.switch_page("pages/document.py").run()
+    # Show R&R's plan (the screen opens on the first method chosen, Baseline): its prompt has reminders.
+    at.selectbox(key="w.doc_show").set_value(("plan", 1)).run()
     if at.exception or at.error:
         raise SystemExit(f"the Document screen failed: {[e.value for e in (*at.exception, *at.error)]}")
-    strip = [c.value for c in at.caption if "retrieval call carries" in c.value]
+    strip = [c.value for c in at.caption if "Markers come from the plan" in c.value]
     if not strip or not at.code:
         raise SystemExit("the Document screen shows no page strip or no prompt: nothing to time")
     print(f"Document screen: {strip[0]}")

@@ -5,7 +5,8 @@
 - ``segments_of``: a prompt layout's blocks with their token spans; from them
   ``reminder_offsets`` and ``instruction_distances`` (how far every page sits from the
   nearest copy of the instructions: the paper's reason reprompting works).
-- ``condense_prompt``: a prompt shortened for display, tags and reminders kept intact.
+- ``condense_prompt``, ``condense_to_fit``: a prompt shortened for display, tags and
+  reminders kept intact.
 - ``locate_support``: the passage of a page that supports an answer (rapidfuzz alignment).
 
 Token counting comes in as a function, so tests need no tokenizer.
@@ -21,7 +22,7 @@ from typing import Literal
 from rapidfuzz import fuzz
 
 from rr_core.plans import Plan
-from rr_core.prompts import SEPARATOR, PromptLayout
+from rr_core.prompts import SEPARATOR, PromptLayout, page_spans
 
 SegmentKind = Literal["opening", "reminder", "closing", "page", "other"]
 INSTRUCTION_KINDS: frozenset[str] = frozenset({"opening", "reminder", "closing"})
@@ -183,24 +184,47 @@ def _gap(point: float, start: int, end: int) -> float:
     return 0.0
 
 
-_PAGE_BODY = re.compile(r"(<PAGE (\d+)>\n)(.*?)(\n</PAGE \2>)", re.DOTALL)
-
-
 def condense_prompt(prompt: str, keep_chars: int = 300) -> str:
     """The prompt with each page cut to its first ``keep_chars`` characters.
 
     Tags, instructions and reminder blocks stay whole, so the structure reads at a glance.
     """
+    return _condense(prompt, page_spans(prompt), keep_chars)
 
-    def cut(match: re.Match[str]) -> str:
-        body = match.group(3)
-        if len(body) <= keep_chars:
-            return match.group()
-        head = body[:keep_chars].rsplit(" ", 1)[0] if " " in body[:keep_chars] else body[:keep_chars]
-        omitted = len(body) - len(head)
-        return f"{match.group(1)}{head} … [{omitted:,} more characters]{match.group(4)}"
 
-    return _PAGE_BODY.sub(cut, prompt)
+@dataclass(frozen=True, slots=True)
+class Condensed:
+    """A prompt shortened for the screen: its text, how far each page was cut, what was left out."""
+
+    text: str
+    keep_chars: int  # each page shows at most this many characters
+    cut_off: bool  # even at the shortest cut the prompt was longer than the limit: ``text`` ends early
+
+
+def condense_to_fit(prompt: str, limit: int, keeps: Sequence[int] = (200, 80, 20)) -> Condensed:
+    """The prompt with its pages cut to the longest of ``keeps`` that fits in ``limit``
+    characters (cut at ``limit`` when even the shortest does not). The pages are found once."""
+    spans = page_spans(prompt)
+    for keep in keeps:
+        text = _condense(prompt, spans, keep)
+        if len(text) <= limit:
+            break
+    return Condensed(text[:limit], keep, len(text) > limit)
+
+
+def _condense(prompt: str, spans: Sequence[tuple[int, int, int]], keep_chars: int) -> str:
+    parts: list[str] = []
+    done = 0
+    for _, start, end in spans:
+        if end - start <= keep_chars:
+            continue
+        window = prompt[start : start + keep_chars]
+        head = window.rsplit(" ", 1)[0] if " " in window else window
+        omitted = end - start - len(head)
+        parts += [prompt[done:start], head, f" … [{omitted:,} more characters]"]
+        done = end
+    parts.append(prompt[done:])
+    return "".join(parts)
 
 
 # ---- Supporting text -------------------------------------------------------------------

@@ -10,9 +10,11 @@ from rr_core.methods import get_method
 from rr_core.prompts import PromptLayout, build_layout, instructions
 from rr_core.settings import RunSettings
 from rr_core.viewer import (
+    Condensed,
     Segment,
     chunk_breaks,
     condense_prompt,
+    condense_to_fit,
     instruction_distances,
     locate_support,
     page_strip,
@@ -167,6 +169,20 @@ def test_condense_keeps_tags_and_reminders_whole() -> None:
     assert short.count("<INSTRUCTIONS_REMINDER>") == 1
     assert "more characters]" in short
     assert condense_prompt(prompt, keep_chars=10_000) == prompt
+
+
+def test_condense_to_fit_takes_the_longest_cut_that_fits() -> None:
+    prompt = _layout(PAGES, after=(3,)).render()
+    at = {keep: len(condense_prompt(prompt, keep_chars=keep)) for keep in (200, 80, 20)}
+    assert at[200] > at[80] > at[20]
+    whole = condense_to_fit(prompt, limit=len(prompt), keeps=(10_000, 20))
+    assert whole == Condensed(prompt, 10_000, cut_off=False)
+    middle = condense_to_fit(prompt, limit=at[80])
+    assert middle.keep_chars == 80 and middle.text == condense_prompt(prompt, keep_chars=80)
+    assert not middle.cut_off
+    # Too long even at the shortest cut: cut at the limit, and said so.
+    tight = condense_to_fit(prompt, limit=at[20] - 1)
+    assert tight.keep_chars == 20 and tight.cut_off and len(tight.text) == at[20] - 1
 
 
 # ---- supporting text -------------------------------------------------------------------

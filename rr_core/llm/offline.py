@@ -12,7 +12,7 @@ from functools import lru_cache
 from rr_core.errors import ProviderError
 from rr_core.llm.base import Completion, LLMRequest, Usage
 from rr_core.outputs import AnswerOut, ExtractionOut, MultiRetrievalOut, Output, RetrievalOut
-from rr_core.prompts import restore
+from rr_core.prompts import split_tagged
 from rr_core.retrieval import BM25, page_terms, sentence_scores, terms
 from rr_core.tokens import TokenCounter, counter_for_model
 
@@ -34,7 +34,7 @@ def _read(request: LLMRequest) -> tuple[list[str], list[tuple[int, str]], int]:
     limit = _LIMIT.search(head)
     return (
         [q.strip() for q in _QUESTION.findall(head)],
-        tagged_pages(prompt),
+        split_tagged(prompt),
         int(limit.group(1)) if limit else 5,
     )
 
@@ -148,22 +148,6 @@ _FILLERS: dict[type[Output], _Filler] = {
     AnswerOut: OfflineEngine._fill_answer,
     ExtractionOut: OfflineEngine._fill_extraction,
 }
-
-
-def tagged_pages(prompt: str) -> list[tuple[int, str]]:
-    """``prompts.split_tagged``: the (number, original text) of every page in a prompt, found
-    by looking for each closing tag rather than by a lazy regex trying every character."""
-    out = []
-    position = 0
-    while (start := prompt.find("<PAGE ", position)) >= 0:
-        opening = _PAGE_OPEN.match(prompt, start)
-        end = -1 if opening is None else prompt.find(f"\n</PAGE {opening.group(1)}>", opening.end())
-        if opening is None or end < 0:
-            position = start + 1
-            continue
-        out.append((int(opening.group(1)), restore(prompt[opening.end() : end])))
-        position = end + len(opening.group(1)) + 9  # past "\n</PAGE n>"
-    return out
 
 
 # ---- Usage: the prompt's real token count, from counts already known ------------------------
