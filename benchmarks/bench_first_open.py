@@ -54,9 +54,9 @@ from rr_core import documents
 documents._pymupdf()
 t = lap("import pymupdf", t)
 document = rr_core.sources.sample_document("contract", counter)
-t = lap("sample_document (count; build a PDF if it does)", t)
+t = lap("sample_document (read and count the pages)", t)
 built = document.pdf_bytes is not None
-documents.render_page(document, 1, width=700)
+documents.render_page(document, 1, width=640)
 t = lap("render page 1", t)
 print(json.dumps({"parts": parts, "builds_pdf": built}))
 """

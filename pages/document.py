@@ -276,7 +276,10 @@ def page_viewer() -> None:
 
 st.subheader("The page")
 if document.pdf_bytes is None:
-    st.caption("This document has no PDF pages: each page is shown reflowed from its text.")
+    st.caption(
+        "This document has no PDF pages: each page is typeset here from its text, "
+        "so line breaks and layout are ours, not the original's."
+    )
 page_viewer()
 
 # ---- The prompts, exactly as sent ---------------------------------------------------------

@@ -12,7 +12,9 @@ import os
 import re
 import shutil
 import sys
+import threading
 import zipfile
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -731,27 +733,36 @@ def _word_windows(text: str, start: int, stop: int, max_chars: int) -> Iterator[
 # ---- Rendering (for the page viewer) -------------------------------------------------
 
 
+_PAGE_SIZE = (612, 792)  # US Letter, in points
+_MARGIN = 54
+
+
 def pdf_from_texts(texts: Sequence[str], *, title: str = "") -> bytes:
-    """A simple PDF with one page per text (samples and reflowed documents render from it)."""
+    """A simple PDF with one page per text (for exports, tests and benchmarks)."""
     pymupdf = _pymupdf()
     doc = pymupdf.open()
-    width, height, margin = 612, 792, 54
     for i, text in enumerate(texts):
-        page = doc.new_page(width=width, height=height)
-        rect = pymupdf.Rect(margin, margin, width - margin, height - margin - 18)
-        for size in (10, 9, 8, 7, 6, 5):
-            if page.insert_textbox(rect, text, fontsize=size, fontname="helv") >= 0:
-                break
-            page.clean_contents()
-            doc.delete_page(-1)
-            page = doc.new_page(width=width, height=height)
-        footer = f"{title} — page {i + 1} of {len(texts)}" if title else f"page {i + 1}"
-        page.insert_text((margin, height - margin + 8), footer, fontsize=7, color=(0.4, 0.4, 0.4))
+        _add_text_page(doc, text, f"{title} — page {i + 1} of {len(texts)}" if title else f"page {i + 1}")
     if title:
         doc.set_metadata({"title": title, "producer": "R&R Studio sample generator"})
     out: bytes = doc.tobytes(garbage=3, deflate=True)
     doc.close()
     return out
+
+
+def _add_text_page(doc: Any, text: str, footer: str) -> Any:
+    """Append a page showing ``text`` (the largest font it fits in) and a grey footer line."""
+    pymupdf = _pymupdf()
+    width, height = _PAGE_SIZE
+    rect = pymupdf.Rect(_MARGIN, _MARGIN, width - _MARGIN, height - _MARGIN - 18)
+    page = doc.new_page(width=width, height=height)
+    for size in (10, 9, 8, 7, 6, 5):
+        if page.insert_textbox(rect, text, fontsize=size, fontname="helv") >= 0:
+            break
+        doc.delete_page(-1)
+        page = doc.new_page(width=width, height=height)
+    page.insert_text((_MARGIN, height - _MARGIN + 8), footer, fontsize=7, color=(0.4, 0.4, 0.4))
+    return page
 
 
 @dataclass(frozen=True, slots=True)
@@ -774,15 +785,41 @@ def render_page(
     frame: tuple[float, float, float] | None = None,
 ) -> RenderedPage:
     """Render one page to PNG (at ``zoom``, or ``width`` pixels wide), optionally
-    highlighting a quote and framing the page."""
+    highlighting a quote and framing the page.
+
+    A PDF's page is drawn from the PDF itself, kept open between calls (a page turn does not
+    parse the file again); a page without one (text, DOCX, HTML, the samples) is typeset from
+    its text, with a footer naming the document and the page.
+    """
     if not 1 <= number <= len(document.pages):
         raise ConfigError(f"{document.name} has no page {number} (it has {len(document.pages)}).")
     try:
-        return _render(document, number, zoom, width, highlight, frame)
+        with _RENDER_LOCK:
+            return _render(document, number, zoom, width, highlight, frame)
     except RRError:
         raise
     except Exception as exc:  # noqa: BLE001 - a page MuPDF cannot draw must not take the screen down
         raise CorruptDocument(document.name, f"page {number} could not be rendered ({exc})") from exc
+
+
+# MuPDF is not thread-safe, and the app's sessions run in threads: every use of an open
+# document happens under this lock. Rendering a page takes tens of milliseconds.
+_RENDER_LOCK = threading.RLock()
+_OPEN_PDFS: OrderedDict[str, Any] = OrderedDict()  # by the document's sha256, most recent last
+_OPEN_PDF_LIMIT = 4
+
+
+def _open_for_render(document: Document) -> Any:
+    """The document's PDF, opened once and kept (the last few documents, under the lock)."""
+    doc = _OPEN_PDFS.get(document.sha256)
+    if doc is None:
+        assert document.pdf_bytes is not None
+        doc = _open_pdf(document.pdf_bytes, document.name, document.password)
+        _OPEN_PDFS[document.sha256] = doc
+        while len(_OPEN_PDFS) > _OPEN_PDF_LIMIT:
+            _OPEN_PDFS.popitem(last=False)[1].close()
+    _OPEN_PDFS.move_to_end(document.sha256)
+    return doc
 
 
 def _render(
@@ -795,12 +832,17 @@ def _render(
 ) -> RenderedPage:
     pymupdf = _pymupdf()
     page_info = document.page(number)
+    scratch = None
     if document.pdf_bytes is not None and page_info.source_page is not None:
-        doc = _open_pdf(document.pdf_bytes, document.name, document.password)
-        page = doc[page_info.source_page - 1]
+        page = _open_for_render(document)[page_info.source_page - 1]
     else:
-        doc = pymupdf.open(stream=pdf_from_texts([page_info.text]), filetype="pdf")
-        page = doc[0]
+        scratch = pymupdf.open()
+        page = _add_text_page(
+            scratch, page_info.text, f"{document.name} — page {number} of {len(document.pages)}"
+        )
+    # The highlight and the frame are annotations added for this picture and removed after
+    # it, so the open document is left as it was.
+    added = []
     try:
         found = False
         if highlight:
@@ -809,18 +851,24 @@ def _render(
                 annot = page.add_highlight_annot(rect)
                 annot.set_colors(stroke=(1.0, 0.85, 0.1))
                 annot.update()
+                added.append(annot)
             found = bool(rects)
         if frame is not None:
-            shape = page.new_shape()
-            shape.draw_rect(page.rect + (2, 2, -2, -2))
-            shape.finish(color=frame, width=4)
-            shape.commit()
+            annot = page.add_rect_annot(page.rect + (2, 2, -2, -2))
+            annot.set_border(width=4)
+            annot.set_colors(stroke=frame)
+            annot.update()
+            added.append(annot)
         if width:
             zoom = width / page.rect.width
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True)
         return RenderedPage(pix.tobytes("png"), pix.width, pix.height, found)
     finally:
-        doc.close()
+        if scratch is not None:
+            scratch.close()
+        else:
+            for annot in reversed(added):
+                page.delete_annot(annot)
 
 
 def _find_quote(page: Any, quote: str) -> list[Any]:

@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
-from rr_core.documents import Document, document_from_texts, load_document, pdf_from_texts
+from rr_core.documents import Document, document_from_texts, load_document
 from rr_core.errors import EmptyDocument
 from rr_core.tokens import TokenCounter, counter_for_model
 
 SAMPLE_PREFIX = "sample:"
 
 
-@lru_cache(maxsize=8)
-def _sample_pdf(name: str) -> bytes:
-    from rr_core.samples import get_sample
-
-    sample = get_sample(name)
-    return pdf_from_texts(sample.pages, title=sample.title)
-
-
 def sample_document(name: str, counter: TokenCounter | None = None) -> Document:
-    """A generated sample as a document, with a PDF rendering of its pages for the viewer."""
+    """A sample as a document. Its pages are text (the viewer typesets each page as it is shown)."""
     from rr_core.samples import get_sample
 
     sample = get_sample(name)
-    return document_from_texts(
-        sample.title, sample.pages, counter=counter, kind="pdf", pdf_bytes=_sample_pdf(name)
-    )
+    return document_from_texts(sample.title, sample.pages, counter=counter, kind="txt")
 
 
 def open_document(

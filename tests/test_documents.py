@@ -8,7 +8,9 @@ import re
 import threading
 import zipfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pymupdf
 import pytest
@@ -213,6 +215,57 @@ def test_render_page_of_a_text_document_draws_its_text() -> None:
     assert document.pdf_bytes is None
     rendered = render_page(document, 2, highlight="termination fee")
     assert rendered.png.startswith(b"\x89PNG") and rendered.highlight_found
+
+
+def test_a_text_page_is_typeset_with_a_footer_naming_its_own_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Was: every page of a text document said "page 1" at its foot.
+    document = load_document(b"Same words.\fSame words.\fOther.", filename="n.txt", counter=word_counter())
+    footers: list[str] = []
+    original = documents._add_text_page
+
+    def spy(doc: Any, text: str, footer: str) -> Any:
+        footers.append(footer)
+        return original(doc, text, footer)
+
+    monkeypatch.setattr(documents, "_add_text_page", spy)
+    first, second = render_page(document, 1), render_page(document, 2)
+    assert footers == ["n.txt — page 1 of 3", "n.txt — page 2 of 3"]
+    assert first.png != second.png  # same text, different footers
+
+
+def test_a_pdf_is_opened_once_for_many_page_turns_and_left_as_it_was(
+    plain_pdf: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    document = load_document(plain_pdf, filename="turns.pdf", counter=word_counter())
+    plain = [render_page(document, n).png for n in (1, 2, 3)]
+    opened: list[str] = []
+    original = documents._open_pdf
+
+    def counting(data: bytes, filename: str, password: str | None) -> Any:
+        opened.append(filename)
+        return original(data, filename, password)
+
+    monkeypatch.setattr(documents, "_open_pdf", counting)
+    documents._OPEN_PDFS.clear()
+    marked = render_page(document, 2, highlight="4.2 million euros", frame=(0.9, 0.1, 0.1))
+    assert marked.highlight_found and marked.png != plain[1]
+    # The highlight and frame were for that picture only: the pages render as before.
+    assert [render_page(document, n).png for n in (1, 2, 3)] == plain
+    assert render_page(document, 2, highlight="4.2 million euros", frame=(0.9, 0.1, 0.1)).png == marked.png
+    assert opened == ["turns.pdf"]
+
+
+def test_pages_render_the_same_from_many_threads(plain_pdf: bytes) -> None:
+    document = load_document(plain_pdf, filename="threads.pdf", counter=word_counter())
+    jobs = [
+        (n, "4.2 million euros" if n == 2 else None, (0.1, 0.6, 0.2) if n % 2 else None) for n in (1, 2, 3)
+    ] * 4
+    serial = [render_page(document, n, highlight=h, frame=f).png for n, h, f in jobs]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        parallel = list(
+            pool.map(lambda job: render_page(document, job[0], highlight=job[1], frame=job[2]).png, jobs)
+        )
+    assert parallel == serial
 
 
 def test_pdf_from_texts_round_trips_through_the_loader() -> None:
