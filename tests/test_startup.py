@@ -65,6 +65,35 @@ def test_pages_imports_only_what_reading_a_document_needs(tmp_path: Path) -> Non
     assert report["blocked"] == []  # pymupdf's add-ons stay importable by name afterwards
 
 
+def test_an_offline_run_loads_no_adapter_and_no_sdk() -> None:
+    # The first screen runs the offline engine: the adapters, with the SDKs and the deadline's
+    # HTTP transport (httpcore2, anyio: 0.2 s), load only when a provider's client is made.
+    program = (
+        "import json, sys\n"
+        "from rr_core.methods import plan_method\n"
+        "from rr_core.runs import run_plans\n"
+        "from rr_core.sources import sample_document\n"
+        "from rr_core.llm import make_client\n"
+        "from rr_core.tokens import counter_for_model\n"
+        "from rr_core.settings import RunSettings\n"
+        "counter = counter_for_model('gpt-4.1-mini')\n"
+        "document = sample_document('contract', counter)\n"
+        "plans = [plan_method(document, 'What is the notice period?', RunSettings(method=m, model='offline'),\n"
+        "    counter) for m in ('baseline', 'rr')]\n"
+        "traces = run_plans(document, plans, make_client('offline', model='offline'))\n"
+        "assert all(t.answer for t in traces), traces\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'anyio')\n"
+        "    or m in ('rr_core.llm.structured', 'rr_core.llm.deadline'))))\n"
+    )
+    env = dict(os.environ)
+    env.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken"))
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
+
+
 def test_the_cli_spells_the_method_names_of_the_methods() -> None:
     assert ", ".join(method_names()) == cli.METHOD_NAMES
     from rr_core.lab.presets import PRESETS

@@ -7,9 +7,10 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from rr_core.llm.base import Completion, LLMClient, LLMRequest, Usage
+# Only the seam's light modules: the adapters (and the HTTP stack they bring) load when a
+# client is made, so the offline engine and the screens never import them.
+from rr_core.llm.base import Completion, LLMClient, LLMRequest, OnWait, Usage
 from rr_core.llm.config import KEY_VARIABLES, PROVIDERS, Lookup, ProviderConfig, environment
-from rr_core.llm.structured import OnWait
 
 if TYPE_CHECKING:
     from rr_core.llm.fake import ScriptedClient

@@ -16,10 +16,10 @@ from anthropic.types import Message, MessageParam, OutputConfigParam
 
 from rr_core.errors import ContextTooLongError, MissingKeyError, ProviderError
 from rr_core.llm import errors_map
-from rr_core.llm.base import Completion, LLMRequest, Usage
+from rr_core.llm.base import Completion, LLMRequest, OnWait, Usage
 from rr_core.llm.config import OFFICIAL_URLS
 from rr_core.llm.deadline import bounded_http_client
-from rr_core.llm.structured import HTTPFailure, OnWait, SDKAdapter, SDKErrors, completion, count
+from rr_core.llm.structured import HTTPFailure, SDKAdapter, SDKErrors, completion, count
 from rr_core.outputs import Output
 
 ANTHROPIC_BASE_URL = OFFICIAL_URLS["anthropic"]

@@ -6,12 +6,16 @@ method or stage that asked: adapters and the offline engine stay method-blind.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # types only: reading a document needs neither pydantic nor the prompts
     from rr_core.outputs import Output
     from rr_core.prompts import PromptLayout
+
+# Called before a client waits to retry: the seconds it will wait and why.
+OnWait = Callable[[float, str], None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,10 @@ from openai.types.responses import Response, ResponseTextConfigParam
 
 from rr_core.errors import ConfigError, MissingKeyError, ProviderError
 from rr_core.llm import errors_map
-from rr_core.llm.base import Completion, LLMRequest, Usage
+from rr_core.llm.base import Completion, LLMRequest, OnWait, Usage
 from rr_core.llm.config import COMPAT_KEY_VAR, OFFICIAL_URLS
 from rr_core.llm.deadline import bounded_http_client
-from rr_core.llm.structured import HTTPFailure, OnWait, SDKAdapter, SDKErrors, completion, count
+from rr_core.llm.structured import HTTPFailure, SDKAdapter, SDKErrors, completion, count
 from rr_core.outputs import Output
 
 Api = Literal["responses", "chat"]

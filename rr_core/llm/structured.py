@@ -28,11 +28,8 @@ from typing import Any, ClassVar, NamedTuple
 
 from rr_core.errors import LLMError, ProviderError, RunCancelled
 from rr_core.llm import errors_map
-from rr_core.llm.base import Completion, LLMRequest, Usage
+from rr_core.llm.base import Completion, LLMRequest, OnWait, Usage
 from rr_core.llm.deadline import Deadline, active
-
-# Called before the client waits to retry: the seconds it will wait and why.
-OnWait = Callable[[float, str], None]
 
 # Statuses worth another attempt (as the SDKs' own retry rules have them).
 _RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
