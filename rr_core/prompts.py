@@ -90,7 +90,8 @@ def _code(ch: str) -> str:
 def neutralize(text: str) -> str:
     """Make tag-like strings, special tokens and bidi overrides in page text inert;
     ``restore`` undoes it exactly."""
-    if not _SPECIAL.search(text):
+    # "<" is the only ASCII character of the set: most pages are settled by two C scans.
+    if (text.isascii() and "<" not in text) or not _SPECIAL.search(text):
         return text
     out: list[str] = []
     last = 0

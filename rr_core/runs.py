@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from rr_core.costs import price_data_version, price_usage
 from rr_core.documents import Document
 from rr_core.errors import ContextTooLongError, LLMError, ResponseParseError, RRError, RunCancelled
-from rr_core.llm.base import Completion, LLMClient, LLMRequest, Usage
+from rr_core.llm.base import Completion, LLMClient, LLMRequest, Usage, calls_at_once
 from rr_core.llm.errors_map import redact
 from rr_core.plans import Call, LocalStep, Outcome, Phase, PhaseResults, Plan, StepResult
 from rr_core.quotes import check_quote
@@ -342,7 +342,7 @@ class Executor:
         context_window: int | None = None,
     ) -> None:
         self.client = client
-        self.concurrency = max(1, int(concurrency))
+        self.concurrency = calls_at_once(client, concurrency)
         self.cache = cache
         self.context_window = context_window
         self._cancel = threading.Event()

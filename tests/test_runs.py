@@ -606,3 +606,15 @@ def test_small_document_with_all_methods_and_default_settings() -> None:
         assert trace.ok and trace.page == 4 and FACT in (trace.answer or ""), trace.method
         if trace.method.startswith("chunked"):
             assert len(trace.calls) == 2  # one chunk + the answer
+
+
+def test_local_engines_take_one_call_at_a_time_and_providers_as_many_as_asked() -> None:
+    # The offline engine's work is Python under the GIL: threads would only add switching.
+    from rr_core.llm.simulated import SimulatedReader
+
+    with Executor(OfflineEngine(), concurrency=8) as local:
+        assert local.concurrency == 1
+    with Executor(SimulatedReader(reach=3_000), concurrency=8) as simulated:
+        assert simulated.concurrency == 1
+    with Executor(ScriptedClient([]), concurrency=16) as remote:
+        assert remote.concurrency == 16

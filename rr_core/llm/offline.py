@@ -47,6 +47,7 @@ class OfflineEngine:
 
     name = "offline"
     is_llm = False
+    max_concurrency = 1  # local Python work: calls_at_once
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.counter = counter or counter_for_model()

@@ -47,6 +47,7 @@ class SimulatedReader:
 
     name = "simulated"
     is_llm = False
+    max_concurrency = 1  # local Python work: calls_at_once
 
     def __init__(self, reach: int = 4_000, counter: TokenCounter | None = None) -> None:
         self.reach = reach
