@@ -176,7 +176,9 @@ def sidebar() -> None:
                 "concurrency",
                 min_value=1,
                 max_value=32,
-                help="How many calls are in flight together (chunks, groups and methods share them).",
+                help="How many calls are in flight together (chunks, groups and methods share them). "
+                "The offline engine and the simulated reader take one at a time whatever this says: "
+                "their work runs here, in Python, where threads would only slow it down.",
             )
         st.button("Reset parameters to defaults", on_click=_reset_parameters, key="reset_params")
         tokens = S.counter()

@@ -28,7 +28,7 @@ DEFAULT_PRICE_MODEL = "gpt-4.1-mini"
 DEFAULT_METHODS = ["baseline", "rr"]
 # Calls in flight at once, by provider: the offline engine is CPU-bound (two cores);
 # hosted APIs take many; a local server usually serves one or two at a time.
-DEFAULT_CONCURRENCY = {"offline": 2, "openai": 8, "anthropic": 4, "openai-compatible": 2}
+DEFAULT_CONCURRENCY = {"offline": 1, "openai": 8, "anthropic": 4, "openai-compatible": 2}
 BASE_URL_VARIABLES = {
     "openai": "OPENAI_BASE_URL",
     "openai-compatible": "OPENAI_BASE_URL",
