@@ -91,7 +91,11 @@ class Pair:
 def fresh_engine_memory() -> None:
     """Empty what the engine remembers between runs: each round is a first ask. (The
     getattr calls let this file measure the engine before these memories existed.)"""
-    for memory in (getattr(retrieval, "_PAGES", None), getattr(retrieval, "_TERM_OF", None)):
+    for memory in (
+        getattr(retrieval, "_PAGES", None),
+        getattr(retrieval, "_TERM_OF", None),
+        getattr(retrieval, "_TOKENS", None),
+    ):
         if memory is not None:
             memory.clear()
 
@@ -101,6 +105,9 @@ def forget_counts() -> None:
     known = getattr(tokens, "_KNOWN", None)
     if known is not None:
         known.clear()
+    keys = getattr(tokens, "_KEY_OF", None)  # the page digests, computed while counting
+    if keys is not None:
+        keys.clear()
 
 
 def bench_ingest(path: Path, pages: int, counter: TokenCounter, rounds: int) -> None:

@@ -96,8 +96,24 @@ class TokenCounter:
 
 
 def text_key(text: str) -> bytes:
-    """A short digest identifying a text, for memos keyed by page text."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    """A short digest identifying a text, for memos keyed by page text.
+
+    Remembered for the last few thousand texts: a run looks its pages up several times (the
+    page memory, the usage count), and a string's own hash is computed once and kept, so
+    the same page text is digested once, not once per call (8% of an offline ask).
+    """
+    key = _KEY_OF.get(text)
+    if key is None:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        if len(_KEY_OF) >= _KEY_MEMORY_LIMIT:
+            _KEY_OF.clear()  # a crude bound; the texts it holds are mostly held by documents anyway
+        _KEY_OF[text] = key
+    return key
+
+
+# Above the largest document's page count (5,000): one document's pages all stay.
+_KEY_MEMORY_LIMIT = 6_000
+_KEY_OF: dict[str, bytes] = {}
 
 
 class _CountMemo:
