@@ -154,3 +154,14 @@ def test_loading_leaves_a_users_cache_setting_alone(monkeypatch: pytest.MonkeyPa
         tokens._load_encoding.cache_clear()
     assert not counter.approximate and counter.count("Hello, world!") == 4
     assert os.environ["TIKTOKEN_CACHE_DIR"] == str(tmp_path)
+
+
+def test_text_keys_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+
+    monkeypatch.setattr(tokens, "_KEY_MEMORY_LIMIT", 3)
+    monkeypatch.setattr(tokens, "_KEY_OF", {})
+    texts = [f"page {i} text" for i in range(10)]
+    for text in texts * 2:
+        assert tokens.text_key(text) == hashlib.blake2b(text.encode(), digest_size=16).digest()
+        assert len(tokens._KEY_OF) <= 3
