@@ -9,15 +9,8 @@ Screenshots go to ``artifacts/browser/`` (git-ignored).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,38 +18,15 @@ from typing import Any
 
 import pytest
 
+from tests import browser_kit as kit
+from tests.browser_kit import SMALL, STARTUP_TIMEOUT_S, settle
+
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+ROOT = kit.ROOT
+SHARED = kit.SHARED
 ARTIFACTS = ROOT / "artifacts" / "browser"
-PROVIDER_VARIABLES = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_ORG_ID",
-    "OPENAI_PROJECT_ID",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_AUTH_TOKEN",
-)
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-VIEWPORT = {"width": 1440, "height": 900}  # a laptop
-SMALL = {"width": 1024, "height": 768}  # a small laptop or a projector
-# Every wait is for a condition, with limits generous enough for a loaded 2-core machine
-# (Playwright's own default for expect is 5 s: set_options below raises it).
-STARTUP_TIMEOUT_S = 120
-RUN_TIMEOUT_MS = 240_000  # reading the PDF and running ten methods, on a slow CI machine
-UI_TIMEOUT_MS = 90_000  # anything else the app draws
-RERUN_START_MS = 2_000  # how long a rerun may take to start after an input, before we stop looking
+RUN_TIMEOUT_MS = kit.RUN_TIMEOUT_MS
 REMINDER_EVERY = 2_000  # small enough that a 17-page opinion gets reminders (k = 10,000 gives none)
 
 
@@ -65,15 +35,6 @@ def _unavailable(reason: str) -> None:
     if os.environ.get("RR_REQUIRE_BROWSER") == "1":
         pytest.fail(f"RR_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
     pytest.skip(reason)
-
-
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    _unavailable("no chromium on PATH (Debian: apt-get install chromium)")
-    raise AssertionError("unreachable")
 
 
 # ---- The document ---------------------------------------------------------------------
@@ -115,17 +76,14 @@ def case(tmp_path_factory: pytest.TempPathFactory) -> Case:
 # ---- The app and the browser ------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _tail(path: Path, lines: int = 40) -> str:
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """Chromium and Playwright, checked before the app is started."""
     try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no output)"
+        return kit.chromium_path()
+    except kit.BrowserUnavailable as exc:
+        _unavailable(str(exc))
+        raise AssertionError("unreachable") from exc
 
 
 @pytest.fixture(scope="module")
@@ -134,139 +92,37 @@ def app_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
     Asks for ``chromium`` first so that a machine without a browser skips without starting it.
     """
-    tmp = tmp_path_factory.mktemp("server")
-    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
-    env["RR_STUDIO_DB"] = str(tmp / "runs.sqlite3")
-    if (SHARED / "tiktoken").is_dir():
-        env["TIKTOKEN_CACHE_DIR"] = str(SHARED / "tiktoken")
-    port = _free_port()
-    log = tmp / "streamlit.log"
-    command = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
-        "--server.port", str(port),
-        "--server.address", "127.0.0.1",
-        "--server.headless", "true",
-        "--server.fileWatcherType", "none",
-        "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"streamlit exited with {server.returncode}:\n{_tail(log)}", pytrace=False)
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.read().decode().strip() == "ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"streamlit not healthy after {STARTUP_TIMEOUT_S} s:\n{_tail(log)}", pytrace=False
-                )
-            time.sleep(0.25)
-        yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    """Chromium and Playwright, checked before the app is started."""
-    executable = _chromium()
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        _unavailable("the playwright package is not installed (pip install -r requirements-dev.txt)")
-    return executable
+        with kit.serve_app(tmp_path_factory.mktemp("server")) as server:
+            yield server.url
+    except kit.ServerFailed as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="module")
 def browser(chromium: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        try:
-            launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
-        except Exception as exc:  # a browser that will not start is the same as none
-            _unavailable(f"chromium at {chromium} did not start: {exc}")
-        try:
+    try:
+        with kit.launch_chromium(chromium) as launched:
             yield launched
-        finally:
-            launched.close()
+    except kit.BrowserUnavailable as exc:
+        _unavailable(str(exc))
 
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    from playwright.sync_api import expect
-
-    # set_default_timeout covers actions and waits; expect() assertions have their own default.
-    expect.set_options(timeout=UI_TIMEOUT_MS)
-    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
-    context.set_default_timeout(UI_TIMEOUT_MS)
-    tab = context.new_page()
-    try:
+    with kit.new_tab(browser) as tab:
         yield tab
-    finally:
-        context.close()
 
 
 # ---- Helpers ------------------------------------------------------------------------------
 
 
-def settle(page: Any, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-    """Wait until Streamlit's script run (rerun or fragment) has finished."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    # The rerun an input triggers may not have started yet: wait for it to start (a short
-    # rerun may already be over, so not seeing it start within the limit is fine), then end.
-    with contextlib.suppress(PlaywrightTimeout):
-        page.wait_for_selector(
-            '[data-testid="stApp"][data-test-script-state="running"]',
-            state="attached",
-            timeout=RERUN_START_MS,
-        )
-    page.wait_for_selector(
-        '[data-testid="stApp"][data-test-script-state="notRunning"], '
-        '[data-testid="stApp"][data-test-script-state="initial"]',
-        state="attached",
-        timeout=timeout_ms,
-    )
-    page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=timeout_ms)
-
-
-def main(page: Any) -> Any:
-    return page.locator('[data-testid="stMain"]')
+main = kit.main_area
 
 
 def shot(page: Any, name: str, *, full: bool = True) -> Path:
-    """A screenshot: of what the window shows (``full=False``: what a user sees first), or of
-    the whole screen (Streamlit scrolls the main area and the sidebar inside the window, so the
-    window is made as tall as their content for the shot, then restored)."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / name
-    size = page.viewport_size
-    if not full:
-        page.screenshot(path=str(path))
-        return path
-    tall = """() => ['stMain', 'stSidebarContent']
-        .map(id => document.querySelector(`[data-testid="${id}"]`))
-        .filter(Boolean).map(e => (e.scrollTop = 0, e.scrollHeight))"""
-    for _ in range(2):  # charts reflow once the window grows
-        height = max([size["height"], *page.evaluate(tall)])
-        page.set_viewport_size({"width": size["width"], "height": height})
-        page.wait_for_selector('[data-testid="stApp"]', state="attached")
-    page.screenshot(path=str(path), full_page=True)
-    page.set_viewport_size(size)
-    return path
+    """A screenshot in ``artifacts/browser/`` (see ``browser_kit.shot``)."""
+    return kit.shot(page, ARTIFACTS / name, full=full)
 
 
 def in_view(page: Any, locator: Any) -> bool:
