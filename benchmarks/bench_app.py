@@ -215,7 +215,7 @@ def main() -> None:
     if at.exception or at.error:
         raise SystemExit(f"the Document screen failed: {[e.value for e in (*at.exception, *at.error)]}")
     strip = [c.value for c in at.caption if "Markers come from the plan" in c.value]
-    if not strip or not at.code:
+    if not strip or not at.text:
         raise SystemExit("the Document screen shows no page strip or no prompt: nothing to time")
     print(f"Document screen: {strip[0]}")
     results.append(("Document: rerun, nothing changed", time_reruns(at)))

@@ -131,7 +131,7 @@ PROBE = r"""
       const bars = qa('.st-key-page_strip .js-plotly-plot .barlayer .point path').length;
       const lines = qa('.st-key-distance_chart .js-plotly-plot .scatterlayer .js-line')
         .filter((p) => (p.getAttribute('d') || '').length > 1).length;
-      const code = q('[data-testid="stMain"] [data-testid="stCode"]');
+      const code = q('[data-testid="stMain"] .st-key-prompt_box [data-testid="stText"]');
       return {
         heading,
         stripBars: bars === pages,

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from pages.common import docs, results, sidebar
 from pages.common import state as S
-from pages.common.text import md, plural, short
+from pages.common.text import md, plural, short, table
 from rr_core.costs import context_window
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, NoTextError, PasswordRequired, RRError, WrongPassword
@@ -284,22 +283,32 @@ summary_col.markdown(
 )
 
 
-def _plan_rows() -> list[dict[str, Any]]:
-    rows = []
-    for p in plans:
-        rows.append(
-            {
-                "Method": p.label,
-                "Settings": p.describe,
-                "Questions": len(p.questions),
-                "Calls": p.estimate.calls,
-                "Input tokens": p.estimate.input_tokens,
-                "Reminders": p.reminders,
-                "Chunks": len(p.chunks) or None,
-                "Estimated cost (USD)": round(p.estimate.usd, 5),
-            }
-        )
-    return rows
+PLAN_COLUMNS = (
+    "Method",
+    "Settings",
+    "Questions",
+    "Calls",
+    "Input tokens",
+    "Reminders",
+    "Chunks",
+    "Estimated cost",
+)
+
+
+def _plan_rows() -> list[list[object]]:
+    return [
+        [
+            p.label,
+            p.describe,
+            len(p.questions),
+            p.estimate.calls,
+            p.estimate.input_tokens,
+            p.reminders,
+            len(p.chunks) or None,
+            f"${p.estimate.usd:.5f}",
+        ]
+        for p in plans
+    ]
 
 
 window = context_window(S.model(), S.provider())
@@ -313,19 +322,7 @@ if too_long and window:
     )
 
 with st.expander("What each method will send", expanded=len(plans) <= 4):
-    plan_frame = pd.DataFrame(_plan_rows())
-    # Whole numbers, empty where a method does not chunk (a mixed column fails Arrow).
-    plan_frame["Chunks"] = plan_frame["Chunks"].astype("Int64")
-    st.dataframe(
-        plan_frame,
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "Input tokens": st.column_config.NumberColumn(format="localized"),
-            "Estimated cost (USD)": st.column_config.NumberColumn(format="$%.5f"),
-        },
-        key="plan_table",
-    )
+    st.markdown(table(PLAN_COLUMNS, _plan_rows(), numeric=PLAN_COLUMNS[2:]))
     estimated = [ph.note for p in plans for ph in p.phases if ph.estimated and ph.note]
     if estimated:
         st.caption(
@@ -466,6 +463,8 @@ if len(last["questions"]) > 1:
                     answers[results.title(t)] = f"{o.answer}{page}{mark}"
         rows.append(answers)
     st.markdown("**Answers by question and method** (✓ right, ✗ wrong where the answer is known)")
+    import pandas as pd  # only here: the first screen draws without pandas and pyarrow
+
     st.dataframe(
         pd.DataFrame(rows),
         hide_index=True,

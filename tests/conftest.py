@@ -210,3 +210,20 @@ def downloads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str | None, bytes]]
 
     monkeypatch.setattr(app_test, "MemoryMediaFileStorage", Recording)
     return seen
+
+
+def markdown_table(node, first_column: str) -> list[dict[str, str]]:  # type: ignore[no-untyped-def]
+    """The rows of the Markdown table (``pages.common.text.table``) whose first column is
+    ``first_column``, among ``node``'s markdown elements: cells unescaped, as shown."""
+    import re
+
+    found = [m.value for m in node.markdown if m.value.startswith(f"| {first_column} |")]
+    assert len(found) == 1, f"{len(found)} tables start with {first_column!r}"
+    lines = found[0].splitlines()
+
+    def cells(line: str) -> list[str]:
+        parts = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+        return [re.sub(r"\\(.)", r"\1", part.strip()) for part in parts]
+
+    header = cells(lines[0])
+    return [dict(zip(header, cells(line), strict=True)) for line in lines[2:]]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import markdown_table
 from streamlit.testing.v1 import AppTest
 
 from pages.common.text import md
@@ -65,10 +66,16 @@ def captions(node: Any) -> list[str]:
 
 
 def plan_table(at: AppTest) -> pd.DataFrame:
-    """The "What each method will send" table (the first table on the screen)."""
-    frame = at.dataframe[0].value
-    assert list(frame.columns)[:3] == ["Method", "Settings", "Questions"]
-    return frame
+    """The "What each method will send" table, numbers as numbers and blank cells as None."""
+    rows = markdown_table(at, "Method")
+    assert list(rows[0])[:3] == ["Method", "Settings", "Questions"]
+
+    def value(column: str, text: str) -> object:
+        if column in ("Method", "Settings", "Estimated cost"):
+            return text
+        return int(text.replace(",", "")) if text else None
+
+    return pd.DataFrame([{k: value(k, v) for k, v in row.items()} for row in rows])
 
 
 def answers_table(at: AppTest) -> pd.DataFrame:
@@ -151,15 +158,14 @@ def test_first_open_without_a_key_is_ready_to_run_on_the_sample() -> None:
     assert not at.get("plotly_chart") and not at.download_button
 
 
-def test_the_plan_table_counts_chunks_as_numbers() -> None:
-    # A mixed column (numbers, and "" for unchunked methods) made Arrow fall back to text.
+def test_the_plan_table_counts_chunks_as_whole_numbers_and_leaves_the_others_blank() -> None:
     at = open_app(methods=["baseline", "chunked-rr"])
-    table = plan_table(at)
-    chunks = dict(zip(table["Method"], table["Chunks"], strict=True))
+    rows = {r["Method"]: r for r in markdown_table(at, "Method")}
     plan = expected_plans(["chunked-rr"], [Question(FIRST.question)])[0]
-    assert chunks["Chunked R&R"] == len(plan.chunks) > 1
-    assert pd.isna(chunks["Baseline"])
-    assert pd.api.types.is_integer_dtype(table["Chunks"])
+    assert rows["Chunked R&R"]["Chunks"] == str(len(plan.chunks)) and len(plan.chunks) > 1
+    assert rows["Baseline"]["Chunks"] == ""
+    assert rows["Chunked R&R"]["Input tokens"] == f"{plan.estimate.input_tokens:,}"
+    assert rows["Chunked R&R"]["Estimated cost"] == f"${plan.estimate.usd:.5f}"
 
 
 # ---- one question, baseline and R&R ------------------------------------------------------

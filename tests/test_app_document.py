@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from conftest import markdown_table
 from streamlit.testing.v1 import AppTest
 
 from pages.common.text import md
@@ -117,8 +118,8 @@ def test_before_a_run_the_strip_shows_the_chosen_plan_of_rr() -> None:
     calls = at.selectbox(key="w.prompt_call").options
     assert calls == ["1. retrieval", "2. answer — waits for the phase before"]
     # Every reminder is on screen: pages are shortened, the structure is whole.
-    assert at.code[0].value.count(REMINDER_TAG) == len(marks.reminders_after)
-    assert "cut here on screen" not in at.code[0].value
+    assert at.text[0].value.count(REMINDER_TAG) == len(marks.reminders_after)
+    assert "cut here on screen" not in at.text[0].value
     assert any("Each page is cut to its first 200 characters" in c.value for c in at.caption)
     assert {m.label: m.value for m in at.metric}["Reminders"] == str(len(marks.reminders_after))
 
@@ -212,15 +213,15 @@ def test_the_prompt_selector_lists_the_runs_calls_and_shows_each_as_sent() -> No
     assert len(expected) == len(chunked.calls) >= 4 and expected[-1].startswith(f"{len(expected)}. answer")
     # Each call's prompt as sent: a chunk's reminders, then the answer call without any.
     first = chunked.calls[0]
-    assert at.code[0].value.count(REMINDER_TAG) == len(first.reminders_after) + first.leading_reminders
-    assert f"<PAGE {first.pages[0]}>" in at.code[0].value
-    rows = at.dataframe[0].value
-    assert [int(p) for p in rows["after page"]] == first.reminders_after
+    assert at.text[0].value.count(REMINDER_TAG) == len(first.reminders_after) + first.leading_reminders
+    assert f"<PAGE {first.pages[0]}>" in at.text[0].value
+    rows = markdown_table(at, "reminder")
+    assert [int(r["after page"]) for r in rows] == first.reminders_after
     last = len(chunked.calls) - 1
     box.set_value(last).run()
     answer = chunked.calls[last]
-    assert REMINDER_TAG not in at.code[0].value
-    assert all(f"<PAGE {p}>" in at.code[0].value for p in answer.pages)
+    assert REMINDER_TAG not in at.text[0].value
+    assert all(f"<PAGE {p}>" in at.text[0].value for p in answer.pages)
     # The answer call's layout depended on the retrieval, so it is shown as recorded.
     assert any("recorded as sent" in c.value for c in at.caption)
     assert {m.label: m.value for m in at.metric}["Reminders"] == "—"
@@ -247,7 +248,7 @@ def test_the_full_prompt_is_offered_for_download_only_after_prepare() -> None:
     assert [b.label for b in at.download_button] == ["Download this prompt"]
     label, text = at.session_state["prompt_download"]
     assert text == traces[1].calls[0].prompt  # the whole prompt, not the condensed view
-    assert len(text) > len(at.code[0].value)
+    assert len(text) > len(at.text[0].value)
     # Another call: the prepared prompt belongs to the first one, so no download until prepared.
     at.selectbox(key="w.prompt_call").set_value(1).run()
     assert not at.download_button

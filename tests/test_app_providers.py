@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import markdown_table
 from streamlit.testing.v1 import AppTest
 
 from pages.common.text import md
@@ -173,9 +174,7 @@ def column_of(at: AppTest, label: str) -> Any:
 
 
 def plan_reminders_table(at: AppTest) -> dict[str, int]:
-    frame = at.dataframe[0].value
-    assert list(frame.columns)[:2] == ["Method", "Settings"]
-    return {row["Method"]: int(row["Reminders"]) for row in frame.to_dict("records")}
+    return {row["Method"]: int(row["Reminders"]) for row in markdown_table(at, "Method")}
 
 
 def expected_reminders(provider: str, model: str) -> int:

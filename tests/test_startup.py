@@ -94,6 +94,27 @@ def test_an_offline_run_loads_no_adapter_and_no_sdk() -> None:
     assert json.loads(done.stdout) == []
 
 
+def test_the_first_screen_draws_without_pandas_or_pyarrow(tmp_path: Path) -> None:
+    # st.dataframe loads pandas and pyarrow (0.9 s of a fresh server's first open): the Ask
+    # screen's tables are Markdown until a run with several questions needs a grid.
+    program = (
+        "import json, sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        "at = AppTest.from_file('app.py', default_timeout=300).run()\n"
+        "assert not at.exception, [e.message for e in at.exception]\n"
+        "assert any(m.value.startswith('| Method |') for m in at.markdown)\n"
+        "print(json.dumps(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules)))\n"
+    )
+    env = dict(os.environ)
+    env.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken"))
+    env["RR_STUDIO_DB"] = str(tmp_path / "runs.sqlite3")
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
 def test_the_cli_spells_the_method_names_of_the_methods() -> None:
     assert ", ".join(method_names()) == cli.METHOD_NAMES
     from rr_core.lab.presets import PRESETS
