@@ -107,6 +107,9 @@ strip = page_strip(
 ranked = sum(1 for p in strip if p.rank)
 
 
+LONG_STRIP = 300  # pages: above this, the strip draws an outline instead of one bar a page
+
+
 def strip_figure(strip: list[StripPage]) -> dict[str, Any]:
     """Tokens per page; the plan's reminders and chunk breaks, retrieved ranks, the cited page.
 
@@ -117,27 +120,62 @@ def strip_figure(strip: list[StripPage]) -> dict[str, Any]:
         results.hex_colour(results.rank_colour(p.rank, ranked)) if p.rank else "#C9D3E3" for p in strip
     ]
     top = max((p.tokens for p in strip), default=1) * 1.08
-    traces: list[dict[str, Any]] = [
-        {
-            "type": "bar",
-            "x": [p.number for p in strip],
-            "y": [p.tokens for p in strip],
-            "marker": {"color": colours},
-            "customdata": [[p.chunk, p.rank or "—"] for p in strip],
-            "hovertemplate": "page %{x}: %{y:,} tokens · chunk %{customdata[0]} · retrieved #%{customdata[1]}"
-            "<extra></extra>",
-            "showlegend": False,
-        }
-    ]
+    hover = "page %{x}: %{y:,} tokens · chunk %{customdata[0]} · retrieved #%{customdata[1]}<extra></extra>"
+    pages: dict[str, Any] = {
+        "x": [p.number for p in strip],
+        "y": [p.tokens for p in strip],
+        "customdata": [[p.chunk, p.rank or "—"] for p in strip],
+        "hovertemplate": hover,
+        "showlegend": False,
+    }
+    long = len(strip) > LONG_STRIP
+    if long:
+        # Bars under a pixel wide hide the retrieved pages (and cost the browser 0.5-0.8 s at
+        # 3,000 pages): the sizes as one filled outline, the retrieved pages as markers on it.
+        traces: list[dict[str, Any]] = [
+            {
+                **pages,
+                "type": "scatter",
+                "mode": "lines",
+                "fill": "tozeroy",
+                "line": {"width": 1, "color": "#9AA9C2"},
+            }
+        ]
+        picked = sorted((p for p in strip if p.rank), key=lambda p: p.rank or 0, reverse=True)
+        if picked:
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "x": [p.number for p in picked],
+                    "y": [p.tokens for p in picked],
+                    "customdata": [[p.chunk, p.rank] for p in picked],
+                    "hovertemplate": hover,
+                    "marker": {
+                        "symbol": "square",
+                        "size": 9,
+                        "color": [colours[p.number - 1] for p in picked],
+                        "line": {"width": 1, "color": "#1B2A4A"},
+                    },
+                    "showlegend": False,
+                }
+            )
+    else:
+        traces = [{**pages, "type": "bar", "marker": {"color": colours}}]
     reminders = [p.number + 0.5 for p in strip if p.reminder_after]
     if reminders:
+        dense = len(reminders) > 60  # triangles would run together: thin ticks show the rhythm
         traces.append(
             {
                 "type": "scatter",
                 "x": reminders,
                 "y": [top] * len(reminders),
                 "mode": "markers",
-                "marker": {"symbol": "triangle-down", "size": 10, "color": "#F2A541"},
+                "marker": (
+                    {"symbol": "line-ns", "size": 9, "line": {"width": 1, "color": "#E08A00"}}
+                    if dense
+                    else {"symbol": "triangle-down", "size": 10, "color": "#F2A541"}
+                ),
                 "name": "reminder",
                 "hovertemplate": "reminder after page %{x:.0f}<extra></extra>",
             }
@@ -188,6 +226,7 @@ def strip_figure(strip: list[StripPage]) -> dict[str, Any]:
         "xaxis": {"title": {"text": "page"}, **({"dtick": 1} if len(strip) <= 40 else {})},
         "yaxis": {"title": {"text": "tokens"}, "range": [0, top * 1.15]},
         "bargap": 0.1,
+        "hovermode": "closest",
         "legend": {"orientation": "h", "y": -0.3},
         "shapes": [
             {
@@ -265,7 +304,7 @@ def page_viewer() -> None:
         return
     st.image(
         rendered.png,
-        caption=f"{docs.page_ref(document, number)} of {pages} · " + " · ".join(notes),
+        caption=f"{docs.page_ref(document, number)} of {pages:,} · " + " · ".join(notes),
         width=docs.PAGE_WIDTH,
         output_format="PNG",
     )
@@ -396,13 +435,20 @@ if segments and any(s.kind == "page" for s in segments):
             "line": {"color": "#2F5FD0"},
         }
     )
+    highest = max(distances.values(), default=0)
+    wide = bool(baseline) and max(baseline.values(), default=0) > 20 * max(highest, 1)
     fig = {
         "data": lines,
         "layout": {
             "height": 260,
             "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
             "xaxis": {"title": {"text": "page (in prompt order)"}},
-            "yaxis": {"title": {"text": "tokens to the nearest instructions"}},
+            # On a long document the line without reminders dwarfs the one with them: a log
+            # scale keeps both readable.
+            "yaxis": {
+                "title": {"text": "tokens to the nearest instructions" + (" (log scale)" if wide else "")},
+                **({"type": "log"} if wide else {}),
+            },
             "legend": {"orientation": "h", "y": 1.15},
         },
     }

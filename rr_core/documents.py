@@ -853,12 +853,16 @@ def _render(
                 annot.update()
                 added.append(annot)
             found = bool(rects)
-        if frame is not None:
-            annot = page.add_rect_annot(page.rect + (2, 2, -2, -2))
-            annot.set_border(width=4)
-            annot.set_colors(stroke=frame)
-            annot.update()
-            added.append(annot)
+        # A thin grey outline on every page, so its edge shows on a white screen; a frame
+        # (a retrieved page, in its rank's colour) is drawn wide instead.
+        width_pt, colour = (4, frame) if frame is not None else (1, (0.72, 0.74, 0.78))
+        annot = page.add_rect_annot(
+            page.rect + (2, 2, -2, -2) if frame is not None else page.rect + (0.5, 0.5, -0.5, -0.5)
+        )
+        annot.set_border(width=width_pt)
+        annot.set_colors(stroke=colour)
+        annot.update()
+        added.append(annot)
         if width:
             zoom = width / page.rect.width
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True)
