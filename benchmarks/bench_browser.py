@@ -58,6 +58,7 @@ DOCUMENTS = kit.SHARED / "data" / "documents"
 FIRST_OPEN_GOAL_MS = 3_000.0
 DOCUMENT_GOAL_MS = {400: 2_000.0, 3000: 3_000.0}
 PAGE_TURN_GOAL_MS = 300.0
+LONG_STRIP = 300  # pages/document.py: above this many pages the strip is an outline, not bars
 # Waits are for conditions; these only bound them. Reading 3,000 pages on a busy 2-core machine
 # takes minutes.
 LOAD_LIMIT_MS = 900_000
@@ -126,15 +127,19 @@ PROBE = r"""
       const run = q('[data-testid="stMain"] .st-key-run button');
       return { run: shown(run) && !run.disabled && run.innerText.includes('Run'), ...idle() };
     },
-    document: ({ pages }) => () => {
+    document: ({ pages, longStrip }) => () => {
       const heading = qa('[data-testid="stMain"] h1').some((h) => h.innerText.includes('What the model saw'));
+      // One bar a page, or (a long document) the pages' outline and the retrieved pages' markers.
       const bars = qa('.st-key-page_strip .js-plotly-plot .barlayer .point path').length;
+      const outline = qa('.st-key-page_strip .js-plotly-plot .scatterlayer .js-fill')
+        .some((p) => (p.getAttribute('d') || '').length > 1);
+      const markers = qa('.st-key-page_strip .js-plotly-plot .scatterlayer .point').length;
       const lines = qa('.st-key-distance_chart .js-plotly-plot .scatterlayer .js-line')
         .filter((p) => (p.getAttribute('d') || '').length > 1).length;
       const code = q('[data-testid="stMain"] .st-key-prompt_box [data-testid="stText"]');
       return {
         heading,
-        stripBars: bars === pages,
+        strip: pages > longStrip ? outline && markers > 0 : bars === pages,
         distanceLines: lines > 0,
         pageImage: loaded(image()),
         prompt: !!code && code.innerText.trim().length > 0,
@@ -530,7 +535,7 @@ def document_screen(
             if i:
                 nav_link(page, "Ask").click()
                 wait_in_page(page, "ask", DRAW_LIMIT_MS)
-            result = timed(page, "document", "click", nav_link(page, "Document").click, {"pages": pages})
+            result = timed(page, "document", "click", nav_link(page, "Document").click, {"pages": pages, "longStrip": LONG_STRIP})
             (again if i else first).values.append(result["t1"] - result["t0"])
             splits[(again if i else first).name].append(_split(result))
             if i == 0:
@@ -593,7 +598,7 @@ def traced_visit(page: Any, pages: int, *, via_ask: bool) -> Profile:
     browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
     cdp.send("Profiler.start")
     try:
-        result = timed(page, "document", "click", nav_link(page, "Document").click, {"pages": pages})
+        result = timed(page, "document", "click", nav_link(page, "Document").click, {"pages": pages, "longStrip": LONG_STRIP})
     finally:
         profile = cdp.send("Profiler.stop")["profile"]
         trace = json.loads(browser.stop_tracing())
