@@ -446,7 +446,7 @@ if segments and any(s.kind == "page" for s in segments):
             # On a long document the line without reminders dwarfs the one with them: a log
             # scale keeps both readable.
             "yaxis": {
-                "title": {"text": "tokens to the nearest instructions" + (" (log scale)" if wide else "")},
+                "title": {"text": "tokens, log scale" if wide else "tokens to the nearest instructions"},
                 **({"type": "log"} if wide else {}),
             },
             "legend": {"orientation": "h", "y": 1.15},
