@@ -12,27 +12,16 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.browser_kit import PROVIDER_VARIABLES
 from tests.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data" / "documents"
 
-_PROVIDER_VARIABLES = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_ADMIN_KEY",
-    "OPENAI_ORG_ID",
-    "OPENAI_PROJECT_ID",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_PROFILE",
-)
-
 
 @pytest.fixture(autouse=True)
 def _no_real_providers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in _PROVIDER_VARIABLES:
+    for name in PROVIDER_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     # Every test gets its own run ledger.
     monkeypatch.setenv("RR_STUDIO_DB", str(tmp_path / "runs.sqlite3"))

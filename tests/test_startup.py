@@ -35,6 +35,18 @@ UNUSED_BY_PAGES = (
 )
 
 
+def _python(program: str, **extra_env: str) -> str:
+    """Run ``program`` in a fresh interpreter in the project folder; its standard output."""
+    env = dict(os.environ)
+    env.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken"))
+    env.update(extra_env)
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
 def test_pages_imports_only_what_reading_a_document_needs(tmp_path: Path) -> None:
     pdf = tmp_path / "two.pdf"
     doc = pymupdf.open()
@@ -51,13 +63,7 @@ def test_pages_imports_only_what_reading_a_document_needs(tmp_path: Path) -> Non
         "    'modules': sorted(m for m, v in sys.modules.items() if v is not None),\n"
         "    'blocked': sorted(m for m, v in sys.modules.items() if v is None)}))\n"
     )
-    env = dict(os.environ)
-    env.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken"))
-    done = subprocess.run(
-        [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report = json.loads(_python(program))
     assert report["code"] == 0 and report["pages"] == 2
     assert "pymupdf" in report["modules"]
     loaded = set(report["modules"])
@@ -85,13 +91,7 @@ def test_an_offline_run_loads_no_adapter_and_no_sdk() -> None:
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'anyio')\n"
         "    or m in ('rr_core.llm.structured', 'rr_core.llm.deadline'))))\n"
     )
-    env = dict(os.environ)
-    env.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken"))
-    done = subprocess.run(
-        [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == []
+    assert json.loads(_python(program)) == []
 
 
 def test_the_first_screen_draws_without_pandas_or_pyarrow(tmp_path: Path) -> None:
@@ -105,14 +105,8 @@ def test_the_first_screen_draws_without_pandas_or_pyarrow(tmp_path: Path) -> Non
         "assert any(m.value.startswith('| Method |') for m in at.markdown)\n"
         "print(json.dumps(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules)))\n"
     )
-    env = dict(os.environ)
-    env.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken"))
-    env["RR_STUDIO_DB"] = str(tmp_path / "runs.sqlite3")
-    done = subprocess.run(
-        [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    out = _python(program, RR_STUDIO_DB=str(tmp_path / "runs.sqlite3"))
+    assert json.loads(out.strip().splitlines()[-1]) == []
 
 
 def test_the_cli_spells_the_method_names_of_the_methods() -> None:
