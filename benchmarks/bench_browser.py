@@ -535,7 +535,13 @@ def document_screen(
             if i:
                 nav_link(page, "Ask").click()
                 wait_in_page(page, "ask", DRAW_LIMIT_MS)
-            result = timed(page, "document", "click", nav_link(page, "Document").click, {"pages": pages, "longStrip": LONG_STRIP})
+            result = timed(
+                page,
+                "document",
+                "click",
+                nav_link(page, "Document").click,
+                {"pages": pages, "longStrip": LONG_STRIP},
+            )
             (again if i else first).values.append(result["t1"] - result["t0"])
             splits[(again if i else first).name].append(_split(result))
             if i == 0:
@@ -598,7 +604,13 @@ def traced_visit(page: Any, pages: int, *, via_ask: bool) -> Profile:
     browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
     cdp.send("Profiler.start")
     try:
-        result = timed(page, "document", "click", nav_link(page, "Document").click, {"pages": pages, "longStrip": LONG_STRIP})
+        result = timed(
+            page,
+            "document",
+            "click",
+            nav_link(page, "Document").click,
+            {"pages": pages, "longStrip": LONG_STRIP},
+        )
     finally:
         profile = cdp.send("Profiler.stop")["profile"]
         trace = json.loads(browser.stop_tracing())
