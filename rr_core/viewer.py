@@ -15,6 +15,7 @@ Token counting comes in as a function, so tests need no tokenizer.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -163,16 +164,22 @@ def instruction_distances(segments: Sequence[Segment]) -> dict[int, int]:
 
     Copies are the opening, every reminder and the closing. A page next to a copy scores
     about half its own length; a page deep in a long document without reminders, far more.
+    Segments come in prompt order and do not overlap (``segments_of``), so the nearest copy
+    is the last one before the page's middle or the first one after it: found by bisection,
+    not by trying every copy for every page (which took 0.7 s at 3,000 pages).
     """
     blocks = [(s.start, s.end) for s in segments if s.kind in INSTRUCTION_KINDS]
+    if not blocks:
+        return {}
+    starts = [a for a, _ in blocks]
     out: dict[int, int] = {}
     for s in segments:
         if s.kind != "page" or s.page is None:
             continue
         middle = (s.start + s.end) / 2
-        if not blocks:
-            continue
-        out[s.page] = round(min(_gap(middle, a, b) for a, b in blocks))
+        at = bisect_right(starts, middle)  # blocks[:at] start at or before the middle
+        near = blocks[max(at - 1, 0) : at + 1]
+        out[s.page] = round(min(_gap(middle, a, b) for a, b in near))
     return out
 
 

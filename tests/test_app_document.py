@@ -7,10 +7,12 @@ the prompt download are driven as a user would.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from conftest import markdown_table
 from streamlit.testing.v1 import AppTest
 
@@ -67,9 +69,25 @@ def run_then_document(methods: list[str]) -> tuple[AppTest, list[RunTrace]]:
 
 
 def chart(at: AppTest, key: str) -> dict[str, Any]:
+    """The chart's figure as the browser gets it, packed arrays read back into lists."""
     found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
     assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
-    return json.loads(found[0].proto.spec)
+    spec: dict[str, Any] = _unpacked(json.loads(found[0].proto.spec))
+    return spec
+
+
+def _unpacked(value: Any) -> Any:
+    # Plotly sends a numeric array as {"dtype": "i8", "bdata": base64 of its bytes[, "shape"]}.
+    if isinstance(value, dict) and set(value) >= {"dtype", "bdata"}:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        if "shape" in value:
+            array = array.reshape([int(n) for n in str(value["shape"]).split(",")])
+        return array.tolist()
+    if isinstance(value, dict):
+        return {k: _unpacked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unpacked(v) for v in value]
+    return value
 
 
 def strip_marks(at: AppTest) -> tuple[list[float], list[float]]:

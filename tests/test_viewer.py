@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from conftest import word_counter
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rr_core.chunking import partition_pages, plan_reminders
 from rr_core.documents import document_from_texts
@@ -157,6 +159,32 @@ def test_reminders_bring_every_page_closer_to_the_instructions() -> None:
     assert all(with_reminders[n] <= without[n] for n in without)
     # The first page is half a page (204 words with tags) and the <DOCUMENT> tag from the opening.
     assert without[1] == with_reminders[1] == 204 // 2 + 1
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["opening", "reminder", "closing", "page", "other"]), st.integers(0, 900)),
+        max_size=40,
+    )
+)
+def test_instruction_distances_are_the_nearest_copys_as_trying_every_copy_says(
+    pieces: list[tuple[str, int]],
+) -> None:
+    segments, at = [], 0
+    for number, (kind, tokens) in enumerate(pieces, start=1):
+        segments.append(Segment(kind, at, at + tokens, 0, 0, page=number if kind == "page" else None))  # type: ignore[arg-type]
+        at += tokens
+    copies = [(s.start, s.end) for s in segments if s.kind in ("opening", "reminder", "closing")]
+
+    def gap(point: float, a: int, b: int) -> float:
+        return a - point if point < a else point - b if point > b else 0.0
+
+    expected = {
+        s.page: round(min(gap((s.start + s.end) / 2, a, b) for a, b in copies))
+        for s in segments
+        if s.kind == "page" and copies
+    }
+    assert instruction_distances(segments) == expected
 
 
 def test_condense_keeps_tags_and_reminders_whole() -> None:
