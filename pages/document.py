@@ -2,32 +2,31 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 import streamlit as st
 
-from pages.common import docs, results, sidebar
+from pages.common import docs, results, sidebar, views
 from pages.common import state as S
 from pages.common.text import md, plural, short, table
 from rr_core.documents import Document
 from rr_core.errors import RRError
 from rr_core.methods import get_method, plan_questions
-from rr_core.plans import Call, Plan, block_tokens
+from rr_core.plans import Call, Plan
 from rr_core.questions import Question
 from rr_core.runs import CallTrace, RunTrace
+from rr_core.settings import RunSettings
+from rr_core.tokens import TokenCounter
 from rr_core.viewer import (
     StripPage,
     chunk_breaks,
-    condense_to_fit,
-    instruction_distances,
     locate_support,
     page_strip,
     plan_marks,
     reminder_offsets,
     reminder_pages,
-    segments_of,
-    without_reminders,
 )
 
 sidebar.page_setup()
@@ -87,12 +86,39 @@ default = next(
 )
 picked: Option = st.selectbox("Show", options, index=default, format_func=_option_label, key="w.doc_show")
 shown: RunTrace | None = traces[picked[1]] if picked[0] == "run" else None
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _plan(
+    sha256: str,
+    tokenizer: str,
+    settings: str,
+    questions: tuple[str, ...],
+    as_run: bool,
+    _document: Document,
+    _tokens: TokenCounter,
+) -> Plan:
+    """A plan made once per document, settings and questions, kept for every rerun (planning
+    is pure, and a 3,000-page plan takes tens of milliseconds): a run's plan stays put as the
+    sliders move, and other widgets on this screen redraw without planning again."""
+    chosen_settings = RunSettings.from_dict(json.loads(settings))
+    if as_run:  # the run's own plan, made again from its settings: the same plan
+        return get_method(chosen_settings.method).plan(_document, list(questions), chosen_settings, _tokens)
+    return plan_questions(_document, [Question(q) for q in questions], chosen_settings, _tokens)[0]
+
+
+# The run's own plan, made again from its settings (planning is pure: the same plan), or the
+# plan the chosen method would make at the current settings.
+plan_settings, plan_questions_, as_run = (
+    (shown.settings, tuple(shown.questions), True)
+    if shown is not None
+    else (chosen[picked[1]], (question,), False)
+)
+settings_json = json.dumps(plan_settings.to_dict(), sort_keys=True)
 try:
-    if shown is not None:
-        # The run's own plan, made again from its settings (planning is pure, so it is the same).
-        plan: Plan = get_method(shown.method).plan(document, shown.questions, shown.settings, tokens)
-    else:
-        plan = plan_questions(document, [Question(question)], chosen[picked[1]], tokens)[0]
+    plan: Plan = _plan(
+        document.sha256, tokens.label, settings_json, plan_questions_, as_run, document, tokens
+    )
 except RRError as exc:
     results.show_rr_error(exc)
     st.stop()
@@ -355,30 +381,27 @@ if not entries:
     st.stop()
 choice = st.selectbox("Call", range(len(entries)), format_func=lambda i: entries[i][0], key="w.prompt_call")
 label, planned, record = entries[choice]
-if record is not None:
-    text = record.prompt
-    # The plan's layout describes this prompt only if it renders to exactly what was sent.
-    layout_ok = planned is not None and bool(text) and planned.render() == text
-elif planned is not None:
-    text = planned.render()
-    layout_ok = True
-else:
+if record is None and planned is None:
     st.info("This call's prompt depends on what the phase before returns: run the method to see it.")
     st.stop()
+
+
+# The same call of the same run or plan is the same prompt.
+view_key = (
+    f"run {shown.run_id} call {choice}"
+    if shown is not None
+    else f"plan {document.sha256} {tokens.label} {settings_json} {plan_questions_} call {choice}"
+)
+view = views.prompt_view(view_key, record, planned, document, tokens)
+text, segments = view.text, view.segments
 if not text:
     st.info("This run's prompts were not kept (exports and the history can leave them out).")
     st.stop()
-
-segments = (
-    segments_of(planned.layout, block_tokens(planned.layout, tokens, document))
-    if layout_ok and planned
-    else []
-)
 offsets = reminder_offsets(segments)
 prompt_col, reminder_col = st.columns([2, 1])
 with prompt_col:
     # Pages shortened until the whole structure fits on screen, so every reminder shows.
-    condensed = condense_to_fit(text, limit=40_000)
+    condensed = view.condensed
     # Plain text in a scrolling box: st.code would load a syntax highlighter into the browser
     # (0.3-0.45 s of a first visit) to colour nothing.
     with st.container(height=380, key="prompt_box"):
@@ -414,8 +437,7 @@ with reminder_col:
 
 if segments and any(s.kind == "page" for s in segments):
     st.markdown("**Distance from each page to the nearest copy of the instructions**")
-    distances = instruction_distances(segments)
-    baseline = instruction_distances(without_reminders(segments)) if offsets else {}
+    distances, baseline = view.distances, view.baseline
     lines: list[dict[str, Any]] = []
     if baseline:
         lines.append(
