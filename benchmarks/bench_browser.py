@@ -514,6 +514,13 @@ def upload_and_run(page: Any, url: str, pdf: Path, question: str) -> tuple[int, 
     return pages, load_s, time.monotonic() - started
 
 
+def visit_document(page: Any, pages: int) -> dict[str, Any]:
+    """Click Document in the sidebar; timed in the page until the screen is drawn."""
+    return timed(
+        page, "document", "click", nav_link(page, "Document").click, {"pages": pages, "longStrip": LONG_STRIP}
+    )
+
+
 def document_screen(
     browser: Any, scratch: Path, size: int, rounds: int, floor: Measure
 ) -> tuple[list[Measure], dict[str, list[dict[str, float]]], list[tuple[str, Profile]]]:
@@ -535,13 +542,7 @@ def document_screen(
             if i:
                 nav_link(page, "Ask").click()
                 wait_in_page(page, "ask", DRAW_LIMIT_MS)
-            result = timed(
-                page,
-                "document",
-                "click",
-                nav_link(page, "Document").click,
-                {"pages": pages, "longStrip": LONG_STRIP},
-            )
+            result = visit_document(page, pages)
             (again if i else first).values.append(result["t1"] - result["t0"])
             splits[(again if i else first).name].append(_split(result))
             if i == 0:
@@ -604,13 +605,7 @@ def traced_visit(page: Any, pages: int, *, via_ask: bool) -> Profile:
     browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
     cdp.send("Profiler.start")
     try:
-        result = timed(
-            page,
-            "document",
-            "click",
-            nav_link(page, "Document").click,
-            {"pages": pages, "longStrip": LONG_STRIP},
-        )
+        result = visit_document(page, pages)
     finally:
         profile = cdp.send("Profiler.stop")["profile"]
         trace = json.loads(browser.stop_tracing())
