@@ -283,20 +283,19 @@ summary_col.markdown(
 )
 
 
-PLAN_COLUMNS = (
-    "Method",
-    "Settings",
-    "Questions",
-    "Calls",
-    "Input tokens",
-    "Reminders",
-    "Chunks",
-    "Estimated cost",
-)
-
-
-def _plan_rows() -> list[list[object]]:
-    return [
+def _plan_table() -> str:
+    """What each method will send, one row a plan, narrow enough for a 1024-pixel window."""
+    columns = [
+        "Method",
+        "Settings",
+        "Questions",
+        "Calls",
+        "Input tokens",
+        "Reminders",
+        "Chunks",
+        "Cost (est.)",
+    ]
+    rows: list[list[object]] = [
         [
             p.label,
             p.describe,
@@ -309,6 +308,10 @@ def _plan_rows() -> list[list[object]]:
         ]
         for p in plans
     ]
+    # A column that would say the same on every row (1 question, no chunks) is left out.
+    keep = [i for i, c in enumerate(columns) if not (c == "Questions" and not several)]
+    keep = [i for i in keep if not (columns[i] == "Chunks" and not any(p.chunks for p in plans))]
+    return table([columns[i] for i in keep], [[row[i] for i in keep] for row in rows], numeric=columns[2:])
 
 
 window = context_window(S.model(), S.provider())
@@ -322,7 +325,7 @@ if too_long and window:
     )
 
 with st.expander("What each method will send", expanded=len(plans) <= 4):
-    st.markdown(table(PLAN_COLUMNS, _plan_rows(), numeric=PLAN_COLUMNS[2:]))
+    st.markdown(_plan_table())
     estimated = [ph.note for p in plans for ph in p.phases if ph.estimated and ph.note]
     if estimated:
         st.caption(
