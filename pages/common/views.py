@@ -32,7 +32,8 @@ class PromptView:
     baseline: dict[int, int]  # the same prompt without its reminders (empty if it has none)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+# A 3,000-page prompt is 10 MB of text: a few views at most are kept.
+@st.cache_resource(max_entries=4, show_spinner=False)
 def prompt_view(
     key: str, _record: CallTrace | None, _planned: Call | None, _document: Document, _tokens: TokenCounter
 ) -> PromptView:
