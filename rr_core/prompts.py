@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rr_core.settings import QuestionPlacement
+
 # ---- Tag neutralisation --------------------------------------------------------------
 #
 # Page text may contain strings that look like our tags ("</PAGE 3>", "<INSTRUCTIONS>"),
@@ -255,6 +257,10 @@ TASKS: dict[str, tuple[str, str, str]] = {
 
 OPENING = "<INSTRUCTIONS>\nYour task is to {task}\n\n{questions}\n\n{format}\n</INSTRUCTIONS>"
 CLOSING = "<INSTRUCTIONS>\nNow, {task_now}\n\n{questions}\n\n{format}\n</INSTRUCTIONS>"
+# The question-last layout (001 §3): the task before the document without the question, and
+# the question alone after it; the query-aware layout (001 §5) repeats the question alone.
+PREAMBLE = "<INSTRUCTIONS>\nYour task is to {task}\n\nThe question follows the document.\n\n{format}\n</INSTRUCTIONS>"
+QUESTION_AFTER = "<INSTRUCTIONS>\n{questions}\n</INSTRUCTIONS>"
 REMINDER = (
     "<INSTRUCTIONS_REMINDER>\nRemember, your task is to {task}\n\n{questions}\n\n"
     "{format}\n</INSTRUCTIONS_REMINDER>"
@@ -268,11 +274,14 @@ REMINDER_TAGS_ONLY = (
 
 @dataclass(frozen=True, slots=True)
 class Instructions:
-    """The three instruction texts of one prompt: opening, reminder and closing."""
+    """The instruction texts of one prompt: opening, reminder and closing; and, for the other
+    layouts, the opening without the question (``preamble``) and the question alone."""
 
     opening: str
     reminder: str
     closing: str
+    preamble: str = ""
+    question: str = ""
 
 
 def _clean_question(question: str) -> str:
@@ -301,6 +310,8 @@ def instructions(
         opening=OPENING.format(task=what, questions=q, format=fmt),
         reminder=reminder,
         closing=CLOSING.format(task_now=now, questions=q, format=fmt),
+        preamble=PREAMBLE.format(task=what, format=fmt),
+        question=QUESTION_AFTER.format(questions=q),
     )
 
 
@@ -310,7 +321,9 @@ def instructions(
 # knows where the instructions, reminders and pages sit: the plan counts it, the runner
 # renders it, the viewer draws it and the offline engine reads it, none by re-parsing text.
 
-BlockKind = Literal["opening", "document_open", "reminder", "page", "document_close", "closing"]
+# "preamble": the task without the question (question-last layout); it is not counted as a copy
+# of the instructions, which carry the question.
+BlockKind = Literal["opening", "preamble", "document_open", "reminder", "page", "document_close", "closing"]
 INSTRUCTION_KINDS: frozenset[str] = frozenset({"opening", "reminder", "closing"})
 SEPARATOR = "\n\n"
 
@@ -355,24 +368,37 @@ def build_layout(
     reminders_before_document: int = 0,
     questions: Sequence[str] = (),
     limit: int = 0,
+    placement: QuestionPlacement = QuestionPlacement.BEFORE_AND_AFTER,
 ) -> PromptLayout:
-    """Opening instructions, the tagged pages with reminders, closing instructions.
+    """The instructions and the tagged pages (with reminders), placed as ``placement`` says:
+    by default opening instructions, the document, closing instructions (000 §3.1).
 
     ``reminders_after`` holds page numbers after which a reminder block goes; ``pages=None``
     leaves the document out entirely (closed-book).
     """
     after = set(reminders_after)
-    out = [Block("opening", blocks.opening)]
+    document: list[Block] = []
     if pages is not None:
-        out.append(Block("document_open", "<DOCUMENT>"))
-        out.extend(Block("reminder", blocks.reminder) for _ in range(reminders_before_document))
+        document.append(Block("document_open", "<DOCUMENT>"))
+        document.extend(Block("reminder", blocks.reminder) for _ in range(reminders_before_document))
         for number, text in pages:
-            out.append(Block("page", tag_page(number, text), number, text))
+            document.append(Block("page", tag_page(number, text), number, text))
             if number in after:
-                out.append(Block("reminder", blocks.reminder))
-        out.append(Block("document_close", "</DOCUMENT>"))
-    out.append(Block("closing", blocks.closing))
-    return PromptLayout(tuple(out), tuple(questions), limit)
+                document.append(Block("reminder", blocks.reminder))
+        document.append(Block("document_close", "</DOCUMENT>"))
+    opening = Block("opening", blocks.opening)
+    arranged: list[Block]
+    if placement is QuestionPlacement.QUERY_AWARE:
+        arranged = [opening, *document, Block("closing", blocks.question)]
+    elif placement is QuestionPlacement.QUESTION_LAST:
+        arranged = [Block("preamble", blocks.preamble), *document, Block("closing", blocks.question)]
+    elif placement is QuestionPlacement.DOCUMENT_FIRST:
+        arranged = [*document, Block("closing", blocks.closing)]
+    elif placement is QuestionPlacement.REPEATED:
+        arranged = [opening, *document, opening, *document] if document else [opening, opening]
+    else:
+        arranged = [opening, *document, Block("closing", blocks.closing)]
+    return PromptLayout(tuple(arranged), tuple(questions), limit)
 
 
 def build_prompt(

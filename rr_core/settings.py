@@ -152,6 +152,42 @@ class ReminderPlacement(StrEnum):
     BEFORE_PAGES = "before-pages"
 
 
+class QuestionPlacement(StrEnum):
+    """Where the task and the question stand around the document (the prompt's layout).
+
+    - ``before-and-after``: the R&R paper's skeleton (000 §3.1): the full instructions, the
+      document, the instructions again opening with "Now, …";
+    - ``query-aware``: the instructions with the question, the document, the question again
+      (001 §5, "query-aware contextualization");
+    - ``question-last``: the instructions without the question, the document, then the question
+      (001 §3's headline setup: the model reads the data before it knows what to look for);
+    - ``document-first``: the document, then the task and question once (no block before it);
+    - ``repeated``: the instructions and the document, then both again (prompt repetition).
+
+    The last two are the layouts of the cheap baselines, which pin them.
+    """
+
+    BEFORE_AND_AFTER = "before-and-after"
+    QUERY_AWARE = "query-aware"
+    QUESTION_LAST = "question-last"
+    DOCUMENT_FIRST = "document-first"
+    REPEATED = "repeated"
+
+    @property
+    def label(self) -> str:
+        """How the layout is shown."""
+        return PLACEMENT_LABELS[self]
+
+
+PLACEMENT_LABELS: dict[QuestionPlacement, str] = {
+    QuestionPlacement.BEFORE_AND_AFTER: "instructions before and after the document (the R&R paper, 000 §3.1)",
+    QuestionPlacement.QUERY_AWARE: "question before and after the document (query-aware, 001 §5)",
+    QuestionPlacement.QUESTION_LAST: "question after the document (Lost in the Middle, 001 §3)",
+    QuestionPlacement.DOCUMENT_FIRST: "the document first, the task once at the end",
+    QuestionPlacement.REPEATED: "instructions and document, then both again",
+}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunSettings:
     """The user's choices for one method, carried into the core as one value."""
@@ -169,6 +205,8 @@ class RunSettings:
     reminder_style: ReminderStyle = ReminderStyle.FULL
     reminder_placement: ReminderPlacement = ReminderPlacement.INTERVAL
     reminder_pages: tuple[int, ...] = ()
+    # Where the task and question stand around the document (every call of the method).
+    question_placement: QuestionPlacement = QuestionPlacement.BEFORE_AND_AFTER
     # The oracle reads only these pages (the upper bound; the user or the Lab names them).
     gold_pages: tuple[int, ...] = ()
     model: str = "gpt-4.1-mini"
@@ -216,6 +254,8 @@ class RunSettings:
             values["reminder_style"] = ReminderStyle(values["reminder_style"])
         if "reminder_placement" in values:
             values["reminder_placement"] = ReminderPlacement(values["reminder_placement"])
+        if "question_placement" in values:
+            values["question_placement"] = QuestionPlacement(values["question_placement"])
         for name in ("reminder_pages", "gold_pages"):
             if name in values:
                 values[name] = tuple(int(p) for p in values[name])

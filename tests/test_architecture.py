@@ -95,6 +95,8 @@ def test_no_code_outside_the_method_definitions_switches_on_a_method_name() -> N
         "chunked-rr",
         "rag",
         "briefcontext",
+        "question-last",
+        "repeat",
         "closed-book",
         "oracle",
     }

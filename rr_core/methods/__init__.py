@@ -13,18 +13,25 @@ from collections.abc import Sequence
 
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
-from rr_core.methods import bounds, briefcontext, paper, rag
+from rr_core.methods import bounds, briefcontext, cheap, paper, rag
 from rr_core.methods.building import Group, Method
 from rr_core.plans import Plan
 from rr_core.questions import Question
-from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
+from rr_core.settings import PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.tokens import TokenCounter
 
-_ALL: tuple[Method, ...] = (*paper.METHODS, *rag.METHODS, *briefcontext.METHODS, *bounds.METHODS)
+_ALL: tuple[Method, ...] = (
+    *paper.METHODS,
+    *cheap.METHODS,
+    *rag.METHODS,
+    *briefcontext.METHODS,
+    *bounds.METHODS,
+)
 REGISTRY: dict[str, Method] = {m.name: m for m in _ALL}
 
 GROUP_LABELS: dict[Group, str] = {
     "paper": "The R&R paper",
+    "cheap": "Cheap baselines",
     "other": "Other approaches",
     "bounds": "Bounds",
 }
@@ -77,6 +84,13 @@ def parse_spec(spec: str, base: RunSettings) -> RunSettings:
     settings = base.but(method=get_method(name).name)
     for item in overrides:
         key, _, value = item.partition("=")
+        if key.strip() == "layout" and value.strip():
+            try:
+                settings = settings.but(question_placement=QuestionPlacement(value.strip()))
+            except ValueError:
+                choices = ", ".join(p.value for p in QuestionPlacement)
+                raise ConfigError(f"{item!r} in {spec!r}: the layout is one of {choices}") from None
+            continue
         if key.strip() in ("style", "placement") and value.strip():
             try:
                 settings = (
@@ -111,6 +125,8 @@ def spec_of(settings: RunSettings, base: RunSettings) -> str:
         changed.append(f"style={settings.reminder_style.value}")
     if settings.reminder_placement is not base.reminder_placement:
         changed.append(f"placement={settings.reminder_placement.value}")
+    if method.placement is None and settings.question_placement is not base.question_placement:
+        changed.append(f"layout={settings.question_placement.value}")
     return ":".join([method.name, *changed])
 
 

@@ -14,10 +14,10 @@ from rr_core.errors import ConfigError
 from rr_core.outputs import AnswerOut, Output
 from rr_core.plans import Call, Outcome, PhaseResults, Plan, StepResult, count_layout
 from rr_core.prompts import build_layout, instructions
-from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
+from rr_core.settings import PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.tokens import TokenCounter
 
-Group = Literal["paper", "other", "bounds"]
+Group = Literal["paper", "cheap", "other", "bounds"]
 
 # Typical output sizes, for estimates before a run (JSON with a short answer and its quote;
 # a page list; an extraction).
@@ -71,6 +71,7 @@ class Context:
             reminders_before_document=leading,
             questions=asked,
             limit=limit,
+            placement=s.question_placement,
         )
         tokens, reminder_tokens = count_layout(layout, self.counter, self.document)
         return Call(
@@ -172,6 +173,8 @@ class Method:
     reminds: bool = False  # carries reminders, so the ablation options apply
     several_questions: bool = False  # one plan serves several questions (one retrieval pass)
     needs_gold: bool = False  # reads the gold pages the user names (oracle)
+    # The layout the method itself is (the cheap baselines): it overrides the settings' choice.
+    placement: QuestionPlacement | None = None
     planner: Planner = field(repr=False, compare=False)
 
     def plan(
@@ -189,6 +192,8 @@ class Method:
         if len(asked) > 1 and not self.several_questions:
             raise ConfigError(f"{self.label} answers one question at a time; plan it once per question.")
         settings = settings.but(method=self.name)
+        if self.placement is not None:
+            settings = settings.but(question_placement=self.placement)
         settings.validate()
         if not document.pages:
             raise ConfigError("The document has no pages.")
@@ -209,6 +214,8 @@ class Method:
             parts.append(f"reminder: {settings.reminder_style.value}")
         if self.reminds and settings.reminder_placement is not ReminderPlacement.INTERVAL:
             parts.append(f"placement: {settings.reminder_placement.value}")
+        if self.placement is None and settings.question_placement is not QuestionPlacement.BEFORE_AND_AFTER:
+            parts.append(f"layout: {settings.question_placement.value}")
         if self.needs_gold and settings.gold_pages:
             parts.append("gold pages " + ", ".join(str(p) for p in settings.gold_pages))
         return " · ".join(parts)

@@ -30,7 +30,8 @@ from rr_core.outputs import AnswerOut, MultiRetrievalOut, RetrievalOut
 from rr_core.plans import Call, Conclusion, Outcome, Phase, PhaseResults, Plan
 
 
-def _one_pass(ctx: Context, *, remind: bool) -> Plan:
+def one_pass(ctx: Context, *, remind: bool) -> Plan:
+    """One answer call over the whole document (with reminders every k where ``remind``)."""
     pages = ctx.page_texts(range(1, len(ctx.document.pages) + 1))
     call = ctx.call(
         id="answer",
@@ -194,7 +195,7 @@ BASELINE = Method(
     label="Baseline",
     group="paper",
     summary="Reads the whole document in one go and answers.",
-    planner=lambda ctx: _one_pass(ctx, remind=False),
+    planner=lambda ctx: one_pass(ctx, remind=False),
 )
 REPROMPT = Method(
     name="reprompt",
@@ -203,7 +204,7 @@ REPROMPT = Method(
     summary="Reads the whole document in one go, with the question repeated every k tokens.",
     params=("reminder_every",),
     reminds=True,
-    planner=lambda ctx: _one_pass(ctx, remind=True),
+    planner=lambda ctx: one_pass(ctx, remind=True),
 )
 ICR = Method(
     name="icr",
