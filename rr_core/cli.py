@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from rr_core.errors import ConfigError, LedgerError, LLMError, MissingKeyError, RRError
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
 from rr_core.llm.config import COMPAT_KEY_VAR
-from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
+from rr_core.settings import PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.sources import open_document
 from rr_core.tokens import counter_for_model
 
@@ -181,7 +181,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_lab.add_argument("--distracters", type=int, default=0, help="near-copies of the fact with other values")
     p_lab.add_argument(
-        "--qa-file", default=None, help="JSONL in the Lost-in-the-Middle format (passages task)"
+        "--qa-file",
+        default=None,
+        help="a file of the Lost-in-the-Middle release (JSONL or .jsonl.gz): QA rows with ctxs for the "
+        "lost-in-the-middle preset, key-value rows for the key-value preset",
+    )
+    p_lab.add_argument(
+        "--layout",
+        default=None,
+        choices=[p.value for p in QuestionPlacement],
+        help="where the question goes in every prompt (default: the preset's, with its reason)",
     )
     p_lab.add_argument("--questions", default=None, help="CSV question,answers,gold_pages (questions task)")
     p_lab.add_argument("--no-bounds", action="store_true", help="skip the closed-book and oracle bounds")
@@ -434,7 +443,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.costs import context_window
     from rr_core.lab import TASKS, build_trials, trial_spec
     from rr_core.lab.presets import get_preset
-    from rr_core.lab.report import sweep_json
+    from rr_core.lab.report import protocol, sweep_json
     from rr_core.lab.sweep import check_budget, plan_sweep, run_sweep
     from rr_core.llm.simulated import SimulatedReader
     from rr_core.methods import parse_spec
@@ -463,7 +472,8 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     )
     trials = build_trials(spec, preset, document, counter, depths=_numbers(args.depths, float, "--depths"))
     price_model = args.price_model or ("gpt-4.1-mini" if provider in ("offline", "simulated") else "")
-    base = RunSettings(model=model, provider=provider, price_model=price_model)
+    layout = QuestionPlacement(args.layout) if args.layout else preset.layout
+    base = RunSettings(model=model, provider=provider, price_model=price_model, question_placement=layout)
     specs = [m for m in (args.methods.split(",") if args.methods else preset.series) if m.strip()]
     series = [parse_spec(m, base) for m in specs]
     plan = plan_sweep(trials, series, counter, bounds=preset.bounds and not args.no_bounds)
@@ -471,12 +481,14 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     context = {
         "preset": preset.name,
         "task": TASKS[spec.task],
-        "file": document.name if document else None,
+        "file": document.name if document else (Path(args.qa_file).name if args.qa_file else None),
         "provider": provider,
         "model": model,
+        "layout": layout.value,
+        "layout_why": preset.why if layout is preset.layout else "set with --layout",
     }
     if args.dry_run:
-        return {**context, "plan": plan.summary(), "dry_run": True}
+        return {**context, "protocol": protocol(plan), "plan": plan.summary(), "dry_run": True}
     if provider == "simulated":
         client: Any = SimulatedReader(reach=args.reach, counter=counter)
     else:
@@ -600,6 +612,14 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             f"{p['trials']} trials, {p['runs']} runs, {p['calls']:,} calls, {p['input_tokens']:,} input tokens, "
             f"~${p['usd']:.4f} as {p['priced_as']}"
         )
+        made = data["protocol"]
+        for name in made["construction"]:
+            print(f"  distracters ({name}): {made['construction_means'][name]}")
+        print(f"  question placement: {data['layout']} — {data['layout_why']}")
+        pinned = {s: v for s, v in made["question_placement"].items() if v != data["layout"]}
+        for series, value in pinned.items():
+            print(f"    {series}: {value} (the method's own layout)")
+        print(f"  scored by {made['scored_by']}")
         if data.get("dry_run"):
             print("  (dry run: nothing sent)")
             return

@@ -66,3 +66,10 @@ def mark_outcome(outcome: Outcome, answers: Sequence[str], gold_pages: Sequence[
     outcome.gold_answers = list(answers)
     outcome.gold_pages = list(gold_pages)
     outcome.correct = bool(fuzzy_match(outcome.answer or "n/a", answers)) if answers else None
+
+
+def contains_answer(text: str, answers: Iterable[str]) -> bool:
+    """Whether any answer occurs in the text as whole words, both normalised as for fuzzy match
+    (§11): "1901" does not occur in "19011", "Paris" does in "(Paris, France)"."""
+    body = f" {_fuzzy_norm(text)} "
+    return any((norm := _fuzzy_norm(gold)) and f" {norm} " in body for gold in answers)

@@ -3,6 +3,7 @@ match a hand computation — checked against a reader whose positional bias is k
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -14,18 +15,19 @@ from stub_server import StubServer
 from rr_core.cli import main
 from rr_core.documents import document_from_texts
 from rr_core.errors import ConfigError
-from rr_core.lab import TrialSpec, build_trials
+from rr_core.lab import TrialSpec, build_trials, trial_spec
 from rr_core.lab.haystacks import (
     PageCounts,
     boundary_at,
     kv_trials,
     passage_trials,
     planted_trials,
+    read_kv_jsonl,
     read_qa_jsonl,
 )
 from rr_core.lab.presets import PRESETS, get_preset
 from rr_core.lab.report import sweep_csv, sweep_json, sweep_markdown
-from rr_core.lab.stats import effective_length, wilson
+from rr_core.lab.stats import effective_length, score, wilson
 from rr_core.lab.sweep import check_budget, plan_sweep, run_sweep
 from rr_core.llm import make_client
 from rr_core.llm.simulated import SimulatedReader
@@ -118,8 +120,170 @@ def test_key_value_trials_ask_for_the_value_at_the_depth() -> None:
     assert [t.gold_pages[0] for t in trials] == [1, 38, 75]
 
 
+def write_jsonl_gz(path: Path, rows: list[dict[str, object]]) -> Path:
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+    return path
+
+
+TOPICS = ("harbour", "glacier", "orchard", "lighthouse", "vineyard", "quarry")
+
+
+def twenty_document_rows(questions: int = 3) -> list[dict[str, object]]:
+    """Rows in the format of the Lost-in-the-Middle release's 20-document files: each question's
+    own 20 retrieved ctxs, most relevant first, the gold marked ``isgold`` somewhere other than
+    first, and one non-gold ctx that holds the answer (``hasanswer``)."""
+    rows = []
+    for q in range(questions):
+        topic = TOPICS[q]
+        answer = f"Captain Ondrej {topic.title()}"
+        ctxs = []
+        for i in range(20):
+            text = (
+                f"The {topic} passage {i} of question {q} talks about the {topic} at length and nothing else."
+            )
+            ctxs.append({"title": f"{topic.title()} {i}", "text": text, "hasanswer": False, "isgold": False})
+        ctxs[4] = {
+            "title": f"{topic.title()} history",
+            "text": f"The {topic} was first charted by {answer} in 1804.",
+            "hasanswer": True,
+            "isgold": True,
+        }
+        ctxs[9] = {**ctxs[9], "text": f"Some say {answer} also sailed past the {topic}.", "hasanswer": True}
+        rows.append({"question": f"who first charted the {topic}", "answers": [answer], "ctxs": ctxs})
+    return rows
+
+
+def test_a_twenty_document_file_shows_each_questions_own_passages_with_the_gold_moved(tmp_path: Path) -> None:
+    rows = twenty_document_rows()
+    path = write_jsonl_gz(tmp_path / "nq-open-20_total_documents.jsonl.gz", rows)
+    items = read_qa_jsonl(path)
+    assert [it.gold.title for it in items] == [
+        f"{t.title()} history" for t in TOPICS[:3]
+    ]  # isgold, not ctxs[0]
+    trials = passage_trials(
+        items, PageCounts(word_counter()), lengths=(10_000,), depths=(0, 50, 100), repeats=3
+    )
+    assert len(trials) == 9
+    for trial in trials:
+        row = next(r for r in rows if r["question"] == trial.question)
+        ctxs = row["ctxs"]
+        assert isinstance(ctxs, list)
+        own = [c for c in ctxs if not c["hasanswer"]]  # the distracters, in the given order
+        gold = next(c for c in ctxs if c["isgold"])
+        pages = [p.text for p in trial.document.pages]
+        assert len(pages) == 19  # 18 own distracters and the gold; the answer-bearing one is never shown
+        position = trial.gold_pages[0] - 1
+        assert position == {0.0: 0, 50.0: 9, 100.0: 18}[trial.depth]
+        shown = [*own[:position], gold, *own[position:]]
+        # As 001 shows search results: "Document [n](Title: ...) text", one per page.
+        assert pages == [
+            f"Document [{n}](Title: {c['title']}) {c['text']}" for n, c in enumerate(shown, start=1)
+        ]
+        answer = trial.answers[0]
+        assert [i for i, text in enumerate(pages) if answer in text] == [position]
+        assert trial.construction == "own-ctxs"
+
+
+def test_an_oracle_file_ranks_other_rows_passages_by_bm25_and_drops_answer_bearing_ones(
+    tmp_path: Path,
+) -> None:
+    rows: list[dict[str, object]] = [
+        {
+            "question": "who designed the copper lighthouse at Varnholm",
+            "answers": ["Elsa Morrow"],
+            "ctxs": [
+                {
+                    "title": "Varnholm lighthouse",
+                    "text": "The copper lighthouse at Varnholm was designed by Elsa Morrow.",
+                    "hasanswer": True,
+                    "isgold": True,
+                }
+            ],
+        },
+        {
+            "question": "when was the Varnholm ferry opened",
+            "answers": ["1921"],
+            "ctxs": [
+                {
+                    "title": "Varnholm ferry",
+                    "text": "The ferry to Varnholm opened in 1921 beside the copper lighthouse.",
+                    "isgold": True,
+                }
+            ],
+        },
+        {
+            "question": "who painted the lighthouse keeper",
+            "answers": ["Jon Sal"],
+            "ctxs": [
+                {
+                    "title": "Keeper portrait",
+                    "text": "A portrait of the lighthouse keeper, praised by Elsa Morrow, was painted by Jon Sal.",
+                    "isgold": True,
+                }
+            ],
+        },
+    ]
+    rows += [
+        {
+            "question": f"what is filler {i}",
+            "answers": [f"thing {i}"],
+            "ctxs": [
+                {
+                    "title": f"Filler {i}",
+                    "text": f"Filler paragraph {i} describes weather and thing {i}.",
+                    "isgold": True,
+                }
+            ],
+        }
+        for i in range(6)
+    ]
+    path = write_jsonl_gz(tmp_path / "oracle.jsonl.gz", rows)
+    items = read_qa_jsonl(path)
+    trials = passage_trials(
+        items, PageCounts(word_counter()), lengths=(10_000,), depths=(100,), repeats=len(items)
+    )
+    trial = next(t for t in trials if t.question.startswith("who designed"))
+    assert trial.construction == "bm25-from-other-rows"
+    pages = [p.text for p in trial.document.pages]
+    assert trial.gold_pages == (len(pages),) and "Elsa Morrow" in pages[-1]
+    # The most relevant other passage comes first; the one naming the answer is never shown.
+    assert "Varnholm ferry" in pages[0]
+    assert not any("Elsa Morrow" in text for text in pages[:-1]) and len(pages) == 8
+
+
+def test_the_lost_in_the_middle_preset_reads_the_file_and_says_how_it_built_the_documents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    twenty = write_jsonl_gz(tmp_path / "twenty.jsonl.gz", twenty_document_rows())
+    args = ["lab", "--preset", "lost-in-the-middle", "--provider", "simulated", "--repeats", "2"]
+    assert main(["--json", *args, "--qa-file", str(twenty)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["protocol"]["construction"] == ["own-ctxs"]
+    assert data["layout"] == "question-last" and "001" in data["layout_why"]
+    assert set(data["protocol"]["question_placement"].values()) == {
+        "question-last",
+        "document-first",
+        "repeated",
+    }
+    methods = {s["method_name"] for s in data["series"]}
+    assert {"question-last", "repeat"} <= methods
+    oracle = write_jsonl_gz(
+        tmp_path / "oracle.jsonl.gz",
+        [{**r, "ctxs": [c for c in r["ctxs"] if c["isgold"]]} for r in twenty_document_rows()],  # type: ignore[union-attr]
+    )
+    assert main([*args, "--qa-file", str(oracle), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "bm25-from-other-rows" in out
+        and "ranked by BM25" in out
+        and "question placement: question-last" in out
+    )
+
+
 @pytest.mark.shared_data
-def test_the_papers_protocol_from_a_lost_in_the_middle_file() -> None:
+def test_the_papers_protocol_from_the_oracle_file() -> None:
     if not QA_FILE.exists():
         pytest.skip("../shared/data is absent (a user's clone has no shared/)")
     items = read_qa_jsonl(QA_FILE, limit=200)
@@ -127,12 +291,78 @@ def test_the_papers_protocol_from_a_lost_in_the_middle_file() -> None:
         items, PageCounts(word_counter()), lengths=(2_000,), depths=(0, 50, 100), repeats=2
     )
     for trial in trials:
-        gold = trial.document.pages[trial.gold_pages[0] - 1].text
         item = next(i for i in items if i.question == trial.question)
-        assert gold == item.passage  # the gold passage is on the gold page, whole
-        assert sum(p.text == item.passage for p in trial.document.pages) == 1
+        gold = trial.document.pages[trial.gold_pages[0] - 1].text
+        assert gold == item.gold.shown(trial.gold_pages[0])  # the gold passage is on the gold page, whole
+        others = [p.text for p in trial.document.pages if p.number != trial.gold_pages[0]]
+        assert not any(item.gold.text in text for text in others)
+        assert trial.construction == "bm25-from-other-rows"
     assert [t.gold_pages[0] for t in trials[:3]][0] == 1
     assert trials[2].gold_pages[0] == len(trials[2].document.pages)
+
+
+KV_ROWS = [
+    {
+        "ordered_kv_records": [[f"key-{r}-{i:03d}", f"value-{r}-{i:03d}"] for i in range(140)],
+        "key": f"key-{r}-007",
+        "value": f"value-{r}-007",
+    }
+    for r in range(3)
+]
+
+
+def test_key_value_retrieval_reads_the_users_file(tmp_path: Path) -> None:
+    path = write_jsonl_gz(tmp_path / "kv-retrieval-140_keys.jsonl.gz", KV_ROWS)
+    preset = get_preset("key-value")
+    spec = trial_spec(preset, None, qa_file=path, repeats=2)
+    trials = build_trials(spec, preset, None, word_counter())
+    assert len(trials) == 10
+    for trial in trials:
+        row = next(r for r in KV_ROWS if r["key"] in trial.question)  # the file's key, not a generated one
+        assert trial.answers == (row["value"],) and trial.length == 140 and trial.exact
+        pages = [json.loads(p.text) for p in trial.document.pages]
+        position = trial.gold_pages[0] - 1
+        assert pages[position] == {row["key"]: row["value"]}
+        others = [[k, v] for k, v in row["ordered_kv_records"] if k != row["key"]]  # type: ignore[union-attr]
+        assert [list(p.items())[0] for p in pages[:position] + pages[position + 1 :]] == [
+            tuple(o) for o in others
+        ]
+        assert position == {0.0: 0, 25.0: 35, 50.0: 69, 75.0: 104, 100.0: 139}[trial.depth]
+    # --lengths cuts a row to fewer pairs, the asked pair kept.
+    short = build_trials(
+        trial_spec(preset, None, qa_file=path, lengths=(75,), repeats=1), preset, None, word_counter()
+    )
+    assert {len(t.document.pages) for t in short} == {75}
+    assert read_kv_jsonl(path)[0].key == "key-0-007"
+
+
+def test_key_value_is_scored_by_exact_match_on_the_value() -> None:
+    value = "d1ff29be-4e2a-4208-a182-0cea716be3d4"
+    common = dict(
+        series="s", method="baseline", length=75, depth=0.0, trial="t", question_id="q", answers=(value,),
+        gold_pages=(1,), retrieved=(), cited=None, retrieves=False, cost_usd=0.0, calls=1, input_tokens=1,
+        output_tokens=1, failed=False,
+    )  # fmt: skip
+    assert score(answer=f"The value is {value}.", exact=True, **common).correct  # type: ignore[arg-type]
+    assert not score(answer="d1ff29be", exact=True, **common).correct  # type: ignore[arg-type]
+    assert not score(answer="d1ff29be-4e2a-4208-a182", exact=True, **common).correct  # type: ignore[arg-type]
+
+
+def test_a_file_of_the_wrong_kind_or_neither_gets_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kv = write_jsonl_gz(tmp_path / "kv.jsonl.gz", KV_ROWS)
+    qa = write_jsonl_gz(tmp_path / "qa.jsonl.gz", twenty_document_rows(2))
+    neither = tmp_path / "other.jsonl"
+    neither.write_text('{"prompt": "x", "completion": "y"}\n')
+    cases = [("key-value", qa, "is a QA file"), ("lost-in-the-middle", kv, "key–value retrieval file"),
+             ("key-value", neither, "neither"), ("lost-in-the-middle", neither, "neither")]  # fmt: skip
+    for preset, path, message in cases:
+        code = main(
+            ["lab", "--preset", preset, "--qa-file", str(path), "--provider", "simulated", "--dry-run"]
+        )
+        _, err = capsys.readouterr()
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_a_qa_file_that_is_not_in_the_format_says_which_line(tmp_path: Path) -> None:

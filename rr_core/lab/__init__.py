@@ -23,6 +23,7 @@ from rr_core.lab.haystacks import (
     passage_trials,
     planted_trials,
     question_trials,
+    read_kv_jsonl,
     read_qa_jsonl,
 )
 from rr_core.lab.presets import Preset, default_lengths, depths_for
@@ -32,7 +33,7 @@ from rr_core.tokens import TokenCounter
 TASKS = {
     "planted": "Your document, with planted facts",
     "passages": "The papers' protocol: passages from a QA file",
-    "kv": "Key–value retrieval",
+    "kv": "Key–value retrieval (generated pairs, or a file of the Lost-in-the-Middle release)",
     "questions": "Your own questions (CSV)",
 }
 
@@ -57,6 +58,8 @@ def trial_spec(preset: Preset, document: Document | None, **overrides: object) -
     lengths = preset.lengths or (default_lengths(document.total_tokens) if document else (10_000,))
     values: dict[str, object] = {"task": preset.task, "lengths": lengths, "repeats": preset.repeats}
     values.update({k: v for k, v in overrides.items() if v is not None})
+    if values["task"] == "kv" and values.get("qa_file") and overrides.get("lengths") is None:
+        values["lengths"] = (0,)  # a key–value file: each row's own number of pairs
     return TrialSpec(**values)  # type: ignore[arg-type]
 
 
@@ -97,8 +100,9 @@ def build_trials(
             items, cache, lengths=spec.lengths, depths=depth_list, repeats=spec.repeats, seed=spec.seed
         )
     if spec.task == "kv":
+        rows = read_kv_jsonl(spec.qa_file) if spec.qa_file is not None else ()
         return kv_trials(
-            cache, pairs=spec.lengths, depths=depth_list(0), repeats=spec.repeats, seed=spec.seed
+            cache, pairs=spec.lengths, depths=depth_list(0), repeats=spec.repeats, seed=spec.seed, rows=rows
         )
     if spec.task == "questions":
         if document is None or not spec.questions:

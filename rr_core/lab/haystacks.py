@@ -9,8 +9,9 @@ tokens, one question, its accepted answers and the page that holds them, planted
   dates no model can know) planted at each depth; optionally a paraphrased question and
   distracters (near-copies with other values) elsewhere. Distracters differ per repeat.
 - ``passage_trials``: the Lost-in-the-Middle protocol (000 §4.1, 001 §3): one passage per
-  page, the gold passage at depth p among other questions' passages.
-- ``kv_trials``: key–value retrieval (001 §4): generated UUID pairs, one per page.
+  page, the gold passage at depth p among the question's own retrieved passages (or, from an
+  oracle-only file, other questions' passages ranked by BM25), answer-bearing ones left out.
+- ``kv_trials``: key–value retrieval (001 §4): pairs one per page, generated or from a file.
 - ``question_trials``: the user's own questions (question, answers, gold page) on the document.
 """
 
@@ -27,8 +28,10 @@ from pathlib import Path
 
 from rr_core.documents import Document, Page
 from rr_core.errors import ConfigError
+from rr_core.metrics import contains_answer
 from rr_core.planting import build_fact
 from rr_core.questions import Question
+from rr_core.retrieval import BM25
 from rr_core.tokens import TokenCounter
 
 Depths = Sequence[float] | Callable[[int], Sequence[float]]
@@ -52,6 +55,8 @@ class Trial:
     answers: tuple[str, ...]
     gold_pages: tuple[int, ...]
     document: Document
+    construction: str = ""  # how the distracters were chosen (``CONSTRUCTIONS``), where it varies
+    exact: bool = False  # scored by exact match (key–value: the value itself), not fuzzy match
 
 
 class PageCounts:
@@ -172,20 +177,54 @@ def planted_trials(
     return trials
 
 
+OWN_CTXS = "own-ctxs"
+BM25_FROM_OTHER_ROWS = "bm25-from-other-rows"
+CONSTRUCTIONS = {
+    OWN_CTXS: "each question's own retrieved passages, most relevant first, the gold moved among them (001 §3)",
+    BM25_FROM_OTHER_ROWS: "other questions' passages ranked by BM25 against the question, most relevant first; "
+    "any passage holding an accepted answer dropped (the file has one passage per question)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A passage of a QA file: a Wikipedia chunk with its title."""
+
+    title: str
+    text: str
+
+    def shown(self, number: int | None = None) -> str:
+        """The passage as 001 shows a search result: ``Document [n](Title: …) text``."""
+        head = f"Document [{number}]" if number is not None else "Document"
+        return f"{head}(Title: {self.title}) {self.text}" if self.title else f"{head} {self.text}"
+
+
 @dataclass(frozen=True, slots=True)
 class QAItem:
-    """A question of a QA set with its answers and its gold passage."""
+    """A question of a QA set: its answers, its gold passage and its own distracters (the
+    passages retrieved for it, most relevant first, with every answer-bearing one left out;
+    none in an oracle-only file)."""
 
     question: str
     answers: tuple[str, ...]
-    passage: str
+    gold: Passage
+    distracters: tuple[Passage, ...] = ()
+    left_out: int = 0  # the question's passages that hold an answer but are not the gold
 
 
-def read_qa_jsonl(path: Path, limit: int = 5_000) -> list[QAItem]:
-    """A QA file in the Lost-in-the-Middle format (JSONL, optionally gzipped): ``question``,
-    ``answers``, and the gold passage in ``ctxs[0]`` (``title``, ``text``)."""
+@dataclass(frozen=True, slots=True)
+class KVRow:
+    """A row of a key–value retrieval file: the pairs in their order, and the asked key."""
+
+    records: tuple[tuple[str, str], ...]
+    key: str
+    value: str
+
+
+def _rows(path: Path, limit: int) -> Iterable[tuple[int, dict[str, object]]]:
+    """(line number, object) of a JSONL file (optionally gzipped), at most ``limit`` rows."""
     opener = gzip.open if path.suffix == ".gz" else open
-    items: list[QAItem] = []
+    count = 0
     try:
         with opener(path, "rt", encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
@@ -193,22 +232,124 @@ def read_qa_jsonl(path: Path, limit: int = 5_000) -> list[QAItem]:
                     continue
                 try:
                     row = json.loads(line)
-                    ctx = row["ctxs"][0]
-                    passage = f"{ctx.get('title', '')}\n{ctx['text']}".strip()
-                    items.append(QAItem(str(row["question"]), tuple(str(a) for a in row["answers"]), passage))
-                except (ValueError, KeyError, IndexError, TypeError) as exc:
-                    raise ConfigError(
-                        f"{path.name}, line {number}: not a question with answers and ctxs ({exc})."
-                    ) from None
-                if len(items) >= limit:
-                    break
-    except OSError as exc:
+                except ValueError as exc:
+                    raise ConfigError(f"{path.name}, line {number}: not JSON ({exc}).") from None
+                if not isinstance(row, dict):
+                    raise ConfigError(f"{path.name}, line {number}: not a JSON object.")
+                yield number, row
+                count += 1
+                if count >= limit:
+                    return
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
-    if len(items) < 2:
+
+
+def file_format(path: Path) -> str:
+    """``"qa"`` (question, answers, ctxs) or ``"kv"`` (ordered_kv_records, key, value), from the
+    first row; ``ConfigError`` for anything else."""
+    for _, row in _rows(path, 1):
+        if {"question", "answers", "ctxs"} <= row.keys():
+            return "qa"
+        if {"ordered_kv_records", "key", "value"} <= row.keys():
+            return "kv"
+        break
+    raise ConfigError(
+        f"{path.name} is neither a Lost-in-the-Middle QA file (question, answers, ctxs) nor a "
+        "key–value file (ordered_kv_records, key, value)."
+    )
+
+
+def _qa_item(row: dict[str, object], answers_of: Callable[[Sequence[str]], Callable[[str], bool]]) -> QAItem:
+    ctxs = row["ctxs"]
+    if not isinstance(ctxs, list) or not ctxs:
+        raise ValueError("no ctxs")
+    answers = tuple(str(a) for a in row["answers"])  # type: ignore[attr-defined]
+    holds_answer = answers_of(answers)
+    passages = [Passage(str(c.get("title") or ""), str(c["text"])) for c in ctxs]
+    golds = [i for i, c in enumerate(ctxs) if c.get("isgold")]
+    if not golds and len(ctxs) == 1:
+        golds = [0]  # a one-passage row without the flag: that passage is the gold
+    if len(golds) != 1:
+        raise ValueError(f"{len(golds)} ctxs marked isgold; exactly one must be")
+    gold = golds[0]
+    distracters: list[Passage] = []
+    left_out = 0
+    for i, (ctx, passage) in enumerate(zip(ctxs, passages, strict=True)):
+        if i == gold:
+            continue
+        if ctx.get("hasanswer") or holds_answer(passage.text) or passage == passages[gold]:
+            left_out += 1  # answer-bearing: a second place to find the answer
+            continue
+        distracters.append(passage)
+    return QAItem(str(row["question"]), answers, passages[gold], tuple(distracters), left_out)
+
+
+def read_qa_jsonl(path: Path, limit: int = 5_000) -> list[QAItem]:
+    """A QA file of the Lost-in-the-Middle release (JSONL, optionally gzipped): ``question``,
+    ``answers`` and ``ctxs`` (``title``, ``text``, ``isgold``, ``hasanswer``). The gold is the
+    ctx marked ``isgold`` wherever it stands; the others are the question's own distracters in
+    their given order (most relevant first), any that holds an answer left out. An oracle-only
+    file has one ctx per question (its distracters are then ranked from the other rows)."""
+    if file_format(path) == "kv":
+        raise ConfigError(f"{path.name} is a key–value retrieval file: use the key–value preset for it.")
+    items: list[QAItem] = []
+    for number, row in _rows(path, limit):
+        try:
+            items.append(_qa_item(row, _answer_test))
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ConfigError(
+                f"{path.name}, line {number}: not a question with answers and ctxs ({exc})."
+            ) from None
+    if any(not it.distracters for it in items) and len(items) < 2:
         raise ConfigError(
-            f"{path.name} needs at least two questions (the others' passages are the distracters)."
+            f"{path.name} needs at least two questions (with one passage per question, the others' "
+            "passages are the distracters)."
         )
     return items
+
+
+def _answer_test(answers: Sequence[str]) -> Callable[[str], bool]:
+    return lambda text: contains_answer(text, answers)
+
+
+def read_kv_jsonl(path: Path, limit: int = 5_000) -> list[KVRow]:
+    """A key–value retrieval file of the Lost-in-the-Middle release: ``ordered_kv_records``
+    (a list of [key, value] pairs), the asked ``key`` (one of them) and its ``value``."""
+    if file_format(path) == "qa":
+        raise ConfigError(f"{path.name} is a QA file: use the lost-in-the-middle preset for it.")
+    rows: list[KVRow] = []
+    for number, row in _rows(path, limit):
+        try:
+            records = tuple((str(k), str(v)) for k, v in row["ordered_kv_records"])  # type: ignore[attr-defined]
+            key, value = str(row["key"]), str(row["value"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{path.name}, line {number}: not key–value records ({exc}).") from None
+        if (key, value) not in records:
+            raise ConfigError(
+                f"{path.name}, line {number}: the key {key} with its value is not among the records."
+            )
+        rows.append(KVRow(records, key, value))
+    if not rows:
+        raise ConfigError(f"{path.name} has no rows.")
+    return rows
+
+
+def _ranked_distracters(
+    items: Sequence[QAItem], index: int, index_of: Callable[[], BM25]
+) -> Iterable[Passage]:
+    """Other rows' gold passages, most relevant to the question first (BM25; ties in file
+    order), each passage once; those holding one of the question's answers left out."""
+    item = items[index]
+    scores = index_of().scores(item.question)
+    seen = {item.gold}
+    for i in sorted(range(len(items)), key=lambda i: (-scores[i], i)):
+        passage = items[i].gold
+        if i == index or passage in seen:
+            continue
+        seen.add(passage)
+        if contains_answer(passage.text, item.answers) or contains_answer(passage.title, item.answers):
+            continue
+        yield passage
 
 
 def passage_trials(
@@ -220,29 +361,48 @@ def passage_trials(
     repeats: int,
     seed: int = 0,
 ) -> list[Trial]:
-    """Gold passage at each depth among other questions' passages, one passage per page."""
+    """The gold passage at each depth among its distracters, one passage per page, as 001 shows
+    them (title and text); the distracters keep their order (most relevant first), cut to about
+    ``length`` tokens. A question with its own passages uses them; otherwise other questions'
+    passages ranked by BM25 (see ``CONSTRUCTIONS``)."""
     rng = random.Random(seed)
     picks = rng.sample(range(len(items)), min(repeats, len(items)))
-    counts = cache.count([it.passage for it in items])
+    index: list[BM25] = []
+
+    def bm25() -> BM25:
+        if not index:
+            index.append(BM25([f"{it.gold.title} {it.gold.text}" for it in items]))
+        return index[0]
+
+    longest = max(lengths, default=0)
     trials: list[Trial] = []
-    for repeat, index in enumerate(picks):
-        item = items[index]
-        # Other questions' passages; a passage identical to the gold one would be a second gold page.
-        pool = [i for i in range(len(items)) if items[i].passage != item.passage]
-        order = random.Random(f"{seed}-{repeat}").sample(pool, len(pool))
+    for repeat, picked in enumerate(picks):
+        item = items[picked]
+        own = bool(item.distracters)
+        source = iter(item.distracters) if own else _ranked_distracters(items, picked, bm25)
+        gold_tokens = cache.count([item.gold.shown()])[0]
+        # The distracters the longest document needs, in order; shorter ones take a prefix.
+        pool: list[Passage] = []
+        pool_counts: list[int] = []
+        total = gold_tokens
+        for passage in source:
+            (n,) = cache.count([passage.shown()])
+            if total + n > longest and pool:
+                break
+            pool.append(passage)
+            pool_counts.append(n)
+            total += n
         for length in lengths:
-            chosen: list[int] = []
-            total = counts[index]
-            for i in order:
-                if total + counts[i] > length and chosen:
-                    break
-                chosen.append(i)
-                total += counts[i]
-            distracter_counts = [counts[i] for i in chosen]
+            size = 0
+            total = gold_tokens
+            while size < len(pool) and (total + pool_counts[size] <= length or size == 0):
+                total += pool_counts[size]
+                size += 1
+            chosen, counts = pool[:size], pool_counts[:size]
             for depth in _depths(depths, length):
-                position = boundary_at([*distracter_counts, 0], depth) if chosen else 0
-                page_ids = [*chosen[:position], index, *chosen[position:]]
-                texts = [items[i].passage for i in page_ids]
+                position = boundary_at([*counts, 0], depth) if chosen else 0
+                order = [*chosen[:position], item.gold, *chosen[position:]]
+                texts = [p.shown(n) for n, p in enumerate(order, start=1)]
                 trials.append(
                     Trial(
                         id=f"passages-d{length}-p{depth:g}-r{repeat}",
@@ -250,11 +410,12 @@ def passage_trials(
                         length=length,
                         depth=float(depth),
                         repeat=repeat,
-                        question_id=f"qa-{index}",
+                        question_id=f"qa-{picked}",
                         question=item.question,
                         answers=item.answers,
                         gold_pages=(position + 1,),
                         document=cache.document(f"{len(texts)} passages · gold at {depth:g}%", texts),
+                        construction=OWN_CTXS if own else BM25_FROM_OTHER_ROWS,
                     )
                 )
     return trials
@@ -267,36 +428,52 @@ def kv_trials(
     depths: Sequence[float],
     repeats: int,
     seed: int = 0,
+    rows: Sequence[KVRow] = (),
 ) -> list[Trial]:
-    """Key–value retrieval: ``n`` UUID pairs, one per page, the asked key at each depth."""
+    """Key–value retrieval (001 §4): ``n`` pairs, one per page, the asked pair at each depth,
+    scored by exact match on the value. Pairs are generated UUIDs, or a file's rows (its pairs
+    in their order, the asked pair moved to the depth; ``n`` = 0 keeps all of a row's pairs)."""
     trials: list[Trial] = []
-    for repeat in range(repeats):
+    picks = random.Random(f"kv-{seed}").sample(range(len(rows)), min(repeats, len(rows))) if rows else []
+    for repeat in range(len(picks) if rows else repeats):
         rng = random.Random(f"kv-{seed}-{repeat}")
-        for n in pairs:
-            records = [
-                (
-                    str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                    str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                )
-                for _ in range(n)
-            ]
-            texts = [json.dumps({k: v}) for k, v in records]
-            counts = cache.count(texts)
+        for n in dict.fromkeys(pairs):
+            if rows:
+                row = rows[picks[repeat]]
+                others = [r for r in row.records if r != (row.key, row.value)]
+                size = len(row.records) if n <= 0 else min(n, len(row.records))
+                others = others[: size - 1]
+                gold_pair = (row.key, row.value)
+                question_id = f"kv-file-{picks[repeat]}"
+            else:
+                records = [
+                    (
+                        str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                        str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                    )
+                    for _ in range(n)
+                ]
+                gold_pair, others = records[0], records[1:]
+                question_id = f"kv-{seed}-{repeat}-{n}"  # one question asked at every depth
+            other_counts = cache.count([json.dumps({k: v}) for k, v in others])
             for depth in depths:
-                gold = boundary_at(counts, depth)
-                key, value = records[gold]
+                position = boundary_at([*other_counts, 0], depth)
+                ordered = [*others[:position], gold_pair, *others[position:]]
+                texts = [json.dumps({k: v}) for k, v in ordered]
+                key, value = gold_pair
                 trials.append(
                     Trial(
-                        id=f"kv-n{n}-p{depth:g}-r{repeat}",
+                        id=f"kv-n{len(texts)}-p{depth:g}-r{repeat}",
                         task="kv",
-                        length=n,
+                        length=len(texts),
                         depth=float(depth),
                         repeat=repeat,
-                        question_id=f"kv-{seed}-{repeat}-{n}-{gold}",
+                        question_id=question_id,
                         question=f"What is the value associated with the key {key}?",
                         answers=(value,),
-                        gold_pages=(gold + 1,),
-                        document=cache.document(f"{n} key–value pairs · key at {depth:g}%", texts),
+                        gold_pages=(position + 1,),
+                        document=cache.document(f"{len(texts)} key–value pairs · key at {depth:g}%", texts),
+                        exact=True,
                     )
                 )
     return trials

@@ -5,24 +5,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rr_core.errors import ConfigError
+from rr_core.settings import QuestionPlacement
 
 FIVE_DEPTHS = (0.0, 25.0, 50.0, 75.0, 100.0)
 
 
 @dataclass(frozen=True, slots=True)
 class Preset:
-    """A sweep's shape: task, series (method specs), lengths, depths, repeats, bounds."""
+    """A sweep's shape: task, series (method specs), lengths, depths, repeats, bounds, and where
+    the question goes in every prompt (``layout``), with the reason (``why``)."""
 
     name: str
     title: str
     description: str
     task: str = "planted"
-    series: tuple[str, ...] = ("baseline", "rr")
+    series: tuple[str, ...] = ("baseline", "question-last", "repeat", "rr")
     lengths: tuple[int, ...] = ()  # empty: a quarter, half and all of the document
     depths: tuple[float, ...] = FIVE_DEPTHS
     depth_step_tokens: int = 0  # the paper's grid: depths every N tokens instead of percents
     repeats: int = 2
     bounds: bool = True
+    layout: QuestionPlacement = QuestionPlacement.BEFORE_AND_AFTER
+    why: str = (
+        "Instructions before and after the document, as the R&R paper lays out every prompt (000 §3.1), "
+        "so R&R is measured as published."
+    )
 
 
 PRESETS: dict[str, Preset] = {
@@ -31,15 +38,15 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "quick",
             "Quick check of this document",
-            "Baseline against R&R on your document cut to a quarter, half and all of its length, with a "
-            "fictional fact planted at five depths, twice each.",
+            "Baseline against R&R, and the cheap baselines (question last, prompt repeated), on your document "
+            "cut to a quarter, half and all of its length, with a fictional fact planted at five depths, twice each.",
         ),
         Preset(
             "paper-grid",
             "The R&R paper's grid",
             "Documents of 10k, 20k, 40k and 80k tokens with the fact every 10k tokens (000 §4.1), for the "
-            "paper's four main methods.",
-            series=("baseline", "reprompt", "icr", "rr"),
+            "paper's four main methods and the cheap baselines.",
+            series=("baseline", "question-last", "repeat", "reprompt", "icr", "rr"),
             lengths=(10_000, 20_000, 40_000, 80_000),
             depths=(),
             depth_step_tokens=10_000,
@@ -48,25 +55,36 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "lost-in-the-middle",
             "Lost in the middle",
-            "Twenty passages, one per page, the one holding the answer at five positions (001 §3), with the "
-            "closed-book and oracle bounds. Needs a QA file in the Lost-in-the-Middle format.",
+            "Passages one per page, up to about 4,000 tokens (all of a 20-document file's passages), the one "
+            "holding the answer moved to five positions among the question's own distracters (001 §3), with the "
+            "closed-book and oracle bounds. Needs a QA file of the Lost-in-the-Middle release; with an "
+            "oracle-only file the distracters are other questions' passages ranked by BM25.",
             task="passages",
-            lengths=(3_000,),
+            lengths=(4_000,),
             repeats=5,
+            layout=QuestionPlacement.QUESTION_LAST,
+            why="The question after the passages, as in 001's headline results (001 §3): the model reads the "
+            "passages before it knows what to look for. Before and after (query-aware) barely changes this "
+            "curve in 001 §5.2; the R&R layout would measure a different task.",
         ),
         Preset(
             "key-value",
             "Key–value retrieval",
-            "75 generated UUID pairs, one per page; find the value of one key placed at five positions (001 §4).",
+            "75 generated UUID pairs, one per page, or the pairs of a key–value file of the Lost-in-the-Middle "
+            "release (75, 140 or 300 keys); find the value of one key placed at five positions (001 §4), "
+            "scored by exact match on the value.",
             task="kv",
             lengths=(75,),
             repeats=2,
+            layout=QuestionPlacement.QUESTION_LAST,
+            why="The key after the pairs, as in 001 §4: with the key before and after (query-aware) models find "
+            "it almost perfectly (001 §5.2), so the task would measure nothing.",
         ),
         Preset(
             "reprompt-interval",
             "Reprompt interval",
-            "R&R with reminders every 5k, 10k and 20k tokens against the baseline (000 Table 5).",
-            series=("baseline", "rr:k=5000", "rr:k=10000", "rr:k=20000"),
+            "R&R with reminders every 5k, 10k and 20k tokens against the baseline and question last (000 Table 5).",
+            series=("baseline", "question-last", "rr:k=5000", "rr:k=10000", "rr:k=20000"),
             repeats=1,
         ),
         Preset(
@@ -80,8 +98,15 @@ PRESETS: dict[str, Preset] = {
             "ablations",
             "Reminder ablations",
             "What the reminder says and where it goes (000 Table 6): full reminders every k, tags only, "
-            "all at the beginning, against the baseline.",
-            series=("baseline", "reprompt", "reprompt:style=tags-only", "reprompt:placement=beginning"),
+            "all at the beginning, against the baseline and the cheap baselines.",
+            series=(
+                "baseline",
+                "question-last",
+                "repeat",
+                "reprompt",
+                "reprompt:style=tags-only",
+                "reprompt:placement=beginning",
+            ),
             repeats=1,
         ),
     )

@@ -9,8 +9,25 @@ import json
 from typing import Any
 
 from rr_core.exports import md_escape
+from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.stats import SeriesSummary
 from rr_core.lab.sweep import SweepPlan, SweepResult
+
+
+def protocol(plan: SweepPlan) -> dict[str, Any]:
+    """How the sweep's test documents and prompts were made: the distracters' construction
+    (where the task has one), where each series puts the question, and the scoring rule."""
+    constructions = list(dict.fromkeys(t.construction for t in plan.trials if t.construction))
+    placements: dict[str, str] = {}
+    for job in plan.jobs:
+        placements.setdefault(job.series, job.plan.settings.question_placement.value)
+    exact = any(t.exact for t in plan.trials)
+    return {
+        "construction": constructions,
+        "construction_means": {c: CONSTRUCTIONS[c] for c in constructions},
+        "question_placement": placements,
+        "scored_by": "exact match on the value" if exact else "fuzzy match (000 §4.3)",
+    }
 
 
 def _summary_dict(s: SeriesSummary) -> dict[str, Any]:
@@ -39,6 +56,7 @@ def sweep_json(
     """The sweep as one JSON object: plan, calls made and cached, cells, series, bounds."""
     return {
         **(context or {}),
+        "protocol": protocol(plan),
         "plan": plan.summary(),
         "calls_made": result.calls_made,
         "calls_cached": result.calls_cached,
@@ -73,8 +91,9 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         f"- **Trials:** {len(plan.trials):,}; runs {len(plan.jobs):,}; calls made {result.calls_made:,}, "
         f"found in the store {result.calls_cached:,}; cost ${result.cost_usd():.4f} (estimated ${plan.usd:.4f} "
         f"as {md_escape(plan.priced_as)})",
+        *_protocol_lines(plan),
         "",
-        "## Accuracy by method (fuzzy match, 95% Wilson interval)",
+        f"## Accuracy by method ({'exact match' if any(t.exact for t in plan.trials) else 'fuzzy match'}, 95% Wilson interval)",
         "",
         "| Method | Trials | Accuracy | 95% interval | Effective length | Retrieval misses | Reading misses | Calls / trial | Input tokens / trial | Cost (USD) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -108,6 +127,17 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         "Retrieval miss: the page holding the answer was not among the pages the method picked; reading miss: it was, and the answer was still wrong.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _protocol_lines(plan: SweepPlan) -> list[str]:
+    made = protocol(plan)
+    lines = [
+        f"- **Distracters:** {md_escape(c)}: {md_escape(CONSTRUCTIONS[c])}" for c in made["construction"]
+    ]
+    layouts = sorted(set(made["question_placement"].values()))
+    lines.append("- **Question placement:** " + md_escape(", ".join(layouts)))
+    lines.append(f"- **Scored by:** {made['scored_by']}")
+    return lines
 
 
 def dumps(data: dict[str, Any]) -> str:

@@ -67,10 +67,13 @@ def score(
     output_tokens: int,
     failed: bool,
     paid_usd: float = 0.0,
+    exact: bool = False,
 ) -> Score:
-    """One run on one trial, scored."""
+    """One run on one trial, scored: right by fuzzy match, or by exact match where the trial
+    says so (a key–value value must come back whole)."""
     text = answer or "n/a"
     gold = gold_pages[0] if gold_pages else -1
+    em = bool(best_subspan_em(text, answers)) and not failed
     return Score(
         series=series,
         method=method,
@@ -78,8 +81,8 @@ def score(
         depth=depth,
         trial=trial,
         question_id=question_id,
-        correct=bool(fuzzy_match(text, answers)) and not failed,
-        em=bool(best_subspan_em(text, answers)) and not failed,
+        correct=em if exact else bool(fuzzy_match(text, answers)) and not failed,
+        em=em,
         retrieves=retrieves,
         recalled=any(page_recall(retrieved, g) for g in gold_pages) if retrieved else False,
         cited_gold=bool(page_accuracy(cited, gold)),

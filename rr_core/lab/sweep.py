@@ -202,6 +202,7 @@ def score_trace(job: Job, trace: RunTrace) -> Score:
         output_tokens=usage.output_tokens,
         failed=trace.error is not None,
         paid_usd=trace.paid_usd,
+        exact=job.trial.exact,
     )
 
 
