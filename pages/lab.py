@@ -16,14 +16,16 @@ from rr_core.costs import context_window
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, RRError
 from rr_core.lab import TASKS, build_trials, trial_spec
+from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.presets import PRESETS, default_lengths
-from rr_core.lab.report import dumps, sweep_csv, sweep_json, sweep_markdown
+from rr_core.lab.report import dumps, protocol, sweep_csv, sweep_json, sweep_markdown
 from rr_core.lab.sweep import SweepPlan, SweepResult, check_budget, plan_sweep, run_sweep
 from rr_core.llm.offline import OfflineEngine
 from rr_core.llm.simulated import SIMULATED_LABEL, SimulatedReader
 from rr_core.methods import all_methods, get_method, parse_spec
 from rr_core.questions import Question, parse_questions
 from rr_core.runs import Executor
+from rr_core.settings import QuestionPlacement
 from rr_core.store import open_store
 from rr_core.tokens import counter_for_model
 
@@ -85,6 +87,7 @@ with preset_col:
     )
     preset = PRESETS[state["lab_preset"]]
     st.caption(md(preset.description))
+    st.caption(f"**Where the question goes** ({md(preset.layout.value)}): {md(preset.why)}")
 
 # ---- What to measure on ----------------------------------------------------------------------
 
@@ -117,32 +120,41 @@ if task in ("planted",):
         st.caption(
             f"{plural(len(own_questions), 'question')} read from {md(own.name)}: each is asked of the whole document."
         )
-elif task == "passages":
+elif task in ("passages", "kv"):
     qa = st.file_uploader(
-        "QA file in the Lost-in-the-Middle format (JSONL or .jsonl.gz: question, answers, ctxs[0] = the gold passage)",
+        "QA file of the Lost-in-the-Middle release (JSONL or .jsonl.gz: question, answers, ctxs marked "
+        "isgold / hasanswer; a 10-, 20- or 30-document file, or an oracle file with one passage per question)"
+        if task == "passages"
+        else "Optional: a key–value file of the Lost-in-the-Middle release (kv-retrieval-75/140/300_keys.jsonl.gz); "
+        "without one, the pairs are generated",
         type=["jsonl", "gz", "json"],
-        key="w.lab_qa",
+        key=f"w.lab_{task}_file",
     )
-    if qa is None:
+    if qa is None and task == "passages":
         st.info(
-            "The product ships no third-party data: point it at a QA file (for example NaturalQuestions-Open's oracle file)."
+            "The product ships no third-party data: point it at a QA file (for example NaturalQuestions-Open's "
+            "20-document file; with the oracle file, the distracters are other questions' passages ranked by BM25)."
         )
         st.stop()
-    folder = Path(tempfile.gettempdir()) / "rr_studio_lab"
-    folder.mkdir(exist_ok=True)
-    qa_path = folder / Path(qa.name).name
-    qa_path.write_bytes(qa.getvalue())
+    if qa is not None:
+        folder = Path(tempfile.gettempdir()) / "rr_studio_lab"
+        folder.mkdir(exist_ok=True)
+        qa_path = folder / Path(qa.name).name
+        qa_path.write_bytes(qa.getvalue())
+        if task == "kv" and state.get("lab_kv_for") != qa.name:
+            state["lab_kv_for"] = qa.name
+            state["lab_lengths"] = ""  # each row's own number of pairs, unless the user cuts it
 
 # ---- The grid --------------------------------------------------------------------------------
 
-base = S.base_settings()
 state.setdefault("lab_methods_for", "")
 if state["lab_methods_for"] != preset.name:
-    # A new preset starts from its own methods and grid.
+    # A new preset starts from its own methods, grid and question placement.
     state["lab_methods_for"] = preset.name
+    state["lab_layout"] = preset.layout.value
     state["lab_methods"] = ", ".join(preset.series)
     start = preset.lengths or (default_lengths(document.total_tokens) if document else (10_000,))
-    state["lab_lengths"] = ", ".join(f"{n}" for n in start)
+    state["lab_lengths"] = "" if task == "kv" and qa_path else ", ".join(f"{n}" for n in start)
     state["lab_depths"] = "" if preset.depth_step_tokens else ", ".join(f"{d:g}" for d in preset.depths)
     state["lab_repeats"] = preset.repeats
 with st.expander("Methods and grid", expanded=True):
@@ -158,7 +170,10 @@ with st.expander("Methods and grid", expanded=True):
     with grid_cols[0]:
         S.bound(
             st.text_input,
-            "Lengths (tokens" + (", key–value pairs" if task == "kv" else "") + ")",
+            "Lengths ("
+            + ("key–value pairs" if task == "kv" else "tokens")
+            + ("; empty: all of the file's" if task == "kv" and qa_path else "")
+            + ")",
             "lab_lengths",
             disabled=task == "questions",
         )
@@ -193,6 +208,19 @@ with st.expander("Methods and grid", expanded=True):
     with_bounds = option_cols[2].checkbox(
         "Closed-book and oracle bounds", value=preset.bounds, key="w.lab_bounds"
     )
+    layouts = [
+        QuestionPlacement.BEFORE_AND_AFTER,
+        QuestionPlacement.QUERY_AWARE,
+        QuestionPlacement.QUESTION_LAST,
+    ]
+    S.bound(
+        st.selectbox,
+        "Where the question goes (every method but the cheap baselines, which are a layout)",
+        "lab_layout",
+        options=[p.value for p in layouts],
+        format_func={p.value: p.label[0].upper() + p.label[1:] for p in layouts}.__getitem__,
+        help="The preset's choice and its reason are stated under the preset.",
+    )
     state.setdefault("lab_budget", 5.0)
     S.bound(
         st.number_input,
@@ -208,6 +236,7 @@ def _numbers(text: str, kind: type) -> tuple[Any, ...]:
     return tuple(kind(x.strip().replace("_", "")) for x in str(text).split(",") if x.strip())
 
 
+base = S.base_settings().but(question_placement=QuestionPlacement(state["lab_layout"]))
 try:
     specs = [m.strip() for m in str(state["lab_methods"]).split(",") if m.strip()]
     series = [parse_spec(m, base) for m in specs]
@@ -250,6 +279,11 @@ summary_col.markdown(
     + (" — free here (not an LLM); that is what the same tokens would cost." if free else ".")
     + " Calls already in the run store are not paid again."
 )
+made = protocol(plan)
+for name in made["construction"]:
+    st.caption(f"**Distracters** ({md(name)}): {md(CONSTRUCTIONS[name])}.")
+if made["scored_by"].startswith("exact"):
+    st.caption("**Scored by** exact match on the value: the whole value must come back.")
 lengths_used = sorted({t.length for t in plan.trials})
 st.caption(
     f"Lengths {', '.join(f'{n:,}' for n in lengths_used)}; depths "

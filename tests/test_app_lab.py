@@ -109,15 +109,17 @@ def test_the_lab_opens_on_the_simulated_reader_with_the_cost_before_running() ->
     assert at.selectbox(key="w.lab_preset").value == "quick"
     small_grid(at)
     plan = expected_plan()
-    assert len(plan.trials) == 3 and len(plan.jobs) == 6
+    assert len(plan.trials) == 3 and len(plan.jobs) == 12  # baseline, the two cheap baselines, R&R
     text = summary(at)
     assert (
-        f"**Before running:** 3 trials × methods = 6 runs, about {plan.calls} calls and "
+        f"**Before running:** 3 trials × methods = 12 runs, about {plan.calls} calls and "
         f"{plan.input_tokens:,} input tokens: **~${plan.usd:.2f}** as {md(PRICE_MODEL)}"
     ) in text
     assert "free here (not an LLM)" in text and "not paid again" in text
     assert any(
-        c.startswith("Lengths 40,000; depths 0%, 50%, 100%; methods: Baseline, R")
+        c.startswith(
+            "Lengths 40,000; depths 0%, 50%, 100%; methods: Baseline, Question last, Prompt repeated, R"
+        )
         for c in (x.value for x in at.caption)
     )
     assert "lab_result" not in at.session_state and not at.get("plotly_chart")
@@ -133,10 +135,14 @@ def test_the_simulated_reader_loses_the_middle_and_rr_does_not() -> None:
     by_cell = {(c.method, c.depth): c for c in result.cells}
     assert [by_cell[("baseline", d)].correct for d in DEPTHS] == [1, 0, 1]
     assert [by_cell[("rr", d)].correct for d in DEPTHS] == [1, 1, 1]
+    # The question once at the end: only the end is near it. Repeated: the second copy of the
+    # instructions stands after the first copy's end and before the second copy's start.
+    assert [by_cell[("question-last", d)].correct for d in DEPTHS] == [0, 0, 1]
+    assert [by_cell[("repeat", d)].correct for d in DEPTHS] == [1, 0, 1]
     assert by_cell[("baseline", 50.0)].reading_misses == 1  # the page was in view, the middle lost
     # The accuracy table: one row per method, baseline lower.
     rows = {r["Method"].split(" (")[0]: r for r in lab_table(at).to_dict("records")}
-    assert set(rows) == {"Baseline", "R&R"}
+    assert set(rows) == {"Baseline", "Question last", "Prompt repeated", "R&R"}
     assert rows["Baseline"]["Trials"] == rows["R&R"]["Trials"] == 3
     assert rows["Baseline"]["Accuracy"] == "67%" and rows["R&R"]["Accuracy"] == "100%"
     assert rows["R&R"]["Calls / trial"] == 2.0 and rows["Baseline"]["Calls / trial"] == 1.0
@@ -144,7 +150,12 @@ def test_the_simulated_reader_loses_the_middle_and_rr_does_not() -> None:
     assert chart_ids(at) == ["lab_depth", "lab_cost", "lab_failures"]  # one length: no heatmap
     depth = json.loads(at.get("plotly_chart")[0].proto.spec)
     lines = {t["name"].split(" (")[0]: t["y"] for t in depth["data"]}
-    assert lines == {"Baseline": [100, 0, 100], "R&R": [100, 100, 100]}
+    assert lines == {
+        "Baseline": [100, 0, 100],
+        "Question last": [0, 0, 100],
+        "Prompt repeated": [100, 0, 100],
+        "R&R": [100, 100, 100],
+    }
     assert [b.label for b in at.download_button] == [
         "Download JSON",
         "Download CSV (cells)",
@@ -177,13 +188,45 @@ def test_the_offline_engine_with_bounds_runs_end_to_end() -> None:
     at.button(key="lab_run").click().run()
     assert not at.exception and not at.error
     rows = {r["Method"].split(" (")[0]: r for r in lab_table(at).to_dict("records")}
-    assert set(rows) == {"Baseline", "R&R", "Closed-book", "Oracle"}
+    assert set(rows) == {"Baseline", "Question last", "Prompt repeated", "R&R", "Closed-book", "Oracle"}
     assert rows["Closed-book"]["Accuracy"] == "0%" and rows["Oracle"]["Accuracy"] == "100%"
     depth = json.loads(at.get("plotly_chart")[0].proto.spec)
     annotations = [a["text"] for a in depth["layout"].get("annotations", [])]
     assert any(a.startswith("Closed-book") for a in annotations) and any(
         a.startswith("Oracle") for a in annotations
     )
+
+
+def test_each_preset_states_where_the_question_goes_and_why_and_the_sweep_uses_it() -> None:
+    at = open_lab()
+    assert at.selectbox(key="w.lab_layout").value == "before-and-after"
+    assert any(
+        c.value.startswith(f"**Where the question goes** ({md('before-and-after')})")
+        and md("000 §3.1") in c.value
+        for c in at.caption
+    )
+    at.selectbox(key="w.lab_preset").set_value("key-value").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="w.lab_layout").value == "question-last"
+    why = next(c.value for c in at.caption if c.value.startswith("**Where the question goes**"))
+    assert f"({md('question-last')})" in why and "001 §4" in why and "after the pairs" in why
+    assert any("exact match on the value" in c.value for c in at.caption)
+    at.button(key="lab_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    plan = at.session_state["lab_result"]["plan"]
+    placements = {job.plan.method: job.plan.settings.question_placement.value for job in plan.jobs}
+    assert placements["baseline"] == placements["rr"] == "question-last"
+    assert placements["question-last"] == "document-first" and placements["repeat"] == "repeated"
+    # The user may place it otherwise; the sweep follows.
+    at.selectbox(key="w.lab_layout").set_value("query-aware").run()
+    at.button(key="lab_run").click().run()
+    plan = at.session_state["lab_result"]["plan"]
+    assert {j.plan.settings.question_placement.value for j in plan.jobs if j.plan.method == "baseline"} == {
+        "query-aware"
+    }
+    at.selectbox(key="w.lab_preset").set_value("lost-in-the-middle").run()
+    assert any("Lost-in-the-Middle release" in u.label for u in at.get("file_uploader"))
+    assert any("ranked by BM25" in i.value for i in at.info)
 
 
 def test_a_bad_grid_is_an_error_not_a_traceback() -> None:
