@@ -46,7 +46,7 @@ def test_question_last_puts_the_document_first_and_the_task_once_at_the_end() ->
         word_counter(),
     )
     assert other.calls[0].render() == prompt
-    assert get_method("question-last").group == get_method("repeat").group == "cheap"
+    assert get_method("question-last").group == get_method("repeat").group == "other"
 
 
 def test_repeat_reads_the_question_and_the_document_twice_and_its_plan_shows_the_cost() -> None:

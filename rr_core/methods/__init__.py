@@ -22,16 +22,15 @@ from rr_core.tokens import TokenCounter
 
 _ALL: tuple[Method, ...] = (
     *paper.METHODS,
-    *cheap.METHODS,
     *rag.METHODS,
     *briefcontext.METHODS,
+    *cheap.METHODS,
     *bounds.METHODS,
 )
 REGISTRY: dict[str, Method] = {m.name: m for m in _ALL}
 
 GROUP_LABELS: dict[Group, str] = {
     "paper": "The R&R paper",
-    "cheap": "Cheap baselines",
     "other": "Other approaches",
     "bounds": "Bounds",
 }

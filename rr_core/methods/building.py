@@ -17,7 +17,7 @@ from rr_core.prompts import build_layout, instructions
 from rr_core.settings import PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.tokens import TokenCounter
 
-Group = Literal["paper", "cheap", "other", "bounds"]
+Group = Literal["paper", "other", "bounds"]
 
 # Typical output sizes, for estimates before a run (JSON with a short answer and its quote;
 # a page list; an extraction).

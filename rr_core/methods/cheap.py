@@ -21,7 +21,7 @@ from rr_core.settings import QuestionPlacement
 QUESTION_LAST = Method(
     name="question-last",
     label="Question last",
-    group="cheap",
+    group="other",
     summary="Reads the whole document, then the question once at the end; no instructions before the document.",
     placement=QuestionPlacement.DOCUMENT_FIRST,
     planner=lambda ctx: one_pass(ctx, remind=False),
@@ -29,7 +29,7 @@ QUESTION_LAST = Method(
 REPEAT = Method(
     name="repeat",
     label="Prompt repeated",
-    group="cheap",
+    group="other",
     summary="The question and the whole document, then both again: about twice the input tokens of the baseline.",
     placement=QuestionPlacement.REPEATED,
     planner=lambda ctx: one_pass(ctx, remind=False),
