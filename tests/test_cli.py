@@ -143,7 +143,9 @@ def test_plan_json_contract(capsys: pytest.CaptureFixture[str], planted_txt: Pat
             if phase["estimated"]:
                 assert step["prompt"] is None and step["pages"] == []
             else:
-                assert step["prompt"].startswith("<INSTRUCTIONS>") and PLANTED_QUESTION in step["prompt"]
+                # Instructions first, except where the method is a layout that puts the document first.
+                first = "<DOCUMENT>" if method == "question-last" else "<INSTRUCTIONS>"
+                assert step["prompt"].startswith(first) and PLANTED_QUESTION in step["prompt"]
                 for page in step["reminders_after_pages"]:
                     assert f"</PAGE {page}>\n\n<INSTRUCTIONS_REMINDER>" in step["prompt"]
     estimate = plan["estimate"]
