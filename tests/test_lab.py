@@ -356,7 +356,8 @@ def test_a_file_of_the_wrong_kind_or_neither_gets_a_one_line_error(
     neither = tmp_path / "other.jsonl"
     neither.write_text('{"prompt": "x", "completion": "y"}\n')
     cases = [("key-value", qa, "is a QA file"), ("lost-in-the-middle", kv, "key–value retrieval file"),
-             ("key-value", neither, "neither"), ("lost-in-the-middle", neither, "neither")]  # fmt: skip
+             ("key-value", neither, "neither"), ("lost-in-the-middle", neither, "neither"),
+             ("quick", kv, "would not be read")]  # fmt: skip
     for preset, path, message in cases:
         code = main(
             ["lab", "--preset", preset, "--qa-file", str(path), "--provider", "simulated", "--dry-run"]

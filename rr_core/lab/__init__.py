@@ -77,6 +77,11 @@ def build_trials(
     def depth_list(length: int) -> Sequence[float]:
         return depths if depths is not None else depths_for(preset, length)
 
+    if spec.qa_file is not None and spec.task not in ("passages", "kv"):
+        raise ConfigError(
+            f"{spec.qa_file.name} would not be read: a QA or key–value file is for the lost-in-the-middle "
+            "and key-value presets."
+        )
     if spec.task == "planted":
         if document is None:
             raise ConfigError("Planted facts need a document to plant them in.")
