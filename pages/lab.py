@@ -18,7 +18,18 @@ from rr_core.errors import LedgerError, RRError
 from rr_core.lab import TASKS, build_trials, trial_spec
 from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.presets import PRESETS, default_lengths
-from rr_core.lab.report import dumps, protocol, sweep_csv, sweep_json, sweep_markdown
+from rr_core.lab.report import (
+    INTERVAL_RULE,
+    METRIC_RULE,
+    PAIRED_RULE,
+    dumps,
+    protocol,
+    sweep_csv,
+    sweep_json,
+    sweep_markdown,
+    trials_csv,
+)
+from rr_core.lab.stats import EFFECTIVE_RULE
 from rr_core.lab.sweep import SweepPlan, SweepResult, check_budget, plan_sweep, run_sweep
 from rr_core.llm.offline import OfflineEngine
 from rr_core.llm.simulated import SIMULATED_LABEL, SimulatedReader
@@ -44,6 +55,11 @@ ENGINES = {
     "provider": "The model chosen in the sidebar",
     "simulated": SIMULATED_LABEL,
     "offline": "Offline engine (BM25 ranking; not an LLM)",
+}
+# The second line of every chart's title: a saved picture of a free engine cannot pass for a model's.
+CHART_NOTES = {
+    "simulated": "simulated reader — not an LLM",
+    "offline": "offline engine — not an LLM",
 }
 engine_options = ["simulated", "offline"] + (["provider"] if S.provider() != "offline" else [])
 state.setdefault("lab_engine", "provider" if S.provider() != "offline" else "simulated")
@@ -332,6 +348,13 @@ if clicked:
         "plan": plan,
         "result": finished,
         "engine": ENGINES[engine] + (f": {S.provider()} / {S.model()}" if engine == "provider" else ""),
+        "note": CHART_NOTES.get(engine, f"{S.provider()} / {S.model()}"),
+        "records": {
+            "engine": engine if engine != "provider" else S.provider(),
+            "is_llm": int(client.is_llm),
+            "seed": spec.seed,
+            "temperature": "provider default (not sent)" if client.is_llm else "deterministic engine",
+        },
         "document": document.name if document else TASKS[task],
         "title": preset.title,
     }
@@ -361,16 +384,30 @@ if result.failures:
     )
 summaries = result.summaries
 bounds = result.bounds
-st.markdown("**Accuracy by where the answer sits** (95% intervals; lines: closed-book and oracle)")
-st.plotly_chart(labcharts.accuracy_by_depth(result.cells, bounds), width="stretch", key="lab_depth")
+note = str(saved.get("note", ""))
+several_lengths = len(result.lengths) > 1
+st.plotly_chart(
+    labcharts.accuracy_by_position(result.by_depth, result.by_distance, bounds, note=note),
+    width="stretch",
+    key="lab_depth",
+)
+st.caption(
+    "Lines: closed-book and oracle, once per question. Points of different methods at one depth are set "
+    "slightly apart so their intervals do not overlap. " + md(INTERVAL_RULE)
+)
 table = pd.DataFrame(
     [
         {
             "Method": s.series,
             "Trials": s.trials,
+            "Questions": s.questions,
             "Accuracy": f"{s.accuracy:.0%}",
             "95% interval": f"{s.ci[0]:.0%}–{s.ci[1]:.0%}",
-            "Effective length": f"{s.effective_length:,}" if s.effective_length else "—",
+            **(
+                {"Effective length": s.effective.text() if s.effective is not None else "—"}
+                if several_lengths
+                else {}
+            ),
             "Calls / trial": round(s.calls_per_trial, 1),
             "Input tokens / trial": round(s.input_per_trial),
             "Output tokens / trial": round(s.output_per_trial),
@@ -381,25 +418,91 @@ table = pd.DataFrame(
     ]
 )
 st.dataframe(table, hide_index=True, width="stretch", key="lab_table")
-st.caption(
-    "Effective length: the longest length at which a method keeps at least 85% of its own shortest-length "
-    "accuracy. Frontier: no other method is as accurate for less."
+notes = [md(METRIC_RULE)]
+if several_lengths:
+    floor = result.closed_book
+    notes.append(
+        md(EFFECTIVE_RULE)
+        + (
+            f" Closed-book here: {floor:.0%}."
+            if floor is not None
+            else " Closed-book not measured here: taken as 0%."
+        )
+    )
+notes.append(
+    "Frontier: no other method scored at least as high for less (point estimates: read the paired "
+    "differences below before calling a gap real)."
 )
-chart_cols = st.columns(2)
-with chart_cols[0]:
-    st.markdown("**Cost against accuracy**")
-    st.plotly_chart(labcharts.cost_accuracy(summaries), width="stretch", key="lab_cost")
-with chart_cols[1]:
-    st.markdown("**Why the wrong answers were wrong**")
-    st.plotly_chart(labcharts.failure_split(summaries), width="stretch", key="lab_failures")
-if len({c.length for c in result.cells}) > 1:
-    st.markdown("**Depth × length**")
-    st.plotly_chart(labcharts.heatmaps(result.cells), width="stretch", key="lab_heatmap")
+st.caption(" ".join(notes))
+compared = result.comparisons
+if compared:
+    st.markdown("**Paired differences** (the same trials, method against method)")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "Method": c.series,
+                    "Against": c.against,
+                    "Paired trials": c.trials,
+                    "Questions": c.questions,
+                    "Difference": f"{c.difference * 100:+.0f} points",
+                    "95% interval": f"{c.ci[0] * 100:+.0f} to {c.ci[1] * 100:+.0f}",
+                    "Only this right": c.only_series,
+                    "Only the other right": c.only_against,
+                    "McNemar p (questions)": f"{c.p_value:.3g}",
+                }
+                for c in compared
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        key="lab_paired",
+    )
+    st.markdown("\n".join(f"- {md(c.sentence())}" for c in compared))
+    st.caption(md(PAIRED_RULE))
+with st.expander("Every cell: accuracy, interval and n"):
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "Method": c.series,
+                    "Length": c.length,
+                    "Depth (%)": c.depth,
+                    "Tokens to the end": round(c.distance),
+                    "Trials": c.trials,
+                    "Questions": c.questions,
+                    "Accuracy": f"{c.accuracy:.0%}",
+                    "95% interval": f"{c.interval[0]:.0%}–{c.interval[1]:.0%}",
+                    "Failed": c.failed,
+                }
+                for c in result.cells
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        key="lab_cells",
+    )
+if several_lengths:
+    st.plotly_chart(labcharts.heatmaps(result.cells, note=note), width="stretch", key="lab_heatmap")
+st.plotly_chart(labcharts.cost_accuracy(summaries, note=note), width="stretch", key="lab_cost")
+if any(s.retrieves for s in summaries):
+    st.plotly_chart(labcharts.failure_split(summaries, note=note), width="stretch", key="lab_failures")
+else:
+    st.caption(
+        "No method here picks pages before answering, so its wrong answers have no retrieval/reading split."
+    )
 data = sweep_json(plan_done, result, context={"engine": saved["engine"], "document": saved["document"]})
 downloads = st.container(horizontal=True)
 downloads.download_button("Download JSON", dumps(data), "rr-lab.json", "application/json", key="lab_json")
 downloads.download_button(
     "Download CSV (cells)", sweep_csv(result), "rr-lab.csv", "text/csv", key="lab_csv_dl"
+)
+downloads.download_button(
+    "Download CSV (every trial)",
+    trials_csv(plan_done, result, context=saved.get("records")),
+    "rr-lab-trials.csv",
+    "text/csv",
+    key="lab_trials_dl",
 )
 downloads.download_button(
     "Download report (Markdown)",

@@ -213,6 +213,12 @@ def _parser() -> argparse.ArgumentParser:
     p_lab.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     p_lab.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     p_lab.add_argument("--price-model", default="", help="price the run as this model")
+    p_lab.add_argument(
+        "--trials-csv",
+        metavar="PATH",
+        default=None,
+        help="also write one row per trial and method (question, depth, answer, right/wrong, tokens, cost)",
+    )
 
     p_samples = sub.add_parser("samples", help="list the generated samples, or write them out")
     p_samples.add_argument("--write", metavar="DIR", help="write each sample as PDF and its QA as JSON")
@@ -443,7 +449,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.costs import context_window
     from rr_core.lab import TASKS, build_trials, trial_spec
     from rr_core.lab.presets import get_preset
-    from rr_core.lab.report import protocol, sweep_json
+    from rr_core.lab.report import protocol, sweep_json, trials_csv
     from rr_core.lab.sweep import check_budget, plan_sweep, run_sweep
     from rr_core.llm.simulated import SimulatedReader
     from rr_core.methods import parse_spec
@@ -512,7 +518,24 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         client, concurrency=args.concurrency, cache=open_store(), context_window=window
     ) as executor:
         result = run_sweep(plan, executor, on_progress=progress)
-    return {**sweep_json(plan, result, context=context), "is_llm": client.is_llm}
+    data = {**sweep_json(plan, result, context=context), "is_llm": client.is_llm}
+    if args.trials_csv:
+        shared = {
+            "engine": provider if client.is_llm else f"{provider} (not an LLM)",
+            "is_llm": int(client.is_llm),
+            "seed": args.seed,
+            "temperature": "provider default (not sent)" if client.is_llm else "deterministic engine",
+        }
+        path = Path(args.trials_csv)
+        try:
+            path.write_text(trials_csv(plan, result, context=shared), encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the per-trial records to {path}: {exc.strerror or exc}. "
+                "The sweep's calls are kept in the run store: run again with a path you can write to."
+            ) from None
+        data["trials_csv"] = str(path)
+    return data
 
 
 def cmd_samples(args: argparse.Namespace) -> dict[str, Any]:
@@ -627,25 +650,42 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         print(
             f"  calls made {data['calls_made']:,}, found in the store {data['calls_cached']:,}, cost ${data['cost_usd']:.4f}{engine}"
         )
+        several = len({c["length"] for c in data["cells"]}) > 1
         for s in [*data["series"], *data["bounds"]]:
-            eff = f"{s['effective_length']:,}" if s["effective_length"] else "—"
-            print(
-                f"  {s['method']:<40} {s['accuracy']:>5.0%} [{s['ci_low']:.0%}–{s['ci_high']:.0%}] n={s['trials']:<4} "
-                f"effective length {eff}; misses: retrieval {s['retrieval_misses']}, reading {s['reading_misses']}"
+            eff = (
+                f"; effective length {s['effective_length_text']}" if several and s in data["series"] else ""
             )
+            misses = (
+                f"; misses: retrieval {s['retrieval_misses']}, reading {s['reading_misses']}"
+                if s["retrieves"]
+                else ""
+            )
+            print(
+                f"  {s['method']:<40} {s['accuracy']:>5.0%} [{s['ci_low']:.0%}–{s['ci_high']:.0%}] "
+                f"n={s['trials']} trials, {s['questions']} questions{eff}{misses}"
+            )
+        print(f"  ({data['rules']['interval']})")
+        if several:
+            print(f"  ({data['rules']['effective_length']})")
+        for c in data["comparisons"]:
+            print(f"  {c['verdict']}")
         depths = sorted({c["depth"] for c in data["cells"]})
-        print("  accuracy by depth (%): " + " ".join(f"{d:>5g}" for d in depths))
+        print("  accuracy by depth (%), n = trials/questions per cell:")
+        print("    " + " " * 42 + " ".join(f"{d:>10g}" for d in depths))
         for name in dict.fromkeys(c["method"] for c in data["cells"]):
             for length in sorted({c["length"] for c in data["cells"] if c["method"] == name}):
-                row = {
-                    c["depth"]: c["accuracy"]
-                    for c in data["cells"]
-                    if c["method"] == name and c["length"] == length
-                }
-                cells = " ".join(f"{row[d]:>5.0%}" if d in row else "    ·" for d in depths)
-                print(f"    {name[:32]:<32} {length:>7,}  {cells}")
+                row = {c["depth"]: c for c in data["cells"] if c["method"] == name and c["length"] == length}
+                cells = " ".join(
+                    f"{row[d]['accuracy']:>4.0%} {row[d]['trials']:>2}/{row[d]['questions']:<2}"
+                    if d in row
+                    else f"{'·':>10}"
+                    for d in depths
+                )
+                print(f"    {name[:32]:<32} {length:>9,} {cells}")
         if data["missing_cells"]:
             print("  incomplete cells: " + "; ".join(data["missing_cells"][:10]))
+        if data.get("trials_csv"):
+            print(f"  per-trial records written to {data['trials_csv']}")
     elif command == "samples":
         for s in data["samples"]:
             print(f"{s['name']:<10} {s['pages']:>4} pages, {len(s['questions'])} questions — {s['title']}")

@@ -13,7 +13,7 @@ import io
 import json
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from rr_core.plans import Outcome
 from rr_core.runs import RunTrace
@@ -96,6 +96,17 @@ def _csv_safe(value: object) -> object:
     if value[:1] in _FORMULA_STARTS or folded[:1] in _FORMULA_STARTS:
         return "'" + value
     return value
+
+
+def csv_text(columns: Sequence[str], rows: Sequence[Mapping[str, object]]) -> str:
+    """Rows as CSV with a header (text cannot run as a spreadsheet formula); empty with no columns."""
+    out = io.StringIO()
+    if columns:
+        writer = csv.DictWriter(out, fieldnames=list(columns))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _csv_safe(v) for k, v in row.items()})
+    return out.getvalue()
 
 
 def to_csv(traces: Sequence[RunTrace]) -> str:

@@ -392,9 +392,9 @@ def test_wilson_interval_matches_a_hand_computation() -> None:
 
 
 def test_effective_length_is_the_longest_length_keeping_85_percent() -> None:
-    assert effective_length({10_000: 0.9, 20_000: 0.8, 40_000: 0.7, 80_000: 0.8}) == 20_000
-    assert effective_length({10_000: 1.0, 20_000: 1.0}) == 20_000
-    assert effective_length({10_000: 0.0, 20_000: 0.5}) is None
+    assert effective_length({10_000: 0.9, 20_000: 0.8, 40_000: 0.7, 80_000: 0.8}).length == 20_000
+    assert effective_length({10_000: 1.0, 20_000: 1.0}).length == 20_000
+    assert effective_length({10_000: 0.0, 20_000: 0.5}).length is None
 
 
 # ---- The known curve --------------------------------------------------------------------------
@@ -427,7 +427,9 @@ def test_the_lab_recovers_a_known_positional_bias_exactly() -> None:
     assert curve[("ICR", 50.0)] == (0, 2)  # retrieval without reminders misses the middle too
     summaries = {s.series.split(" (")[0]: s for s in result.summaries}
     assert summaries["Baseline"].accuracy == pytest.approx(4 / 6)
-    assert summaries["Baseline"].ci == pytest.approx(wilson(4, 6))
+    # Two facts at three depths: the interval counts the two facts, not the six trials.
+    assert (summaries["Baseline"].trials, summaries["Baseline"].questions) == (6, 2)
+    assert summaries["Baseline"].ci == pytest.approx(wilson(4 / 6 * 2, 2))
     # The failure split: ICR's misses are retrieval misses (the page was never picked),
     # the baseline's are reading misses (it had the page and did not find it).
     assert summaries["ICR"].retrieval_misses == 2 and summaries["ICR"].reading_misses == 0

@@ -1,118 +1,248 @@
-"""The Lab's pictures (plotly): accuracy by depth with intervals and bounds, depth × length
-heatmaps, cost against accuracy with the frontier, the failure split."""
+"""The Lab's pictures (plotly), drawn to go into a paper: accuracy by depth beside accuracy by
+distance to the end of the document (intervals dodged so they never overlap, the bounds as
+lines), depth × length heatmaps with categorical axes and each cell's value and n, cost
+against accuracy with the frontier, and the failure split of the methods that pick pages.
+
+Every figure has a title whose second line says what answered: a free engine's says it is
+not an LLM, so a saved PNG cannot pass for a model's result.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from rr_core.lab.stats import Cell, SeriesSummary, wilson
+from rr_core.lab.stats import Cell, Point, SeriesSummary
 
 PALETTE = ["#2F5FD0", "#D94F2B", "#4CB391", "#7E57C2", "#F2A541", "#26A69A", "#8D6E63", "#EC407A"]
+FONT = {"family": "Inter, Arial, sans-serif", "size": 12}
+DODGE = 0.03  # how far apart the series sit at one x, as a share of the axis span
 
 
 def _colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def accuracy_by_depth(cells: Sequence[Cell], bounds: Sequence[SeriesSummary]) -> go.Figure:
-    """One line per series (averaged over lengths), 95% Wilson intervals, bounds as lines."""
-    fig = go.Figure()
-    series = list(dict.fromkeys(c.series for c in cells))
-    for i, name in enumerate(series):
-        by_depth: dict[float, list[Cell]] = {}
-        for c in cells:
-            if c.series == name:
-                by_depth.setdefault(c.depth, []).append(c)
-        depths = sorted(by_depth)
-        trials = [sum(c.trials for c in by_depth[d]) for d in depths]
-        correct = [sum(c.correct for c in by_depth[d]) for d in depths]
-        acc = [k / n if n else 0 for k, n in zip(correct, trials, strict=True)]
-        ci = [wilson(k, n) for k, n in zip(correct, trials, strict=True)]
-        fig.add_scatter(
-            x=depths,
-            y=[a * 100 for a in acc],
-            mode="lines+markers",
-            name=name,
-            line={"color": _colour(i)},
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": [(hi - a) * 100 for (lo, hi), a in zip(ci, acc, strict=True)],
-                "arrayminus": [(a - lo) * 100 for (lo, hi), a in zip(ci, acc, strict=True)],
-                "thickness": 1,
-            },
-            customdata=[[n] for n in trials],
-            hovertemplate="%{fullData.name}<br>depth %{x}%: %{y:.0f}% of %{customdata[0]} trials<extra></extra>",
-        )
+def _title(text: str, note: str) -> dict[str, object]:
+    """A two-line title: what the chart shows, then what answered (``note``)."""
+    second = f"<br><span style='font-size:11px;color:#555'>{note}</span>" if note else ""
+    return {"text": f"{text}{second}", "x": 0, "xanchor": "left", "font": {"size": 14}}
+
+
+def _layout(fig: go.Figure, *, title: str, note: str, height: int) -> go.Figure:
+    fig.update_layout(
+        title=_title(title, note),
+        height=height,
+        font=FONT,
+        margin={"l": 10, "r": 10, "t": 64 if note else 44, "b": 10},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0, "xanchor": "left"},
+        plot_bgcolor="white",
+    )
+    fig.update_xaxes(automargin=True, showline=True, linecolor="#999", gridcolor="#eee")
+    fig.update_yaxes(automargin=True, showline=True, linecolor="#999", gridcolor="#eee")
+    return fig
+
+
+def _dodged(xs: Sequence[float], index: int, count: int, *, log: bool) -> list[float]:
+    """The x of series ``index`` of ``count``, moved sideways by a few percent of the axis
+    (in log units on a log axis), so error bars at the same x stand apart."""
+    if count <= 1 or not xs:
+        return list(xs)
+    values = [math.log10(max(x, 1.0)) if log else x for x in xs]
+    span = (max(values) - min(values)) or (1.0 if log else 100.0)
+    shift = (index - (count - 1) / 2) * span * DODGE
+    if log:
+        return [10 ** (v + shift) for v in values]
+    return [v + shift for v in values]
+
+
+def _error(points: Sequence[Point]) -> dict[str, object]:
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [(p.interval[1] - p.accuracy) * 100 for p in points],
+        "arrayminus": [(p.accuracy - p.interval[0]) * 100 for p in points],
+        "thickness": 1.2,
+        "width": 3,
+    }
+
+
+def accuracy_by_position(
+    depth: Sequence[Point],
+    distance: Sequence[Point],
+    bounds: Sequence[SeriesSummary],
+    *,
+    note: str,
+) -> go.Figure:
+    """Two panels sharing the accuracy axis: by depth (% of the document) and by tokens from
+    the answer to the end of the document; one line per series with 95% intervals (the
+    question as the unit), the bounds as grey lines."""
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        shared_yaxes=True,
+        horizontal_spacing=0.06,
+        subplot_titles=("by depth", "by distance to the end"),
+    )
+    names = list(dict.fromkeys(p.series for p in depth))
+    distances = [p.x for p in distance]
+    log = bool(distances) and max(distances) / max(min(distances), 1.0) > 20
+    for i, name in enumerate(names):
+        for col, points, is_log in ((1, [p for p in depth if p.series == name], False),
+                                    (2, [p for p in distance if p.series == name], log)):  # fmt: skip
+            xs = [p.x for p in points]
+            fig.add_scatter(
+                x=_dodged(xs, i, len(names), log=is_log),
+                y=[p.accuracy * 100 for p in points],
+                mode="lines+markers",
+                name=name,
+                legendgroup=name,
+                showlegend=col == 1,
+                line={"color": _colour(i), "width": 2},
+                marker={"size": 7},
+                error_y=_error(points),
+                customdata=[
+                    [x, p.trials, p.questions, p.interval[0] * 100, p.interval[1] * 100]
+                    for x, p in zip(xs, points, strict=True)
+                ],
+                hovertemplate=(
+                    "%{fullData.name}<br>"
+                    + ("depth %{customdata[0]:g}%" if col == 1 else "%{customdata[0]:,.0f} tokens to the end")
+                    + ": %{y:.0f}% right (95%: %{customdata[3]:.0f}–%{customdata[4]:.0f}%)"
+                    "<br>n = %{customdata[1]} trials, %{customdata[2]} questions<extra></extra>"
+                ),
+                row=1,
+                col=col,
+            )
     for bound, dash in zip(bounds, ("dot", "dash"), strict=False):
         fig.add_hline(
             y=bound.accuracy * 100,
-            line={"dash": dash, "color": "#7A7A7A"},
-            annotation_text=f"{bound.series}: {bound.accuracy:.0%}",
-            annotation_position="top left" if dash == "dot" else "bottom left",
+            line={"dash": dash, "color": "#7A7A7A", "width": 1},
+            row="all",
+            col="all",
         )
-    fig.update_layout(
-        height=360,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis_title="where the answer sits (% of the document)",
-        yaxis_title="answered right (%)",
-        yaxis_range=[-5, 105],
-        legend={"orientation": "h", "y": 1.15, "x": 0},
+        fig.add_scatter(
+            x=[None],
+            y=[None],
+            mode="lines",
+            line={"dash": dash, "color": "#7A7A7A", "width": 1},
+            name=f"{bound.series}: {bound.accuracy:.0%} (n = {bound.trials})",
+            row=1,
+            col=1,
+        )
+    depths = sorted({p.x for p in depth})
+    fig.update_xaxes(
+        title_text="where the answer sits (% of the document)",
+        tickvals=depths,
+        ticktext=[f"{d:g}%" for d in depths],
+        range=[-6, 106],
+        row=1,
+        col=1,
     )
-    return fig
+    fig.update_xaxes(
+        title_text="tokens from the answer to the end" + (" (log)" if log else ""),
+        type="log" if log else "linear",
+        row=1,
+        col=2,
+    )
+    fig.update_yaxes(title_text="answered right (%)", range=[-5, 105], row=1, col=1)
+    return _layout(
+        fig,
+        title="Accuracy by where the answer sits (95% intervals, question as the unit)",
+        note=note,
+        height=430,
+    )
 
 
-def heatmaps(cells: Sequence[Cell]) -> go.Figure:
-    """Depth × length accuracy, one panel per series."""
+def heatmaps(cells: Sequence[Cell], *, note: str) -> go.Figure:
+    """Depth × length accuracy, one panel per series (two to a row), categorical axes, each
+    cell with its accuracy and n (trials, distinct questions)."""
     series = list(dict.fromkeys(c.series for c in cells))
-    fig = make_subplots(rows=1, cols=max(len(series), 1), subplot_titles=series, shared_yaxes=True)
-    for i, name in enumerate(series, start=1):
-        mine = [c for c in cells if c.series == name]
-        depths = sorted({c.depth for c in mine})
-        lengths = sorted({c.length for c in mine})
-        grid = {(c.length, c.depth): c for c in mine}
-        z = [
-            [grid[(length, d)].accuracy * 100 if (length, d) in grid else None for d in depths]
-            for length in lengths
-        ]
+    cols = 1 if len(series) == 1 else 2
+    rows = max(1, math.ceil(len(series) / cols))
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=series,
+        horizontal_spacing=0.1,
+        vertical_spacing=0.22 / rows if rows > 1 else 0.1,
+    )
+    depths = sorted({c.depth for c in cells})
+    lengths = sorted({c.length for c in cells})
+    x = [f"{d:g}%" for d in depths]
+    y = [f"{length:,}" for length in lengths]
+    for i, name in enumerate(series):
+        grid = {(c.length, c.depth): c for c in cells if c.series == name}
+        z: list[list[float | None]] = []
+        text: list[list[str]] = []
+        for length in lengths:
+            z.append([grid[(length, d)].accuracy * 100 if (length, d) in grid else None for d in depths])
+            text.append(
+                [
+                    f"{grid[(length, d)].accuracy:.0%}<br>n={grid[(length, d)].trials}·{grid[(length, d)].questions}q"
+                    if (length, d) in grid and grid[(length, d)].trials
+                    else ""
+                    for d in depths
+                ]
+            )
         fig.add_heatmap(
-            x=[f"{d:g}%" for d in depths],
-            y=[f"{length:,}" for length in lengths],
+            x=x,
+            y=y,
             z=z,
+            text=text,
+            texttemplate="%{text}",
+            textfont={"size": 10},
             zmin=0,
             zmax=100,
+            xgap=2,
+            ygap=2,
             colorscale="RdYlGn",
-            showscale=i == len(series),
-            hovertemplate="length %{y}, depth %{x}: %{z:.0f}%<extra></extra>",
-            row=1,
-            col=i,
+            showscale=i == 0,
+            colorbar={"title": {"text": "% right"}, "len": 0.8, "thickness": 12},
+            hovertemplate="length %{y} tokens, depth %{x}: %{z:.0f}% right<extra></extra>",
+            row=i // cols + 1,
+            col=i % cols + 1,
         )
-    fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10})
-    fig.update_yaxes(title_text="length (tokens)", row=1, col=1)
+    fig.update_xaxes(type="category", title_text="depth (% of the document)", title_standoff=4)
+    fig.update_yaxes(type="category", title_text="length (tokens)", title_standoff=4)
+    _layout(
+        fig,
+        title="Accuracy by length and depth (each cell: % right, n = trials·questions)",
+        note=note,
+        height=120 + 240 * rows,
+    )
+    fig.update_layout(plot_bgcolor="#f4f4f4")
     return fig
 
 
-def cost_accuracy(summaries: Sequence[SeriesSummary]) -> go.Figure:
-    """Cost per trial against accuracy; the frontier (nothing else is as right for less) joined."""
+def cost_accuracy(summaries: Sequence[SeriesSummary], *, note: str) -> go.Figure:
+    """Cost per trial against accuracy (95% intervals); the frontier (no other method scored
+    at least as high for less) joined."""
     fig = go.Figure()
     for i, s in enumerate(summaries):
         fig.add_scatter(
             x=[s.cost_usd / max(s.trials, 1)],
             y=[s.accuracy * 100],
-            mode="markers+text",
-            text=[s.series],
-            textposition="top center",
+            mode="markers",
             marker={
-                "size": 14 if s.on_frontier else 10,
+                "size": 13 if s.on_frontier else 10,
                 "color": _colour(i),
                 "symbol": "circle" if s.on_frontier else "circle-open",
+                "line": {"width": 2, "color": _colour(i)},
+            },
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [(s.ci[1] - s.accuracy) * 100],
+                "arrayminus": [(s.accuracy - s.ci[0]) * 100],
+                "thickness": 1.2,
             },
             name=s.series,
-            showlegend=False,
-            hovertemplate=f"{s.series}<br>$%{{x:.5f}} a trial, %{{y:.0f}}% right<extra></extra>",
+            hovertemplate=f"{s.series}<br>$%{{x:.5f}} a trial, %{{y:.0f}}% right; n = {s.trials} trials, "
+            f"{s.questions} questions<extra></extra>",
         )
     frontier = sorted((s for s in summaries if s.on_frontier), key=lambda s: s.cost_usd / max(s.trials, 1))
     if len(frontier) > 1:
@@ -121,40 +251,37 @@ def cost_accuracy(summaries: Sequence[SeriesSummary]) -> go.Figure:
             y=[s.accuracy * 100 for s in frontier],
             mode="lines",
             line={"dash": "dot", "color": "#7A7A7A"},
-            name="frontier",
+            name="frontier (point estimates)",
             hoverinfo="skip",
         )
-    fig.update_layout(
-        height=340,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis_title="cost per trial (USD)",
-        yaxis_title="answered right (%)",
-        yaxis_range=[-5, 110],
-    )
-    return fig
+    fig.update_xaxes(title_text="cost per trial (USD)", rangemode="tozero")
+    fig.update_yaxes(title_text="answered right (%)", range=[-5, 105])
+    return _layout(fig, title="Cost per trial against accuracy", note=note, height=400)
 
 
-def failure_split(summaries: Sequence[SeriesSummary]) -> go.Figure:
-    """Wrong answers split: the page was never picked (retrieval) or picked and misread (reading)."""
-    names = [s.series for s in summaries]
+def failure_split(summaries: Sequence[SeriesSummary], *, note: str) -> go.Figure:
+    """Wrong answers of the methods that pick pages first: the answer's page was never picked
+    (retrieval) or picked and misread (reading). Methods that pick nothing are left out."""
+    picking = [s for s in summaries if s.retrieves]
+    names = [s.series for s in picking]
     fig = go.Figure()
     fig.add_bar(
         name="retrieval miss (answer page not picked)",
         x=names,
-        y=[s.retrieval_misses for s in summaries],
+        y=[s.retrieval_misses for s in picking],
         marker_color="#D94F2B",
+        texttemplate="%{y}",
+        textposition="inside",
     )
     fig.add_bar(
         name="reading miss (picked, answered wrong)",
         x=names,
-        y=[s.reading_misses for s in summaries],
+        y=[s.reading_misses for s in picking],
         marker_color="#F2A541",
+        texttemplate="%{y}",
+        textposition="inside",
     )
-    fig.update_layout(
-        barmode="stack",
-        height=300,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        yaxis_title="wrong answers",
-        legend={"orientation": "h", "y": 1.15, "x": 0},
-    )
-    return fig
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(tickangle=0)
+    fig.update_yaxes(title_text="wrong answers", rangemode="tozero")
+    return _layout(fig, title="Why the wrong answers were wrong", note=note, height=400)

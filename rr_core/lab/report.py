@@ -1,17 +1,38 @@
-"""A sweep's results as JSON (the shape scripts read), CSV (one row per cell) and a Markdown
-report with the plots' numbers."""
+"""A sweep's results as JSON (the shape scripts read), CSV (one row per cell, or one row per
+trial and method for re-analysis) and a Markdown report with the plots' numbers.
+
+Every cell states its trials and distinct questions; every interval is the clustered one
+(``stats.clustered_wilson``); two methods are compared paired, and a sentence says one
+answered more right than another only when the difference's interval excludes 0.
+"""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Any
 
-from rr_core.exports import md_escape
+from rr_core.exports import csv_text, md_escape
 from rr_core.lab.haystacks import CONSTRUCTIONS
-from rr_core.lab.stats import SeriesSummary
+from rr_core.lab.stats import EFFECTIVE_RULE, SeriesSummary
 from rr_core.lab.sweep import SweepPlan, SweepResult
+from rr_core.methods import spec_of
+from rr_core.settings import RunSettings
+
+INTERVAL_RULE = (
+    "95% intervals treat the question (planted fact, QA item, key) as the unit: the Wilson interval of "
+    "the accuracy with the number of distinct questions as its sample size, because trials that reuse a "
+    "question are not independent."
+)
+PAIRED_RULE = (
+    "Two methods are compared on the trials both answered: the difference in accuracy with a 95% interval "
+    "(Newcombe's paired score interval at the number of distinct questions) and McNemar's exact test over "
+    "the questions; a method is said to answer more right only when the interval excludes 0."
+)
+METRIC_RULE = (
+    "Right means fuzzy match (METHOD.md §11: normalised words of one answer all in the other), or exact "
+    "match on the value for key-value retrieval; exact match is best-subspan EM; a failed run is left out "
+    "of its cell and named."
+)
 
 
 def protocol(plan: SweepPlan) -> dict[str, Any]:
@@ -31,10 +52,12 @@ def protocol(plan: SweepPlan) -> dict[str, Any]:
 
 
 def _summary_dict(s: SeriesSummary) -> dict[str, Any]:
+    effective = s.effective
     return {
         "method": s.series,
         "method_name": s.method,
         "trials": s.trials,
+        "questions": s.questions,
         "accuracy": round(s.accuracy, 4),
         "ci_low": round(s.ci[0], 4),
         "ci_high": round(s.ci[1], 4),
@@ -43,9 +66,12 @@ def _summary_dict(s: SeriesSummary) -> dict[str, Any]:
         "input_tokens_per_trial": round(s.input_per_trial),
         "output_tokens_per_trial": round(s.output_per_trial),
         "effective_length": s.effective_length,
+        "effective_length_text": effective.text() if effective is not None else "—",
         "accuracy_by_length": {str(k): round(v, 4) for k, v in s.by_length.items()},
-        "retrieval_misses": s.retrieval_misses,
-        "reading_misses": s.reading_misses,
+        "retrieves": s.retrieves,
+        "retrieval_misses": s.retrieval_misses if s.retrieves else None,
+        "reading_misses": s.reading_misses if s.retrieves else None,
+        "wrong": s.retrieval_misses + s.reading_misses,
         "on_cost_accuracy_frontier": s.on_frontier,
     }
 
@@ -53,7 +79,8 @@ def _summary_dict(s: SeriesSummary) -> dict[str, Any]:
 def sweep_json(
     plan: SweepPlan, result: SweepResult, *, context: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The sweep as one JSON object: plan, calls made and cached, cells, series, bounds."""
+    """The sweep as one JSON object: plan, calls made and cached, cells, series, paired
+    comparisons, bounds, and the rules the numbers follow."""
     return {
         **(context or {}),
         "protocol": protocol(plan),
@@ -64,25 +91,101 @@ def sweep_json(
         "cancelled": result.cancelled,
         "cells": [c.as_dict() for c in result.cells],
         "series": [_summary_dict(s) for s in result.summaries],
+        "comparisons": [c.as_dict() for c in result.comparisons],
         "bounds": [_summary_dict(s) for s in result.bounds],
         "missing_cells": result.missing_cells,
         "failures": result.failures[:50],
+        "rules": {
+            "metric": METRIC_RULE,
+            "interval": INTERVAL_RULE,
+            "paired": PAIRED_RULE,
+            "effective_length": EFFECTIVE_RULE,
+            "closed_book_for_floor": result.closed_book,
+        },
     }
 
 
 def sweep_csv(result: SweepResult) -> str:
-    """One row per cell (series × length × depth)."""
+    """One row per cell (series × length × depth), with its trials and distinct questions."""
     rows = [c.as_dict() for c in result.cells]
-    out = io.StringIO()
-    if rows:
-        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return out.getvalue()
+    return csv_text(list(rows[0]) if rows else [], rows)
+
+
+TRIAL_COLUMNS = (
+    "trial_id", "task", "question_id", "question", "accepted_answers", "gold_pages", "length", "depth",
+    "tokens_to_end", "repeat", "seed", "series", "method_spec", "bound", "engine", "is_llm", "provider",
+    "model", "temperature", "max_output_tokens", "answer", "correct", "exact_match", "cited_page",
+    "retrieved_pages", "gold_page_retrieved", "failed", "error", "calls", "input_tokens", "output_tokens",
+    "would_cost_usd", "paid_usd", "document_sha256",
+)  # fmt: skip
+
+
+def trial_rows(
+    plan: SweepPlan, result: SweepResult, *, context: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """One row per trial and method (bounds included): the table a reviewer re-analyses.
+    ``context`` fills the columns the sweep shares (engine, is_llm, seed, temperature)."""
+    shared = context or {}
+    rows: list[dict[str, Any]] = []
+    defaults = RunSettings()
+    for s in sorted((*result.scores, *result.bound_scores), key=lambda s: s.job):
+        job = plan.jobs[s.job] if 0 <= s.job < len(plan.jobs) else None
+        trial = job.trial if job is not None else None
+        settings = job.plan.settings if job is not None else None
+        rows.append(
+            {
+                "trial_id": s.trial,
+                "task": trial.task if trial else "",
+                "question_id": s.question_id,
+                "question": trial.question if trial else "",
+                "accepted_answers": " | ".join(trial.answers) if trial else "",
+                "gold_pages": " ".join(str(p) for p in trial.gold_pages) if trial else "",
+                "length": s.length,
+                "depth": s.depth,
+                "tokens_to_end": s.tokens_after,
+                "repeat": s.repeat,
+                "seed": shared.get("seed", ""),
+                "series": s.series,
+                "method_spec": spec_of(settings, defaults) if settings else s.method,
+                "bound": int(bool(job and job.bound)),
+                "engine": shared.get("engine", ""),
+                "is_llm": shared.get("is_llm", ""),
+                "provider": settings.provider if settings else "",
+                "model": settings.model if settings else "",
+                "temperature": shared.get("temperature", ""),
+                "max_output_tokens": settings.max_output_tokens if settings else "",
+                "answer": s.answer,
+                "correct": "" if s.failed else int(s.correct),
+                "exact_match": "" if s.failed else int(s.em),
+                "cited_page": "" if s.cited is None else s.cited,
+                "retrieved_pages": " ".join(str(p) for p in s.retrieved),
+                "gold_page_retrieved": int(s.recalled) if s.retrieves and not s.failed else "",
+                "failed": int(s.failed),
+                "error": s.error,
+                "calls": s.calls,
+                "input_tokens": s.input_tokens,
+                "output_tokens": s.output_tokens,
+                "would_cost_usd": round(s.cost_usd, 6),
+                "paid_usd": round(s.paid_usd, 6),
+                "document_sha256": trial.document.sha256 if trial else "",
+            }
+        )
+    return rows
+
+
+def trials_csv(plan: SweepPlan, result: SweepResult, *, context: dict[str, Any] | None = None) -> str:
+    """``trial_rows`` as CSV (text from documents and models cannot run as spreadsheet formulas)."""
+    return csv_text(list(TRIAL_COLUMNS), trial_rows(plan, result, context=context))
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
 
 
 def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: str, document: str) -> str:
-    """A report: what was measured, on what, the accuracy by series and by depth, and the cost."""
+    """A report: what was measured, on what, the accuracy by series and by depth with n and
+    intervals, the paired differences, and the cost."""
+    several_lengths = len(result.lengths) > 1
     lines = [
         f"# R&R Studio Lab: {md_escape(title)}",
         "",
@@ -93,28 +196,65 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         f"as {md_escape(plan.priced_as)})",
         *_protocol_lines(plan),
         "",
-        f"## Accuracy by method ({'exact match' if any(t.exact for t in plan.trials) else 'fuzzy match'}, 95% Wilson interval)",
+        f"## Accuracy by method ({'exact match' if any(t.exact for t in plan.trials) else 'fuzzy match'})",
         "",
-        "| Method | Trials | Accuracy | 95% interval | Effective length | Retrieval misses | Reading misses | Calls / trial | Input tokens / trial | Cost (USD) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        METRIC_RULE + " " + INTERVAL_RULE,
+        "",
+        "| Method | Trials | Questions | Accuracy | 95% interval "
+        + ("| Effective length " if several_lengths else "")
+        + "| Retrieval misses | Reading misses | Calls / trial | Input tokens / trial | Cost (USD) |",
+        "| --- | --- | --- | --- | --- "
+        + ("| --- " if several_lengths else "")
+        + "| --- | --- | --- | --- | --- |",
     ]
     for s in (*result.summaries, *result.bounds):
-        eff = f"{s.effective_length:,}" if s.effective_length else "—"
+        eff = f"| {s.effective.text() if s.effective is not None else '—'} " if several_lengths else ""
+        retrieval, reading = (s.retrieval_misses, s.reading_misses) if s.retrieves else ("—", "—")
         lines.append(
-            f"| {md_escape(s.series)} | {s.trials} | {s.accuracy:.0%} | {s.ci[0]:.0%}–{s.ci[1]:.0%} | {eff} "
-            f"| {s.retrieval_misses} | {s.reading_misses} | {s.calls_per_trial:.1f} | {s.input_per_trial:,.0f} | {s.cost_usd:.4f} |"
+            f"| {md_escape(s.series)} | {s.trials} | {s.questions} | {_pct(s.accuracy)} | {_pct(s.ci[0])}–{_pct(s.ci[1])} "
+            f"{eff}| {retrieval} | {reading} | {s.calls_per_trial:.1f} | {s.input_per_trial:,.0f} | {s.cost_usd:.4f} |"
         )
+    if several_lengths:
+        floor = result.closed_book
+        lines += [
+            "",
+            EFFECTIVE_RULE
+            + (
+                f" Closed-book here: {_pct(floor)}."
+                if floor is not None
+                else " Closed-book was not measured here: taken as 0%."
+            ),
+        ]
+    compared = result.comparisons
+    if compared:
+        lines += [
+            "",
+            "## Paired differences",
+            "",
+            PAIRED_RULE,
+            "",
+            "| Method | Against | Paired trials | Questions | Difference | 95% interval | Only this right | Only the other right | McNemar p (questions) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for pair in compared:
+            lines.append(
+                f"| {md_escape(pair.series)} | {md_escape(pair.against)} | {pair.trials} | {pair.questions} "
+                f"| {pair.difference * 100:+.0f} points | {pair.ci[0] * 100:+.0f} to {pair.ci[1] * 100:+.0f} "
+                f"| {pair.only_series} | {pair.only_against} | {pair.p_value:.3g} |"
+            )
+        lines += ["", *(f"- {md_escape(pair.sentence())}" for pair in compared)]
     lines += [
         "",
         "## Accuracy by depth and length",
         "",
-        "| Method | Length | Depth | Trials | Accuracy | 95% interval |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| Method | Length | Depth | Tokens to the end | Trials | Questions | Accuracy | 95% interval |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for c in result.cells:
         low, high = c.interval
         lines.append(
-            f"| {md_escape(c.series)} | {c.length:,} | {c.depth:g}% | {c.trials} | {c.accuracy:.0%} | {low:.0%}–{high:.0%} |"
+            f"| {md_escape(c.series)} | {c.length:,} | {c.depth:g}% | {c.distance:,.0f} | {c.trials} | {c.questions} "
+            f"| {_pct(c.accuracy)} | {_pct(low)}–{_pct(high)} |"
         )
     if result.missing_cells:
         lines += [
@@ -123,8 +263,8 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         ]
     lines += [
         "",
-        "Effective length: the longest length at which a method keeps at least 85% of its own shortest-length accuracy.",
-        "Retrieval miss: the page holding the answer was not among the pages the method picked; reading miss: it was, and the answer was still wrong.",
+        "Retrieval miss: the page holding the answer was not among the pages the method picked; reading miss: "
+        "it was, and the answer was still wrong (only for methods that pick pages first).",
     ]
     return "\n".join(lines) + "\n"
 

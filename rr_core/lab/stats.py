@@ -1,11 +1,19 @@
-"""The Lab's numbers: per-trial scores, cells with Wilson intervals, effective length,
-the failure split and the cost–accuracy frontier (METHOD.md §11, §13). Pure."""
+"""The Lab's numbers: per-trial scores, cells with intervals that respect clustering, paired
+comparisons between methods, effective length, the failure split and the cost–accuracy
+frontier (METHOD.md §11, §13). Pure.
+
+Trials are clustered: a preset asks few questions (two planted facts, five QA items) at many
+depths and lengths, and the trials of one question are not independent (a hard question is
+wrong everywhere). Every interval here treats the question as the unit (``clustered_wilson``,
+``paired_interval``), every cell says how many trials and distinct questions it holds, and a
+difference between two methods is only called a difference when its interval excludes 0.
+"""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from rr_core.metrics import best_subspan_em, fuzzy_match, page_accuracy, page_recall
@@ -13,15 +21,75 @@ from rr_core.metrics import best_subspan_em, fuzzy_match, page_accuracy, page_re
 Z95 = 1.959964
 
 
-def wilson(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (95% by default); (0, 1) with no trials."""
+def wilson(successes: float, trials: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (95% by default); (0, 1) with no trials.
+    ``successes`` may be fractional (an effective count, see ``clustered_wilson``)."""
     if trials <= 0:
         return 0.0, 1.0
-    p = successes / trials
+    p = min(max(successes / trials, 0.0), 1.0)
     denom = 1 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denom
     half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def clustered_wilson(correct: int, trials: int, questions: int) -> tuple[float, float]:
+    """The 95% interval of an accuracy whose trials share questions: the Wilson interval of
+    the observed accuracy with the number of distinct questions as its sample size.
+
+    Why: the trials of one question (one planted fact at five depths, one QA item at five
+    positions) are correlated, so the sweep holds between ``questions`` and ``trials``
+    independent observations — Kish's design effect ``1 + (trials/questions − 1)·ρ`` spans
+    exactly that range as the intra-question correlation ρ goes from 0 to 1. The presets ask
+    two to five questions, too few to estimate ρ, so this takes the worst case ρ = 1. The
+    alternative, a bootstrap over questions, fails where the Lab lives: two facts give three
+    distinct resamples, and when both facts agree it returns a zero-width interval (100% ±
+    0 from two facts). Wilson stays honest at one question and at 0% or 100%.
+
+    When every trial asks its own question this is the ordinary Wilson interval; when every
+    question has the same number of trials (every preset's grid) it is the Wilson interval of
+    the question-level mean accuracy over ``questions`` observations.
+    """
+    m = min(questions, trials)
+    if trials <= 0 or m <= 0:
+        return 0.0, 1.0
+    return wilson(correct / trials * m, m)
+
+
+def mcnemar_exact(wins: int, losses: int) -> float:
+    """McNemar's exact test (two-sided): the probability, if neither side is better, of a
+    split of the ``wins + losses`` discordant pairs at least as uneven as this one
+    (binomial with p = ½). 1.0 with no discordant pair."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail: float = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def paired_interval(
+    both: float, first_only: float, second_only: float, neither: float, *, effective: float | None = None
+) -> tuple[float, float]:
+    """95% interval of the difference first − second of two accuracies measured on the same
+    trials (Newcombe 1998, method 10: the two Wilson intervals combined with the pairs'
+    correlation φ). The four counts are the paired table (both right, only the first right,
+    only the second right, neither). ``effective`` is the sample size the Wilson intervals
+    use: the number of distinct questions for clustered trials (as in ``clustered_wilson``),
+    the number of pairs by default."""
+    n = both + first_only + second_only + neither
+    if n <= 0:
+        return -1.0, 1.0
+    m = n if effective is None else min(effective, n)
+    p1 = (both + first_only) / n
+    p2 = (both + second_only) / n
+    l1, u1 = wilson(p1 * m, m)
+    l2, u2 = wilson(p2 * m, m)
+    margins = (both + first_only) * (second_only + neither) * (both + second_only) * (first_only + neither)
+    phi = (both * neither - first_only * second_only) / math.sqrt(margins) if margins > 0 else 0.0
+    below = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    above = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    difference = p1 - p2
+    return max(-1.0, difference - below), min(1.0, difference + above)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +104,7 @@ class Score:
     question_id: str
     correct: bool  # fuzzy match (000 §4.3)
     em: bool  # best-subspan exact match (001)
-    retrieves: bool  # the method picked pages before answering
+    retrieves: bool  # the method picks pages before answering
     recalled: bool  # the gold page was among the pages it picked (or read)
     cited_gold: bool  # the cited page is the gold page
     cost_usd: float  # what the method's calls cost (compare methods by this)
@@ -45,6 +113,13 @@ class Score:
     output_tokens: int
     failed: bool = False  # the run failed (provider error): not counted
     paid_usd: float = 0.0  # what this sweep paid for them (calls already made are free)
+    repeat: int = 0
+    answer: str = ""
+    cited: int | None = None
+    retrieved: tuple[int, ...] = ()
+    tokens_after: int = 0  # tokens from the answer's page to the end of the document
+    job: int = -1  # the job's position in its sweep plan
+    error: str = ""
 
 
 def score(
@@ -68,6 +143,10 @@ def score(
     failed: bool,
     paid_usd: float = 0.0,
     exact: bool = False,
+    repeat: int = 0,
+    tokens_after: int = 0,
+    job: int = -1,
+    error: str = "",
 ) -> Score:
     """One run on one trial, scored: right by fuzzy match, or by exact match where the trial
     says so (a key–value value must come back whole)."""
@@ -92,6 +171,13 @@ def score(
         output_tokens=output_tokens,
         failed=failed,
         paid_usd=paid_usd,
+        repeat=repeat,
+        answer=answer or "",
+        cited=cited,
+        retrieved=tuple(retrieved),
+        tokens_after=tokens_after,
+        job=job,
+        error=error,
     )
 
 
@@ -112,6 +198,13 @@ class Cell:
     reading_misses: int = 0
     failed: int = 0
     cost_usd: float = 0.0
+    tokens_after: int = 0  # summed over the counted trials (``distance`` is the mean)
+    question_ids: set[str] = field(default_factory=set)
+
+    @property
+    def questions(self) -> int:
+        """Distinct questions (facts, QA items, keys) among the counted trials."""
+        return len(self.question_ids)
 
     @property
     def accuracy(self) -> float:
@@ -120,8 +213,13 @@ class Cell:
 
     @property
     def interval(self) -> tuple[float, float]:
-        """95% Wilson interval of the accuracy."""
-        return wilson(self.correct, self.trials)
+        """95% interval of the accuracy, the question as the unit (``clustered_wilson``)."""
+        return clustered_wilson(self.correct, self.trials, self.questions)
+
+    @property
+    def distance(self) -> float:
+        """Mean tokens from the answer to the end of the document."""
+        return self.tokens_after / self.trials if self.trials else 0.0
 
     def as_dict(self) -> dict[str, object]:
         """The JSON shape scripts read (depth in percent, length in tokens)."""
@@ -132,6 +230,7 @@ class Cell:
             "length": self.length,
             "depth": self.depth,
             "trials": self.trials,
+            "questions": self.questions,
             "correct": self.correct,
             "accuracy": round(self.accuracy, 4),
             "ci_low": round(low, 4),
@@ -142,6 +241,7 @@ class Cell:
             "retrieval_misses": self.retrieval_misses,
             "reading_misses": self.reading_misses,
             "failed": self.failed,
+            "tokens_to_end": round(self.distance),
             "cost_usd": round(self.cost_usd, 6),
         }
 
@@ -159,6 +259,8 @@ def cells(scores: Iterable[Score]) -> list[Cell]:
             cell.failed += 1
             continue
         cell.trials += 1
+        cell.question_ids.add(s.question_id)
+        cell.tokens_after += s.tokens_after
         cell.correct += s.correct
         cell.em += s.em
         cell.recalled += s.recalled
@@ -170,6 +272,121 @@ def cells(scores: Iterable[Score]) -> list[Cell]:
                 cell.reading_misses += 1
     order = {series: i for i, series in enumerate(dict.fromkeys(k[0] for k in grouped))}
     return sorted(grouped.values(), key=lambda c: (order[c.series], c.length, c.depth))
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One series' accuracy at one x (a depth, or a distance to the end), over the trials there."""
+
+    series: str
+    x: float
+    trials: int
+    correct: int
+    questions: int
+
+    @property
+    def accuracy(self) -> float:
+        """Share answered right."""
+        return self.correct / self.trials if self.trials else 0.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """95% interval, the question as the unit."""
+        return clustered_wilson(self.correct, self.trials, self.questions)
+
+
+def _points(
+    scores: Iterable[Score], key: Callable[[Score], object], x: Callable[[list[Score]], float]
+) -> list[Point]:
+    groups: dict[tuple[str, object], list[Score]] = defaultdict(list)
+    for s in scores:
+        if not s.failed:
+            groups[(s.series, key(s))].append(s)
+    order = {series: i for i, series in enumerate(dict.fromkeys(k[0] for k in groups))}
+    points = [
+        Point(series, x(rows), len(rows), sum(r.correct for r in rows), len({r.question_id for r in rows}))
+        for (series, _), rows in groups.items()
+    ]
+    return sorted(points, key=lambda p: (order[p.series], p.x))
+
+
+def by_depth(scores: Iterable[Score]) -> list[Point]:
+    """Accuracy per series and depth, over every length."""
+    return _points(scores, lambda s: s.depth, lambda rows: rows[0].depth)
+
+
+def by_distance(scores: Iterable[Score]) -> list[Point]:
+    """Accuracy per series against the tokens between the answer and the end of the document
+    (one point per length × depth, at its mean distance)."""
+    return _points(
+        scores,
+        lambda s: (s.length, s.depth),
+        lambda rows: sum(r.tokens_after for r in rows) / len(rows),
+    )
+
+
+# ---- Effective length ----------------------------------------------------------------------
+
+EFFECTIVE_KEEP = 0.85
+EFFECTIVE_MARGIN = 0.20
+EFFECTIVE_RULE = (
+    "Effective length: the longest length up to which a method keeps at least 85% of its accuracy at the "
+    "shortest length, counted only when that accuracy is at least 20 points above closed-book (otherwise "
+    "'not reached'); '≥' when it held at the longest length measured. Shown only when more than one length "
+    "was measured."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EffectiveLength:
+    """A series' effective length (NoLiMa's, with a floor), and what it was measured against."""
+
+    length: int | None  # None: not reached (or a single length)
+    lengths: int  # how many lengths were measured
+    base: float  # accuracy at the shortest length
+    floor: float  # the base must reach this: closed-book + 20 points
+    held_to_longest: bool = False  # kept ≥ 85% at every length measured
+
+    @property
+    def measured(self) -> bool:
+        """More than one length: the number means something."""
+        return self.lengths > 1
+
+    def text(self) -> str:
+        """``40,000``, ``≥ 80,000``, ``not reached`` or ``—`` (one length)."""
+        if not self.measured:
+            return "—"
+        if self.length is None:
+            return "not reached"
+        return f"≥ {self.length:,}" if self.held_to_longest else f"{self.length:,}"
+
+
+def effective_length(
+    by_length: dict[int, float],
+    *,
+    closed_book: float = 0.0,
+    keep: float = EFFECTIVE_KEEP,
+    margin: float = EFFECTIVE_MARGIN,
+) -> EffectiveLength:
+    """The longest length up to which the accuracy stays ≥ ``keep`` × the shortest length's,
+    provided the shortest length's accuracy is at least ``closed_book + margin`` (a method
+    bad everywhere has no effective length: METHOD.md §13)."""
+    lengths = sorted(by_length)
+    if not lengths:
+        return EffectiveLength(None, 0, 0.0, closed_book + margin)
+    base = by_length[lengths[0]]
+    floor = closed_book + margin
+    if len(lengths) < 2 or base < floor - 1e-12 or base <= 0:
+        return EffectiveLength(None, len(lengths), base, floor)
+    longest = lengths[0]
+    for length in lengths:
+        if by_length[length] < keep * base - 1e-12:
+            break
+        longest = length
+    return EffectiveLength(longest, len(lengths), base, floor, held_to_longest=longest == lengths[-1])
+
+
+# ---- Series and paired comparisons -----------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,32 +402,23 @@ class SeriesSummary:
     calls_per_trial: float
     input_per_trial: float
     output_per_trial: float
-    effective_length: int | None
+    effective: EffectiveLength | None
     retrieval_misses: int
     reading_misses: int
     on_frontier: bool = False
     by_length: dict[int, float] = field(default_factory=dict)
+    questions: int = 0
+    retrieves: bool = False  # the method picks pages first: the failure split applies
+
+    @property
+    def effective_length(self) -> int | None:
+        """The effective length in tokens, where one was reached over several lengths."""
+        return self.effective.length if self.effective is not None and self.effective.measured else None
 
 
-def effective_length(by_length: dict[int, float], keep: float = 0.85) -> int | None:
-    """The longest length up to which the accuracy stays ≥ ``keep`` × the shortest length's
-    (NoLiMa's definition); None when even the shortest scores 0."""
-    if not by_length:
-        return None
-    lengths = sorted(by_length)
-    base = by_length[lengths[0]]
-    if base <= 0:
-        return None
-    longest = lengths[0]
-    for length in lengths:
-        if by_length[length] < keep * base:
-            break
-        longest = length
-    return longest
-
-
-def summarise(scores: Sequence[Score]) -> list[SeriesSummary]:
-    """One summary per series, with the cost–accuracy frontier marked."""
+def summarise(scores: Sequence[Score], *, closed_book: float | None = None) -> list[SeriesSummary]:
+    """One summary per series, with the cost–accuracy frontier marked. ``closed_book`` is
+    the closed-book accuracy the effective length's floor is set from (0 when not measured)."""
     by_series: dict[str, list[Score]] = defaultdict(list)
     for s in scores:
         by_series[s.series].append(s)
@@ -218,6 +426,7 @@ def summarise(scores: Sequence[Score]) -> list[SeriesSummary]:
     for series, rows in by_series.items():
         counted = [r for r in rows if not r.failed]
         correct = sum(r.correct for r in counted)
+        questions = len({r.question_id for r in counted})
         per_length: dict[int, list[bool]] = defaultdict(list)
         for r in counted:
             per_length[r.length].append(r.correct)
@@ -230,19 +439,21 @@ def summarise(scores: Sequence[Score]) -> list[SeriesSummary]:
                 method=rows[0].method,
                 trials=len(counted),
                 accuracy=correct / n if counted else 0.0,
-                ci=wilson(correct, len(counted)),
+                ci=clustered_wilson(correct, len(counted), questions),
                 cost_usd=sum(r.cost_usd for r in rows),
                 calls_per_trial=sum(r.calls for r in counted) / n,
                 input_per_trial=sum(r.input_tokens for r in counted) / n,
                 output_per_trial=sum(r.output_tokens for r in counted) / n,
-                effective_length=effective_length(by_length),
+                effective=effective_length(by_length, closed_book=closed_book or 0.0),
                 retrieval_misses=sum(1 for r in wrong if r.retrieves and not r.recalled),
                 reading_misses=sum(1 for r in wrong if not (r.retrieves and not r.recalled)),
                 by_length=by_length,
+                questions=questions,
+                retrieves=rows[0].retrieves,
             )
         )
 
-    # The frontier: no other series is at least as accurate for less (per-trial cost).
+    # The frontier: no other series scored at least as high for less (point estimates).
     def per_trial(summary: SeriesSummary) -> float:
         return summary.cost_usd / max(summary.trials, 1)
 
@@ -257,3 +468,115 @@ def summarise(scores: Sequence[Score]) -> list[SeriesSummary]:
         )
         marked.append(replace(one, on_frontier=not dominated))
     return marked
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One series against another on the trials both answered: the difference in accuracy
+    (``series`` − ``against``) with its 95% interval, the question as the unit."""
+
+    series: str
+    against: str
+    trials: int  # paired trials (both runs counted)
+    questions: int  # distinct questions among them
+    accuracy: float  # of ``series`` on the paired trials
+    against_accuracy: float
+    only_series: int  # trials ``series`` got right and ``against`` wrong
+    only_against: int
+    ci: tuple[float, float]
+    question_wins: int  # questions on which ``series`` did better on average
+    question_losses: int
+    p_value: float  # McNemar's exact test over those questions
+
+    @property
+    def difference(self) -> float:
+        """``series`` − ``against``, in accuracy (−1 … 1)."""
+        return self.accuracy - self.against_accuracy
+
+    @property
+    def shown(self) -> int:
+        """+1: ``series`` is shown more accurate (the interval is above 0); −1: less
+        accurate (below 0); 0: no difference shown (the interval includes 0)."""
+        if self.trials == 0:
+            return 0
+        low, high = self.ci
+        return 1 if low > 0 else -1 if high < 0 else 0
+
+    def interval_text(self) -> str:
+        """``+40 points (95% interval +12 to +61)``."""
+        low, high = self.ci
+        return f"{self.difference * 100:+.0f} points (95% interval {low * 100:+.0f} to {high * 100:+.0f})"
+
+    def sentence(self) -> str:
+        """The verdict, as the report and the screen write it: a method is said to answer
+        more right than another only when the interval excludes 0."""
+        n = f"{self.trials} paired trials, {self.questions} question{'s' if self.questions != 1 else ''}"
+        if self.trials == 0:
+            return f"{self.series} and {self.against} share no answered trial: no comparison."
+        if self.shown > 0:
+            return f"{self.series} answered more right than {self.against}: {self.interval_text()}; {n}."
+        if self.shown < 0:
+            return f"{self.series} answered fewer right than {self.against}: {self.interval_text()}; {n}."
+        return (
+            f"No difference shown between {self.series} and {self.against}: {self.interval_text()} "
+            f"includes 0; {n}."
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        """The JSON shape."""
+        return {
+            "method": self.series,
+            "against": self.against,
+            "paired_trials": self.trials,
+            "questions": self.questions,
+            "accuracy": round(self.accuracy, 4),
+            "against_accuracy": round(self.against_accuracy, 4),
+            "difference": round(self.difference, 4),
+            "ci_low": round(self.ci[0], 4),
+            "ci_high": round(self.ci[1], 4),
+            "only_method_right": self.only_series,
+            "only_against_right": self.only_against,
+            "questions_better": self.question_wins,
+            "questions_worse": self.question_losses,
+            "mcnemar_p_questions": round(self.p_value, 4),
+            "verdict": self.sentence(),
+        }
+
+
+def compare(scores: Sequence[Score], series: str, against: str) -> Comparison:
+    """``series`` against ``against`` on the trials both answered (paired by trial)."""
+    mine = {s.trial: s for s in scores if s.series == series and not s.failed}
+    theirs = {s.trial: s for s in scores if s.series == against and not s.failed}
+    shared = [t for t in mine if t in theirs]
+    table = [0, 0, 0, 0]  # both, only series, only against, neither
+    per_question: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # trials, series, against
+    for t in shared:
+        a, b = mine[t].correct, theirs[t].correct
+        table[0 if a and b else 1 if a else 2 if b else 3] += 1
+        q = per_question[mine[t].question_id]
+        q[0] += 1
+        q[1] += a
+        q[2] += b
+    n = len(shared)
+    wins = sum(1 for _, a, b in per_question.values() if a > b)
+    losses = sum(1 for _, a, b in per_question.values() if a < b)
+    return Comparison(
+        series=series,
+        against=against,
+        trials=n,
+        questions=len(per_question),
+        accuracy=(table[0] + table[1]) / n if n else 0.0,
+        against_accuracy=(table[0] + table[2]) / n if n else 0.0,
+        only_series=table[1],
+        only_against=table[2],
+        ci=paired_interval(*table, effective=len(per_question)) if n else (-1.0, 1.0),
+        question_wins=wins,
+        question_losses=losses,
+        p_value=mcnemar_exact(wins, losses),
+    )
+
+
+def comparisons(scores: Sequence[Score]) -> list[Comparison]:
+    """Every series against every series before it (the first is usually the baseline)."""
+    names = list(dict.fromkeys(s.series for s in scores))
+    return [compare(scores, later, earlier) for j, later in enumerate(names) for earlier in names[:j]]

@@ -16,7 +16,19 @@ from typing import Any
 from rr_core.costs import Cost
 from rr_core.errors import ConfigError
 from rr_core.lab.haystacks import Trial
-from rr_core.lab.stats import Cell, Score, SeriesSummary, cells, score, summarise
+from rr_core.lab.stats import (
+    Cell,
+    Comparison,
+    Point,
+    Score,
+    SeriesSummary,
+    by_depth,
+    by_distance,
+    cells,
+    comparisons,
+    score,
+    summarise,
+)
 from rr_core.methods import get_method
 from rr_core.plans import Plan, estimate_calls
 from rr_core.runs import CallEvent, Executor, RunTrace
@@ -38,8 +50,15 @@ class Job:
 
     @property
     def retrieves(self) -> bool:
-        """The method answers from pages it picked first (its plan has more than one phase)."""
-        return len(self.plan.phases) > 1
+        """The method answers from pages it picked first (the method says so)."""
+        return get_method(self.plan.method).retrieves
+
+    @property
+    def tokens_after(self) -> int:
+        """Tokens from the start of the answer's page to the end of the trial's document."""
+        pages = self.trial.document.pages
+        first = min(self.trial.gold_pages, default=len(pages) + 1)
+        return sum(p.tokens for p in pages[max(first - 1, 0) :])
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,17 +173,41 @@ class SweepResult:
         return cells(self.scores)
 
     @property
+    def closed_book(self) -> float | None:
+        """The closed-book accuracy (the floor of effective length), if it was measured."""
+        return next((b.accuracy for b in self.bounds if b.method == BOUNDS[0] and b.trials), None)
+
+    @property
     def summaries(self) -> list[SeriesSummary]:
         """One line per series: accuracy, cost, effective length, failure split, frontier."""
-        return summarise(self.scores)
+        return summarise(self.scores, closed_book=self.closed_book)
 
     @property
     def bounds(self) -> list[SeriesSummary]:
         """Closed-book and oracle over the questions asked (once per question: no length curve)."""
         return [
-            replace(b, effective_length=None, by_length={}, on_frontier=False)
-            for b in summarise(self.bound_scores)
+            replace(b, effective=None, by_length={}, on_frontier=False) for b in summarise(self.bound_scores)
         ]
+
+    @property
+    def comparisons(self) -> list[Comparison]:
+        """Every method against every method before it, paired by trial."""
+        return comparisons(self.scores)
+
+    @property
+    def by_depth(self) -> list[Point]:
+        """Accuracy per method and depth, over every length."""
+        return by_depth(self.scores)
+
+    @property
+    def by_distance(self) -> list[Point]:
+        """Accuracy per method against the tokens from the answer to the end of the document."""
+        return by_distance(self.scores)
+
+    @property
+    def lengths(self) -> list[int]:
+        """The lengths measured."""
+        return sorted({s.length for s in self.scores})
 
     @property
     def missing_cells(self) -> list[str]:
@@ -179,8 +222,9 @@ class SweepResult:
 Progress = Callable[[int, int, SweepResult], None]
 
 
-def score_trace(job: Job, trace: RunTrace) -> Score:
-    """A job's trace scored against its trial's known answer."""
+def score_trace(job: Job, trace: RunTrace, position: int = -1) -> Score:
+    """A job's trace scored against its trial's known answer (``position``: the job's
+    place in its plan, so the per-trial records can name its settings)."""
     outcome = trace.outcome
     usage = trace.usage
     return score(
@@ -203,6 +247,10 @@ def score_trace(job: Job, trace: RunTrace) -> Score:
         failed=trace.error is not None,
         paid_usd=trace.paid_usd,
         exact=job.trial.exact,
+        repeat=job.trial.repeat,
+        tokens_after=job.tokens_after,
+        job=position,
+        error=trace.error or "",
     )
 
 
@@ -224,7 +272,7 @@ def run_sweep(
                 on_event(item)
             continue
         job = jobs[item.position]
-        scored = score_trace(job, item)
+        scored = score_trace(job, item, item.position)
         (result.bound_scores if job.bound else result.scores).append(scored)
         if item.error:
             result.failures.append(f"{job.series} on {job.trial.id}: {item.error}")

@@ -208,6 +208,7 @@ BRIEFCONTEXT = Method(
     group="other",
     summary="Finds the best-matching passages, reads them in small groups in parallel, then combines what each group found.",
     params=("rag_chunk_words", "brief_top_n", "brief_partition"),
+    retrieves=True,
     planner=_briefcontext,
 )
 

@@ -175,6 +175,9 @@ class Method:
     needs_gold: bool = False  # reads the gold pages the user names (oracle)
     # The layout the method itself is (the cheap baselines): it overrides the settings' choice.
     placement: QuestionPlacement | None = None
+    # Picks pages (or passages) first and answers from them only: its wrong answers split into
+    # retrieval misses (the answer's page not picked) and reading misses.
+    retrieves: bool = False
     planner: Planner = field(repr=False, compare=False)
 
     def plan(

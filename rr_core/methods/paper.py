@@ -213,6 +213,7 @@ ICR = Method(
     summary="First picks the N most relevant pages, then answers from those pages only.",
     params=("top_k",),
     several_questions=True,
+    retrieves=True,
     planner=lambda ctx: _retrieve_then_answer(ctx, remind=False, chunked=False),
 )
 RR = Method(
@@ -223,6 +224,7 @@ RR = Method(
     params=("reminder_every", "top_k"),
     reminds=True,
     several_questions=True,
+    retrieves=True,
     planner=lambda ctx: _retrieve_then_answer(ctx, remind=True, chunked=False),
 )
 CHUNKED_ICR = Method(
@@ -232,6 +234,7 @@ CHUNKED_ICR = Method(
     summary="Splits the document into parts of about c tokens, picks N pages in each part, then answers from them.",
     params=("top_k", "chunk_size"),
     several_questions=True,
+    retrieves=True,
     planner=lambda ctx: _retrieve_then_answer(ctx, remind=False, chunked=True),
 )
 CHUNKED_RR = Method(
@@ -242,6 +245,7 @@ CHUNKED_RR = Method(
     params=("reminder_every", "top_k", "chunk_size"),
     reminds=True,
     several_questions=True,
+    retrieves=True,
     planner=lambda ctx: _retrieve_then_answer(ctx, remind=True, chunked=True),
 )
 

@@ -115,6 +115,7 @@ RAG = Method(
     group="other",
     summary="Searches the document for the few passages that best match the question's words and answers from them.",
     params=("rag_chunk_words", "rag_top_k"),
+    retrieves=True,
     planner=_rag,
 )
 

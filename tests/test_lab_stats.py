@@ -1,0 +1,377 @@
+"""The Lab's statistics as a reviewer checks them: intervals with the question as the unit,
+paired differences before any verdict, effective length against a floor, per-trial records,
+each against a computation by hand."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import word_counter
+from test_lab import BASE, neutral_document
+
+from rr_core.cli import main
+from rr_core.exports import md_escape
+from rr_core.lab.haystacks import PageCounts, planted_trials
+from rr_core.lab.report import TRIAL_COLUMNS, sweep_csv, sweep_json, sweep_markdown, trials_csv
+from rr_core.lab.stats import (
+    Score,
+    by_depth,
+    cells,
+    clustered_wilson,
+    compare,
+    comparisons,
+    effective_length,
+    mcnemar_exact,
+    paired_interval,
+    summarise,
+    wilson,
+)
+from rr_core.lab.sweep import plan_sweep, run_sweep
+from rr_core.llm.simulated import SimulatedReader
+from rr_core.methods import all_methods, parse_spec
+from rr_core.runs import Executor
+
+Z = 1.959964
+
+
+def hand_wilson(p: float, n: float) -> tuple[float, float]:
+    """The Wilson interval written out, for checking."""
+    denom = 1 + Z * Z / n
+    centre = (p + Z * Z / (2 * n)) / denom
+    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / denom
+    return centre - half, centre + half
+
+
+def trial_score(series: str, question: str, depth: float, correct: bool, *, length: int = 1_000) -> Score:
+    return Score(
+        series=series,
+        method=series.lower(),
+        length=length,
+        depth=depth,
+        trial=f"{question}-d{length}-p{depth:g}",
+        question_id=question,
+        correct=correct,
+        em=correct,
+        retrieves=False,
+        recalled=False,
+        cited_gold=False,
+        cost_usd=0.0,
+        calls=1,
+        input_tokens=100,
+        output_tokens=10,
+    )
+
+
+DEPTHS = (0.0, 25.0, 50.0, 75.0, 100.0)
+
+
+def two_facts_five_depths() -> list[Score]:
+    """The quick preset's shape: two facts, each at five depths. A is right everywhere; B
+    only at the ends (it loses the middle)."""
+    scores = []
+    for fact in ("fact-0", "fact-1"):
+        for depth in DEPTHS:
+            scores.append(trial_score("A", fact, depth, True))
+            scores.append(trial_score("B", fact, depth, depth in (0.0, 100.0)))
+    return scores
+
+
+# ---- Intervals with the question as the unit ---------------------------------------------------
+
+
+def test_the_clustered_interval_is_wilson_at_the_number_of_questions() -> None:
+    # 20 of 30 trials right, from 2 facts: p = 2/3 with a sample size of 2, not 30.
+    low, high = clustered_wilson(20, 30, 2)
+    assert (low, high) == pytest.approx(hand_wilson(2 / 3, 2), abs=1e-9)
+    # By hand: denominator 1 + z²/2 = 2.92074, centre 1.62704 / 2.92074 = 0.55706,
+    # half-width 1.96 × √(0.11111 + 0.24009) / 2.92074 = 0.39767.
+    assert low == pytest.approx(0.1594, abs=1e-4) and high == pytest.approx(0.9547, abs=1e-4)
+    # Every trial its own question: the ordinary Wilson interval.
+    assert clustered_wilson(7, 10, 10) == pytest.approx(wilson(7, 10))
+    assert clustered_wilson(0, 0, 0) == (0.0, 1.0)
+
+
+def test_a_method_right_everywhere_on_two_facts_is_not_certain() -> None:
+    """Ten trials right from two facts: the interval is that of 2 of 2 (lower bound 34%),
+    not of 10 of 10 (72%), and never zero-width as a bootstrap over two facts would be."""
+    summary = {s.series: s for s in summarise(two_facts_five_depths())}["A"]
+    assert (summary.trials, summary.questions) == (10, 2)
+    assert summary.ci == pytest.approx(hand_wilson(1.0, 2))
+    assert summary.ci[0] == pytest.approx(0.342, abs=1e-3)
+    assert summary.ci[0] < wilson(10, 10)[0] - 0.3
+
+
+def test_every_cell_and_point_says_its_trials_and_questions() -> None:
+    scores = two_facts_five_depths()
+    grid = cells(scores)
+    assert {(c.trials, c.questions) for c in grid} == {(2, 2)}
+    as_json = grid[0].as_dict()
+    assert as_json["trials"] == 2 and as_json["questions"] == 2
+    header = sweep_csv_header(scores)
+    assert "trials" in header and "questions" in header
+    # One fact asked twice in one cell (two repeats of one question): one question.
+    repeated = [trial_score("A", "fact-0", 50.0, True), trial_score("A", "fact-0", 50.0, False)]
+    repeated[1] = Score(**{**_fields(repeated[1]), "trial": "other"})
+    cell = cells(repeated)[0]
+    assert (cell.trials, cell.questions) == (2, 1)
+    assert cell.interval == pytest.approx(hand_wilson(0.5, 1))
+    points = {p.x: p for p in by_depth(scores) if p.series == "B"}
+    assert (points[50.0].trials, points[50.0].questions, points[50.0].correct) == (2, 2, 0)
+
+
+def _fields(score: Score) -> dict[str, object]:
+    return {name: getattr(score, name) for name in Score.__dataclass_fields__}
+
+
+def sweep_csv_header(scores: list[Score]) -> list[str]:
+    from rr_core.lab.sweep import SweepResult
+
+    return sweep_csv(SweepResult(scores=scores)).splitlines()[0].split(",")
+
+
+# ---- Paired comparisons ------------------------------------------------------------------------
+
+
+def test_mcnemar_exact_matches_the_binomial_by_hand() -> None:
+    assert mcnemar_exact(5, 0) == pytest.approx(2 / 32)
+    assert mcnemar_exact(3, 1) == pytest.approx(2 * (1 + 4) / 16)
+    assert mcnemar_exact(1, 3) == mcnemar_exact(3, 1)
+    assert mcnemar_exact(2, 2) == 1.0 and mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(10, 2) == pytest.approx(2 * (1 + 12 + 66) / 4096)
+
+
+def test_the_paired_interval_is_newcombes_method_10_by_hand() -> None:
+    # Both right 10, only the first 6, only the second 1, neither 3 (n = 20).
+    a, b, c, d = 10, 6, 1, 3
+    n = 20
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = hand_wilson(p1, n)
+    l2, u2 = hand_wilson(p2, n)
+    phi = (a * d - b * c) / math.sqrt((a + b) * (c + d) * (a + c) * (b + d))
+    low = (p1 - p2) - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
+    high = (p1 - p2) + math.sqrt((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
+    assert paired_interval(a, b, c, d) == pytest.approx((low, high), abs=1e-12)
+    assert low > 0  # 20 independent pairs: shown
+    # Newcombe's own worked examples (Stat Med 1998;17:2635, method 10).
+    assert paired_interval(36, 12, 2, 0) == pytest.approx((0.0569, 0.3404), abs=1e-4)
+    assert paired_interval(28, 4, 0, 0) == pytest.approx((-0.0060, 0.2807), abs=1e-4)
+    # Clustered: the same table from 4 questions uses Wilson at n = 4.
+    l1, u1 = hand_wilson(p1, 4)
+    l2, u2 = hand_wilson(p2, 4)
+    low4 = (p1 - p2) - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
+    assert paired_interval(a, b, c, d, effective=4)[0] == pytest.approx(low4, abs=1e-12)
+    assert low4 < 0 < low  # fewer independent questions: no longer shown
+
+
+def test_two_methods_on_two_facts_show_no_difference_and_the_report_says_so() -> None:
+    scores = two_facts_five_depths()
+    pair = compare(scores, "A", "B")
+    assert (pair.trials, pair.questions) == (10, 2)
+    assert (pair.only_series, pair.only_against) == (6, 0)
+    assert pair.difference == pytest.approx(0.6)
+    assert pair.ci == pytest.approx(paired_interval(4, 6, 0, 0, effective=2))
+    assert pair.ci[0] < 0 < pair.ci[1]
+    assert (pair.question_wins, pair.question_losses) == (2, 0) and pair.p_value == 0.5
+    assert pair.shown == 0
+    assert pair.sentence().startswith("No difference shown between A and B: +60 points")
+    assert "includes 0" in pair.sentence()
+    from rr_core.lab.sweep import SweepResult
+
+    data = sweep_json(_empty_plan(), SweepResult(scores=scores))
+    # The later method against the earlier: B − A.
+    assert data["comparisons"][0]["verdict"] == compare(scores, "B", "A").sentence()
+    assert data["comparisons"][0]["difference"] == pytest.approx(-0.6)
+    assert data["comparisons"][0]["questions"] == 2
+
+
+def test_with_many_questions_the_same_gap_is_shown() -> None:
+    scores = []
+    for q in range(30):
+        scores.append(trial_score("A", f"q{q}", 50.0, True))
+        scores.append(trial_score("B", f"q{q}", 50.0, q < 10))
+    pair = compare(scores, "A", "B")
+    assert pair.questions == 30 and pair.ci[0] > 0
+    assert pair.p_value == pytest.approx(mcnemar_exact(20, 0))
+    assert pair.sentence().startswith("A answered more right than B: +67 points (95% interval +")
+    assert compare(scores, "B", "A").sentence().startswith("B answered fewer right than A")
+
+
+def test_no_sentence_calls_a_winner_when_the_interval_includes_zero() -> None:
+    """Every table of 12 paired trials on 3 or 12 questions: a verdict only when the
+    interval excludes 0."""
+    for only_a in range(0, 7):
+        for only_b in range(0, 7 - only_a):
+            for questions in (3, 12):
+                scores = []
+                for t in range(12):
+                    q = f"q{t % questions}"
+                    scores.append(Score(**{**_fields(trial_score("A", q, t, t < only_a)), "trial": str(t)}))
+                    b_right = only_a <= t < only_a + only_b
+                    scores.append(Score(**{**_fields(trial_score("B", q, t, b_right)), "trial": str(t)}))
+                pair = compare(scores, "A", "B")
+                low, high = pair.ci
+                said = pair.sentence()
+                if low <= 0 <= high:
+                    assert said.startswith("No difference shown"), said
+                else:
+                    assert "more right" in said or "fewer right" in said
+
+
+def test_every_method_is_compared_with_every_method_before_it() -> None:
+    scores = two_facts_five_depths()
+    for fact in ("fact-0", "fact-1"):
+        for depth in DEPTHS:
+            scores.append(trial_score("C", fact, depth, False))
+    assert [(c.series, c.against) for c in comparisons(scores)] == [("B", "A"), ("C", "A"), ("C", "B")]
+
+
+# ---- Effective length ----------------------------------------------------------------------------
+
+
+def test_effective_length_needs_a_floor_and_more_than_one_length() -> None:
+    held = effective_length({10_000: 0.9, 20_000: 0.8, 40_000: 0.7, 80_000: 0.8})
+    assert held.length == 20_000 and held.text() == "20,000"
+    assert effective_length({10_000: 1.0, 20_000: 1.0}).text() == "≥ 20,000"
+    # 40% everywhere, closed-book 30%: 40% < 30% + 20 points, so never effective.
+    bad = effective_length({20_000: 0.4, 40_000: 0.4, 80_000: 0.4}, closed_book=0.3)
+    assert bad.length is None and bad.text() == "not reached" and bad.floor == pytest.approx(0.5)
+    good = effective_length({20_000: 0.87, 40_000: 0.87, 80_000: 0.87}, closed_book=0.3)
+    assert good.text() == "≥ 80,000"
+    assert effective_length({10_000: 0.0, 20_000: 0.5}).text() == "not reached"
+    one = effective_length({10_000: 1.0})
+    assert not one.measured and one.text() == "—" and one.length is None
+
+
+# ---- A sweep end to end: records, report, charts' data ----------------------------------------
+
+
+def _empty_plan():  # type: ignore[no-untyped-def]
+    counter = word_counter()
+    trials = planted_trials(
+        neutral_document(pages=8, words_per_page=100),
+        PageCounts(counter),
+        lengths=(400,),
+        depths=(0,),
+        repeats=1,
+    )
+    return plan_sweep(trials, [parse_spec("baseline", BASE)], counter, bounds=False)
+
+
+def small_sweep():  # type: ignore[no-untyped-def]
+    counter = word_counter()
+    document = neutral_document()
+    trials = planted_trials(
+        document, PageCounts(counter), lengths=(4_000, 8_000), depths=(0, 50, 100), repeats=2, seed=3
+    )
+    series = [parse_spec(s, BASE) for s in ("baseline", "rr:k=1000")]
+    plan = plan_sweep(trials, series, counter)
+    with Executor(SimulatedReader(reach=1_500, counter=counter), concurrency=2) as executor:
+        return plan, run_sweep(plan, executor)
+
+
+def test_the_method_says_whether_it_retrieves() -> None:
+    picking = {m.name for m in all_methods() if m.retrieves}
+    assert {"icr", "rr", "chunked-icr", "chunked-rr", "rag", "briefcontext"} <= picking
+    assert not picking & {"baseline", "reprompt", "closed-book", "oracle"}
+    plan, result = small_sweep()
+    summaries = {s.method: s for s in result.summaries}
+    assert summaries["rr"].retrieves and not summaries["baseline"].retrieves
+    data = sweep_json(plan, result)
+    baseline = next(s for s in data["series"] if s["method_name"] == "baseline")
+    assert baseline["retrieval_misses"] is None and baseline["wrong"] >= 1
+
+
+def test_distance_to_the_end_is_counted_from_the_answers_page() -> None:
+    plan, result = small_sweep()
+    for s in result.scores:
+        trial = plan.jobs[s.job].trial
+        gold = trial.gold_pages[0]
+        assert s.tokens_after == sum(p.tokens for p in trial.document.pages[gold - 1 :])
+    at_end = [s for s in result.scores if s.depth == 100.0]
+    at_start = [s for s in result.scores if s.depth == 0.0]
+    assert max(s.tokens_after for s in at_end) < min(s.tokens_after for s in at_start)
+    points = result.by_distance
+    assert len(points) == len(result.cells)  # one point per length × depth and series
+
+
+def test_per_trial_records_have_one_row_per_trial_and_method() -> None:
+    plan, result = small_sweep()
+    text = trials_csv(
+        plan, result, context={"engine": "simulated", "is_llm": 0, "seed": 3, "temperature": "n/a"}
+    )
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert tuple(rows[0]) == TRIAL_COLUMNS
+    assert len(rows) == len(plan.jobs)
+    rr = [r for r in rows if r["method_spec"] == "rr:k=1000"]
+    assert len(rr) == len(plan.trials)
+    first = rr[0]
+    trial = next(t for t in plan.trials if t.id == first["trial_id"])
+    assert first["question_id"] == trial.question_id and first["question"] == trial.question
+    assert first["seed"] == "3" and first["model"] == BASE.model and first["provider"] == BASE.provider
+    assert first["max_output_tokens"] == str(BASE.max_output_tokens)
+    assert first["correct"] in ("0", "1") and first["retrieved_pages"]
+    # The records add up to the cells.
+    by_cell: dict[tuple[str, str, str], int] = {}
+    for r in rows:
+        if r["bound"] == "0":
+            key = (r["series"], r["length"], r["depth"])
+            by_cell[key] = by_cell.get(key, 0) + int(r["correct"])
+    assert {(c.series, str(c.length), str(c.depth)): c.correct for c in result.cells} == by_cell
+    bounds = [r for r in rows if r["bound"] == "1"]
+    assert {r["method_spec"] for r in bounds} == {"closed-book", "oracle"}
+
+
+def test_the_report_states_n_intervals_rules_and_paired_verdicts() -> None:
+    plan, result = small_sweep()
+    report = sweep_markdown(plan, result, title="t", engine="simulated reader — not an LLM", document="d")
+    assert "| Method | Trials | Questions | Accuracy | 95% interval | Effective length |" in report
+    assert "## Paired differences" in report
+    assert "question (planted fact, QA item, key) as the unit" in report
+    assert "Effective length: the longest length" in report
+    pair = result.comparisons[0]
+    assert md_escape(pair.sentence()) in report
+    if pair.ci[0] <= 0:
+        assert "answered more right than" not in report and "answered fewer right than" not in report
+    cell_rows = [line for line in report.splitlines() if line.startswith("| Baseline | 4,000 |")]
+    assert len(cell_rows) == 3 and all("| 2 | 2 |" in line for line in cell_rows)
+
+
+def test_one_length_shows_no_effective_length() -> None:
+    counter = word_counter()
+    trials = planted_trials(
+        neutral_document(), PageCounts(counter), lengths=(4_000,), depths=(0, 100), repeats=1
+    )
+    plan = plan_sweep(trials, [parse_spec("baseline", BASE)], counter, bounds=False)
+    with Executor(SimulatedReader(reach=1_500, counter=counter), concurrency=1) as executor:
+        result = run_sweep(plan, executor)
+    assert "Effective length" not in sweep_markdown(plan, result, title="t", engine="e", document="d")
+    assert sweep_json(plan, result)["series"][0]["effective_length"] is None
+
+
+def test_lab_cli_writes_the_per_trial_records(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "neutral.txt"
+    path.write_text("\f".join(p.text for p in neutral_document().pages))
+    out_csv = tmp_path / "trials.csv"
+    args = ["lab", str(path), "--provider", "simulated", "--reach", "1500", "--methods", "baseline,rr:k=1000"]
+    args += ["--lengths", "4000,8000", "--depths", "0,50,100", "--repeats", "1", "--seed", "7"]
+    code = main([*args, "--trials-csv", str(out_csv)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = list(csv.DictReader(out_csv.open(encoding="utf-8")))
+    assert len(rows) == 2 * 6 + 2  # two methods × six trials, and the two bounds once
+    assert {r["seed"] for r in rows} == {"7"} and {r["is_llm"] for r in rows} == {"0"}
+    assert f"per-trial records written to {out_csv}" in out
+    assert "n=6 trials, 1 questions" in out
+    assert "Effective length: the longest length" in out
+    assert "No difference shown between R&R" in out
+    code = main(["--json", *args])
+    data = json.loads(capsys.readouterr().out)
+    assert data["comparisons"][0]["paired_trials"] == 6
+    assert {"trials", "questions", "ci_low", "ci_high"} <= set(data["cells"][0])
+    code = main([*args, "--trials-csv", str(tmp_path / "missing" / "trials.csv")])
+    assert code == 2 and "cannot write the per-trial records" in capsys.readouterr().err
