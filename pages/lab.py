@@ -393,7 +393,7 @@ st.plotly_chart(
 )
 st.caption(
     "Lines: closed-book and oracle, once per question. Points of different methods at one depth are set "
-    "slightly apart so their intervals do not overlap. " + md(INTERVAL_RULE)
+    "slightly apart so their intervals do not overlap. " + INTERVAL_RULE
 )
 table = pd.DataFrame(
     [
@@ -409,20 +409,19 @@ table = pd.DataFrame(
                 else {}
             ),
             "Calls / trial": round(s.calls_per_trial, 1),
-            "Input tokens / trial": round(s.input_per_trial),
-            "Output tokens / trial": round(s.output_per_trial),
+            "Tokens in / trial": round(s.input_per_trial),
             "Cost (USD)": round(s.cost_usd, 5),
-            "On the frontier": "yes" if s.on_frontier else "",
+            "Frontier": "yes" if s.on_frontier else "",
         }
         for s in [*summaries, *bounds]
     ]
 )
 st.dataframe(table, hide_index=True, width="stretch", key="lab_table")
-notes = [md(METRIC_RULE)]
+notes = [METRIC_RULE]
 if several_lengths:
     floor = result.closed_book
     notes.append(
-        md(EFFECTIVE_RULE)
+        EFFECTIVE_RULE
         + (
             f" Closed-book here: {floor:.0%}."
             if floor is not None
@@ -459,7 +458,7 @@ if compared:
         key="lab_paired",
     )
     st.markdown("\n".join(f"- {md(c.sentence())}" for c in compared))
-    st.caption(md(PAIRED_RULE))
+    st.caption(PAIRED_RULE)
 with st.expander("Every cell: accuracy, interval and n"):
     st.dataframe(
         pd.DataFrame(

@@ -93,7 +93,7 @@ def chart_ids(at: AppTest) -> list[str]:
 
 
 def lab_table(at: AppTest) -> pd.DataFrame:
-    tables = [d.value for d in at.dataframe if "Accuracy" in d.value.columns]
+    tables = [d.value for d in at.dataframe if "Frontier" in d.value.columns]
     assert len(tables) == 1
     return tables[0]
 
@@ -140,31 +140,83 @@ def test_the_simulated_reader_loses_the_middle_and_rr_does_not() -> None:
     assert [by_cell[("question-last", d)].correct for d in DEPTHS] == [0, 0, 1]
     assert [by_cell[("repeat", d)].correct for d in DEPTHS] == [1, 0, 1]
     assert by_cell[("baseline", 50.0)].reading_misses == 1  # the page was in view, the middle lost
-    # The accuracy table: one row per method, baseline lower.
-    rows = {r["Method"].split(" (")[0]: r for r in lab_table(at).to_dict("records")}
+    # The accuracy table: one row per method, baseline lower, n as trials and questions.
+    table = lab_table(at)
+    assert "Effective length" not in table.columns  # one length: nothing to say
+    rows = {r["Method"].split(" (")[0]: r for r in table.to_dict("records")}
     assert set(rows) == {"Baseline", "Question last", "Prompt repeated", "R&R"}
     assert rows["Baseline"]["Trials"] == rows["R&R"]["Trials"] == 3
+    assert rows["Baseline"]["Questions"] == rows["R&R"]["Questions"] == 1  # one fact, three depths
     assert rows["Baseline"]["Accuracy"] == "67%" and rows["R&R"]["Accuracy"] == "100%"
     assert rows["R&R"]["Calls / trial"] == 2.0 and rows["Baseline"]["Calls / trial"] == 1.0
-    # The charts: accuracy by depth (one line per method), cost against accuracy, failures.
+    # One fact: the paired difference cannot be shown, and the screen says so.
+    paired = next(d.value for d in at.dataframe if "Against" in d.value.columns).to_dict("records")
+    assert len(paired) == 6 and {r["Questions"] for r in paired} == {1}  # every pair of four methods
+    said = " ".join(m.value for m in at.markdown)
+    verdicts = [c.sentence() for c in result.comparisons]
+    assert all(v.startswith("No difference shown") for v in verdicts)
+    assert all(md(v) in said for v in verdicts) and "answered more right than" not in said
+    # The charts: accuracy by depth beside distance to the end, cost against accuracy, and the
+    # failure split of the method that picks pages (the baseline picks none).
     assert chart_ids(at) == ["lab_depth", "lab_cost", "lab_failures"]  # one length: no heatmap
-    depth = json.loads(at.get("plotly_chart")[0].proto.spec)
-    lines = {t["name"].split(" (")[0]: t["y"] for t in depth["data"]}
-    assert lines == {
+    charts = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    for spec in charts.values():
+        assert "simulated reader — not an LLM" in spec["layout"]["title"]["text"]
+    depth = charts["lab_depth"]
+    lines = {
+        t["name"].split(" (")[0]: t
+        for t in depth["data"]
+        if t.get("xaxis", "x") == "x" and t["y"][0] is not None
+    }
+    assert {k: v["y"] for k, v in lines.items()} == {
         "Baseline": [100, 0, 100],
         "Question last": [0, 0, 100],
         "Prompt repeated": [100, 0, 100],
         "R&R": [100, 100, 100],
     }
+    # Dodged: at each depth the methods' points (and error bars) stand apart, in order.
+    xs = [lines[name]["x"] for name in ("Baseline", "Question last", "Prompt repeated", "R&R")]
+    assert all(a < b for left, right in zip(xs, xs[1:]) for a, b in zip(left, right, strict=True))
+    assert [d[0] for d in lines["R&R"]["customdata"]] == list(DEPTHS)  # the hover says the true depth
+    by_distance = [t for t in depth["data"] if t.get("xaxis") == "x2"]
+    assert len(by_distance) == 4 and depth["layout"]["xaxis2"]["title"]["text"].startswith(
+        "tokens to the end"
+    )
+    failures = charts["lab_failures"]
+    assert {x.split(" (")[0] for t in failures["data"] for x in t["x"]} == {"R&R"}
+    with_n = next(d.value for d in at.dataframe if "Tokens to the end" in d.value.columns)
+    assert set(with_n["Trials"]) == {1} and set(with_n["Questions"]) == {1} and len(with_n) == 12
     assert [b.label for b in at.download_button] == [
         "Download JSON",
         "Download CSV (cells)",
+        "Download CSV (every trial)",
         "Download report (Markdown)",
     ]
     plan = expected_plan()
     done = next(c.value for c in at.caption if "calls made" in c.value)
     assert f"{plan.calls} calls made, 0 found in the store" in done
     assert "(what it would cost: the engine is free)" in done
+
+
+def test_several_lengths_draw_heatmaps_with_n_and_say_what_effective_length_means() -> None:
+    at = open_lab()
+    at.text_input(key="w.lab_lengths").input("10000, 20000").run()
+    at.text_input(key="w.lab_depths").input("0, 50, 100").run()
+    at.number_input(key="w.lab_repeats").set_value(2).run()
+    at.button(key="lab_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "Effective length" in lab_table(at).columns
+    assert any("Effective length: the longest length" in c.value for c in at.caption)
+    assert chart_ids(at) == ["lab_depth", "lab_heatmap", "lab_cost", "lab_failures"]
+    heat = json.loads(
+        next(c for c in at.get("plotly_chart") if c.proto.id.endswith("lab_heatmap")).proto.spec
+    )
+    assert heat["layout"]["xaxis"]["type"] == "category" and heat["layout"]["yaxis"]["type"] == "category"
+    assert heat["data"][0]["y"] == ["10,000", "20,000"] and heat["data"][0]["x"] == ["0%", "50%", "100%"]
+    assert all(text.endswith("n=2·2q") for row in heat["data"][0]["text"] for text in row)
+    assert "simulated reader — not an LLM" in heat["layout"]["title"]["text"]
+    trials = next(b for b in at.download_button if b.label == "Download CSV (every trial)")
+    assert trials.proto.label == "Download CSV (every trial)"
 
 
 def test_running_again_takes_every_call_from_the_store() -> None:
@@ -191,10 +243,11 @@ def test_the_offline_engine_with_bounds_runs_end_to_end() -> None:
     assert set(rows) == {"Baseline", "Question last", "Prompt repeated", "R&R", "Closed-book", "Oracle"}
     assert rows["Closed-book"]["Accuracy"] == "0%" and rows["Oracle"]["Accuracy"] == "100%"
     depth = json.loads(at.get("plotly_chart")[0].proto.spec)
-    annotations = [a["text"] for a in depth["layout"].get("annotations", [])]
-    assert any(a.startswith("Closed-book") for a in annotations) and any(
-        a.startswith("Oracle") for a in annotations
+    names = [t["name"] for t in depth["data"]]
+    assert any(n.startswith("Closed-book: 0%") for n in names) and any(
+        n.startswith("Oracle: 100%") for n in names
     )
+    assert "offline engine — not an LLM" in depth["layout"]["title"]["text"]
 
 
 def test_each_preset_states_where_the_question_goes_and_why_and_the_sweep_uses_it() -> None:

@@ -27,20 +27,34 @@ def _colour(i: int) -> str:
 
 
 def _title(text: str, note: str) -> dict[str, object]:
-    """A two-line title: what the chart shows, then what answered (``note``)."""
+    """A two-line title at the top of the figure: what the chart shows, then what answered
+    (``note``)."""
     second = f"<br><span style='font-size:11px;color:#555'>{note}</span>" if note else ""
-    return {"text": f"{text}{second}", "x": 0, "xanchor": "left", "font": {"size": 14}}
+    return {
+        "text": f"{text}{second}",
+        "x": 0,
+        "xanchor": "left",
+        "y": 1,
+        "yref": "container",
+        "yanchor": "top",
+        "pad": {"t": 8},
+        "font": {"size": 14},
+    }
 
 
-def _layout(fig: go.Figure, *, title: str, note: str, height: int) -> go.Figure:
+def _layout(fig: go.Figure, *, title: str, note: str, height: int, panels: bool = False) -> go.Figure:
+    """Title, size, font, margins (room for the two-line title, and the panels' own titles
+    below it), legend under the plot."""
+    top = (58 if note else 40) + (26 if panels else 0)
     fig.update_layout(
         title=_title(title, note),
         height=height,
         font=FONT,
-        margin={"l": 10, "r": 10, "t": 64 if note else 44, "b": 10},
+        margin={"l": 10, "r": 10, "t": top, "b": 10},
         legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0, "xanchor": "left"},
         plot_bgcolor="white",
     )
+    fig.update_annotations(font={"size": 12, "color": "#333"})  # the panels' titles
     fig.update_xaxes(automargin=True, showline=True, linecolor="#999", gridcolor="#eee")
     fig.update_yaxes(automargin=True, showline=True, linecolor="#999", gridcolor="#eee")
     return fig
@@ -57,6 +71,21 @@ def _dodged(xs: Sequence[float], index: int, count: int, *, log: bool) -> list[f
     if log:
         return [10 ** (v + shift) for v in values]
     return [v + shift for v in values]
+
+
+def _round_ticks(values: Sequence[float]) -> list[float]:
+    """1, 2 and 5 times the powers of ten between the smallest and largest value."""
+    low, high = max(min(values), 1.0), max(values)
+    ticks = [m * 10**e for e in range(0, 8) for m in (1, 2, 5)]
+    inside = [t for t in ticks if low / 1.5 <= t <= high * 1.5]
+    return inside if len(inside) <= 7 else [t for t in inside if str(int(t))[0] in "15"]
+
+
+def _short(tokens: float) -> str:
+    """``500``, ``2k``, ``10k``, ``1M``."""
+    if tokens >= 1_000_000:
+        return f"{tokens / 1_000_000:g}M"
+    return f"{tokens / 1_000:g}k" if tokens >= 1_000 else f"{tokens:g}"
 
 
 def _error(points: Sequence[Point]) -> dict[str, object]:
@@ -135,16 +164,19 @@ def accuracy_by_position(
         )
     depths = sorted({p.x for p in depth})
     fig.update_xaxes(
-        title_text="where the answer sits (% of the document)",
+        title_text="depth (% of the document)",
         tickvals=depths,
         ticktext=[f"{d:g}%" for d in depths],
         range=[-6, 106],
         row=1,
         col=1,
     )
+    ticks = _round_ticks(distances) if log else None
     fig.update_xaxes(
-        title_text="tokens from the answer to the end" + (" (log)" if log else ""),
+        title_text="tokens to the end" + (" (log scale)" if log else ""),
         type="log" if log else "linear",
+        tickvals=ticks,
+        ticktext=[_short(t) for t in ticks] if ticks else None,
         row=1,
         col=2,
     )
@@ -153,7 +185,8 @@ def accuracy_by_position(
         fig,
         title="Accuracy by where the answer sits (95% intervals, question as the unit)",
         note=note,
-        height=430,
+        height=440,
+        panels=True,
     )
 
 
@@ -167,8 +200,9 @@ def heatmaps(cells: Sequence[Cell], *, note: str) -> go.Figure:
         rows=rows,
         cols=cols,
         subplot_titles=series,
-        horizontal_spacing=0.1,
-        vertical_spacing=0.22 / rows if rows > 1 else 0.1,
+        shared_yaxes=True,
+        horizontal_spacing=0.04,
+        vertical_spacing=0.3 / rows if rows > 1 else 0.1,
     )
     depths = sorted({c.depth for c in cells})
     lengths = sorted({c.length for c in cells})
@@ -207,12 +241,15 @@ def heatmaps(cells: Sequence[Cell], *, note: str) -> go.Figure:
             col=i % cols + 1,
         )
     fig.update_xaxes(type="category", title_text="depth (% of the document)", title_standoff=4)
-    fig.update_yaxes(type="category", title_text="length (tokens)", title_standoff=4)
+    fig.update_yaxes(type="category")
+    for row in range(1, rows + 1):
+        fig.update_yaxes(title_text="length (tokens)", title_standoff=4, row=row, col=1)
     _layout(
         fig,
         title="Accuracy by length and depth (each cell: % right, n = trials·questions)",
         note=note,
-        height=120 + 240 * rows,
+        height=130 + 250 * rows,
+        panels=True,
     )
     fig.update_layout(plot_bgcolor="#f4f4f4")
     return fig
@@ -256,7 +293,7 @@ def cost_accuracy(summaries: Sequence[SeriesSummary], *, note: str) -> go.Figure
         )
     fig.update_xaxes(title_text="cost per trial (USD)", rangemode="tozero")
     fig.update_yaxes(title_text="answered right (%)", range=[-5, 105])
-    return _layout(fig, title="Cost per trial against accuracy", note=note, height=400)
+    return _layout(fig, title="Cost per trial against accuracy", note=note, height=380)
 
 
 def failure_split(summaries: Sequence[SeriesSummary], *, note: str) -> go.Figure:
@@ -281,7 +318,8 @@ def failure_split(summaries: Sequence[SeriesSummary], *, note: str) -> go.Figure
         texttemplate="%{y}",
         textposition="inside",
     )
-    fig.update_layout(barmode="stack")
+    fig.update_traces(width=0.4 if len(picking) < 3 else None)
+    fig.update_layout(barmode="stack", legend_traceorder="normal")
     fig.update_xaxes(tickangle=0)
     fig.update_yaxes(title_text="wrong answers", rangemode="tozero")
-    return _layout(fig, title="Why the wrong answers were wrong", note=note, height=400)
+    return _layout(fig, title="Why the wrong answers were wrong", note=note, height=320)

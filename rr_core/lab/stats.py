@@ -315,14 +315,26 @@ def by_depth(scores: Iterable[Score]) -> list[Point]:
     return _points(scores, lambda s: s.depth, lambda rows: rows[0].depth)
 
 
-def by_distance(scores: Iterable[Score]) -> list[Point]:
-    """Accuracy per series against the tokens between the answer and the end of the document
-    (one point per length × depth, at its mean distance)."""
-    return _points(
-        scores,
-        lambda s: (s.length, s.depth),
-        lambda rows: sum(r.tokens_after for r in rows) / len(rows),
-    )
+def by_distance(scores: Iterable[Score], bins: int = 6) -> list[Point]:
+    """Accuracy per series against the tokens between the answer and the end of the document.
+    One point per length × depth where there are at most ``bins`` of them; otherwise the
+    distances are grouped into ``bins`` log-spaced bins (a point sits at its trials' mean
+    distance), so a grid of many lengths and depths still draws a readable curve."""
+    counted = [s for s in scores if not s.failed]
+    if len({(s.length, s.depth) for s in counted}) <= bins:
+        return _points(
+            counted,
+            lambda s: (s.length, s.depth),
+            lambda rows: sum(r.tokens_after for r in rows) / len(rows),
+        )
+    logs = [math.log10(max(s.tokens_after, 1)) for s in counted]
+    low, high = min(logs), max(logs)
+    width = (high - low) / bins or 1.0
+
+    def bin_of(s: Score) -> int:
+        return min(int((math.log10(max(s.tokens_after, 1)) - low) / width), bins - 1)
+
+    return _points(counted, bin_of, lambda rows: sum(r.tokens_after for r in rows) / len(rows))
 
 
 # ---- Effective length ----------------------------------------------------------------------
