@@ -375,3 +375,11 @@ def test_lab_cli_writes_the_per_trial_records(capsys: pytest.CaptureFixture[str]
     assert {"trials", "questions", "ci_low", "ci_high"} <= set(data["cells"][0])
     code = main([*args, "--trials-csv", str(tmp_path / "missing" / "trials.csv")])
     assert code == 2 and "cannot write the per-trial records" in capsys.readouterr().err
+
+
+def test_per_trial_records_keep_a_models_formula_as_text() -> None:
+    from rr_core.lab.sweep import SweepResult
+
+    hostile = Score(**{**_fields(trial_score("A", "q0", 0.0, False)), "answer": '=HYPERLINK("http://x")'})
+    rows = list(csv.DictReader(io.StringIO(trials_csv(_empty_plan(), SweepResult(scores=[hostile])))))
+    assert rows[0]["answer"] == '\'=HYPERLINK("http://x")' and rows[0]["correct"] == "0"

@@ -9,9 +9,9 @@ not an LLM, so a saved PNG cannot pass for a model's result.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -65,7 +65,7 @@ def _dodged(xs: Sequence[float], index: int, count: int, *, log: bool) -> list[f
     (in log units on a log axis), so error bars at the same x stand apart."""
     if count <= 1 or not xs:
         return list(xs)
-    values = [math.log10(max(x, 1.0)) if log else x for x in xs]
+    values = [float(np.log10(max(x, 1.0))) if log else x for x in xs]
     span = (max(values) - min(values)) or (1.0 if log else 100.0)
     shift = (index - (count - 1) / 2) * span * DODGE
     if log:
@@ -195,7 +195,7 @@ def heatmaps(cells: Sequence[Cell], *, note: str) -> go.Figure:
     cell with its accuracy and n (trials, distinct questions)."""
     series = list(dict.fromkeys(c.series for c in cells))
     cols = 1 if len(series) == 1 else 2
-    rows = max(1, math.ceil(len(series) / cols))
+    rows = max(1, -(-len(series) // cols))
     fig = make_subplots(
         rows=rows,
         cols=cols,
