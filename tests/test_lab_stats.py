@@ -383,3 +383,10 @@ def test_per_trial_records_keep_a_models_formula_as_text() -> None:
     hostile = Score(**{**_fields(trial_score("A", "q0", 0.0, False)), "answer": '=HYPERLINK("http://x")'})
     rows = list(csv.DictReader(io.StringIO(trials_csv(_empty_plan(), SweepResult(scores=[hostile])))))
     assert rows[0]["answer"] == '\'=HYPERLINK("http://x")' and rows[0]["correct"] == "0"
+
+
+def test_per_trial_records_name_the_layout_and_the_scoring_rule() -> None:
+    plan, result = small_sweep()
+    rows = list(csv.DictReader(io.StringIO(trials_csv(plan, result))))
+    assert {r["question_placement"] for r in rows} == {BASE.question_placement.value}
+    assert {r["scored_by"] for r in rows} == {"fuzzy match"}

@@ -113,9 +113,9 @@ def sweep_csv(result: SweepResult) -> str:
 
 TRIAL_COLUMNS = (
     "trial_id", "task", "question_id", "question", "accepted_answers", "gold_pages", "length", "depth",
-    "tokens_to_end", "repeat", "seed", "series", "method_spec", "bound", "engine", "is_llm", "provider",
-    "model", "temperature", "max_output_tokens", "answer", "correct", "exact_match", "cited_page",
-    "retrieved_pages", "gold_page_retrieved", "failed", "error", "calls", "input_tokens", "output_tokens",
+    "tokens_to_end", "repeat", "seed", "construction", "series", "method_spec", "question_placement",
+    "bound", "engine", "is_llm", "provider", "model", "temperature", "max_output_tokens", "answer",
+    "scored_by", "correct", "exact_match", "cited_page", "retrieved_pages", "gold_page_retrieved", "failed", "error", "calls", "input_tokens", "output_tokens",
     "would_cost_usd", "paid_usd", "document_sha256",
 )  # fmt: skip
 
@@ -145,8 +145,10 @@ def trial_rows(
                 "tokens_to_end": s.tokens_after,
                 "repeat": s.repeat,
                 "seed": shared.get("seed", ""),
+                "construction": trial.construction if trial else "",
                 "series": s.series,
                 "method_spec": spec_of(settings, defaults) if settings else s.method,
+                "question_placement": settings.question_placement.value if settings else "",
                 "bound": int(bool(job and job.bound)),
                 "engine": shared.get("engine", ""),
                 "is_llm": shared.get("is_llm", ""),
@@ -155,6 +157,7 @@ def trial_rows(
                 "temperature": shared.get("temperature", ""),
                 "max_output_tokens": settings.max_output_tokens if settings else "",
                 "answer": s.answer,
+                "scored_by": "exact match" if trial and trial.exact else "fuzzy match",
                 "correct": "" if s.failed else int(s.correct),
                 "exact_match": "" if s.failed else int(s.em),
                 "cited_page": "" if s.cited is None else s.cited,
