@@ -318,3 +318,23 @@ def test_the_budget_cap_refuses_a_paid_sweep_before_any_call() -> None:
         assert len(stub.requests) == made and 0 < made <= plan.calls
         assert all(r.headers["authorization"] == "Bearer sk-lab-test" for r in stub.requests)
         assert all(r.body["store"] is False for r in stub.requests)
+
+
+def test_methods_of_the_same_cost_stand_apart_in_the_cost_chart() -> None:
+    from pages.common.labcharts import cost_accuracy
+    from rr_core.lab.stats import SeriesSummary
+
+    def summary(name: str, accuracy: float) -> SeriesSummary:
+        return SeriesSummary(
+            series=name, method=name, trials=10, accuracy=accuracy, ci=(accuracy - 0.3, accuracy + 0.1),
+            cost_usd=0.2, calls_per_trial=1, input_per_trial=100, output_per_trial=10, effective=None,
+            retrieval_misses=0, reading_misses=0, questions=2,
+        )  # fmt: skip
+
+    spec = json.loads(
+        cost_accuracy([summary("A", 0.4), summary("B", 0.5)], note="offline engine — not an LLM").to_json()
+    )
+    points = [t for t in spec["data"] if t["mode"] == "markers"]
+    assert points[0]["x"][0] < points[1]["x"][0]  # one cost, two separate intervals
+    assert [p["customdata"][0] for p in points] == [0.02, 0.02]  # the hover keeps the true cost
+    assert "offline engine — not an LLM" in spec["layout"]["title"]["text"]
