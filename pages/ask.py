@@ -17,6 +17,7 @@ from rr_core.methods import GROUP_LABELS, all_methods, get_method, parse_spec, p
 from rr_core.plans import Plan
 from rr_core.questions import Question, mark_traces
 from rr_core.runs import CallEvent, Executor, RunTrace
+from rr_core.settings import RunSettings
 from rr_core.store import open_store
 
 sidebar.page_setup()
@@ -123,12 +124,7 @@ if state["source"] == "upload" and any(not p.has_text for p in document.pages):
 # ---- 2. The question(s) and the methods ----------------------------------------------------
 
 known = docs.sample_questions(state["sample"]) if state["source"] == "sample" else []
-if known and not state.get("question_prefilled"):
-    # The first visit opens ready to run: the sample question nearest the middle is filled in.
-    state["question_prefilled"] = True
-    if not state["question"].strip():
-        state["question"] = known[0].text
-        state["gold_pages"] = str(known[0].page)
+docs.prefill_question()  # the first visit opens ready to run
 
 mode_col, helper_col = st.columns([3, 5], vertical_alignment="bottom")
 S.bound(
@@ -181,20 +177,48 @@ for column, (group, group_label) in zip(group_columns, GROUP_LABELS.items(), str
         state["methods"] = S.chosen_methods()
 
     with column:
+        # Pills, not a multiselect: every chosen method stays on screen, by its whole name,
+        # at any width (a multiselect's chips are cut to "Bri…" and scroll out of the box).
         S.bound(
-            st.multiselect,
+            st.pills,
             group_label,
             key,
             options=[m.name for m in members],
+            selection_mode="multi",
             format_func=lambda name: get_method(name).label,
             on_change=_methods_changed,
             help="\n\n".join(f"**{m.label}**: {m.summary}" for m in members),
         )
 
-with st.expander("Compare a method with itself at other settings"):
+
+def _variant_settings(spec: str) -> RunSettings | RRError:
+    """A variant's settings, or what is wrong with it (a variant is refused at Add, but one set
+    by other means, or kept from an older session, is pointed at here rather than stopping the screen)."""
+    try:
+        return parse_spec(spec, S.base_settings())
+    except RRError as exc:
+        return exc
+
+
+def _variant_name(spec: str) -> str:
+    method, *changes = spec.split(":")
+    try:
+        label = get_method(method).label
+    except RRError:
+        label = method
+    return " ".join([label, *changes])
+
+
+VARIANT_HINT = (
+    "Write each setting as k=5000, N=3 or c=40000 (k: reprompt interval, 100–100,000 tokens; "
+    "N: pages retrieved, 1–50; c: chunk size, 500–400,000 tokens)."
+)
+variant_checks = {spec: _variant_settings(spec) for spec in state["variants"]}
+bad_variants = [spec for spec, checked in variant_checks.items() if isinstance(checked, RRError)]
+with st.expander("Compare a method with itself at other settings", expanded=bool(bad_variants)):
     st.caption(
         "Add the same method again with its own settings, e.g. R&R at k = 5,000 beside R&R at k = 20,000. "
-        "Write settings as k=5000, N=3, c=40000 (k: reprompt interval, N: pages retrieved, c: chunk size)."
+        + VARIANT_HINT
     )
     add_col, spec_col, button_col = st.columns([2, 2, 1], vertical_alignment="bottom")
     variant_method = add_col.selectbox(
@@ -208,40 +232,70 @@ with st.expander("Compare a method with itself at other settings"):
         spec = ":".join(
             [variant_method, *[p.strip() for p in variant_settings.replace(",", ":").split(":") if p.strip()]]
         )
-        try:
-            parse_spec(spec, S.base_settings())
-        except RRError as exc:
-            results.show_rr_error(exc)
+        checked = _variant_settings(spec)
+        if isinstance(checked, RRError):
+            st.error(f"Not added: {md(checked)}.\n\n**What to do:** {VARIANT_HINT}")
         else:
             state["variants"] = [*state["variants"], spec]
+            variant_checks[spec] = checked
     for i, spec in enumerate(list(state["variants"])):
         row = st.columns([4, 1], vertical_alignment="center")
-        try:
-            shown = parse_spec(spec, S.base_settings())
-            row[0].markdown(f"{get_method(shown.method).label} ({get_method(shown.method).describe(shown)})")
-        except RRError:
-            row[0].markdown(md(spec))
+        checked = variant_checks.get(spec) or _variant_settings(spec)
+        if isinstance(checked, RRError):
+            row[0].error(
+                f"**{md(_variant_name(spec))}** cannot run: {md(checked)}.\n\n**What to do:** remove it and "
+                f"add it again with valid settings. {VARIANT_HINT}"
+            )
+        else:
+            method = get_method(checked.method)
+            row[0].markdown(f"{md(method.label)} ({md(method.describe(checked))})")
         if row[1].button("Remove", key=f"remove_variant_{i}"):
             state["variants"] = [v for j, v in enumerate(state["variants"]) if j != i]
             st.rerun()
-
-specs = S.chosen_specs()
-if any(get_method(s.split(":")[0]).needs_gold for s in specs):
-    S.bound(
-        st.text_input,
-        "Gold pages for the Oracle (the page numbers that hold the answer)",
-        "gold_pages",
-        placeholder="e.g. 62",
-        help="The Oracle reads only these pages: the best any method could do. For sample questions they are filled in.",
-    )
 
 if several:
     texts = [" ".join(line.split()) for line in str(state["questions_text"]).splitlines() if line.strip()]
 else:
     texts = [" ".join(str(state["question"]).split())] if str(state["question"]).strip() else []
 known_by_text = {q.text: q for q in known}
+# The methods and variants that can run (a variant with bad settings is pointed at above).
+specs = [s for s in S.chosen_specs() if s not in bad_variants]
+needs_gold = any(get_method(s.split(":")[0]).needs_gold for s in specs)
+typed = [t for t in texts if t not in known_by_text]
+if needs_gold and (not several or typed):
+    S.bound(
+        st.text_input,
+        "Gold pages for the Oracle (the page numbers that hold the answer)"
+        if not several
+        else "Gold pages for the Oracle, for the questions you typed (each sample question uses its own)",
+        "gold_pages",
+        placeholder="e.g. 62",
+        help="The Oracle reads only these pages: the best any method could do. For sample questions they are "
+        "filled in"
+        + (
+            "; with several questions, each sample question's own page is used and these pages serve the "
+            "others."
+            if several
+            else "."
+        ),
+    )
+elif needs_gold and texts:
+    st.caption(
+        "The Oracle reads each question's own gold page (where its known answer stands): "
+        + ", ".join(f"p. {known_by_text[t].page}" for t in texts)
+        + "."
+    )
+try:
+    field_pages = S.base_settings().gold_pages
+except RRError as exc:
+    results.show_rr_error(exc)
+    st.stop()
+# With several questions each carries its own gold pages: a sample question its known page, a
+# typed one the field's. With one, the field (filled in with a sample question's page) decides.
 questions = [
-    Question(t, known_by_text[t].answers, (known_by_text[t].page,)) if t in known_by_text else Question(t)
+    Question(t, known_by_text[t].answers, (known_by_text[t].page,))
+    if t in known_by_text
+    else Question(t, (), field_pages if several else ())
     for t in texts
 ]
 if not questions:
@@ -259,7 +313,10 @@ if not specs:
 
 tokens = S.counter()
 try:
-    chosen = S.chosen_settings()
+    base = S.base_settings()
+    chosen = [parse_spec(spec, base) for spec in specs]
+    if several:  # each question's own gold pages, not the field's for all of them
+        chosen = [s.but(gold_pages=()) for s in chosen]
     plans: list[Plan] = [p for s in chosen for p in plan_questions(document, questions, s, tokens)]
 except RRError as exc:
     results.show_rr_error(exc)
@@ -455,30 +512,16 @@ engine = (
 st.caption(f"{md(engine)} · saved to the history as batch `{last['batch']}`")
 
 if len(last["questions"]) > 1:
-    rows = []
-    for q in last["questions"]:
-        answers: dict[str, Any] = {"Question": q}
-        for t in traces:
-            for o in t.outcomes:
-                if o.question == q:
-                    mark = "" if o.correct is None else (" ✓" if o.correct else " ✗")
-                    page = f" (p. {o.page}, quote {o.quote_check})" if o.page else ""
-                    answers[results.title(t)] = f"{o.answer}{page}{mark}"
-        rows.append(answers)
-    st.markdown("**Answers by question and method** (✓ right, ✗ wrong where the answer is known)")
-    import pandas as pd  # only here: the first screen draws without pandas and pyarrow
-
-    st.dataframe(
-        pd.DataFrame(rows),
-        hide_index=True,
-        width="stretch",
-        key="answers_table",
-        column_config={name: st.column_config.TextColumn(width="medium") for name in rows[0]},
-    )
-    with st.expander("Each run in full"):
+    results.answers_table(traces, last["questions"], key="answers_table")
+    with st.expander("Each answer in full, by question"):
+        results.answers_by_question(traces, last["questions"], current_doc)
+    with st.expander("Each run: tokens, cost and time"):
         for t in traces:
             with st.container(border=True):
-                results.result_card(t, current_doc)
+                st.markdown(f"**{md(results.title(t))}** · {plural(len(t.questions), 'question')}")
+                if t.error:
+                    results.show_trace_error(t)
+                results.run_facts(t)
 else:
     per_row = min(len(traces), 3)  # three columns fit a laptop screen; more runs wrap
     for start in range(0, len(traces), per_row):

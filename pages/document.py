@@ -50,6 +50,7 @@ st.caption(
 
 # ---- Which run (or plan) to show -----------------------------------------------------------
 
+docs.prefill_question()  # opened first, this screen shows the sample question's plans too
 question = " ".join(str(state.get("question") or "").split())
 Option = tuple[str, int]  # ("run", index into traces) or ("plan", index into chosen settings)
 options: list[Option] = [("run", i) for i in range(len(traces))]
@@ -75,15 +76,31 @@ def _option_label(option: Option) -> str:
     return f"Plan at the current settings: {method.label}" + (f" ({settings})" if settings else "")
 
 
-# Open on the run whose long call carried reminders and that picked pages (R&R, as it happens).
+# Open on the run whose long call carried reminders and that picked pages (R&R, as it happens);
+# before any run, on the plan of a method that reminds.
 default = next(
     (
         i
         for i, (kind, ix) in enumerate(options)
         if kind == "run" and traces[ix].retrieved_pages and any(c.reminders_after for c in traces[ix].calls)
     ),
-    0,
+    next(
+        (
+            i
+            for i, (kind, ix) in enumerate(options)
+            if kind == "plan" and get_method(chosen[ix].method).reminds
+        ),
+        0,
+    ),
 )
+if not traces:
+    info_col, link_col = st.columns([4, 1], vertical_alignment="center")
+    info_col.info(
+        f"Nothing has run yet on this document. Below is what each method would send for “{md(short(question, 90))}”: "
+        "where its reminders and chunk breaks fall, and each prompt. Run it on the Ask screen to see the pages "
+        "each method picks and the page its answer cites."
+    )
+    link_col.page_link("pages/ask.py", label="Run it on Ask →")
 picked: Option = st.selectbox("Show", options, index=default, format_func=_option_label, key="w.doc_show")
 shown: RunTrace | None = traces[picked[1]] if picked[0] == "run" else None
 

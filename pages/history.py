@@ -102,6 +102,66 @@ def _doc_for(trace: RunTrace) -> object:
 
 open_tab, compare_tab, export_tab, delete_tab = st.tabs(["Open", "Compare two runs", "Export", "Delete"])
 
+
+def _calls(trace: RunTrace) -> None:
+    """A run's calls, then each prompt and response."""
+    st.dataframe(pd.DataFrame(results.calls_rows(trace)), hide_index=True, width="stretch")
+    for call in trace.calls:
+        st.markdown(f"**{md(call.id)}** — prompt ({len(call.prompt):,} characters), then the response")
+        st.code(
+            call.prompt[:3_000] + ("\n…" if len(call.prompt) > 3_000 else ""),
+            language=None,
+            wrap_lines=True,
+            height=160,
+        )
+        st.code(call.response or "(no response)", language="json", wrap_lines=True)
+
+
+def _open_one_question(runs: list[RunTrace]) -> None:
+    """One question asked of several methods: a card per method, side by side."""
+    st.markdown(
+        f"**Question:** {md(runs[0].question)}  \n**Document:** {md(runs[0].document)} · {md(when(runs[0].started_at))}"
+    )
+    columns = st.columns(min(len(runs), 3))
+    for i, trace in enumerate(runs):
+        with columns[i % len(columns)], st.container(border=True):
+            results.result_card(trace, _doc_for(trace))  # type: ignore[arg-type]
+            with st.expander("Calls, prompts and responses"):
+                _calls(trace)
+
+
+def _open_several_questions(batch: str, runs: list[RunTrace], questions: list[str]) -> None:
+    """Questions asked together: the question × method table the Ask screen shows, each answer
+    under its own question, and the runs (a method that asks one question a call made one run
+    per question; one that retrieves for all of them, one run)."""
+    st.markdown(
+        f"**{len(questions)} questions asked together** of {md(runs[0].document)} · {md(when(runs[0].started_at))}"
+    )
+    results.answers_table(runs, questions, key=f"history_answers_{batch}")
+    document = _doc_for(runs[0])
+    with st.expander("Each answer in full, by question"):
+        results.answers_by_question(runs, questions, document)  # type: ignore[arg-type]
+    with st.expander(f"The {plural(len(runs), 'run')}: tokens, cost, calls, prompts and responses"):
+        picked = st.selectbox(
+            "Run",
+            range(len(runs)),
+            format_func=lambda i: (
+                f"{results.title(runs[i])} · "
+                + (
+                    short(runs[i].question, 60)
+                    if len(runs[i].questions) == 1
+                    else plural(len(runs[i].questions), "question")
+                )
+            ),
+            key=f"w.history_run_{batch}",
+        )
+        trace = runs[picked or 0]
+        if trace.error:
+            results.show_trace_error(trace)
+        results.run_facts(trace)
+        _calls(trace)
+
+
 with open_tab:
     if not selected:
         st.caption("Select a question in the table above to open its runs.")
@@ -109,26 +169,11 @@ with open_tab:
         runs = [t for t in (load(r.run_id) for r in reversed(batches[batch])) if t is not None]
         if not runs:
             continue
-        st.markdown(
-            f"**Question:** {md(runs[0].question)}  \n**Document:** {md(runs[0].document)} · {md(when(runs[0].started_at))}"
-        )
-        columns = st.columns(min(len(runs), 3))
-        for i, trace in enumerate(runs):
-            with columns[i % len(columns)], st.container(border=True):
-                results.result_card(trace, _doc_for(trace))  # type: ignore[arg-type]
-                with st.expander("Calls, prompts and responses"):
-                    st.dataframe(pd.DataFrame(results.calls_rows(trace)), hide_index=True, width="stretch")
-                    for call in trace.calls:
-                        st.markdown(
-                            f"**{md(call.id)}** — prompt ({len(call.prompt):,} characters), then the response"
-                        )
-                        st.code(
-                            call.prompt[:3_000] + ("\n…" if len(call.prompt) > 3_000 else ""),
-                            language=None,
-                            wrap_lines=True,
-                            height=160,
-                        )
-                        st.code(call.response or "(no response)", language="json", wrap_lines=True)
+        questions = results.asked(runs)
+        if len(questions) > 1:
+            _open_several_questions(batch, runs, questions)
+        else:
+            _open_one_question(runs)
     if len(selected) > 3:
         st.caption(f"Showing the first 3 of {len(selected)} selected questions.")
 

@@ -307,3 +307,39 @@ def test_the_bounds_send_exactly_the_pages_they_name(gold: set[int], method: str
     assert list(call.pages) == expected
     assert call.layout.pages() == [(n, document.page(n).text) for n in expected]
     assert re.findall(r"^<PAGE (\d+)>$", call.render(), re.MULTILINE) == [str(n) for n in expected]
+
+
+# ---- Specs and several questions -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("rr:k=2", r"'k=2' in 'rr:k=2': Reprompt interval \(k\) must be between 100 and 100,000 tokens"),
+        ("chunked-rr:c=10", r"'c=10' in 'chunked-rr:c=10': Chunk size \(c\) must be between 500"),
+        ("rr:N=0", r"'N=0' in 'rr:N=0': Pages to retrieve \(N\) must be between 1 and 50"),
+        ("rr:k=nan", r"'k=nan' in 'rr:k=nan'"),
+    ],
+)
+def test_a_spec_outside_a_settings_bounds_is_refused_naming_the_part_at_fault(spec: str, needle: str) -> None:
+    from rr_core.methods import parse_spec
+
+    with pytest.raises(ConfigError, match=needle):
+        parse_spec(spec, RunSettings())
+
+
+def test_a_spec_inside_the_bounds_reads_back_its_settings() -> None:
+    from rr_core.methods import parse_spec
+
+    settings = parse_spec("rr:k=100:N=50", RunSettings())
+    assert (settings.method, settings.reminder_every, settings.top_k) == ("rr", 100, 50)
+    settings.validate()
+
+
+def test_several_questions_each_give_the_oracle_their_own_gold_pages() -> None:
+    from rr_core.methods import plan_questions
+    from rr_core.questions import Question
+
+    questions = [Question("What is the fee?", gold_pages=(11,)), Question("Who signs?", gold_pages=(3, 4))]
+    plans = plan_questions(fee_document(), questions, RunSettings(method="oracle"), word_counter())
+    assert [p.calls[0].pages for p in plans] == [(11,), (3, 4)]

@@ -106,6 +106,19 @@ def sample_questions(name: str) -> list[KnownQuestion]:
     return [KnownQuestion(q.question, tuple(q.answers), q.page) for q in questions_middle_first(name)]
 
 
+def prefill_question() -> None:
+    """A session's first visit to Ask or Document opens ready: on a sample, the sample's
+    question nearest the middle is filled in, with its gold page for the Oracle."""
+    state = st.session_state
+    if state.get("question_prefilled") or state["source"] != "sample":
+        return
+    state["question_prefilled"] = True
+    known = sample_questions(state["sample"])
+    if known and not str(state["question"]).strip():
+        state["question"] = known[0].text
+        state["gold_pages"] = str(known[0].page)
+
+
 def known_answers(document: Document) -> dict[str, KnownQuestion]:
     """The right answers known for questions on this document (a sample's), by question text."""
     state = st.session_state

@@ -9,10 +9,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages.common.docs import page_ref
-from pages.common.text import md, plural
+from pages.common.text import md, plural, table
 from rr_core import errors
 from rr_core.documents import Document
 from rr_core.errors import RRError
+from rr_core.methods import get_method
 from rr_core.plans import Outcome
 from rr_core.runs import RunTrace
 
@@ -52,6 +53,16 @@ CITED_COLOUR = "#D94F2B"
 def title(trace: RunTrace) -> str:
     """A run's name with the settings that tell it apart: ``R&R (k = 5,000 · N = 5)``."""
     return trace.label + (f" ({trace.describe})" if trace.describe else "")
+
+
+def method_title(trace: RunTrace) -> str:
+    """A run's method at its settings, leaving out what changes question by question (the
+    Oracle's gold pages): the one column, or bar, of a method over several questions."""
+    try:
+        describe = get_method(trace.method).describe(trace.settings.but(gold_pages=()))
+    except RRError:  # a method no longer registered: its title as recorded
+        return title(trace)
+    return trace.label + (f" ({describe})" if describe else "")
 
 
 def show_rr_error(exc: RRError) -> None:
@@ -144,6 +155,11 @@ def result_card(trace: RunTrace, document: Document | None) -> None:
         picked = dict.fromkeys(p for c in trace.calls for p in c.retrieved)
         if picked:
             st.markdown("**Retrieved before the failure:** " + " → ".join(str(p) for p in picked))
+    run_facts(trace)
+
+
+def run_facts(trace: RunTrace) -> None:
+    """What a run used and said besides its answers: tokens, cost, latency, notes, its details."""
     usage = trace.usage
     unknown = "" if trace.price_known else " (no price data for this model)"
     cached = f" ({usage.cached_tokens:,} cached)" if trace.is_llm else ""
@@ -179,12 +195,118 @@ def result_card(trace: RunTrace, document: Document | None) -> None:
                 st.caption(f"#{p['rank']} · p. {p['page']} · BM25 {p['score']}: {md(str(p['text'])[:300])}")
 
 
+# ---- Several questions: a question × method table, and each answer under its question -----
+
+
+def asked(traces: Sequence[RunTrace]) -> list[str]:
+    """The questions a set of runs asked, in the order they were asked."""
+    return list(dict.fromkeys(q for t in traces for q in t.questions))
+
+
+def outcome_cell(trace: RunTrace, outcome: Outcome | None) -> str:
+    """One answer as a table cell, what must stay visible first: right or wrong (where the answer
+    is known), then the cited page, then the answer (a narrow column cuts the answer, not those)."""
+    if outcome is None or outcome.error or (trace.error and outcome.answer is None):
+        why = (outcome.error if outcome is not None else None) or trace.error or "no answer"
+        return "failed: " + " ".join(why.split())
+    mark = "" if outcome.correct is None else ("✓ right · " if outcome.correct else "✗ wrong · ")
+    if outcome.page is None:
+        where = "no page · "
+    else:
+        check = "" if outcome.quote_check in ("verified", "no-quote") else f" (quote {outcome.quote_check})"
+        where = f"p. {outcome.page}{check} · "
+    return f"{mark}{where}{' '.join((outcome.answer or '—').split())}"
+
+
+def answers_rows(traces: Sequence[RunTrace], questions: Sequence[str]) -> list[dict[str, str]]:
+    """One row a question, one column a method (at its settings): the cells of ``outcome_cell``."""
+    rows = []
+    for question in questions:
+        row = {"Question": question}
+        for t in traces:
+            if question not in t.questions:
+                continue
+            outcome = next((o for o in t.outcomes if o.question == question), None)
+            row[method_title(t)] = outcome_cell(t, outcome)
+        rows.append(row)
+    return rows
+
+
+def scores(traces: Sequence[RunTrace], questions: Sequence[str]) -> list[tuple[str, int, int]]:
+    """(method, right, known) per method: its answers right against the known answers."""
+    tally: dict[str, list[int]] = {}
+    for t in traces:
+        counts = tally.setdefault(method_title(t), [0, 0])
+        for question in t.questions:
+            if question not in questions:
+                continue
+            outcome = next((o for o in t.outcomes if o.question == question), None)
+            if outcome is not None and outcome.correct is not None:
+                counts[0] += int(outcome.correct)
+                counts[1] += 1
+    return [(name, right, known) for name, (right, known) in tally.items() if known]
+
+
+def answers_table(traces: Sequence[RunTrace], questions: Sequence[str], *, key: str) -> None:
+    """The question × method table, with a score row per method where answers are known."""
+    import pandas as pd  # only here: the first screen draws without pandas and pyarrow
+
+    score_rows = scores(traces, questions)
+    if score_rows:
+        st.markdown("**Right against the known answers**")
+        st.markdown(
+            table(["Method", "Right"], [[name, f"{right}/{known}"] for name, right, known in score_rows])
+        )
+    rows = answers_rows(traces, questions)
+    st.markdown(
+        "**Answers by question and method**: "
+        + ("✓ right or ✗ wrong against the known answer, then " if score_rows else "")
+        + "the cited page, then the answer (select a cell to read all of it)"
+    )
+    columns = list(dict.fromkeys(c for row in rows for c in row))
+    st.dataframe(
+        pd.DataFrame(rows, columns=columns).fillna(""),
+        hide_index=True,
+        width="stretch",
+        height=min(38 + 35 * len(rows), 600),
+        key=key,
+        column_config={
+            "Question": st.column_config.TextColumn(width="medium", pinned=True),
+            **{name: st.column_config.TextColumn(width="medium") for name in columns[1:]},
+        },
+    )
+
+
+def answers_by_question(
+    traces: Sequence[RunTrace], questions: Sequence[str], document: Document | None
+) -> None:
+    """Each question with every method's answer to it, side by side (three to a row)."""
+    for number, question in enumerate(questions, start=1):
+        answered = [
+            (t, next((o for o in t.outcomes if o.question == question), None))
+            for t in traces
+            if question in t.questions
+        ]
+        with st.container(border=True):
+            st.markdown(f"**Q{number}.** {md(question)}")
+            per_row = min(len(answered), 3) or 1
+            for start in range(0, len(answered), per_row):
+                columns = st.columns(per_row)
+                for column, (trace, outcome) in zip(columns, answered[start : start + per_row], strict=False):
+                    with column:
+                        st.markdown(f"##### {md(title(trace))}")
+                        if outcome is None:
+                            show_trace_error(trace)
+                        else:
+                            outcome_block(trace, outcome, document)
+
+
 def cost_chart(traces: Sequence[RunTrace]) -> go.Figure:
     """Cost by method and stage (ranking, retrieval, map, reduce, answer, reminder overhead)."""
     # One bar per method at its settings: several questions asked one at a time add up.
     by_name: dict[str, dict[str, float]] = {}
     for t in traces:
-        total = by_name.setdefault(title(t), {})
+        total = by_name.setdefault(method_title(t), {})
         for stage, usd in t.cost_by_stage().items():
             total[stage] = total.get(stage, 0.0) + usd
     names = list(by_name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from pages.common import state as S
@@ -10,6 +12,7 @@ from rr_core.costs import known_models, price_data_version
 from rr_core.llm import DEFAULT_MODELS, KEY_VARIABLES, PROVIDERS
 from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle
 
+LOGO = Path(__file__).with_name("logo.svg")
 PROVIDER_LABELS = {
     "offline": "Offline engine (no key)",
     "openai": "OpenAI",
@@ -29,6 +32,8 @@ def page_setup() -> None:
     # Streamlit's own favicon, served by the app: a ":material/…:" one is fetched from a font
     # server (nothing here may leave the machine), an emoji one needs an emoji font.
     st.set_page_config(page_title="R&R Studio", layout="wide")
+    # The product's name, above the screens' links (and in the header when the sidebar is closed).
+    st.logo(str(LOGO), size="large")
     # Less empty space above the title, so the Run button is on screen at laptop height.
     st.html("<style>[data-testid='stMainBlockContainer'], .block-container {padding-top: 2rem;}</style>")
     sidebar()
@@ -58,18 +63,39 @@ def _reset_parameters() -> None:
         st.session_state[key] = value
 
 
+# The settings whose range is wide enough that a slider alone is slow to set exactly
+# (k = 5,000 from 10,000 is 50 key presses): a number box beside the slider sets any value.
+BOXED = ("reminder_every", "top_k", "chunk_size")
+
+
 def _param_slider(name: str) -> None:
     param = PARAMS[name]
     unit = f" ({param.unit})" if param.unit else ""
-    S.bound(
-        st.slider,
-        f"{param.label} {param.symbol}{unit}",
-        name,
-        min_value=param.minimum,
-        max_value=param.maximum,
-        step=param.step,
-        help=param.help,
-    )
+    label = f"{param.label} {param.symbol}{unit}"
+    slider_col, box_col = st.columns([3, 2], vertical_alignment="bottom") if name in BOXED else (None, None)
+    with slider_col or st.container():
+        S.bound(
+            st.slider,
+            label,
+            name,
+            min_value=param.minimum,
+            max_value=param.maximum,
+            step=param.step,
+            format="localized",  # 10,000, as the rest of the app writes numbers
+            help=param.help,
+        )
+    if box_col is not None:
+        with box_col:
+            S.bound(
+                st.number_input,
+                f"{label}, typed",
+                name,
+                twin=".box",
+                min_value=param.minimum,
+                max_value=param.maximum,
+                step=param.step,
+                label_visibility="collapsed",
+            )
     users = S.methods_using(name)
     st.caption(("Used by " + ", ".join(users) + ".") if users else "None of the chosen methods uses this.")
 

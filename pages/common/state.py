@@ -97,23 +97,24 @@ def init_state() -> None:
     state.setdefault("view_page", 1)
 
 
-def _keep(key: str) -> None:
-    st.session_state[key] = st.session_state[W + key]
+def bound(widget: Callable[..., Any], label: str, key: str, *, twin: str = "", **kwargs: Any) -> Any:
+    """Draw ``widget`` for the persistent setting ``key`` (see the module docstring).
 
-
-def bound(widget: Callable[..., Any], label: str, key: str, **kwargs: Any) -> Any:
-    """Draw ``widget`` for the persistent setting ``key`` (see the module docstring)."""
+    ``twin`` names a second widget of the same setting (a number box beside a slider): its key
+    is ``"w." + key + twin``; both are seeded from the setting, so each shows what the other set.
+    """
+    widget_key = W + key + twin
     # Written on every run: a widget on another screen is a new widget, and Streamlit's
     # value for its key is gone or stale until this puts the setting back.
-    st.session_state[W + key] = st.session_state[key]
+    st.session_state[widget_key] = st.session_state[key]
     after = kwargs.pop("on_change", None)
 
     def changed() -> None:
-        _keep(key)
+        st.session_state[key] = st.session_state[widget_key]
         if after is not None:
             after()
 
-    return widget(label, key=W + key, on_change=changed, **kwargs)
+    return widget(label, key=widget_key, on_change=changed, **kwargs)
 
 
 def provider() -> str:

@@ -78,7 +78,11 @@ def plan_method(
 
 
 def parse_spec(spec: str, base: RunSettings) -> RunSettings:
-    """``rr`` or ``rr:k=5000:N=3``: a method, and the settings it changes from ``base``."""
+    """``rr`` or ``rr:k=5000:N=3``: a method, and the settings it changes from ``base``.
+
+    ``ConfigError`` names the part of the spec at fault: an unknown method or setting, a value
+    that is not a number, or one outside the setting's bounds (checked here, so that a spec is
+    refused where it is written rather than when it is planned)."""
     name, *overrides = spec.strip().split(":")
     settings = base.but(method=get_method(name).name)
     for item in overrides:
@@ -106,9 +110,17 @@ def parse_spec(spec: str, base: RunSettings) -> RunSettings:
             raise ConfigError(f"{item!r} in {spec!r}: write a setting as k=5000 (one of: {symbols})")
         kind = type(getattr(base, field))
         try:
-            settings = settings.but(**{field: kind(value.strip().replace(",", "").replace("_", ""))})
+            number = kind(value.strip().replace(",", "").replace("_", ""))
         except ValueError:
             raise ConfigError(f"{item!r} in {spec!r}: {value!r} is not a number") from None
+        param = PARAMS[field]
+        if not param.minimum <= number <= param.maximum:  # NaN fails this too
+            unit = f" {param.unit}" if param.unit else ""
+            raise ConfigError(
+                f"{item!r} in {spec!r}: {param.label} ({param.symbol}) must be between "
+                f"{param.minimum:,} and {param.maximum:,}{unit}"
+            )
+        settings = settings.but(**{field: number})
     return settings
 
 
