@@ -137,8 +137,8 @@ def test_first_open_without_a_key_is_ready_to_run_on_the_sample() -> None:
     # …with the question nearest the middle filled in, and its gold page for the oracle.
     assert at.text_area(key="w.question").value == FIRST.question
     assert at.session_state["gold_pages"] == str(FIRST.page)
-    assert at.multiselect(key="w.methods_paper").value == ["baseline", "rr"]
-    assert at.multiselect(key="w.methods_other").value == []
+    assert at.pills(key="w.methods_paper").value == ["baseline", "rr"]
+    assert at.pills(key="w.methods_other").value == []
     # Before running: runs, calls, input tokens and dollars, equal to the engine's plans.
     plans = expected_plans(["baseline", "rr"], [Question(FIRST.question)], str(FIRST.page))
     calls = sum(p.estimate.calls for p in plans)
@@ -261,7 +261,7 @@ def test_every_method_at_once() -> None:
     assert sum(len(v) for v in groups.values()) == 12
     at = open_app(**{f"methods_{g}": names for g, names in groups.items()})
     for group, names in groups.items():
-        assert at.multiselect(key=f"w.methods_{group}").value == names
+        assert at.pills(key=f"w.methods_{group}").value == names
     labels = [m.label for m in all_methods()]
     assert list(plan_table(at)["Method"]) == labels  # the plan follows what the screen shows
     # The oracle reads only the gold pages: the sample question's page is filled in.
@@ -321,6 +321,36 @@ def test_a_variant_added_with_the_widgets_is_listed_and_removable() -> None:
     assert list(plan_table(at)["Method"]) == ["Baseline", "R&R"]
 
 
+def test_a_variant_outside_a_settings_bounds_is_refused_at_add_naming_it() -> None:
+    at = open_app()
+    at.selectbox(key="w.variant_method").set_value("rr")
+    at.text_input(key="w.variant_settings").input("k=2").run()
+    at.button(key="add_variant").click().run()
+    assert not at.exception
+    assert at.session_state["variants"] == []
+    (error,) = [e.value for e in at.error]
+    assert md("'k=2'") in error and "between 100 and 100,000" in error
+    assert "sidebar" not in error  # the variant is at fault, not the sidebar
+    assert at.button(key="run")  # the screen goes on with the methods chosen
+    assert list(plan_table(at)["Method"]) == ["Baseline", "R&R"]
+
+
+def test_an_invalid_variant_already_listed_is_pointed_at_and_the_rest_still_run() -> None:
+    at = open_app(variants=["rr:k=2", "rr:k=5000"])
+    (error,) = [e.value for e in at.error]
+    assert error.startswith(f"**{md('R&R k=2')}** cannot run") and "between 100 and 100,000" in error
+    assert "sidebar" not in error
+    assert list(plan_table(at)["Method"]) == ["Baseline", "R&R", "R&R"]  # the valid variant stays
+    traces = run(at)
+    assert [(t.method, t.settings.reminder_every) for t in traces] == [
+        ("baseline", 10_000),
+        ("rr", 10_000),
+        ("rr", 5_000),
+    ]
+    at.button(key="remove_variant_0").click().run()
+    assert at.session_state["variants"] == ["rr:k=5000"] and not at.error
+
+
 def test_a_bad_variant_is_refused_with_what_to_write() -> None:
     at = open_app()
     at.selectbox(key="w.variant_method").set_value("rr")
@@ -363,10 +393,61 @@ def test_several_questions_share_one_retrieval_pass_and_show_an_answers_table() 
     assert list(answers.columns) == ["Question", "Baseline", rr_column]
     for row, q in zip(answers.to_dict("records"), asked, strict=True):
         for cell in (row["Baseline"], row[rr_column]):
-            assert f"(p. {q.page}, quote verified) ✓" in cell
+            # Right or wrong, then the page, then the answer: a narrow column cuts the answer only.
+            assert cell.startswith(f"✓ right · p. {q.page} · ")
     rr = traces[-1]
     assert rr.method == "rr" and [o.question for o in rr.outcomes] == [q.question for q in asked]
     assert [c.stage for c in rr.calls].count("retrieve") == 1
+
+
+def test_several_questions_give_the_oracle_each_its_own_gold_page_and_a_score_per_method() -> None:
+    asked = KNOWN[:4]
+    at = open_app(
+        ask_mode="several",
+        questions_text="\n".join(q.question for q in asked),
+        methods_paper=["baseline"],
+        methods_bounds=["oracle"],
+    )
+    # The field would hold the first question's page; each sample question carries its own.
+    assert at.session_state["gold_pages"] == str(asked[0].page)
+    with pytest.raises(KeyError):
+        at.text_input(key="w.gold_pages")
+    assert any(
+        "each question's own gold page" in c and ", ".join(f"p. {q.page}" for q in asked) in c
+        for c in captions(at)
+    )
+    oracle_rows = plan_table(at).query("Method == 'Oracle'")
+    assert list(oracle_rows["Settings"]) == [f"gold pages {q.page}" for q in asked]
+    traces = run(at)
+    oracle = [t for t in traces if t.method == "oracle"]
+    assert [t.calls[0].pages for t in oracle] == [[q.page] for q in asked]
+    # One column per method (not one per question's gold page), and a score row per method.
+    answers = answers_table(at)
+    assert list(answers.columns) == ["Question", "Baseline", "Oracle"]
+    right = {
+        label: sum(1 for t in traces if t.label == label for o in t.outcomes if o.correct)
+        for label in ("Baseline", "Oracle")
+    }
+    assert right["Oracle"] >= 3 and right["Oracle"] >= right["Baseline"]
+    score = markdown_table(at, "Method and settings")
+    assert score == [
+        {"Method and settings": name, "Right": f"{right[name]}/4"} for name in ("Baseline", "Oracle")
+    ]
+
+
+def test_a_typed_question_among_sample_ones_gives_the_oracle_the_fields_pages() -> None:
+    typed = "Who signs the agreement?"
+    at = open_app(
+        ask_mode="several",
+        questions_text=f"{KNOWN[0].question}\n{typed}",
+        methods_paper=[],
+        methods_bounds=["oracle"],
+    )
+    field = at.text_input(key="w.gold_pages")
+    assert "for the questions you typed" in field.label
+    field.set_value("3").run()
+    oracle_rows = plan_table(at)
+    assert list(oracle_rows["Settings"]) == [f"gold pages {KNOWN[0].page}", "gold pages 3"]
 
 
 def test_the_exports_of_several_questions_hold_every_answer(downloads) -> None:
@@ -390,7 +471,8 @@ def test_typed_several_questions_get_no_marks() -> None:
     run(at)
     answers = answers_table(at)
     assert len(answers) == 2
-    assert not any(cell.endswith(("✓", "✗")) for cell in answers["Baseline"])
+    assert all(cell.startswith(("p. ", "no page")) for cell in answers["Baseline"])
+    assert "**Right against the known answers**" not in markdown(at)  # nothing known, no score
 
 
 # ---- stale results, switching sample -------------------------------------------------------
@@ -544,3 +626,27 @@ def test_a_scanned_upload_offers_ocr_and_reads_the_page_once_asked() -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error
     assert any("1 page" in c for c in captions(at))
+
+
+# ---- the sidebar's parameters ---------------------------------------------------------------
+
+
+def test_a_number_box_beside_k_n_and_c_sets_them_exactly_and_the_slider_follows() -> None:
+    at = open_app(methods=["rr", "chunked-rr"])
+    for name in ("reminder_every", "top_k", "chunk_size"):
+        assert at.sidebar.number_input(key=f"w.{name}.box").value == at.sidebar.slider(key=f"w.{name}").value
+    at.sidebar.number_input(key="w.reminder_every.box").set_value(5_000).run()
+    assert not at.exception
+    assert at.session_state["reminder_every"] == 5_000
+    assert at.sidebar.slider(key="w.reminder_every").value == 5_000
+    assert list(plan_table(at)["Settings"])[0] == "k = 5,000 · N = 5"
+    # And the other way: the slider moves, the box shows its value.
+    at.sidebar.slider(key="w.top_k").set_value(7).run()
+    assert at.sidebar.number_input(key="w.top_k.box").value == 7
+    at.sidebar.number_input(key="w.chunk_size.box").set_value(12_000).run()
+    assert at.sidebar.slider(key="w.chunk_size").value == 12_000
+    assert "c = 12,000" in list(plan_table(at)["Settings"])[1]
+    # The reset puts both back.
+    at.sidebar.button(key="reset_params").click().run()
+    assert at.sidebar.number_input(key="w.reminder_every.box").value == 10_000
+    assert at.sidebar.slider(key="w.reminder_every").value == 10_000

@@ -120,7 +120,9 @@ def test_before_a_run_the_strip_shows_the_chosen_plan_of_rr() -> None:
         "Plan at the current settings: Baseline",
         "Plan at the current settings: R&R (k = 10,000 · N = 5)",
     ]
-    # Baseline's plan sends no reminder: no marker.
+    # It opens on the plan of the method that reminds; Baseline's plan sends no reminder: no marker.
+    assert at.selectbox(key="w.doc_show").value == ("plan", 1)
+    at.selectbox(key="w.doc_show").set_value(("plan", 0)).run()
     assert strip_marks(at) == ([], [])
     at.selectbox(key="w.doc_show").set_value(("plan", 1)).run()
     base = RunSettings(method="rr", model="offline", provider="offline", price_model=PRICE_MODEL)
@@ -280,6 +282,24 @@ def test_without_a_question_the_screen_says_where_to_start() -> None:
     at.text_area(key="w.question").input("").run()
     to_document(at)
     assert any("Type a question" in i.value for i in at.info)
+
+
+def test_opened_first_it_shows_the_sample_questions_plan_and_says_how_to_run_it() -> None:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.switch_page("pages/document.py").run()  # the first screen of the session
+    assert not at.exception and not at.error
+    assert [t.value for t in at.title] == ["What the model saw"]
+    infos = [i.value for i in at.info]
+    assert not any("Type a question" in i for i in infos)  # the sample's question is there already
+    (note,) = [i for i in infos if i.startswith("Nothing has run yet")]
+    assert md(FIRST.question[:60]) in note and "Run it on the Ask screen" in note
+    assert at.selectbox(key="w.doc_show").value == ("plan", 1)  # R&R's plan: its reminders
+    base = RunSettings(method="rr", model="offline", provider="offline", price_model=PRICE_MODEL)
+    plan = plan_questions(document(), [Question(FIRST.question)], base, counter())[0]
+    assert strip_marks(at) == expected_marks(plan_marks(plan))
+    # The Ask screen then has the same question, ready to run.
+    at.switch_page("pages/ask.py").run()
+    assert at.text_area(key="w.question").value == FIRST.question
 
 
 def test_a_variant_appears_as_its_own_plan() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import markdown_table
 from streamlit.testing.v1 import AppTest
 
 from pages.common.text import md
@@ -35,13 +36,17 @@ PROTOCOL = questions_middle_first("protocol")
 
 
 def ask(
-    sample: str, question: str | list[str], methods: tuple[str, ...] = ("baseline", "rr")
+    sample: str, question: str | list[str] | list[Question], methods: tuple[str, ...] = ("baseline", "rr")
 ) -> tuple[str, list[RunTrace]]:
-    """Runs saved straight through the engine, as the Ask screen saves them: one batch."""
+    """Runs saved straight through the engine, as the Ask screen saves them: one batch (marked
+    right or wrong where the questions carry their answers)."""
     counter = counter_for_model(PRICE_MODEL)
     document = sample_document(sample, counter)
     base = RunSettings(method="baseline", model="offline", provider="offline", price_model=PRICE_MODEL)
-    questions = [Question(q) for q in ([question] if isinstance(question, str) else question)]
+    questions = [
+        q if isinstance(q, Question) else Question(q)
+        for q in ([question] if isinstance(question, str) else question)
+    ]
     plans = [p for m in methods for p in plan_questions(document, questions, parse_spec(m, base), counter)]
     with Executor(OfflineEngine(counter), concurrency=2) as executor:
         traces = executor.run(document, plans)
@@ -119,12 +124,45 @@ def test_several_questions_asked_together_are_one_row_named_by_the_first() -> No
     assert len(rows) == 1
     assert rows[0]["question"] == f"{asked[0]} (+2 more)"
     assert rows[0]["methods"] == "Baseline, R&R" and rows[0]["answers"] == 4
+
+
+def test_a_several_question_batch_opens_by_question_not_as_cards_under_the_first() -> None:
+    known = CONTRACT[:3]
+    questions = [Question(q.question, tuple(q.answers), (q.page,)) for q in known]
+    batch, traces = ask("contract", questions, methods=("baseline", "rr", "oracle"))
+    at = open_history()
     select(at, 0)
     opened = tab(at, "Open")
-    header = next(m for m in texts(opened) if m.startswith("**Question:**"))
-    assert header.startswith(f"**Question:** {md(asked[0])}")
-    # R&R's card lists its answer to each question.
-    assert [m for m in texts(opened) if m.startswith("**Q:**")] == [f"**Q:** {md(q)}" for q in asked]
+    shown = texts(opened)
+    # The header says what was asked: three questions, not the first one alone.
+    assert not any(m.startswith("**Question:**") for m in shown)
+    assert any(m.startswith("**3 questions asked together**") for m in shown)
+    # The Ask screen's question × method table: one row a question, one column a method.
+    answers = next(d.value for d in opened.get("dataframe") if list(d.value.columns)[:1] == ["Question"])
+    assert list(answers["Question"]) == [q.question for q in known]
+    assert list(answers.columns) == [
+        "Question",
+        "Baseline",
+        next(c for c in answers.columns if c.startswith("R&R")),
+        "Oracle",
+    ]
+    for row, q in zip(answers.to_dict("records"), known, strict=True):
+        assert row["Oracle"].startswith(f"✓ right · p. {q.page} · ")
+    right = {
+        label: sum(1 for t in traces if t.label == label for o in t.outcomes if o.correct)
+        for label in ("Baseline", "Oracle")
+    }
+    assert {r["Method and settings"]: r["Right"] for r in markdown_table(opened, "Method and settings")}[
+        "Oracle"
+    ] == f"{right['Oracle']}/3"
+    # Each answer under its own question: no card titled "Baseline" answering an unnamed question.
+    assert [m for m in shown if m.startswith("**Q")] == [
+        f"**Q{i}.** {md(q.question)}" for i, q in enumerate(known, 1)
+    ]
+    assert not any(m.startswith("#### ") for m in shown)
+    # Every run (three Baseline, one R&R, three Oracle) can be opened with its calls.
+    runs = opened.selectbox(key=f"w.history_run_{batch}")
+    assert len(runs.options) == 7
 
 
 def test_runs_asked_on_the_ask_screen_are_one_row() -> None:

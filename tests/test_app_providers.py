@@ -324,7 +324,7 @@ def test_openai_via_environment_variables(stub, monkeypatch) -> None:
     assert at.session_state["provider"] == "openai"
     assert at.session_state["api_key"] == "" and at.session_state["base_url"] == ""
     assert at.sidebar.text_input(key="w.base_url").placeholder == stub.url
-    at.multiselect(key="w.methods_paper").set_value(["baseline", "rr"]).run()
+    at.pills(key="w.methods_paper").set_value(["baseline", "rr"]).run()
     traces = run(at)
     assert_rr_prompts(stub, "responses", traces, expected_reminders("openai", "gpt-4.1-mini"))
     assert all(r.body["store"] is False for r in stub.requests)

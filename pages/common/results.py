@@ -255,7 +255,10 @@ def answers_table(traces: Sequence[RunTrace], questions: Sequence[str], *, key: 
     if score_rows:
         st.markdown("**Right against the known answers**")
         st.markdown(
-            table(["Method", "Right"], [[name, f"{right}/{known}"] for name, right, known in score_rows])
+            table(
+                ["Method and settings", "Right"],
+                [[name, f"{right}/{known}"] for name, right, known in score_rows],
+            )
         )
     rows = answers_rows(traces, questions)
     st.markdown(
