@@ -199,7 +199,7 @@ def main() -> None:
     results.append(
         ("Ask: move k (plan table)", time_reruns(at, slider("w.reminder_every"), values(1_000, 40_000, 500)))
     )
-    at.multiselect(key="w.methods_paper").set_value(["baseline", "rr", "chunked-rr"]).run()
+    at.pills(key="w.methods_paper").set_value(["baseline", "rr", "chunked-rr"]).run()
     results.append(
         (
             "Ask: move c, with chunked R&R",

@@ -185,6 +185,7 @@ for column, (group, group_label) in zip(group_columns, GROUP_LABELS.items(), str
             key,
             options=[m.name for m in members],
             selection_mode="multi",
+            wrap=True,
             format_func=lambda name: get_method(name).label,
             on_change=_methods_changed,
             help="\n\n".join(f"**{m.label}**: {m.summary}" for m in members),
@@ -280,10 +281,10 @@ if needs_gold and (not several or typed):
         ),
     )
 elif needs_gold and texts:
+    pages = [f"p. {known_by_text[t].page}" for t in texts]
     st.caption(
-        "The Oracle reads each question's own gold page (where its known answer stands): "
-        + ", ".join(f"p. {known_by_text[t].page}" for t in texts)
-        + "."
+        "The Oracle reads each question's own gold page (where its known answer stands)"
+        + (": " + ", ".join(pages) + "." if len(pages) <= 6 else "; the plan below lists them.")
     )
 try:
     field_pages = S.base_settings().gold_pages

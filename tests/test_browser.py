@@ -165,19 +165,41 @@ def both_visible_side_by_side(first: Any, second: Any) -> None:
 # ---- The tests -------------------------------------------------------------------------------
 
 
-def pick(page: Any, label: str, options: list[str]) -> None:
-    """Choose options in a multiselect, as a user does: open it, click each, close it."""
+PILL_CHOSEN = 'button[data-variant="pills"][aria-pressed="true"]'
+
+
+def pick(page: Any, options: list[str]) -> None:
+    """Choose methods as a user does: click each one's pill (its name is on it) once."""
     from playwright.sync_api import expect
 
-    box = main(page).locator('[data-testid="stMultiSelect"]').filter(has_text=label).first
     for option in options:
-        if box.get_by_text(option, exact=True).count():
-            continue
-        box.locator("input").click()
-        page.get_by_role("option", name=option, exact=True).click()
-        settle(page)
-        page.keyboard.press("Escape")
-        expect(box.get_by_text(option, exact=True)).to_be_visible()
+        pill = main(page).get_by_role("button", name=option, exact=True)
+        if pill.get_attribute("aria-pressed") != "true":
+            pill.click()
+            settle(page)
+        expect(main(page).get_by_role("button", name=option, exact=True, pressed=True)).to_be_visible()
+
+
+def chosen_methods_fully_visible(page: Any) -> list[str]:
+    """The chosen methods' pills, each checked to show its whole name inside its group and the window."""
+    names = []
+    width = page.viewport_size["width"]
+    for group in main(page).locator('[data-testid="stButtonGroup"]').all():
+        frame = group.bounding_box()
+        for pill in group.locator(PILL_CHOSEN).all():
+            name = pill.inner_text().strip()
+            box = pill.bounding_box()
+            assert frame and box, name
+            assert (
+                frame["x"] - 1 <= box["x"] and box["x"] + box["width"] <= frame["x"] + frame["width"] + 1
+            ), f"{name!r} is cut by its group's edge at {width} px: {box} in {frame}"
+            assert box["x"] + box["width"] <= width, f"{name!r} is outside the window at {width} px"
+            whole = pill.evaluate(
+                "b => [...b.querySelectorAll('*'), b].every(e => e.scrollWidth <= e.clientWidth + 1)"
+            )
+            assert whole, f"{name!r} is shortened at {width} px"
+            names.append(name)
+    return names
 
 
 def test_first_open_on_a_small_screen_has_run_in_view(app_url: str, page: Any) -> None:
@@ -228,6 +250,7 @@ def test_upload_ask_all_methods_and_see_answers_costs_reminders_and_the_page(
 
     # 1. Reminders every 2,000 tokens, so the opinion's R&R retrieval call carries some.
     set_slider(page, "Reprompt interval k", REMINDER_EVERY, step=100)
+    expect(thumb_value(page, "Reprompt interval k")).to_have_text("2,000")  # as the app writes numbers
 
     # 2. Upload the PDF.
     main(page).locator('[data-testid="stRadio"]').get_by_text("My file", exact=True).click()
@@ -244,9 +267,10 @@ def test_upload_ask_all_methods_and_see_answers_costs_reminders_and_the_page(
     question.fill(case.question)
     question.press("Control+Enter")
     settle(page)
-    pick(page, "The R&R paper", ["Reprompting", "ICR", "Chunked ICR", "Chunked R&R"])
-    pick(page, "Other approaches", ["RAG", "BriefContext"])
-    pick(page, "Bounds", ["Closed-book", "Oracle"])
+    pick(
+        page,
+        ["Reprompting", "ICR", "Chunked ICR", "Chunked R&R", "RAG", "BriefContext", "Closed-book", "Oracle"],
+    )
     gold = main(page).get_by_role("textbox", name=re.compile("Gold pages for the Oracle"))
     gold.fill(str(case.cited_page))
     gold.press("Enter")
@@ -316,6 +340,91 @@ def test_upload_ask_all_methods_and_see_answers_costs_reminders_and_the_page(
 
     assert not console_errors, f"errors in the page: {console_errors}"
     assert outside == [], f"requests left the machine: {outside}"
+
+
+def thumb_value(page: Any, label: str) -> Any:
+    """The number written on a sidebar slider's thumb."""
+    slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').filter(has_text=label).first
+    return slider.locator('[data-testid="stSliderThumbValue"]')
+
+
+def test_the_name_numbers_and_a_typed_k_in_the_sidebar(app_url: str, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(app_url)
+    expect(page.get_by_role("heading", name="Ask a long document")).to_be_visible(
+        timeout=STARTUP_TIMEOUT_S * 1000
+    )
+    settle(page)
+    # The product's name, above the screens' links.
+    logo = page.locator('[data-testid="stSidebarLogo"]')
+    expect(logo).to_be_visible()
+    svg = logo.evaluate("img => fetch(img.src).then(r => r.text())")  # a data: URL
+    assert "R&amp;R Studio" in svg
+    # Slider values written as the rest of the app writes numbers.
+    expect(thumb_value(page, "Reprompt interval k")).to_have_text("10,000")
+    expect(thumb_value(page, "Chunk size c")).to_have_text("20,000")
+    # k = 5,000 typed in its box: a few key presses, not 50; the slider follows.
+    box = page.locator('[data-testid="stSidebar"]').get_by_role(
+        "spinbutton", name=re.compile("Reprompt interval k")
+    )
+    box.fill("5000")
+    box.press("Enter")
+    settle(page)
+    expect(thumb_value(page, "Reprompt interval k")).to_have_text("5,000")
+    expect(main(page).get_by_text(re.compile(r"k = 5,000 · N = 5"))).to_be_attached()
+
+
+@pytest.mark.parametrize("size", [kit.VIEWPORT, SMALL], ids=["1440", "1024"])
+def test_several_questions_with_many_methods_then_history_open(
+    app_url: str, page: Any, size: dict[str, int]
+) -> None:
+    from playwright.sync_api import expect
+
+    page.set_viewport_size(size)
+    page.goto(app_url)
+    expect(page.get_by_role("heading", name="Ask a long document")).to_be_visible(
+        timeout=STARTUP_TIMEOUT_S * 1000
+    )
+    settle(page)
+    main(page).get_by_text("Several", exact=True).click()
+    settle(page)
+    main(page).get_by_role("button", name="Use all of the sample's questions").click()
+    settle(page)
+    methods = ["Baseline", "ICR", "R&R", "Chunked ICR", "Chunked R&R", "RAG", "BriefContext", "Oracle"]
+    pick(page, methods)
+    # Every chosen method shows its whole name, at both sizes.
+    assert sorted(chosen_methods_fully_visible(page)) == sorted(methods)
+    # Each question gives the Oracle its own page: the field is not asked for.
+    expect(
+        main(page).get_by_text(re.compile(r"The Oracle reads each question's own gold page"))
+    ).to_be_visible()
+    shot(page, f"07_several_methods_{size['width']}.png", full=False)
+    main(page).get_by_role("button", name="Run").click()
+    expect(main(page).get_by_text("Answers by question and method")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    settle(page)
+    expect(main(page).get_by_text("Right against the known answers")).to_be_visible()
+    scores = main(page).locator("table").filter(has_text="Method and settings")
+    for name in methods:
+        expect(scores.get_by_role("cell", name=re.compile(rf"^{re.escape(name)}( \(|$)"))).to_have_count(1)
+    expect(scores.get_by_role("cell", name=re.compile(r"^\d+\/16$"))).to_have_count(len(methods))
+    main(page).get_by_text("Answers by question and method").scroll_into_view_if_needed()
+    shot(page, f"08_several_table_{size['width']}.png", full=False)
+    shot(page, f"09_several_ask_{size['width']}.png")
+
+    # History → Open: the batch by question, not as cards under the first question.
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="History").click()
+    expect(main(page).get_by_role("heading", name="History")).to_be_visible()
+    settle(page)
+    grid = main(page).locator('[data-testid="stDataFrame"]').first
+    grid.click(position={"x": 12, "y": 35 + 17})  # the newest row's checkbox
+    settle(page)
+    header = main(page).get_by_text(re.compile(r"^16 questions asked together"))
+    expect(header).to_be_visible()
+    expect(main(page).get_by_role("heading", name="Baseline", exact=True)).to_have_count(0)
+    header.scroll_into_view_if_needed()
+    shot(page, f"10_history_open_{size['width']}.png", full=False)
+    shot(page, f"11_history_open_full_{size['width']}.png")
 
 
 def test_several_questions_and_the_lab(app_url: str, page: Any) -> None:
