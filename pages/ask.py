@@ -17,7 +17,7 @@ from rr_core.methods import GROUP_LABELS, all_methods, get_method, parse_spec, p
 from rr_core.plans import Plan
 from rr_core.questions import Question, mark_traces
 from rr_core.runs import CallEvent, Executor, RunTrace
-from rr_core.settings import RunSettings
+from rr_core.settings import DEFAULTS, PARAMS
 from rr_core.store import open_store
 
 sidebar.page_setup()
@@ -192,16 +192,8 @@ for column, (group, group_label) in zip(group_columns, GROUP_LABELS.items(), str
         )
 
 
-def _variant_settings(spec: str) -> RunSettings | RRError:
-    """A variant's settings, or what is wrong with it (a variant is refused at Add, but one set
-    by other means, or kept from an older session, is pointed at here rather than stopping the screen)."""
-    try:
-        return parse_spec(spec, S.base_settings())
-    except RRError as exc:
-        return exc
-
-
 def _variant_name(spec: str) -> str:
+    """``R&R k=2`` for ``rr:k=2``: the variant as the user wrote it, by the method's label."""
     method, *changes = spec.split(":")
     try:
         label = get_method(method).label
@@ -211,11 +203,14 @@ def _variant_name(spec: str) -> str:
 
 
 VARIANT_HINT = (
-    "Write each setting as k=5000, N=3 or c=40000 (k: reprompt interval, 100–100,000 tokens; "
-    "N: pages retrieved, 1–50; c: chunk size, 500–400,000 tokens)."
+    "Write each setting as k=5000, N=3 or c=40000 ("
+    + "; ".join(
+        f"{p.symbol}: {p.label.lower()}, {p.minimum:,}–{p.maximum:,}" + (f" {p.unit}" if p.unit else "")
+        for p in (PARAMS["reminder_every"], PARAMS["top_k"], PARAMS["chunk_size"])
+    )
+    + ")."
 )
-variant_checks = {spec: _variant_settings(spec) for spec in state["variants"]}
-bad_variants = [spec for spec, checked in variant_checks.items() if isinstance(checked, RRError)]
+bad_variants = [spec for spec in state["variants"] if S.variant_problem(spec) is not None]
 with st.expander("Compare a method with itself at other settings", expanded=bool(bad_variants)):
     st.caption(
         "Add the same method again with its own settings, e.g. R&R at k = 5,000 beside R&R at k = 20,000. "
@@ -233,23 +228,27 @@ with st.expander("Compare a method with itself at other settings", expanded=bool
         spec = ":".join(
             [variant_method, *[p.strip() for p in variant_settings.replace(",", ":").split(":") if p.strip()]]
         )
-        checked = _variant_settings(spec)
-        if isinstance(checked, RRError):
-            st.error(f"Not added: {md(checked)}.\n\n**What to do:** {VARIANT_HINT}")
+        problem = S.variant_problem(spec)
+        if problem is not None:
+            st.error(f"Not added: {md(problem)}.\n\n**What to do:** {VARIANT_HINT}")
         else:
             state["variants"] = [*state["variants"], spec]
-            variant_checks[spec] = checked
+    try:  # a variant is shown at the sidebar's settings, as it will run
+        around = S.base_settings()
+    except RRError:  # a sidebar fault is said where the plans are made
+        around = DEFAULTS
     for i, spec in enumerate(list(state["variants"])):
         row = st.columns([4, 1], vertical_alignment="center")
-        checked = variant_checks.get(spec) or _variant_settings(spec)
-        if isinstance(checked, RRError):
+        problem = S.variant_problem(spec)
+        if problem is not None:
             row[0].error(
-                f"**{md(_variant_name(spec))}** cannot run: {md(checked)}.\n\n**What to do:** remove it and "
+                f"**{md(_variant_name(spec))}** cannot run: {md(problem)}.\n\n**What to do:** remove it and "
                 f"add it again with valid settings. {VARIANT_HINT}"
             )
         else:
-            method = get_method(checked.method)
-            row[0].markdown(f"{md(method.label)} ({md(method.describe(checked))})")
+            variant = parse_spec(spec, around)
+            method = get_method(variant.method)
+            row[0].markdown(f"{md(method.label)} ({md(method.describe(variant))})")
         if row[1].button("Remove", key=f"remove_variant_{i}"):
             state["variants"] = [v for j, v in enumerate(state["variants"]) if j != i]
             st.rerun()
@@ -259,8 +258,7 @@ if several:
 else:
     texts = [" ".join(str(state["question"]).split())] if str(state["question"]).strip() else []
 known_by_text = {q.text: q for q in known}
-# The methods and variants that can run (a variant with bad settings is pointed at above).
-specs = [s for s in S.chosen_specs() if s not in bad_variants]
+specs = S.runnable_specs()  # a variant with bad settings is pointed at above
 needs_gold = any(get_method(s.split(":")[0]).needs_gold for s in specs)
 typed = [t for t in texts if t not in known_by_text]
 if needs_gold and (not several or typed):
@@ -314,8 +312,7 @@ if not specs:
 
 tokens = S.counter()
 try:
-    base = S.base_settings()
-    chosen = [parse_spec(spec, base) for spec in specs]
+    chosen = S.chosen_settings()
     if several:  # each question's own gold pages, not the field's for all of them
         chosen = [s.but(gold_pages=()) for s in chosen]
     plans: list[Plan] = [p for s in chosen for p in plan_questions(document, questions, s, tokens)]

@@ -312,3 +312,13 @@ def test_a_variant_appears_as_its_own_plan() -> None:
     plan = plan_questions(document(), [Question(FIRST.question)], parse_spec("rr:k=5000", base), counter())[0]
     assert strip_marks(at)[0] == expected_marks(plan_marks(plan))[0]
     assert md("k = 5,000") in " ".join(c.value for c in at.caption)
+
+
+def test_a_variant_that_cannot_run_leaves_the_other_plans_on_screen() -> None:
+    at = to_document(open_app(variants=["rr:k=2", "rr:k=5000"]))
+    assert not any("Type a question" in i.value for i in at.info)
+    assert at.selectbox(key="w.doc_show").options == [
+        "Plan at the current settings: Baseline",
+        "Plan at the current settings: R&R (k = 10,000 · N = 5)",
+        "Plan at the current settings: R&R (k = 5,000 · N = 5)",
+    ]

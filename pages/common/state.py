@@ -203,10 +203,29 @@ def chosen_specs() -> list[str]:
     return [*chosen_methods(), *st.session_state.get("variants", [])]
 
 
+def variant_problem(spec: str) -> RRError | None:
+    """What is wrong with a variant's own part (its method, its settings), or None.
+
+    Checked against the defaults: a variant's fault does not depend on the sidebar, and a
+    sidebar fault is not the variant's."""
+    try:
+        parse_spec(spec, RunSettings())
+    except RRError as exc:
+        return exc
+    return None
+
+
+def runnable_specs() -> list[str]:
+    """The chosen methods, then the variants that can run: one with bad settings is left out
+    (the Ask screen points at it) rather than stopping every method."""
+    variants = [v for v in st.session_state.get("variants", []) if variant_problem(v) is None]
+    return [*chosen_methods(), *variants]
+
+
 def chosen_settings() -> list[RunSettings]:
-    """One ``RunSettings`` per chosen method or variant (``ConfigError`` for a bad one)."""
+    """One ``RunSettings`` per chosen method and runnable variant (``ConfigError`` for a sidebar fault)."""
     base = base_settings()
-    return [parse_spec(spec, base) for spec in chosen_specs()]
+    return [parse_spec(spec, base) for spec in runnable_specs()]
 
 
 def methods_using(param: str) -> list[str]:
