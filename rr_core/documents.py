@@ -797,7 +797,9 @@ def page_words(document: Document, number: int) -> tuple[PageWord, ...]:
     try:
         with _RENDER_LOCK, _drawn_page(document, number) as page:
             return tuple(
-                PageWord(str(w[4]), (float(w[0]), float(w[1]), float(w[2]), float(w[3])), (int(w[5]), int(w[6])))
+                PageWord(
+                    str(w[4]), (float(w[0]), float(w[1]), float(w[2]), float(w[3])), (int(w[5]), int(w[6]))
+                )
                 for w in page.get_text("words")
             )
     except RRError:
@@ -862,7 +864,9 @@ def _drawn_page(document: Document, number: int) -> Iterator[Any]:
         return
     scratch = _pymupdf().open()
     try:
-        yield _add_text_page(scratch, page_info.text, f"{document.name} — page {number} of {len(document.pages)}")
+        yield _add_text_page(
+            scratch, page_info.text, f"{document.name} — page {number} of {len(document.pages)}"
+        )
     finally:
         scratch.close()
 

@@ -226,7 +226,7 @@ TASKS: dict[str, tuple[str, str, str]] = {
     "answer": (
         "answer a question using only the document below. " + PAGES_NOTE,
         "answer the question using only the document above, citing the page of each passage the "
-        'answer rests on, or say that the document does not state it.',
+        "answer rests on, or say that the document does not state it.",
         ANSWER_FORMAT.replace("{source}", "document"),
     ),
     "retrieve": (

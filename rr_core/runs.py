@@ -268,7 +268,9 @@ def _outcome_from_dict(data: dict[str, Any]) -> Outcome:
     values = {k: v for k, v in data.items() if k in Outcome.__dataclass_fields__}
     if "citations" in data:
         fields = Citation.__dataclass_fields__
-        values["citations"] = [Citation(**{k: v for k, v in c.items() if k in fields}) for c in data["citations"]]
+        values["citations"] = [
+            Citation(**{k: v for k, v in c.items() if k in fields}) for c in data["citations"]
+        ]
     else:
         page, quote = data.get("page"), data.get("quote") or ""
         values["citations"] = (

@@ -284,7 +284,9 @@ def test_pages_render_the_same_from_many_threads(plain_pdf: bytes) -> None:
     jobs = [(n, marks if n == 2 else (), (0.1, 0.6, 0.2) if n % 2 else None) for n in (1, 2, 3)] * 4
     serial = [render_page(document, n, marks=m, frame=f).png for n, m, f in jobs]
     with ThreadPoolExecutor(max_workers=6) as pool:
-        parallel = list(pool.map(lambda job: render_page(document, job[0], marks=job[1], frame=job[2]).png, jobs))
+        parallel = list(
+            pool.map(lambda job: render_page(document, job[0], marks=job[1], frame=job[2]).png, jobs)
+        )
     assert parallel == serial
 
 
