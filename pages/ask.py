@@ -462,8 +462,8 @@ if len(last["questions"]) > 1:
             for o in t.outcomes:
                 if o.question == q:
                     mark = "" if o.correct is None else (" ✓" if o.correct else " ✗")
-                    page = f" (p. {o.page}, quote {o.quote_check})" if o.page else ""
-                    answers[results.title(t)] = f"{o.answer}{page}{mark}"
+                    page = f" (p. {', '.join(map(str, o.cited_pages))})" if o.cited_pages else ""
+                    answers[results.title(t)] = f"{o.answer_text}{page}{mark}"
         rows.append(answers)
     st.markdown("**Answers by question and method** (✓ right, ✗ wrong where the answer is known)")
     import pandas as pd  # only here: the first screen draws without pandas and pyarrow

@@ -16,7 +16,6 @@ import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 
-from rr_core.outputs import NOT_STATED
 from rr_core.plans import Citation, Outcome
 from rr_core.quotes import CHECK_MEANING, check_words
 from rr_core.runs import RunTrace
@@ -47,13 +46,6 @@ def _answers(trace: RunTrace) -> Iterator[Outcome]:
 
 def _correct(outcome: Outcome) -> str:
     return "" if outcome.correct is None else ("right" if outcome.correct else "wrong")
-
-
-def _answer_text(outcome: Outcome) -> str:
-    """The answer as exported: "not stated in the document" says so, whatever the model wrote."""
-    if outcome.answer is None:
-        return ""
-    return outcome.answer if outcome.found else NOT_STATED
 
 
 def _page(citation: Citation) -> str:
@@ -92,7 +84,7 @@ def answer_rows(trace: RunTrace) -> list[dict[str, object]]:
                 "question": outcome.question,
                 "method": trace.method,
                 "settings": trace.describe,
-                "answer": _answer_text(outcome),
+                "answer": outcome.answer_text,
                 "found": "" if outcome.answer is None else ("yes" if outcome.found else "no"),
                 "page": outcome.page if outcome.page is not None else "",
                 "page_label": outcome.page_label,
@@ -221,7 +213,7 @@ def to_markdown(traces: Sequence[RunTrace]) -> str:
         for trace, outcome in answers:
             name = trace.label
             answer = md_escape(
-                _answer_text(outcome)
+                outcome.answer_text
                 if outcome.answer is not None
                 else f"error: {outcome.error or trace.error or ''}"
             )

@@ -175,6 +175,14 @@ class Outcome:
         return self.answer is not None and self.found
 
     @property
+    def answer_text(self) -> str:
+        """The answer as shown and exported: "not stated in the document" when it is not
+        (whatever words the model used), "" when there is none."""
+        if self.answer is None:
+            return ""
+        return self.answer if self.found else NOT_STATED
+
+    @property
     def compared_answer(self) -> str:
         """The answer as scored against known answers: ``n/a`` when not stated or missing."""
         return self.answer if self.stated and self.answer else NOT_STATED_SCORED

@@ -56,9 +56,9 @@ _CHECK_WORDS = {
     VERIFIED: "quote found on {page}",
     APPROXIMATE: "quote found on {page} with small differences ({score:.0f}% match)",
     NOT_FOUND: "quote not found on {page}",
-    NO_QUOTE: "{page} cited without a quote",
+    NO_QUOTE: "no quote given for {page}",
     NO_PAGE: "no page cited, so the quote could not be checked",
-    UNCHECKED: "{page} cited; the quote was not checked",
+    UNCHECKED: "the quote for {page} was not checked",
 }
 # Verdicts that ask the reader to look before relying on the quote (shown in amber).
 DOUBTFUL = frozenset({APPROXIMATE, NOT_FOUND, NO_PAGE})

@@ -45,7 +45,7 @@ class StripPage:
     chunk: int  # 1-based chunk index in the plan (1 when the plan does not chunk)
     reminder_after: bool  # a call of the plan puts a reminder right after this page
     rank: int | None = None  # 1 = retrieved first; None = not retrieved
-    cited: bool = False
+    cited: bool = False  # a citation of the answer shown stands on this page
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ def page_strip(
     reminders_after: Iterable[int] = (),
     chunks: Sequence[range] = (),
     retrieved: Sequence[int] = (),
-    cited: int | None = None,
+    cited: Iterable[int] = (),
 ) -> list[StripPage]:
     """Every page with its tokens, reminder marker, chunk and retrieval rank."""
     reminders = set(reminders_after)
@@ -82,6 +82,7 @@ def page_strip(
         for number in pages:
             chunk_of[number] = index
     rank = {page: i for i, page in enumerate(dict.fromkeys(retrieved), start=1)}
+    cited_pages = set(cited)
     strip: list[StripPage] = []
     start = 0
     for number, tokens in enumerate(page_tokens, start=1):
@@ -93,7 +94,7 @@ def page_strip(
                 chunk=chunk_of.get(number, 1),
                 reminder_after=number in reminders,
                 rank=rank.get(number),
-                cited=number == cited,
+                cited=number in cited_pages,
             )
         )
         start += tokens

@@ -222,7 +222,7 @@ def test_markdown_files_each_run_under_its_own_document_and_question() -> None:
     assert "10k.pdf" in annual and "1.75" not in annual and "p. 61" in annual
     assert (
         "| Baseline | openai / gpt-4.1-mini | 2026-11-23 10:35 UTC | 1.75 percent "
-        "| p. 33 cited; the quote was not checked |" in contract
+        "| the quote for p. 33 was not checked |" in contract
     )
     rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
     assert [(r["document"], r["question"][:4], r["page"]) for r in rows] == [

@@ -58,7 +58,7 @@ def _strip(tokens: list[int], every: int, chunk: int, **kwargs):  # type: ignore
 
 
 def test_page_strip_marks_reminders_chunks_and_ranks() -> None:
-    strip = _strip([100] * 6, 200, 300, retrieved=[5, 2, 5, 3], cited=2)
+    strip = _strip([100] * 6, 200, 300, retrieved=[5, 2, 5, 3], cited=[2])
     assert [p.number for p in strip] == [1, 2, 3, 4, 5, 6]
     assert [p.start for p in strip] == [0, 100, 200, 300, 400, 500]
     # A reminder after every 200 tokens, never after the last page.
@@ -68,6 +68,8 @@ def test_page_strip_marks_reminders_chunks_and_ranks() -> None:
     # Ranks follow the retrieval order; a repeated page keeps its first rank.
     assert {p.number: p.rank for p in strip if p.rank} == {5: 1, 2: 2, 3: 3}
     assert [p.number for p in strip if p.cited] == [2]
+    several = _strip([100] * 6, 200, 300, cited=[4, 2, 4])  # an answer's citations, pages repeated
+    assert [p.number for p in several if p.cited] == [2, 4]
 
 
 def test_page_strip_reminders_follow_k() -> None:
