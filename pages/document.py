@@ -383,9 +383,11 @@ def page_viewer() -> None:
     first_cited = cited_list[0][1].page if cited_list else None
     top = shown.retrieved_pages[0] if shown is not None and shown.retrieved_pages else None
     batch = (last or {}).get("batch")
-    if batch is not None and state.get("viewed_batch") != batch:
-        # A new run: open on its first citation (or the page it ranked first).
-        state["viewed_batch"] = batch
+    viewing = (batch, shown.run_id if shown is not None else None)
+    if batch is not None and state.get("viewed_batch") != viewing:
+        # A new run, or another run of it shown: open on its first citation (or the page it
+        # ranked first).
+        state["viewed_batch"] = viewing
         state["view_citation"] = 0
         if first_cited or top:
             state["view_page"] = first_cited or top
@@ -427,14 +429,14 @@ def page_viewer() -> None:
         return
     if citation is not None:
         notes.append("its quote highlighted" if shown_page.placed else "its quote could not be placed")
+    if citation is not None:  # what is cited, above the page: in view as one steps through
+        citation_notes(citation, shown_page)
     st.image(
         shown_page.rendered.png,
         caption=f"{docs.page_ref(document, number)} of {pages:,} · " + " · ".join(notes),
         width=docs.PAGE_WIDTH,
         output_format="PNG",
     )
-    if citation is not None:
-        citation_notes(citation, shown_page)
 
 
 st.subheader("The page")

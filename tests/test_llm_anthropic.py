@@ -76,7 +76,11 @@ def test_answer_sends_messages_request_with_output_schema(stub: StubServer) -> N
     assert completion.structured is True
     assert completion.model == "claude-test"
     answer = parse_answer(completion.text)
-    assert (answer.answer, answer.page_number, answer.question) == ("stub answer", 1, "What colour is the sky?")
+    assert (answer.answer, answer.page_number, answer.question) == (
+        "stub answer",
+        1,
+        "What colour is the sky?",
+    )
 
 
 def test_retrieval_uses_retrieval_schema(stub: StubServer) -> None:

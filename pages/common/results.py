@@ -79,8 +79,8 @@ _CHECK_ICONS = {
 }
 
 
-def quote_caption(citation: Citation, document: Document | None) -> str:
-    """Where a citation's quote stands, said plainly (and what that does not say)."""
+def quote_caption(citation: Citation, document: Document | None, *, explain: bool = True) -> str:
+    """Where a citation's quote stands, said plainly (and, with ``explain``, what that does not say)."""
     words = quotes.check_words(citation.quote_check, page_ref(document, citation.page), citation.quote_score)
     if not words:
         return ""
@@ -88,7 +88,7 @@ def quote_caption(citation: Citation, document: Document | None) -> str:
     said = words[0].upper() + words[1:]
     if citation.quote_check == quotes.NOT_FOUND:
         said += ": check the page before relying on it"
-    if citation.quote_check in (quotes.VERIFIED, quotes.APPROXIMATE):
+    if explain and citation.quote_check in (quotes.VERIFIED, quotes.APPROXIMATE):
         said += " (where the sentence stands, not whether the answer is right)"
     return f"{icon} {md(said)}."
 
@@ -154,9 +154,11 @@ def outcome_block(trace: RunTrace, outcome: Outcome, document: Document | None) 
             if quote and (several or quote != " ".join((outcome.answer or "").split())):
                 where = f"{number}. {page_ref(document, citation.page)}: " if several else ""
                 st.markdown(f"> {md(where)}{md(quote)}")
-            caption = quote_caption(citation, document)
+            caption = quote_caption(citation, document, explain=not several)
             if caption:
                 st.caption(caption)
+        if several:
+            st.caption(md(quotes.CHECK_MEANING))
         if not outcome.citations:
             st.caption(":gray[:material/remove:] The model cited no passage.")
     # Methods that pick pages first run in more than one phase (stages): say what they picked.
