@@ -595,3 +595,31 @@ def test_a_scanned_upload_offers_ocr_and_reads_the_page_once_asked() -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error
     assert any("1 page" in c for c in captions(at))
+
+
+def test_an_answer_with_several_citations_shows_each_quote_and_where_it_stands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pages.common.state as state_module
+
+    pages = sample_document("contract", counter_for_model("gpt-4.1-mini")).pages
+    on_3, on_10 = (" ".join(pages[n - 1].text.split()[:10]) for n in (3, 10))
+    reply = {"question": FIRST.question, "answer": FIRST.answers[0], "found": True,
+             "citations": [{"page": "3", "quote": on_3}, {"page": "10", "quote": on_10},
+                           {"page": "10", "quote": "Words that stand on no page of this contract."}]}  # fmt: skip
+    monkeypatch.setattr(
+        state_module, "new_client", lambda: ScriptedClient(responder=lambda r: json.dumps(reply))
+    )
+    at = open_app(methods=["baseline"])
+    traces = run(at)
+    assert [(c.page, c.quote_check) for c in traces[0].outcome.citations] == [
+        (3, "verified"), (10, "verified"), (10, "not-found"),
+    ]  # fmt: skip
+    card = cards(at)[0]
+    texts, notes = markdown(card), captions(card)
+    assert "**Cited pages:** p. 3 · p. 10" in texts
+    assert f"> {md('1. p. 3: ')}{md(on_3)}" in texts and f"> {md('2. p. 10: ')}{md(on_10)}" in texts
+    assert [n.split(" ", 1)[0] for n in notes if "Quote" in n and "p\\." in n] == [
+        ":gray[:material/check:]", ":gray[:material/check:]", ":orange[:material/warning:]",
+    ]  # fmt: skip
+    assert sum("not whether the answer is right" in n for n in notes) == 1  # said once, not per quote
