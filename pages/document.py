@@ -362,8 +362,8 @@ def citation_notes(citation: Citation, shown_page: docs.ShownPage) -> None:
     placed = shown_page.placed
     if placed is None:
         st.caption(
-            ":orange[:material/warning:] Could not place the quote on the page: no run of its words "
-            "matches it closely enough, so nothing is highlighted." + (f"  \n{check}" if check else "")
+            ":orange[:material/warning: Could not place the quote on the page: no run of its words "
+            "matches it closely enough, so nothing is highlighted.]" + (f"  \n{check}" if check else "")
         )
         return
     how = "word for word" if placed.score >= 100 else f"nearly ({placed.score:.0f}% match)"
@@ -434,7 +434,8 @@ def page_viewer() -> None:
     st.image(
         shown_page.rendered.png,
         caption=f"{docs.page_ref(document, number)} of {pages:,} · " + " · ".join(notes),
-        width=docs.PAGE_WIDTH,
+        # Its own width (rendered at PAGE_WIDTH), narrower where the column is (1024 px).
+        width="content",
         output_format="PNG",
     )
 

@@ -272,7 +272,7 @@ def test_the_viewer_steps_through_an_answers_citations_each_framed_and_highlight
     page, caption, said = where()
     assert page == 3 and "citation 3 of 4 (framed) · its quote could not be placed" in caption
     assert "Could not place the quote on the page" in said
-    assert ":orange[:material/warning:] " + md("Quote not found on p. 3: check the page") in said
+    assert ":orange[:material/warning:] :orange[" + md("Quote not found on p. 3: check the page") in said
     at.button(key="next_citation").click().run()
     page, caption, said = where()
     assert page == 3 and "citation 4 of 4 (framed) · its quote highlighted" in caption

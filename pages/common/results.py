@@ -90,6 +90,8 @@ def quote_caption(citation: Citation, document: Document | None, *, explain: boo
         said += ": check the page before relying on it"
     if explain and citation.quote_check in (quotes.VERIFIED, quotes.APPROXIMATE):
         said += " (where the sentence stands, not whether the answer is right)"
+    if citation.quote_check in quotes.DOUBTFUL:  # amber: look at the page before relying on it
+        return f"{icon} :orange[{md(said)}.]"
     return f"{icon} {md(said)}."
 
 
