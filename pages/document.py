@@ -14,7 +14,7 @@ from pages.common.text import md, plural, short, table
 from rr_core.documents import Document
 from rr_core.errors import RRError
 from rr_core.methods import get_method, plan_questions
-from rr_core.plans import Call, Plan
+from rr_core.plans import Call, Citation, Plan
 from rr_core.questions import Question
 from rr_core.runs import CallTrace, RunTrace
 from rr_core.settings import RunSettings
@@ -22,7 +22,6 @@ from rr_core.tokens import TokenCounter
 from rr_core.viewer import (
     StripPage,
     chunk_breaks,
-    locate_support,
     page_strip,
     plan_marks,
     reminder_offsets,
@@ -146,7 +145,7 @@ strip = page_strip(
     reminders_after=marks.reminders_after,
     chunks=marks.chunks,
     retrieved=shown.retrieved_pages if shown else (),
-    cited=shown.page if shown else None,
+    cited=[p for o in shown.outcomes for p in o.cited_pages] if shown else (),
 )
 ranked = sum(1 for p in strip if p.rank)
 
@@ -243,11 +242,11 @@ def strip_figure(strip: list[StripPage]) -> dict[str, Any]:
         traces.append(
             {
                 "type": "scatter",
-                "x": [cited[0].number],
-                "y": [cited[0].tokens * 1.02 + top * 0.06],
+                "x": [p.number for p in cited],
+                "y": [p.tokens * 1.02 + top * 0.06 for p in cited],
                 "mode": "markers",
                 "marker": {"symbol": "star", "size": 15, "color": results.CITED_COLOUR},
-                "name": "cited page",
+                "name": "cited page" if len(cited) == 1 else "cited pages",
                 "hovertemplate": "cited: page %{x}<extra></extra>",
             }
         )
@@ -305,57 +304,157 @@ st.caption(
 # ---- The page on screen -----------------------------------------------------------------
 
 
+# Each citation of the run shown (every question's, in order) that names a page: what the
+# viewer steps through, each on its page, framed, with its quote highlighted.
+Cited = tuple[int, Citation]  # (index of the question's outcome, the citation)
+cited_list: list[Cited] = (
+    [(q, c) for q, o in enumerate(shown.outcomes) if o.stated for c in o.citations if c.page is not None]
+    if shown is not None
+    else []
+)
+
+
+def _go_to_citation(index: int) -> None:
+    """Focus a citation and turn to its page (a button's callback: before the rerun draws)."""
+    state["view_citation"] = index
+    state["view_page"] = cited_list[index][1].page
+
+
+def _focus(number: int) -> int | None:
+    """The citation in focus: the one last stepped to, or (after turning to a page by number)
+    the first citation on that page; None when there are none."""
+    if not cited_list:
+        return None
+    index = min(max(int(state.get("view_citation", 0)), 0), len(cited_list) - 1)
+    if cited_list[index][1].page != number:
+        index = next((i for i, (_, c) in enumerate(cited_list) if c.page == number), index)
+    state["view_citation"] = index
+    return index
+
+
+def citation_label(index: int) -> str:
+    """``Citation 2 of 4 · p. 26`` (and the question, for a run of several)."""
+    q, citation = cited_list[index]
+    asked = f" · Q{q + 1}" if shown is not None and len(shown.outcomes) > 1 else ""
+    return f"Citation {index + 1} of {len(cited_list)} · {docs.page_ref(document, citation.page)}{asked}"
+
+
+def citation_stepper(number: int) -> int | None:
+    """Previous / next citation, and which one is in focus; returns its index."""
+    index = _focus(number)
+    if index is None:
+        return None
+    row = st.container(horizontal=True, vertical_alignment="center", key="citation_steps")
+    row.button(
+        "Previous citation",
+        icon=":material/arrow_back:",
+        key="prev_citation",
+        disabled=index == 0,
+        on_click=_go_to_citation,
+        args=(index - 1,),
+    )
+    here = cited_list[index][1].page == number
+    row.markdown(f"**{md(citation_label(index))}**" + ("" if here else " (not this page)"))
+    row.button(
+        "Next citation",
+        icon=":material/arrow_forward:",
+        key="next_citation",
+        disabled=index == len(cited_list) - 1,
+        on_click=_go_to_citation,
+        args=(index + 1,),
+    )
+    if not here:
+        row.button("Back to it", key="back_to_citation", on_click=_go_to_citation, args=(index,))
+    return index
+
+
+def citation_notes(citation: Citation, shown_page: docs.ShownPage) -> None:
+    """The quote in focus, where it stands (provenance), and what the highlight marks."""
+    quote = " ".join(citation.quote.split())
+    if not quote:
+        st.caption("This citation gives no quote to highlight.")
+        return
+    st.markdown(f"> {md(quote)}")
+    check = results.quote_caption(citation, document)
+    placed = shown_page.placed
+    if placed is None:
+        st.caption(
+            ":orange[:material/warning: Could not place the quote on the page: no run of its words "
+            "matches it closely enough, so nothing is highlighted.]" + (f"  \n{check}" if check else "")
+        )
+        return
+    how = "word for word" if placed.score >= 100 else f"nearly ({placed.score:.0f}% match)"
+    twice = (
+        f" These words stand {placed.occurrences} times on the page; the first is highlighted."
+        if placed.occurrences > 1
+        else ""
+    )
+    st.caption(f"Highlighted: the quoted words only, {how}.{twice}" + (f"  \n{check}" if check else ""))
+
+
 @st.fragment
 def page_viewer() -> None:
     """One rendered page at a time: paging reruns only this fragment."""
     pages = len(document.pages)
     state["view_page"] = min(max(int(state["view_page"]), 1), pages)
-    cited = shown.page if shown is not None else None
+    first_cited = cited_list[0][1].page if cited_list else None
     top = shown.retrieved_pages[0] if shown is not None and shown.retrieved_pages else None
     batch = (last or {}).get("batch")
-    if batch is not None and state.get("viewed_batch") != batch:
-        # A new run: open on the page that answers it.
-        state["viewed_batch"] = batch
-        if cited or top:
-            state["view_page"] = cited or top
-    if cited or top:
-        jumps = st.container(horizontal=True)
-        if cited and jumps.button(f"Go to the cited page ({docs.page_ref(document, cited)})", key="go_cited"):
-            state["view_page"] = cited
-        if top and top != cited and jumps.button(f"Go to the top retrieved page ({top})", key="go_top"):
-            state["view_page"] = top
+    viewing = (batch, shown.run_id if shown is not None else None)
+    if batch is not None and state.get("viewed_batch") != viewing:
+        # A new run, or another run of it shown: open on its first citation (or the page it
+        # ranked first).
+        state["viewed_batch"] = viewing
+        state["view_citation"] = 0
+        if first_cited or top:
+            state["view_page"] = first_cited or top
+    if top and top not in {c.page for _, c in cited_list}:
+        st.button(
+            f"Go to the top retrieved page ({top})",
+            key="go_top",
+            on_click=state.__setitem__,
+            args=("view_page", top),
+        )
     number = int(S.bound(st.number_input, "Page", "view_page", min_value=1, max_value=pages, step=1))
+    focus = citation_stepper(number)
     info = strip[number - 1]
-    highlight = None
-    if info.cited and shown is not None:
-        quote = shown.outcome.quote or shown.answer
-        support = locate_support(quote, document.page(number).text)
-        highlight = support.passage if support else None
-    frame = results.rank_colour(info.rank, ranked) if info.rank else None
+    citation = cited_list[focus][1] if focus is not None and cited_list[focus][1].page == number else None
+    frame = (
+        results.CITED_RGB
+        if citation is not None
+        else results.rank_colour(info.rank, ranked)
+        if info.rank
+        else None
+    )
     notes = [f"{info.tokens:,} tokens"]
     if marks.chunks:
         notes.append(f"chunk {info.chunk}")
     if info.rank:
-        notes.append(f"retrieved #{info.rank} (framed)")
-    if info.cited:
-        notes.append("cited — the quoted sentence highlighted" if highlight else "cited")
+        notes.append(f"retrieved #{info.rank}" + ("" if citation is not None else " (framed)"))
+    if citation is not None and focus is not None:
+        notes.append(f"citation {focus + 1} of {len(cited_list)} (framed)")
+    elif info.cited:
+        notes.append("cited")
     if info.reminder_after:
         notes.append("a reminder follows this page")
     if not document.page(number).has_text:
         notes.append("no text on this page")
     try:
-        rendered = docs.page_png(document, number, highlight=highlight, frame=frame)
+        shown_page = docs.page_png(document, number, quote=citation.quote if citation else "", frame=frame)
     except RRError as exc:
         results.show_rr_error(exc)
         return
+    if citation is not None:
+        notes.append("its quote highlighted" if shown_page.placed else "its quote could not be placed")
+    if citation is not None:  # what is cited, above the page: in view as one steps through
+        citation_notes(citation, shown_page)
     st.image(
-        rendered.png,
+        shown_page.rendered.png,
         caption=f"{docs.page_ref(document, number)} of {pages:,} · " + " · ".join(notes),
-        width=docs.PAGE_WIDTH,
+        # Its own width (rendered at PAGE_WIDTH), narrower where the column is (1024 px).
+        width="content",
         output_format="PNG",
     )
-    if highlight and not rendered.highlight_found:
-        st.caption("The quoted sentence could not be placed on the rendered page; it reads: " + md(highlight))
 
 
 st.subheader("The page")

@@ -196,9 +196,12 @@ with compare_tab:
             "document": (a.document, b.document),
             "asked": (when(a.started_at), when(b.started_at)),
             "method": (results.title(a), results.title(b)),
-            "answer": (a.answer or "", b.answer or ""),
-            "cited page": (str(a.page or "—"), str(b.page or "—")),
-            "quote check": (a.outcome.quote_check, b.outcome.quote_check),
+            "answer": (a.outcome.answer_text, b.outcome.answer_text),
+            "cited pages": (results.cited_pages(a.outcome, None), results.cited_pages(b.outcome, None)),
+            "quote check": (
+                results.citation_checks(a.outcome, None),
+                results.citation_checks(b.outcome, None),
+            ),
             "retrieved pages": (
                 " ".join(map(str, a.retrieved_pages)) or "—",
                 " ".join(map(str, b.retrieved_pages)) or "—",

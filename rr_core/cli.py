@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from rr_core.errors import ConfigError, LedgerError, LLMError, MissingKeyError, RRError
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
 from rr_core.llm.config import COMPAT_KEY_VAR
+from rr_core.quotes import check_words
 from rr_core.settings import PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.sources import open_document
 from rr_core.tokens import counter_for_model
@@ -619,11 +620,16 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 f"{usage['output_tokens']:,} out  ${r['cost_usd']:.4f}"
             )
             for o in r["outcomes"]:
-                page = o["page"] if o["page"] is not None else "n/a"
                 mark = "" if o["correct"] is None else ("  [right]" if o["correct"] else "  [wrong]")
                 retrieved = f"  retrieved {o['retrieved_pages']}" if o["retrieved_pages"] else ""
                 print(f"    Q: {o['question']}")
-                print(f"    A: {o['answer']}  (p. {page}; quote {o['quote_check']}){mark}{retrieved}")
+                if o["answer"] is not None and o.get("found") is False:
+                    print(f"    A: not stated in the document{mark}{retrieved}")
+                    continue
+                print(f"    A: {o['answer']}{mark}{retrieved}")
+                for c in o.get("citations", []):
+                    where = f"p. {c['page']}" if c["page"] is not None else "no page"
+                    print(f"       {check_words(c['quote_check'], where, c['quote_score'])}")
             for w in r["warnings"]:
                 print(f"    warning: {w}")
         if data["batch"]:

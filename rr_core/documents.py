@@ -16,6 +16,7 @@ import threading
 import zipfile
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -767,12 +768,44 @@ def _add_text_page(doc: Any, text: str, footer: str) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class RenderedPage:
-    """A page as PNG, and whether the highlight text was found on it."""
+    """A page as PNG, and how many marked boxes were drawn on it."""
 
     png: bytes
     width: int
     height: int
-    highlight_found: bool
+    marked: int = 0
+
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points, origin top left
+
+
+@dataclass(frozen=True, slots=True)
+class PageWord:
+    """One word of a page as drawn: its text, its box, and the line it stands on."""
+
+    text: str
+    box: Box
+    line: tuple[int, int]  # (block, line) on the page: boxes of one line can be joined
+
+
+def page_words(document: Document, number: int) -> tuple[PageWord, ...]:
+    """The words of a page in reading order (the order of the page's text), with their boxes
+    on the page as ``render_page`` draws it (a typeset page's words for a document without PDF
+    pages)."""
+    if not 1 <= number <= len(document.pages):
+        raise ConfigError(f"{document.name} has no page {number} (it has {len(document.pages)}).")
+    try:
+        with _RENDER_LOCK, _drawn_page(document, number) as page:
+            return tuple(
+                PageWord(
+                    str(w[4]), (float(w[0]), float(w[1]), float(w[2]), float(w[3])), (int(w[5]), int(w[6]))
+                )
+                for w in page.get_text("words")
+            )
+    except RRError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a page MuPDF cannot read must not take the screen down
+        raise CorruptDocument(document.name, f"page {number} could not be read ({exc})") from exc
 
 
 def render_page(
@@ -781,11 +814,11 @@ def render_page(
     *,
     zoom: float = 1.5,
     width: int | None = None,
-    highlight: str | None = None,
+    marks: Sequence[Box] = (),
     frame: tuple[float, float, float] | None = None,
 ) -> RenderedPage:
-    """Render one page to PNG (at ``zoom``, or ``width`` pixels wide), optionally
-    highlighting a quote and framing the page.
+    """Render one page to PNG (at ``zoom``, or ``width`` pixels wide), optionally marking
+    boxes (a quote's words, placed by ``rr_core.viewer.place_quote``) and framing the page.
 
     A PDF's page is drawn from the PDF itself, kept open between calls (a page turn does not
     parse the file again); a page without one (text, DOCX, HTML, the samples) is typeset from
@@ -795,7 +828,7 @@ def render_page(
         raise ConfigError(f"{document.name} has no page {number} (it has {len(document.pages)}).")
     try:
         with _RENDER_LOCK:
-            return _render(document, number, zoom, width, highlight, frame)
+            return _render(document, number, zoom, width, marks, frame)
     except RRError:
         raise
     except Exception as exc:  # noqa: BLE001 - a page MuPDF cannot draw must not take the screen down
@@ -822,70 +855,55 @@ def _open_for_render(document: Document) -> Any:
     return doc
 
 
+@contextmanager
+def _drawn_page(document: Document, number: int) -> Iterator[Any]:
+    """The page as drawn (under the lock): the PDF's own, or one typeset from the text."""
+    page_info = document.page(number)
+    if document.pdf_bytes is not None and page_info.source_page is not None:
+        yield _open_for_render(document)[page_info.source_page - 1]
+        return
+    scratch = _pymupdf().open()
+    try:
+        yield _add_text_page(
+            scratch, page_info.text, f"{document.name} — page {number} of {len(document.pages)}"
+        )
+    finally:
+        scratch.close()
+
+
 def _render(
     document: Document,
     number: int,
     zoom: float,
     width: int | None,
-    highlight: str | None,
+    marks: Sequence[Box],
     frame: tuple[float, float, float] | None,
 ) -> RenderedPage:
     pymupdf = _pymupdf()
-    page_info = document.page(number)
-    scratch = None
-    if document.pdf_bytes is not None and page_info.source_page is not None:
-        page = _open_for_render(document)[page_info.source_page - 1]
-    else:
-        scratch = pymupdf.open()
-        page = _add_text_page(
-            scratch, page_info.text, f"{document.name} — page {number} of {len(document.pages)}"
-        )
-    # The highlight and the frame are annotations added for this picture and removed after
-    # it, so the open document is left as it was.
-    added = []
-    try:
-        found = False
-        if highlight:
-            rects = _find_quote(page, highlight)
-            for rect in rects:
-                annot = page.add_highlight_annot(rect)
+    with _drawn_page(document, number) as page:
+        # The marks and the frame are annotations added for this picture and removed after
+        # it, so the open document is left as it was.
+        added = []
+        try:
+            for box in marks:
+                annot = page.add_highlight_annot(pymupdf.Rect(*box))
                 annot.set_colors(stroke=(1.0, 0.85, 0.1))
                 annot.update()
                 added.append(annot)
-            found = bool(rects)
-        # A thin grey outline on every page, so its edge shows on a white screen; a frame
-        # (a retrieved page, in its rank's colour) is drawn wide instead.
-        width_pt, colour = (4, frame) if frame is not None else (1, (0.72, 0.74, 0.78))
-        annot = page.add_rect_annot(
-            page.rect + (2, 2, -2, -2) if frame is not None else page.rect + (0.5, 0.5, -0.5, -0.5)
-        )
-        annot.set_border(width=width_pt)
-        annot.set_colors(stroke=colour)
-        annot.update()
-        added.append(annot)
-        if width:
-            zoom = width / page.rect.width
-        pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True)
-        return RenderedPage(pix.tobytes("png"), pix.width, pix.height, found)
-    finally:
-        if scratch is not None:
-            scratch.close()
-        else:
+            # A thin grey outline on every page, so its edge shows on a white screen; a frame
+            # (a retrieved page, in its rank's colour) is drawn wide instead.
+            width_pt, colour = (4, frame) if frame is not None else (1, (0.72, 0.74, 0.78))
+            annot = page.add_rect_annot(
+                page.rect + (2, 2, -2, -2) if frame is not None else page.rect + (0.5, 0.5, -0.5, -0.5)
+            )
+            annot.set_border(width=width_pt)
+            annot.set_colors(stroke=colour)
+            annot.update()
+            added.append(annot)
+            if width:
+                zoom = width / page.rect.width
+            pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True)
+            return RenderedPage(pix.tobytes("png"), pix.width, pix.height, len(marks))
+        finally:
             for annot in reversed(added):
                 page.delete_annot(annot)
-
-
-def _find_quote(page: Any, quote: str) -> list[Any]:
-    """Rectangles of the quote on the page; falls back to its longest runs of words."""
-    quote = " ".join(quote.split())
-    hits = page.search_for(quote) if quote else []
-    if hits:
-        return list(hits)
-    # Line breaks or hyphenation split the quote: look for its pieces of six words.
-    words = quote.split()
-    found: list[Any] = []
-    for start in range(0, max(len(words) - 5, 1), 6):
-        piece = " ".join(words[start : start + 6])
-        if len(piece) >= 12:
-            found.extend(page.search_for(piece))
-    return found

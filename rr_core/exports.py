@@ -3,7 +3,8 @@
 One CSV row per answer (a run of several questions gives one row each), naming its question,
 document (and its hash), method and settings, provider, model and time; the report files each
 answer under its own document and question. What was checked is said as checked: the quote
-check is where the quoted sentence stands, not whether it answers the question.
+check is where the quoted sentence stands, not whether it answers the question; an answer the
+document does not state is written "not stated in the document", with no citation.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 
-from rr_core.plans import Outcome
+from rr_core.plans import Citation, Outcome
+from rr_core.quotes import CHECK_MEANING, check_words
 from rr_core.runs import RunTrace
 
 CSV_COLUMNS = (
     "run_at", "run_id", "document", "document_sha256", "question", "method", "settings", "answer",
-    "page", "page_label", "quote", "quote_check", "correct", "retrieved_pages", "input_tokens",
+    "found", "page", "page_label", "quote", "quote_check", "citations", "correct", "retrieved_pages", "input_tokens",
     "cached_tokens", "output_tokens", "calls", "cost_usd", "paid_usd", "estimate_usd", "latency_s",
     "provider", "model", "is_llm", "error", "warnings",
 )  # fmt: skip
@@ -30,7 +32,11 @@ def to_json(traces: Sequence[RunTrace], *, include_prompts: bool = False) -> str
     """All traces as JSON (the one trace shape). Prompts (the document's text, many times
     over) only when asked."""
     results = [t.to_dict(prompts=include_prompts) for t in traces]
-    return json.dumps({"prompts_included": include_prompts, "results": results}, indent=2, ensure_ascii=False)
+    return json.dumps(
+        {"prompts_included": include_prompts, "quote_check": CHECK_MEANING, "results": results},
+        indent=2,
+        ensure_ascii=False,
+    )
 
 
 def _answers(trace: RunTrace) -> Iterator[Outcome]:
@@ -40,6 +46,27 @@ def _answers(trace: RunTrace) -> Iterator[Outcome]:
 
 def _correct(outcome: Outcome) -> str:
     return "" if outcome.correct is None else ("right" if outcome.correct else "wrong")
+
+
+def _page(citation: Citation) -> str:
+    if citation.page is None:
+        return "—"
+    label = citation.page_label
+    return f"p. {citation.page}" + (f" (printed {label})" if label and label != str(citation.page) else "")
+
+
+def _check(citation: Citation) -> str:
+    """Where a citation's quote stands, in the screens' words (never "verified")."""
+    return check_words(citation.quote_check, _page(citation), citation.quote_score)
+
+
+def _citation(citation: Citation) -> str:
+    quote = " ".join(citation.quote.split())
+    return (
+        f"{_page(citation)}: “{quote}” ({_check(citation)})"
+        if quote
+        else f"{_page(citation)} ({_check(citation)})"
+    )
 
 
 def answer_rows(trace: RunTrace) -> list[dict[str, object]]:
@@ -57,11 +84,13 @@ def answer_rows(trace: RunTrace) -> list[dict[str, object]]:
                 "question": outcome.question,
                 "method": trace.method,
                 "settings": trace.describe,
-                "answer": outcome.answer if outcome.answer is not None else "",
+                "answer": outcome.answer_text,
+                "found": "" if outcome.answer is None else ("yes" if outcome.found else "no"),
                 "page": outcome.page if outcome.page is not None else "",
                 "page_label": outcome.page_label,
                 "quote": outcome.quote,
-                "quote_check": outcome.quote_check,
+                "quote_check": _check(outcome.first) if outcome.first else "",
+                "citations": " | ".join(_citation(c) for c in outcome.citations),
                 "correct": _correct(outcome),
                 "retrieved_pages": " ".join(str(p) for p in outcome.retrieved_pages),
                 "input_tokens": usage.prompt_tokens,
@@ -142,23 +171,10 @@ def _engine(trace: RunTrace) -> str:
 
 
 def _cited(outcome: Outcome) -> str:
-    if outcome.page is None:
+    """Each citation's page and where its quote stands: "quote found on p. 26; quote not found on p. 27"."""
+    if not outcome.stated:
         return "—"
-    label = (
-        f" (printed {outcome.page_label})"
-        if outcome.page_label and outcome.page_label != str(outcome.page)
-        else ""
-    )
-    return f"p. {outcome.page}{label}"
-
-
-_QUOTE_WORDS = {
-    "verified": "on the page word for word",
-    "approximate": "on the page, nearly word for word",
-    "not-found": "NOT on the cited page",
-    "no-quote": "no quote given",
-    "no-page": "no page cited",
-}
+    return "; ".join(_check(c) for c in outcome.citations) or "no page cited"
 
 
 def to_markdown(traces: Sequence[RunTrace]) -> str:
@@ -189,18 +205,22 @@ def to_markdown(traces: Sequence[RunTrace]) -> str:
             f"- **Prices:** {md_escape(first.price_data or 'unknown')}; priced as "
             f"{md_escape(first.settings.price_model or first.model)}",
             "",
-            "| Method | Provider / model | Run at | Answer | Cited page | Quote check | Known answer "
+            "| Method | Provider / model | Run at | Answer | Citations | Known answer "
             "| Retrieved pages | Input tokens | Output tokens | Cost (USD) | Settings |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         notes = []
         for trace, outcome in answers:
             name = trace.label
-            answer = md_escape(outcome.answer or f"error: {outcome.error or trace.error or ''}")
+            answer = md_escape(
+                outcome.answer_text
+                if outcome.answer is not None
+                else f"error: {outcome.error or trace.error or ''}"
+            )
             retrieved = ", ".join(str(p) for p in outcome.retrieved_pages) or "—"
             lines.append(
                 f"| {md_escape(name)} | {md_escape(_engine(trace))} | {_when(trace.started_at)} | {answer} "
-                f"| {_cited(outcome)} | {_QUOTE_WORDS.get(outcome.quote_check, '—')} | {_correct(outcome) or '—'} "
+                f"| {md_escape(_cited(outcome))} | {_correct(outcome) or '—'} "
                 f"| {retrieved} | {trace.usage.prompt_tokens:,} | {trace.usage.output_tokens:,} | {trace.cost_usd:.4f} "
                 f"| {md_escape(trace.describe) or '—'} |"
             )
@@ -211,7 +231,9 @@ def to_markdown(traces: Sequence[RunTrace]) -> str:
         lines += ["", *notes, *([""] if notes else [])]
     lines.append(
         "Page numbers are those of the document as loaded (PDF pages for PDFs; the printed page label beside "
-        "them where the PDF has one). The quote check says whether the quoted sentence stands on the cited "
-        "page, not whether it answers the question."
+        "them where the PDF has one). "
+        + CHECK_MEANING
+        + " Right and wrong are said only where the answer is "
+        "known."
     )
     return "\n".join(lines) + "\n"

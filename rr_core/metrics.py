@@ -65,7 +65,7 @@ def mark_outcome(outcome: Outcome, answers: Sequence[str], gold_pages: Sequence[
     """Record the known answers on an outcome and whether its answer matches (fuzzy match)."""
     outcome.gold_answers = list(answers)
     outcome.gold_pages = list(gold_pages)
-    outcome.correct = bool(fuzzy_match(outcome.answer or "n/a", answers)) if answers else None
+    outcome.correct = bool(fuzzy_match(outcome.compared_answer, answers)) if answers else None
 
 
 def contains_answer(text: str, answers: Iterable[str]) -> bool:

@@ -56,22 +56,41 @@ def _strict(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class AnswerOut(Output):
-    """An answer, the page that holds it, and the sentence it rests on, quoted."""
+# Most citations one answer keeps: a list question needs a handful, a runaway reply is cut.
+MAX_CITATIONS = 20
+# How an answer says the document does not hold it (compared lower-case, without end punctuation).
+NOT_STATED = "not stated in the document"
+# ("none" is left out: it can be a real answer, "Which fees are waived? None.")
+_NOT_STATED_FORMS = frozenset(
+    {"", "n/a", "na", "not stated", NOT_STATED, "not found", "not in the document", "not found in the document",
+     "not mentioned in the document", "the document does not say", "not stated in the extracts"}
+)  # fmt: skip
+_TRUE = frozenset({"true", "yes", "1"})
+_FALSE = frozenset({"false", "no", "0"})
 
-    WIRE_NAME: ClassVar[str] = "answer"
-    # Pages are strings so that "n/a" is expressible; the validators turn them into ints.
-    WIRE_SCHEMA: ClassVar[dict[str, Any]] = _strict(
-        {
-            "question": {"type": "string"},
-            "answer": {"type": "string"},
-            "page": {"type": "string"},
-            "quote": {"type": "string"},
-        }
-    )
 
-    question: str = ""
-    answer: str
+def says_not_stated(answer: str | None) -> bool:
+    """Whether an answer's text is one of the ways of saying the document does not hold it."""
+    return answer is None or answer.strip().lower().rstrip(".!") in _NOT_STATED_FORMS
+
+
+def _flag(value: Any) -> bool | None:
+    """A yes/no as models write it (true, "true", "yes", 1), or None when it is none of those."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        return True if word in _TRUE else False if word in _FALSE else None
+    return None
+
+
+class CitationOut(BaseModel):
+    """One passage an answer rests on: its page and its sentence, quoted word for word."""
+
+    model_config = ConfigDict(extra="ignore")
+
     page: int | str = NA
     quote: str = ""
     # The page as the reply gave it, when that was not a page number ("3.5"): said, not dropped.
@@ -79,22 +98,36 @@ class AnswerOut(Output):
 
     @model_validator(mode="before")
     @classmethod
-    def _note_page(cls, data: Any) -> Any:
-        if isinstance(data, dict) and not data.get("page_given"):
+    def _shape(cls, data: Any) -> Any:
+        if isinstance(data, str):  # a bare quote
+            return {"quote": data}
+        if isinstance(data, (int, float)) and not isinstance(data, bool):  # a bare page
+            return {"page": data}
+        if not isinstance(data, dict):
+            return {}
+        data = dict(data)
+        if "page" not in data:  # {"page_number": 3}
+            data["page"] = next((v for k, v in data.items() if "page" in str(k).lower()), NA)
+        if "quote" not in data:  # {"text": "..."}, {"sentence": "..."}
+            data["quote"] = next(
+                (data[k] for k in ("text", "sentence", "passage", "excerpt") if k in data), ""
+            )
+        if not data.get("page_given"):
             raw = data.get("page")
             bad = unusable_pages(raw)
             if bad and str(raw).strip().lower() not in ("n/a", "na", "none", ""):
-                return {**data, "page_given": bad[0]}
+                data["page_given"] = bad[0]
         return data
 
-    @field_validator("answer", "quote", mode="before")
+    @field_validator("quote", mode="before")
     @classmethod
-    def _to_text(cls, value: Any) -> str:
+    def _quote(cls, value: Any) -> str:
         if value is None:
-            return NA
+            return ""
         if isinstance(value, (list, tuple)):
-            return "; ".join(str(v) for v in value)
-        return str(value).strip()
+            value = " ".join(str(v) for v in value)
+        text = str(value).strip()
+        return "" if text.lower() in ("n/a", "na", "none") else text
 
     @field_validator("page", mode="before")
     @classmethod
@@ -105,6 +138,100 @@ class AnswerOut(Output):
     def page_number(self) -> int | None:
         """The cited page as an int, or None for ``n/a``."""
         return self.page if isinstance(self.page, int) else None
+
+    @property
+    def empty(self) -> bool:
+        """Neither a page nor a quote: nothing cited."""
+        return self.page_number is None and not self.quote and not self.page_given
+
+
+class AnswerOut(Output):
+    """An answer, whether the document states it, and the passages it rests on, each quoted
+    with its page.
+
+    Read tolerantly: a reply in the first shape (one ``page`` and one ``quote``) is one
+    citation; an answer of ``n/a`` (or "not stated in the document") is ``found = false``.
+    """
+
+    WIRE_NAME: ClassVar[str] = "answer"
+    # Pages are strings so that "n/a" is expressible; the validators turn them into ints.
+    WIRE_SCHEMA: ClassVar[dict[str, Any]] = _strict(
+        {
+            "question": {"type": "string"},
+            "answer": {"type": "string"},
+            "found": {"type": "boolean"},
+            "citations": {
+                "type": "array",
+                "items": _strict({"page": {"type": "string"}, "quote": {"type": "string"}}),
+            },
+        }
+    )
+
+    question: str = ""
+    answer: str
+    found: bool = True
+    citations: list[CitationOut] = Field(default_factory=list)
+    citations_cut: int = 0  # citations beyond MAX_CITATIONS, left out
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "citations" not in data:
+            alias = next((k for k in ("citation", "sources", "evidence") if k in data), None)
+            if alias is not None:
+                data["citations"] = data[alias]
+            elif any(k in data for k in ("page", "quote")):  # the first shape: one page, one quote
+                data["citations"] = [{"page": data.get("page", NA), "quote": data.get("quote", "")}]
+        cited = data.get("citations")
+        if cited is None:
+            cited = []
+        elif not isinstance(cited, (list, tuple)):
+            cited = [cited]
+        data["citations"] = list(cited)
+        flag = _flag(data.get("found"))
+        data["found"] = True if flag is None else flag
+        return data
+
+    @model_validator(mode="after")
+    def _settle(self) -> AnswerOut:
+        if says_not_stated(self.answer):
+            self.found = False
+        if not self.found:
+            self.citations = []  # nothing is cited for what the document does not say
+            return self
+        kept: list[CitationOut] = []
+        seen: set[tuple[int | str, str]] = set()
+        for citation in self.citations:
+            key = (citation.page, " ".join(citation.quote.split()))
+            if citation.empty or key in seen:
+                continue
+            seen.add(key)
+            kept.append(citation)
+        self.citations_cut = max(len(kept) - MAX_CITATIONS, 0)
+        self.citations = kept[:MAX_CITATIONS]
+        return self
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _to_text(cls, value: Any) -> str:
+        if value is None:
+            return NA
+        if isinstance(value, (list, tuple)):
+            return "; ".join(str(v) for v in value)
+        return str(value).strip()
+
+    @property
+    def page_number(self) -> int | None:
+        """The first citation's page as an int, or None."""
+        return self.citations[0].page_number if self.citations else None
+
+    @property
+    def quote(self) -> str:
+        """The first citation's quote, or ""."""
+        return self.citations[0].quote if self.citations else ""
 
 
 class RetrievalOut(Output):

@@ -18,7 +18,7 @@ from typing import Any
 
 from rr_core.costs import Cost, estimate_cost
 from rr_core.documents import Document
-from rr_core.outputs import Output
+from rr_core.outputs import NOT_STATED, Output
 from rr_core.prompts import SEPARATOR, Block, PromptLayout
 from rr_core.settings import RunSettings
 from rr_core.tokens import TokenCounter
@@ -127,28 +127,102 @@ class Phase:
 
 # ---- Outcomes -------------------------------------------------------------------------
 
+NOT_STATED_SCORED = "n/a"  # how "not stated" compares with known answers (METHOD.md §11)
+
+
+@dataclass(slots=True, kw_only=True)
+class Citation:
+    """One passage an answer rests on: the page and the sentence quoted from it, and (filled
+    in by the runner) whether the sentence stands on that page."""
+
+    page: int | None = None
+    quote: str = ""
+    page_label: str = ""  # the page's printed label, where the PDF defines one
+    quote_check: str = "unchecked"  # verified | approximate | not-found | no-quote | no-page | unchecked
+    quote_score: float = 0.0
+
 
 @dataclass(slots=True, kw_only=True)
 class Outcome:
-    """The answer to one question, with the pages behind it."""
+    """The answer to one question, with the passages it rests on and the pages behind it.
+
+    ``found`` is False when the answer is that the document does not state it: then there is
+    nothing to cite, and the answer is not dressed as one. ``page``, ``quote`` and the check
+    fields read the first citation (what schema 2 stored as the answer's one citation).
+    """
 
     question: str
     answer: str | None = None
-    page: int | None = None
-    quote: str = ""
+    found: bool = True
+    citations: list[Citation] = field(default_factory=list)
     retrieved_pages: list[int] = field(default_factory=list)
     # For methods that retrieve per part (chunks, partitions): the pages each part returned.
     retrieved_groups: list[list[int]] = field(default_factory=list)
     dropped_pages: list[int] = field(default_factory=list)
-    # Filled in by the runner: was the quote found on the cited page, and how closely.
-    page_label: str = ""  # the cited page's printed label, where the PDF defines one
-    quote_check: str = "unchecked"  # verified | approximate | not-found | no-quote | unchecked
-    quote_score: float = 0.0
     # Known right answers (samples' planted questions, the Lab): filled in by the caller.
     gold_answers: list[str] = field(default_factory=list)
     gold_pages: list[int] = field(default_factory=list)
     correct: bool | None = None
     error: str | None = None
+
+    def not_stated(self) -> None:
+        """Record that the document does not state the answer (nothing to cite)."""
+        self.answer, self.found, self.citations = NOT_STATED, False, []
+
+    @property
+    def stated(self) -> bool:
+        """An answer the model gave as found in the document (not an error, not "not stated")."""
+        return self.answer is not None and self.found
+
+    @property
+    def answer_text(self) -> str:
+        """The answer as shown and exported: "not stated in the document" when it is not
+        (whatever words the model used), "" when there is none."""
+        if self.answer is None:
+            return ""
+        return self.answer if self.found else NOT_STATED
+
+    @property
+    def compared_answer(self) -> str:
+        """The answer as scored against known answers: ``n/a`` when not stated or missing."""
+        return self.answer if self.stated and self.answer else NOT_STATED_SCORED
+
+    @property
+    def cited_pages(self) -> list[int]:
+        """The cited pages, in citation order, each once."""
+        return list(dict.fromkeys(c.page for c in self.citations if c.page is not None))
+
+    @property
+    def first(self) -> Citation | None:
+        """The first citation, or None."""
+        return self.citations[0] if self.citations else None
+
+    @property
+    def page(self) -> int | None:
+        """The first citation's page."""
+        return self.citations[0].page if self.citations else None
+
+    @property
+    def quote(self) -> str:
+        """The first citation's quote."""
+        return self.citations[0].quote if self.citations else ""
+
+    @property
+    def page_label(self) -> str:
+        """The first citation's printed page label."""
+        return self.citations[0].page_label if self.citations else ""
+
+    @property
+    def quote_check(self) -> str:
+        """The first citation's check; ``no-quote`` for an answer without citations."""
+        if self.citations:
+            return self.citations[0].quote_check
+        return "no-quote" if self.answer is not None else "unchecked"
+
+    @property
+    def quote_score(self) -> float:
+        """The first citation's match score."""
+        return self.citations[0].quote_score if self.citations else 0.0
 
 
 @dataclass(slots=True)

@@ -187,10 +187,14 @@ PAGES_NOTE = "The document is divided into pages; each page is enclosed in <PAGE
 ANSWER_FORMAT = (
     "Reply with one JSON object and nothing else, with four keys: "
     '"question" (the question, repeated), '
-    '"answer" (a short answer in words taken from the document, or "n/a" if the document '
-    "does not contain the answer), "
-    '"page" (the number of the page that contains the answer, or "n/a"), and '
-    '"quote" (the sentence of that page the answer rests on, copied word for word, or "").'
+    '"answer" (a short answer in words taken from the {source}, or "not stated in the document" '
+    "if the answer is not stated in the {source}), "
+    '"found" (true if the answer is stated in the {source}, false if it is not), and '
+    '"citations" (one object for each passage the answer rests on, with the keys "page" (the '
+    'number of the page that holds the passage) and "quote" (the passage\'s sentence, copied word '
+    "for word); several passages when the answer gathers several, such as a list; an empty list "
+    'when "found" is false). '
+    "Never answer with a heading, a blank to be filled in, or a sentence that does not state the answer."
 )
 RETRIEVE_FORMAT = (
     "Reply with one JSON object and nothing else, with two keys: "
@@ -212,16 +216,18 @@ EXTRACT_FORMAT = (
 )
 CLOSED_BOOK_FORMAT = (
     "Reply with one JSON object and nothing else, with four keys: "
-    '"question" (the question, repeated), "answer" (a short answer, or "n/a" if you do not '
-    'know), "page" ("n/a") and "quote" ("").'
+    '"question" (the question, repeated), "answer" (a short answer, or "not stated in the document" '
+    'if you do not know), "found" (true if you know the answer, false if you do not) and '
+    '"citations" (an empty list: there is no document to cite).'
 )
 
 TASKS: dict[str, tuple[str, str, str]] = {
     # task: (what the task is, what "Now, …" asks, the reply format)
     "answer": (
         "answer a question using only the document below. " + PAGES_NOTE,
-        "answer the question using only the document above, citing the page.",
-        ANSWER_FORMAT,
+        "answer the question using only the document above, citing the page of each passage the "
+        "answer rests on, or say that the document does not state it.",
+        ANSWER_FORMAT.replace("{source}", "document"),
     ),
     "retrieve": (
         "find the pages of the document below that are most relevant to a question. "
@@ -245,8 +251,9 @@ TASKS: dict[str, tuple[str, str, str]] = {
     "reduce": (
         "answer a question using only the extracts below, which were taken word for word from a "
         "longer document. " + PAGES_NOTE.replace("document", "set of extracts"),
-        "answer the question using only the extracts above, citing the page.",
-        ANSWER_FORMAT,
+        "answer the question using only the extracts above, citing the page of each passage the "
+        "answer rests on, or say that the extracts do not state it.",
+        ANSWER_FORMAT.replace("{source}", "extracts"),
     ),
     "closed_book": (
         "answer a question from what you know. No document is given.",

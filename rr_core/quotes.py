@@ -15,6 +15,7 @@ APPROXIMATE = "approximate"
 NOT_FOUND = "not-found"
 NO_QUOTE = "no-quote"
 NO_PAGE = "no-page"
+UNCHECKED = "unchecked"  # not (yet) checked: before the run concluded, or made by hand
 APPROXIMATE_AT = 90.0  # rapidfuzz partial_ratio from which a quote counts as approximately there
 
 
@@ -46,3 +47,28 @@ def check_quote(quote: str, page_text: str | None) -> QuoteCheck:
     if score >= APPROXIMATE_AT:
         return QuoteCheck(APPROXIMATE, round(score, 1))
     return QuoteCheck(NOT_FOUND, round(score, 1))
+
+
+# What each verdict says, in the same words on every screen and in every export. "Found" is
+# where the sentence stands, never that the answer is right: that is only said against a
+# known answer.
+_CHECK_WORDS = {
+    VERIFIED: "quote found on {page}",
+    APPROXIMATE: "quote found on {page} with small differences ({score:.0f}% match)",
+    NOT_FOUND: "quote not found on {page}",
+    NO_QUOTE: "no quote given for {page}",
+    NO_PAGE: "no page cited, so the quote could not be checked",
+    UNCHECKED: "the quote for {page} was not checked",
+}
+# Verdicts that ask the reader to look before relying on the quote (shown in amber).
+DOUBTFUL = frozenset({APPROXIMATE, NOT_FOUND, NO_PAGE})
+CHECK_MEANING = (
+    "A quote check says where the quoted sentence stands (found on its page word for word, "
+    "nearly, or not at all), not whether the answer is right."
+)
+
+
+def check_words(status: str, page: str, score: float = 0.0) -> str:
+    """A verdict in words (``page`` as the reader cites it, e.g. "p. 26"); "" when unchecked."""
+    template = _CHECK_WORDS.get(status, "")
+    return template.format(page=page, score=score)

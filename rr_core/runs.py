@@ -29,12 +29,15 @@ from rr_core.documents import Document
 from rr_core.errors import ContextTooLongError, LLMError, ResponseParseError, RRError, RunCancelled
 from rr_core.llm.base import Completion, LLMClient, LLMRequest, Usage, calls_at_once
 from rr_core.llm.errors_map import redact
-from rr_core.plans import Call, LocalStep, Outcome, Phase, PhaseResults, Plan, StepResult
+from rr_core.outputs import says_not_stated
+from rr_core.plans import Call, Citation, LocalStep, Outcome, Phase, PhaseResults, Plan, StepResult
 from rr_core.quotes import check_quote
 from rr_core.settings import RunSettings
 
 DEFAULT_CONCURRENCY = 8
-TRACE_SCHEMA_VERSION = 2
+# 3: an answer carries ``found`` and a list of ``citations`` (page, quote, check each); the
+# first citation is also written as the outcome's ``page``/``quote`` for readers of 2.
+TRACE_SCHEMA_VERSION = 3
 # What a trace keeps of a reply: enough for any JSON we asked for (max_output_tokens is
 # capped at 8,192), never a runaway body.
 MAX_STORED_RESPONSE_CHARS = 64_000
@@ -198,6 +201,8 @@ class RunTrace:
         if not prompts:
             for call in data["calls"]:
                 call["prompt"] = None
+        for outcome, out in zip(self.outcomes, data["outcomes"], strict=True):
+            out.update(_first_citation(outcome))
         data["usage"] = asdict(self.usage)
         data["cost_usd"] = self.cost_usd
         data["paid_usd"] = self.paid_usd
@@ -225,18 +230,17 @@ class RunTrace:
         values["calls"] = calls
         values["steps"] = [StepTrace(**s) for s in values.get("steps", [])]
         if "outcomes" in data:
-            values["outcomes"] = [
-                Outcome(**{k: v for k, v in o.items() if k in Outcome.__dataclass_fields__})
-                for o in data["outcomes"]
-            ]
+            values["outcomes"] = [_outcome_from_dict(o) for o in data["outcomes"]]
         else:  # version 1: one question, its answer at the top level
             values["outcomes"] = [
-                Outcome(
-                    question=data.get("question", ""),
-                    answer=data.get("answer"),
-                    page=data.get("page"),
-                    retrieved_pages=list(data.get("retrieved_pages", [])),
-                    dropped_pages=list(data.get("dropped_pages", [])),
+                _outcome_from_dict(
+                    {
+                        "question": data.get("question", ""),
+                        "answer": data.get("answer"),
+                        "page": data.get("page"),
+                        "retrieved_pages": list(data.get("retrieved_pages", [])),
+                        "dropped_pages": list(data.get("dropped_pages", [])),
+                    }
                 )
             ]
         values.setdefault("questions", [data.get("question", "")])
@@ -245,6 +249,49 @@ class RunTrace:
         values.setdefault("describe", "")
         values["schema_version"] = int(data.get("schema_version", 1))
         return cls(**values)
+
+
+def _first_citation(outcome: Outcome) -> dict[str, Any]:
+    """The first citation as schema 2 wrote an outcome's one citation."""
+    return {
+        "page": outcome.page,
+        "quote": outcome.quote,
+        "page_label": outcome.page_label,
+        "quote_check": outcome.quote_check,
+        "quote_score": outcome.quote_score,
+    }
+
+
+def _outcome_from_dict(data: dict[str, Any]) -> Outcome:
+    """An outcome from a trace of any version: schema 3's citations, or the one page and quote
+    of versions 1 and 2 as one citation (and an ``n/a`` answer as not stated)."""
+    values = {k: v for k, v in data.items() if k in Outcome.__dataclass_fields__}
+    if "citations" in data:
+        fields = Citation.__dataclass_fields__
+        values["citations"] = [
+            Citation(**{k: v for k, v in c.items() if k in fields}) for c in data["citations"]
+        ]
+    else:
+        page, quote = data.get("page"), data.get("quote") or ""
+        values["citations"] = (
+            [
+                Citation(
+                    page=page,
+                    quote=quote,
+                    page_label=data.get("page_label", ""),
+                    quote_check=data.get("quote_check", "unchecked"),
+                    quote_score=data.get("quote_score", 0.0),
+                )
+            ]
+            if page is not None or quote
+            else []
+        )
+    if "found" not in data:
+        answer = data.get("answer")
+        values["found"] = answer is None or not says_not_stated(answer)
+        if not values["found"]:
+            values["citations"] = []
+    return Outcome(**values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -674,13 +721,16 @@ class _Run:
         return StepResult(step, value)
 
     def _check_quotes(self) -> None:
+        """Each citation's quote against its own page, and the page's printed label."""
         pages = self.document.pages
         for outcome in self.trace.outcomes:
-            text = pages[outcome.page - 1].text if outcome.page and 1 <= outcome.page <= len(pages) else None
-            check = check_quote(outcome.quote, text)
-            outcome.quote_check, outcome.quote_score = check.status, check.score
-            if text is not None and outcome.page is not None:
-                outcome.page_label = pages[outcome.page - 1].label
+            for citation in outcome.citations:
+                page = citation.page
+                text = pages[page - 1].text if page is not None and 1 <= page <= len(pages) else None
+                check = check_quote(citation.quote, text)
+                citation.quote_check, citation.quote_score = check.status, check.score
+                if text is not None and page is not None:
+                    citation.page_label = pages[page - 1].label
 
     def _first_error_kind(self) -> str:
         return "LLMError" if any(c.error for c in self.trace.calls) else "RRError"

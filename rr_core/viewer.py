@@ -7,7 +7,9 @@
   nearest copy of the instructions: the paper's reason reprompting works).
 - ``condense_prompt``, ``condense_to_fit``: a prompt shortened for display, tags and
   reminders kept intact.
-- ``locate_support``: the passage of a page that supports an answer (rapidfuzz alignment).
+- ``place_quote``: where a cited quote stands on its page, as one contiguous run of the
+  page's words with their boxes (rapidfuzz alignment), so that exactly the quote is
+  highlighted.
 
 Token counting comes in as a function, so tests need no tokenizer.
 """
@@ -22,8 +24,10 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
+from rr_core.documents import Box, PageWord
 from rr_core.plans import Plan
 from rr_core.prompts import SEPARATOR, PromptLayout, page_spans
+from rr_core.quotes import APPROXIMATE_AT
 
 SegmentKind = Literal["opening", "reminder", "closing", "page", "other"]
 INSTRUCTION_KINDS: frozenset[str] = frozenset({"opening", "reminder", "closing"})
@@ -41,7 +45,7 @@ class StripPage:
     chunk: int  # 1-based chunk index in the plan (1 when the plan does not chunk)
     reminder_after: bool  # a call of the plan puts a reminder right after this page
     rank: int | None = None  # 1 = retrieved first; None = not retrieved
-    cited: bool = False
+    cited: bool = False  # a citation of the answer shown stands on this page
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +73,7 @@ def page_strip(
     reminders_after: Iterable[int] = (),
     chunks: Sequence[range] = (),
     retrieved: Sequence[int] = (),
-    cited: int | None = None,
+    cited: Iterable[int] = (),
 ) -> list[StripPage]:
     """Every page with its tokens, reminder marker, chunk and retrieval rank."""
     reminders = set(reminders_after)
@@ -78,6 +82,7 @@ def page_strip(
         for number in pages:
             chunk_of[number] = index
     rank = {page: i for i, page in enumerate(dict.fromkeys(retrieved), start=1)}
+    cited_pages = set(cited)
     strip: list[StripPage] = []
     start = 0
     for number, tokens in enumerate(page_tokens, start=1):
@@ -89,7 +94,7 @@ def page_strip(
                 chunk=chunk_of.get(number, 1),
                 reminder_after=number in reminders,
                 rank=rank.get(number),
-                cited=number == cited,
+                cited=number in cited_pages,
             )
         )
         start += tokens
@@ -234,91 +239,99 @@ def _condense(prompt: str, spans: Sequence[tuple[int, int, int]], keep_chars: in
     return "".join(parts)
 
 
-# ---- Supporting text -------------------------------------------------------------------
+# ---- Placing a quote on its page -----------------------------------------------------------
 
-NOT_AN_ANSWER = frozenset({"", "n/a", "na", "none", "unknown"})
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*\n\s*")
+# The share of a quote's words (rapidfuzz ratio over normalised words, 0-100) a run of the
+# page's words must match for the quote to count as placed: the quote check's own bar for
+# "approximate", so a quote is highlighted exactly when it was found on its page.
+PLACE_AT = APPROXIMATE_AT
+_EDGE = re.compile(r"^[^\w]+|[^\w]+$")
+# How many words each end of an aligned run may move to find the best-matching run.
+_SLACK = 3
 
 
 @dataclass(frozen=True, slots=True)
-class Support:
-    """Where an answer sits on a page: the aligned words and the sentence around them."""
+class Placement:
+    """Where a quote stands on its page: a contiguous run of the page's words."""
 
-    quote: str  # the page's words best aligned with the answer
-    passage: str  # the sentence(s) containing the quote: what to highlight
-    start: int  # character span of ``quote`` in the page text
-    end: int
-    score: float  # rapidfuzz partial_ratio, 0–100
+    start: int  # index of the run's first word in the page's words
+    end: int  # one past the last
+    score: float  # 100 for word for word; ``PLACE_AT`` and up for a near match
+    boxes: tuple[Box, ...]  # one box per line of the run: what to highlight
+    occurrences: int = 1  # runs that match word for word (the first is placed)
 
 
-def locate_support(answer: str | None, page_text: str, *, min_score: float = 60.0) -> Support | None:
-    """The passage of ``page_text`` that best supports ``answer``, or None when nothing does."""
-    if answer is None or answer.strip().lower().strip(".") in NOT_AN_ANSWER or not page_text.strip():
+def _norm_word(word: str) -> str:
+    return _EDGE.sub("", word).lower()
+
+
+def place_quote(quote: str, words: Sequence[PageWord]) -> Placement | None:
+    """The one contiguous run of the page's words (in reading order) that the quote is, or
+    None when no run matches closely enough. Only that run is returned, so only the quoted
+    words are highlighted: not other places where some of its words recur, not its sentence.
+    """
+    wanted = [w for w in (_norm_word(t) for t in quote.split()) if w]
+    if not wanted:
         return None
-    needle = " ".join(answer.split())
-    hay = page_text
-    low_needle, low_hay = needle.lower(), hay.lower()
-    if len(low_needle) != len(needle) or len(low_hay) != len(hay):  # lower() changed lengths
-        low_needle, low_hay = needle, hay
-    flat_hay, index = _flatten(low_hay)
-    exact = flat_hay.find(low_needle)
-    if exact >= 0:
-        a, b, score = exact, exact + len(low_needle), 100.0
+    # The page's words without bare punctuation ("•", "—"), each with its index in ``words``.
+    kept = [(i, n) for i, n in ((i, _norm_word(w.text)) for i, w in enumerate(words)) if n]
+    tokens = [n for _, n in kept]
+    if not tokens:
+        return None
+    size = len(wanted)
+    exact = [s for s in range(len(tokens) - size + 1) if tokens[s : s + size] == wanted]
+    if exact:
+        a, b, score = exact[0], exact[0] + size, 100.0
     else:
-        alignment = fuzz.partial_ratio_alignment(low_needle, flat_hay)
-        if alignment is None or alignment.score < min_score:
+        found = _align(wanted, tokens)
+        if found is None:
             return None
-        a, b, score = alignment.dest_start, alignment.dest_end, float(alignment.score)
-    if b <= a:
-        return None
-    start, end = index[a], index[b - 1] + 1
-    start, end = _widen_to_words(hay, start, end)
-    sentence_start, sentence_end = _sentence_span(hay, start, end)
-    return Support(
-        quote=" ".join(hay[start:end].split()),
-        passage=" ".join(hay[sentence_start:sentence_end].split()),
-        start=start,
-        end=end,
-        score=round(score, 1),
-    )
+        a, b, score = found
+    first, last = kept[a][0], kept[b - 1][0]
+    return Placement(first, last + 1, score, _line_boxes(words[first : last + 1]), max(len(exact), 1))
 
 
-def _flatten(text: str) -> tuple[str, list[int]]:
-    """Whitespace runs collapsed to one space, with each kept character's original index."""
-    out: list[str] = []
-    index: list[int] = []
-    previous_space = True
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            if previous_space:
-                continue
-            out.append(" ")
-            previous_space = True
+def _align(wanted: list[str], tokens: list[str]) -> tuple[int, int, float] | None:
+    """The run of ``tokens`` closest to ``wanted`` (rapidfuzz), as (start, end, score)."""
+    needle = " ".join(wanted)
+    starts: list[int] = []  # character offset of each token in the joined page
+    at = 0
+    for token in tokens:
+        starts.append(at)
+        at += len(token) + 1
+    hay = " ".join(tokens)
+    if len(needle) < len(hay):
+        alignment = fuzz.partial_ratio_alignment(needle, hay)
+        if alignment is None:
+            return None
+        a = max(bisect_right(starts, alignment.dest_start) - 1, 0)
+        b = max(bisect_right(starts, max(alignment.dest_end - 1, alignment.dest_start)), a + 1)
+    else:
+        a, b = 0, len(tokens)
+    # The alignment is of characters: try moving each end by a few words for the best run.
+    best: tuple[float, int, int] = (-1.0, a, b)
+    for start in range(max(a - _SLACK, 0), min(a + _SLACK, b - 1) + 1):
+        for end in range(max(b - _SLACK, start + 1), min(b + _SLACK, len(tokens)) + 1):
+            score = float(fuzz.ratio(needle, " ".join(tokens[start:end])))
+            if score > best[0]:
+                best = (score, start, end)
+    score, start, end = best
+    return (start, end, round(score, 1)) if score >= PLACE_AT else None
+
+
+def _line_boxes(run: Sequence[PageWord]) -> tuple[Box, ...]:
+    """The run's word boxes joined per line: one box from the first to the last word of it."""
+    boxes: list[Box] = []
+    line: tuple[int, int] | None = None
+    for word in run:
+        x0, y0, x1, y1 = word.box
+        if boxes and word.line == line:
+            a0, b0, a1, b1 = boxes[-1]
+            boxes[-1] = (min(a0, x0), min(b0, y0), max(a1, x1), max(b1, y1))
         else:
-            out.append(ch)
-            previous_space = False
-        index.append(i)
-    return "".join(out), index
-
-
-def _widen_to_words(text: str, start: int, end: int) -> tuple[int, int]:
-    while start > 0 and text[start - 1].isalnum() and text[start].isalnum():
-        start -= 1
-    while end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
-        end += 1
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
-def _sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """The span of the sentence(s) around ``[start, end)``."""
-    breaks = [(m.start(), m.end()) for m in _SENTENCE_BREAK.finditer(text)]
-    sentence_start = max((b for a, b in breaks if b <= start), default=0)
-    sentence_end = min((a for a, b in breaks if a >= end), default=len(text))
-    return sentence_start, sentence_end
+            boxes.append(word.box)
+            line = word.line
+    return tuple(boxes)
 
 
 def without_reminders(segments: Sequence[Segment]) -> list[Segment]:

@@ -192,11 +192,13 @@ def test_run_shows_a_card_per_method_with_answer_page_mark_quote_check_and_retri
         assert trace.outcome.correct is True
         verdict = next(m for m in texts if "**Right**" in m)
         assert md(FIRST.answers[0]) in verdict and f"on p. {FIRST.page}" in verdict
-        # The quote check says what it checks, and what it does not.
+        # The quote check says where the quote stands, in a neutral style: provenance is
+        # not correctness (green is for the "Right" above, against the known answer).
         assert trace.outcome.quote_check == "verified"
-        check = next(c for c in notes if "quoted sentence" in c)
-        assert f"stands word for word on p. {FIRST.page}" in check
-        assert "not that it answers the question" in check
+        check = next(c for c in notes if "Quote found" in c)
+        assert check.startswith(":gray[:material/check:] ") and ":green[" not in check
+        assert md(f"Quote found on p. {FIRST.page}") in check
+        assert md("not whether the answer is right") in check
         assert f"${trace.cost_usd:.4f}" in "\n".join(texts)
     rr = traces[1]
     ranked = " → ".join(str(p) for p in rr.retrieved_pages)
@@ -223,7 +225,56 @@ def test_a_wrong_answer_is_marked_wrong_with_the_known_answer(monkeypatch: pytes
     assert traces[0].outcome.correct is False
     verdict = next(m for m in markdown(cards(at)[0]) if "**Wrong**" in m)
     assert f"the known answer is {md(FIRST.answers[0])}" in verdict and f"on p. {FIRST.page}" in verdict
-    assert any("gave no quote" in c for c in captions(cards(at)[0]))
+    assert any(md("No quote given for p. 3") in c for c in captions(cards(at)[0]))
+
+
+def test_a_wrong_answer_whose_quote_stands_on_its_page_is_wrong_not_green(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Was: every wrong answer carried a green "quoted sentence stands word for word"."""
+    import pages.common.state as state_module
+
+    elsewhere = " ".join(
+        sample_document("contract", counter_for_model("gpt-4.1-mini")).page(3).text.split()[:12]
+    )
+    reply = {"question": FIRST.question, "answer": "thirty days", "found": True,
+             "citations": [{"page": "3", "quote": elsewhere}]}  # fmt: skip
+    monkeypatch.setattr(
+        state_module, "new_client", lambda: ScriptedClient(responder=lambda r: json.dumps(reply))
+    )
+    at = open_app(methods=["baseline"])
+    traces = run(at)
+    assert traces[0].outcome.correct is False and traces[0].outcome.quote_check == "verified"
+    card = cards(at)[0]
+    assert any(m.startswith(":red[:material/cancel: **Wrong**]") for m in markdown(card))
+    notes = "\n".join(captions(card))
+    assert ":gray[:material/check:] " + md("Quote found on p. 3") in notes
+    assert ":green[" not in notes and "word for word" not in notes
+
+
+def test_not_stated_is_shown_as_such_and_scored_against_the_known_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pages.common.state as state_module
+
+    reply = {
+        "question": FIRST.question,
+        "answer": "not stated in the document",
+        "found": False,
+        "citations": [],
+    }
+    monkeypatch.setattr(
+        state_module, "new_client", lambda: ScriptedClient(responder=lambda r: json.dumps(reply))
+    )
+    at = open_app(methods=["baseline"])
+    traces = run(at)
+    outcome = traces[0].outcome
+    assert outcome.found is False and outcome.correct is False  # the sample's document states it
+    texts = markdown(cards(at)[0])
+    assert any("**Not stated in the document**" in m for m in texts)
+    assert not any(m.startswith("**Answer:**") or m.startswith("**Cited page") for m in texts)
+    assert any("**Wrong**" in m for m in texts)
+    assert not any("Quote" in c or "quote" in c for c in captions(cards(at)[0]))
 
 
 def test_the_downloads_are_offered_after_a_run(downloads) -> None:
@@ -650,3 +701,31 @@ def test_a_number_box_beside_k_n_and_c_sets_them_exactly_and_the_slider_follows(
     at.sidebar.button(key="reset_params").click().run()
     assert at.sidebar.number_input(key="w.reminder_every.box").value == 10_000
     assert at.sidebar.slider(key="w.reminder_every").value == 10_000
+
+
+def test_an_answer_with_several_citations_shows_each_quote_and_where_it_stands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pages.common.state as state_module
+
+    pages = sample_document("contract", counter_for_model("gpt-4.1-mini")).pages
+    on_3, on_10 = (" ".join(pages[n - 1].text.split()[:10]) for n in (3, 10))
+    reply = {"question": FIRST.question, "answer": FIRST.answers[0], "found": True,
+             "citations": [{"page": "3", "quote": on_3}, {"page": "10", "quote": on_10},
+                           {"page": "10", "quote": "Words that stand on no page of this contract."}]}  # fmt: skip
+    monkeypatch.setattr(
+        state_module, "new_client", lambda: ScriptedClient(responder=lambda r: json.dumps(reply))
+    )
+    at = open_app(methods=["baseline"])
+    traces = run(at)
+    assert [(c.page, c.quote_check) for c in traces[0].outcome.citations] == [
+        (3, "verified"), (10, "verified"), (10, "not-found"),
+    ]  # fmt: skip
+    card = cards(at)[0]
+    texts, notes = markdown(card), captions(card)
+    assert "**Cited pages:** p. 3 · p. 10" in texts
+    assert f"> {md('1. p. 3: ')}{md(on_3)}" in texts and f"> {md('2. p. 10: ')}{md(on_10)}" in texts
+    assert [n.split(" ", 1)[0] for n in notes if "Quote" in n and "p\\." in n] == [
+        ":gray[:material/check:]", ":gray[:material/check:]", ":orange[:material/warning:]",
+    ]  # fmt: skip
+    assert sum("not whether the answer is right" in n for n in notes) == 1  # said once, not per quote

@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from pages.common.text import md
 from rr_core.methods import get_method, parse_spec, plan_questions
+from rr_core.plans import Citation
 from rr_core.questions import Question
 from rr_core.runs import RunTrace
 from rr_core.samples import get_sample, questions_middle_first
@@ -209,14 +210,96 @@ def test_the_page_viewer_opens_on_the_cited_page() -> None:
     assert at.session_state["view_page"] == rr.page == FIRST.page
     caption = at.image[0].captions[0]
     assert caption.startswith(f"p. {FIRST.page} of {PAGES} · ")
-    assert "cited — the quoted sentence highlighted" in caption
+    assert "citation 1 of 1 (framed) · its quote highlighted" in caption
     assert f"retrieved #{rr.retrieved_pages.index(FIRST.page) + 1}" in caption
-    # Paging away and back with the jump button.
+    assert "Highlighted: the quoted words only, word for word." in texts(at.caption)
+    # Paging away and back to the citation.
     at.number_input(key="w.view_page").set_value(3).run()
     assert at.image[0].captions[0].startswith(f"p. 3 of {PAGES}")
-    assert at.button(key="go_cited").label == f"Go to the cited page (p. {FIRST.page})"
-    at.button(key="go_cited").click().run()
+    assert "(not this page)" in texts(at.markdown)
+    at.button(key="back_to_citation").click().run()
     assert at.image[0].captions[0].startswith(f"p. {FIRST.page} of {PAGES}")
+
+
+def texts(elements: Any) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+def first_sentence(number: int, skip: int = 0) -> str:
+    """A sentence that stands on a page of the sample (after its heading lines)."""
+    body = " ".join(document().page(number).text.split("\n\n", 2)[-1].split())
+    return body.split(". ")[skip].rstrip(".") + "."
+
+
+def cited_run(citations: list[Citation]) -> AppTest:
+    """The Document screen on a run whose answer cites these passages (a batch of its own)."""
+    at = open_app(methods=["baseline"])
+    at.button(key="run").click().run()
+    results = at.session_state["results"]
+    trace = results["traces"][0]
+    trace.outcomes[0].citations = citations
+    results["batch"] = "several-citations"
+    return to_document(at)
+
+
+def test_the_viewer_steps_through_an_answers_citations_each_framed_and_highlighted() -> None:
+    on_3, on_10, on_57 = first_sentence(3), first_sentence(10), first_sentence(57)
+    citations = [
+        Citation(page=10, quote=on_10, quote_check="verified", quote_score=100.0),
+        Citation(page=57, quote=on_57, quote_check="verified", quote_score=100.0),
+        Citation(
+            page=3,
+            quote="A sentence the model made up about penalties.",
+            quote_check="not-found",
+            quote_score=41.0,
+        ),
+        Citation(page=3, quote=on_3, quote_check="verified", quote_score=100.0),
+    ]
+    at = cited_run(citations)
+
+    def where() -> tuple[int, str, str]:
+        return at.session_state["view_page"], at.image[0].captions[0], texts(at.markdown) + texts(at.caption)
+
+    page, caption, said = where()
+    assert page == 10 and "citation 1 of 4 (framed) · its quote highlighted" in caption
+    assert md("Citation 1 of 4 · p. 10") in said and md(on_10) in said
+    assert at.button(key="prev_citation").disabled and not at.button(key="next_citation").disabled
+    # Provenance in a neutral style: found, never green (nothing here is known to be right).
+    assert ":gray[:material/check:] " + md("Quote found on p. 10") in said and ":green[" not in said
+    at.button(key="next_citation").click().run()
+    page, caption, said = where()
+    assert page == 57 and "citation 2 of 4 (framed) · its quote highlighted" in caption
+    assert md("Citation 2 of 4 · p. 57") in said
+    at.button(key="next_citation").click().run()
+    page, caption, said = where()
+    assert page == 3 and "citation 3 of 4 (framed) · its quote could not be placed" in caption
+    assert "Could not place the quote on the page" in said
+    assert ":orange[:material/warning:] :orange[" + md("Quote not found on p. 3: check the page") in said
+    at.button(key="next_citation").click().run()
+    page, caption, said = where()
+    assert page == 3 and "citation 4 of 4 (framed) · its quote highlighted" in caption
+    assert at.button(key="next_citation").disabled
+    # Turning to a cited page by its number focuses that page's citation.
+    at.number_input(key="w.view_page").set_value(57).run()
+    page, caption, said = where()
+    assert md("Citation 2 of 4 · p. 57") in said and "citation 2 of 4 (framed)" in caption
+    at.button(key="prev_citation").click().run()
+    assert where()[0] == 10
+    # Every cited page is starred on the strip.
+    spec = chart(at, "page_strip")
+    stars = next(t for t in spec["data"] if t.get("name") == "cited pages")
+    assert sorted(stars["x"]) == [3, 10, 57]
+
+
+def test_a_not_stated_answer_has_no_citation_to_step_through() -> None:
+    at = open_app(methods=["baseline"])
+    at.button(key="run").click().run()
+    results = at.session_state["results"]
+    results["traces"][0].outcomes[0].not_stated()
+    results["batch"] = "not-stated"
+    at = to_document(at)
+    assert not [b for b in at.button if b.key in ("prev_citation", "next_citation")]
+    assert "citation" not in at.image[0].captions[0]
 
 
 def test_the_prompt_selector_lists_the_runs_calls_and_shows_each_as_sent() -> None:

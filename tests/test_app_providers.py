@@ -257,7 +257,7 @@ def assert_answers_shown(at: AppTest, traces: dict[str, RunTrace]) -> None:
         assert f"**Cited page:** p. {GOLD.page}" in texts(column)
         assert trace.outcome.correct is True  # the sample's known answer
         assert any("**Right**" in m for m in texts(column))
-        assert any(f"stands word for word on p. {GOLD.page}" in c.value for c in column.caption)
+        assert any(md(f"Quote found on p. {GOLD.page}") in c.value for c in column.caption)
     rr_column = texts(column_of(at, "R&R"))
     ranked = " → ".join(str(p) for p in traces["rr"].retrieved_pages)
     assert f"**Retrieved:** 3 pages, best first: {ranked}" in rr_column
@@ -282,7 +282,7 @@ def test_openai_via_session_state_sends_reminders_only_in_rr_retrieval(stub, dow
         fmt = body["text"]["format"]
         assert fmt["type"] == "json_schema" and fmt["strict"] is True
         assert fmt["name"] == ("retrieval" if is_retrieval(body) else "answer")
-        assert ("pages" if fmt["name"] == "retrieval" else "page") in fmt["schema"]["properties"]
+        assert ("pages" if fmt["name"] == "retrieval" else "citations") in fmt["schema"]["properties"]
         assert request.headers["authorization"] == f"Bearer {SECRET}"
     assert_answers_shown(at, traces)
     assert traces["rr"].usage.prompt_tokens > 0 and traces["rr"].cost_usd > 0

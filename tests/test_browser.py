@@ -296,9 +296,10 @@ def test_upload_ask_all_methods_and_see_answers_costs_reminders_and_the_page(
         expect(card.locator("p").filter(has_text=re.compile(r"^Cited page:"))).to_contain_text(
             str(case.cited_page)
         )
-    expect(cards["R&R"].get_by_text(re.compile(r"stands word for word on p\."))).to_be_visible()
+    expect(cards["R&R"].get_by_text(re.compile(r"Quote found on p\."))).to_be_visible()
     expect(cards["R&R"].locator("p").filter(has_text=re.compile(r"^Retrieved:"))).to_be_visible()
-    expect(cards["Closed-book"].locator("p").filter(has_text=re.compile(r"^Answer:"))).to_contain_text("n/a")
+    # Closed-book knows nothing of the document: it says so, not dressed as an answer.
+    expect(cards["Closed-book"].get_by_text("Not stated in the document")).to_be_visible()
     both_visible_side_by_side(cards["Baseline"], cards["Reprompting"])
     cost = main(page).locator('[data-testid="stPlotlyChart"]').first
     cost.scroll_into_view_if_needed()
@@ -317,16 +318,15 @@ def test_upload_ask_all_methods_and_see_answers_costs_reminders_and_the_page(
     expect(strip.locator(".legendtext", has_text="reminder")).to_be_attached()
     expect(strip.locator(".legendtext", has_text="cited page")).to_be_attached()
     expect(main(page).get_by_text(re.compile(r"R&R sends [1-9]\d* reminders"))).to_be_visible()
-    go_cited = main(page).get_by_role(
-        "button", name=re.compile(rf"Go to the cited page \(p\. {case.cited_page}")
-    )
-    expect(go_cited).to_be_visible()
-    go_cited.click()
-    settle(page)
+    # It opens on the answer's first citation, framed, with exactly its quote highlighted.
+    steps = main(page).locator(".st-key-citation_steps")
+    expect(steps.get_by_text(re.compile(rf"Citation 1 of \d+ · p\. {case.cited_page}\b"))).to_be_visible()
     viewer = main(page).locator('[data-testid="stImage"]').first
     expect(viewer.locator("img")).to_be_visible()
     caption = main(page).get_by_text(re.compile(rf"^p\. {case.cited_page}.* of {case.pages} · "))
-    expect(caption).to_contain_text("cited")
+    expect(caption).to_contain_text("citation 1 of")
+    expect(caption).to_contain_text("its quote highlighted")
+    expect(main(page).get_by_text("Highlighted: the quoted words only")).to_be_visible()
     image = viewer.locator("img")
     assert image.evaluate("img => img.complete && img.naturalWidth > 0"), "the page image did not load"
     shot(page, "02_document.png")

@@ -23,15 +23,19 @@ from rr_core.documents import (
     MAX_BLOCK_CHARS,
     MAX_BYTES,
     WORDS_PER_BLOCK,
+    Box,
+    Document,
     _clean,
     detect_kind,
     document_from_texts,
     load_document,
+    page_words,
     pdf_from_texts,
     render_page,
     split_blocks,
 )
 from rr_core.errors import (
+    ConfigError,
     CorruptDocument,
     DocumentError,
     DocumentTooLarge,
@@ -41,6 +45,7 @@ from rr_core.errors import (
     UnsupportedType,
     WrongPassword,
 )
+from rr_core.viewer import place_quote
 
 FEE = "The termination fee is 4.2 million euros."
 
@@ -129,8 +134,8 @@ def test_encrypted_pdf_needs_the_right_password(encrypted_pdf: bytes) -> None:
 
 def test_encrypted_pdf_renders_with_its_password(encrypted_pdf: bytes) -> None:
     document = load_document(encrypted_pdf, filename="locked.pdf", password="pw", counter=word_counter())
-    rendered = render_page(document, 2, highlight="Secret second")
-    assert rendered.png.startswith(b"\x89PNG") and rendered.highlight_found
+    rendered = render_page(document, 2, marks=marks_for(document, 2, "Secret second"))
+    assert rendered.png.startswith(b"\x89PNG") and rendered.marked == 1
 
 
 def test_blank_page_among_text_pages_loads_with_a_warning_naming_it() -> None:
@@ -201,20 +206,37 @@ def test_too_large_file_on_disk(tmp_path: Path) -> None:
         load_document(path, max_bytes=1_000)
 
 
-def test_render_page_returns_png_and_finds_a_quote(plain_pdf: bytes) -> None:
+def marks_for(document: Document, number: int, quote: str) -> tuple[Box, ...]:
+    """The boxes of a quote placed on a page (none when it is not there)."""
+    placed = place_quote(quote, page_words(document, number))
+    return placed.boxes if placed else ()
+
+
+def test_render_page_returns_png_and_marks_a_placed_quote(plain_pdf: bytes) -> None:
     document = load_document(plain_pdf, filename="contract.pdf", counter=word_counter())
-    rendered = render_page(document, 2, highlight="4.2 million euros", frame=(0.1, 0.6, 0.2))
+    marks = marks_for(document, 2, "4.2 million euros")
+    rendered = render_page(document, 2, marks=marks, frame=(0.1, 0.6, 0.2))
     assert rendered.png.startswith(b"\x89PNG") and rendered.width > 0 and rendered.height > 0
-    assert rendered.highlight_found is True
-    assert render_page(document, 1, highlight="4.2 million euros").highlight_found is False
-    assert render_page(document, 3).highlight_found is False
+    assert rendered.marked == len(marks) == 1 and rendered.png != render_page(document, 2).png
+    assert marks_for(document, 1, "4.2 million euros") == ()
+    assert render_page(document, 3).marked == 0
+
+
+def test_page_words_come_in_the_order_of_the_page_text_with_their_boxes(plain_pdf: bytes) -> None:
+    document = load_document(plain_pdf, filename="contract.pdf", counter=word_counter())
+    words = page_words(document, 2)
+    assert " ".join(w.text for w in words) == " ".join(document.page(2).text.split())
+    assert all(w.box[0] < w.box[2] and w.box[1] < w.box[3] for w in words)
+    with pytest.raises(ConfigError):
+        page_words(document, 9)
 
 
 def test_render_page_of_a_text_document_draws_its_text() -> None:
     document = load_document(f"Intro.\f{FEE}".encode(), filename="notes.txt", counter=word_counter())
     assert document.pdf_bytes is None
-    rendered = render_page(document, 2, highlight="termination fee")
-    assert rendered.png.startswith(b"\x89PNG") and rendered.highlight_found
+    marks = marks_for(document, 2, "termination fee")
+    rendered = render_page(document, 2, marks=marks)
+    assert rendered.png.startswith(b"\x89PNG") and rendered.marked == 1
 
 
 def test_a_text_page_is_typeset_with_a_footer_naming_its_own_page(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -247,23 +269,23 @@ def test_a_pdf_is_opened_once_for_many_page_turns_and_left_as_it_was(
 
     monkeypatch.setattr(documents, "_open_pdf", counting)
     documents._OPEN_PDFS.clear()
-    marked = render_page(document, 2, highlight="4.2 million euros", frame=(0.9, 0.1, 0.1))
-    assert marked.highlight_found and marked.png != plain[1]
+    marks = marks_for(document, 2, "4.2 million euros")
+    marked = render_page(document, 2, marks=marks, frame=(0.9, 0.1, 0.1))
+    assert marked.marked and marked.png != plain[1]
     # The highlight and frame were for that picture only: the pages render as before.
     assert [render_page(document, n).png for n in (1, 2, 3)] == plain
-    assert render_page(document, 2, highlight="4.2 million euros", frame=(0.9, 0.1, 0.1)).png == marked.png
+    assert render_page(document, 2, marks=marks, frame=(0.9, 0.1, 0.1)).png == marked.png
     assert opened == ["turns.pdf"]
 
 
 def test_pages_render_the_same_from_many_threads(plain_pdf: bytes) -> None:
     document = load_document(plain_pdf, filename="threads.pdf", counter=word_counter())
-    jobs = [
-        (n, "4.2 million euros" if n == 2 else None, (0.1, 0.6, 0.2) if n % 2 else None) for n in (1, 2, 3)
-    ] * 4
-    serial = [render_page(document, n, highlight=h, frame=f).png for n, h, f in jobs]
+    marks = marks_for(document, 2, "4.2 million euros")
+    jobs = [(n, marks if n == 2 else (), (0.1, 0.6, 0.2) if n % 2 else None) for n in (1, 2, 3)] * 4
+    serial = [render_page(document, n, marks=m, frame=f).png for n, m, f in jobs]
     with ThreadPoolExecutor(max_workers=6) as pool:
         parallel = list(
-            pool.map(lambda job: render_page(document, job[0], highlight=job[1], frame=job[2]).png, jobs)
+            pool.map(lambda job: render_page(document, job[0], marks=job[1], frame=job[2]).png, jobs)
         )
     assert parallel == serial
 

@@ -20,7 +20,9 @@ from rr_core.documents import Document
 from rr_core.exports import CSV_COLUMNS, to_csv, to_json, to_markdown
 from rr_core.llm import ScriptedClient
 from rr_core.methods import plan_method
-from rr_core.plans import Outcome
+from rr_core.outputs import NOT_STATED
+from rr_core.plans import Citation, Outcome
+from rr_core.quotes import CHECK_MEANING
 from rr_core.runs import RunTrace, run_plans
 from rr_core.settings import RunSettings
 
@@ -100,7 +102,7 @@ def test_markdown_shows_errors_and_escapes_pipes(planted_document: Document) -> 
 
 
 def test_empty_exports() -> None:
-    assert json.loads(to_json([])) == {"prompts_included": False, "results": []}
+    assert json.loads(to_json([])) == {"prompts_included": False, "quote_check": CHECK_MEANING, "results": []}
     assert to_markdown([]).startswith("# R&R Studio report")
     assert to_csv([]).strip() == ",".join(CSV_COLUMNS)
 
@@ -122,7 +124,13 @@ def test_text_from_documents_and_models_cannot_act_in_reports_or_spreadsheets() 
         model="offline",
         is_llm=False,
         settings=RunSettings(),
-        outcomes=[Outcome(question=question, answer='=HYPERLINK("https://evil.example", "click")', page=3)],
+        outcomes=[
+            Outcome(
+                question=question,
+                answer='=HYPERLINK("https://evil.example", "click")',
+                citations=[Citation(page=3)],
+            )
+        ],
     )
     report = to_markdown([hostile])
     import re
@@ -155,7 +163,8 @@ def test_exports_cover_the_other_methods(planted_document: Document) -> None:
         assert f"| {label} |" in report
     rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
     assert [r["method"] for r in rows] == ["rag", "briefcontext", "closed-book", "oracle"]
-    assert rows[2]["answer"] == "n/a" and rows[3]["page"] == str(PLANTED_PAGE)
+    assert (rows[2]["answer"], rows[2]["found"], rows[2]["citations"]) == (NOT_STATED, "no", "")
+    assert rows[3]["page"] == str(PLANTED_PAGE) and rows[3]["found"] == "yes"
     data = json.loads(to_json(traces, include_prompts=True))["results"]
     assert data[1]["details"]["preflight"]["decision"] == "map-reduce"
     assert [RunTrace.from_dict(r) for r in data] == traces
@@ -169,7 +178,7 @@ def test_json_export_leaves_prompts_out_by_default(traces: list[RunTrace]) -> No
 
 def _trace(document: str, sha: str, question: str, method: str, answer: str, page: int) -> RunTrace:
     from rr_core.methods import get_method
-    from rr_core.plans import Outcome
+    from rr_core.plans import Citation, Outcome
     from rr_core.settings import RunSettings
 
     return RunTrace(
@@ -184,7 +193,7 @@ def _trace(document: str, sha: str, question: str, method: str, answer: str, pag
         model="gpt-4.1-mini",
         is_llm=True,
         settings=RunSettings(method=method),
-        outcomes=[Outcome(question=question, answer=answer, page=page)],
+        outcomes=[Outcome(question=question, answer=answer, citations=[Citation(page=page)])],
         started_at="2026-11-23T10:35:28+00:00",
     )
 
@@ -211,7 +220,10 @@ def test_markdown_files_each_run_under_its_own_document_and_question() -> None:
     assert "1.75 percent" in contract and "4.1 billion" not in contract
     assert annual.startswith("2. What was total revenue in fiscal 2024?")
     assert "10k.pdf" in annual and "1.75" not in annual and "p. 61" in annual
-    assert "| Baseline | openai / gpt-4.1-mini | 2026-11-23 10:35 UTC | 1.75 percent | p. 33 |" in contract
+    assert (
+        "| Baseline | openai / gpt-4.1-mini | 2026-11-23 10:35 UTC | 1.75 percent "
+        "| the quote for p. 33 was not checked |" in contract
+    )
     rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
     assert [(r["document"], r["question"][:4], r["page"]) for r in rows] == [
         ("contract.pdf", "What", "33"), ("10k.pdf", "What", "61"), ("contract.pdf", "What", "33"), ("10k.pdf", "What", "61"),
@@ -274,3 +286,58 @@ def test_csv_leaves_ordinary_text_alone() -> None:
     for answer in ("1.75 percent", "USD 6,400,000", "a=b", "Smith-Jones"):
         row = next(csv.DictReader(io.StringIO(to_csv([_trace("x.pdf", "a", "Q?", "baseline", answer, 1)]))))
         assert row["answer"] == answer
+
+
+def _cited_trace() -> RunTrace:
+    """A wrong answer whose quotes stand on their pages, and an answer the document does not state."""
+    trace = _trace(
+        "protocol.pdf", "c", "What are the exclusion criteria?", "rr", "Pregnancy; prior surgery", 6
+    )
+    wrong = trace.outcomes[0]
+    wrong.citations = [
+        Citation(page=6, quote="Pregnant women.", page_label="6", quote_check="verified", quote_score=100.0),
+        Citation(
+            page=7, quote="Prior surgery.", page_label="vii", quote_check="approximate", quote_score=93.4
+        ),
+        Citation(page=9, quote="Made up.", quote_check="not-found", quote_score=40.0),
+    ]
+    wrong.gold_answers, wrong.correct = ["age under 18"], False
+    absent = Outcome(question="Who pays for travel?", answer="The document is silent", found=False)
+    trace.questions.append(absent.question)
+    trace.outcomes.append(absent)
+    return trace
+
+
+def test_exports_say_where_each_quote_stands_and_never_that_a_wrong_answer_is_verified() -> None:
+    trace = _cited_trace()
+    rows = list(csv.DictReader(io.StringIO(to_csv([trace]))))
+    wrong, absent = rows
+    assert wrong["correct"] == "wrong" and wrong["found"] == "yes"
+    assert wrong["quote_check"] == "quote found on p. 6"  # provenance, in the screens' words
+    assert wrong["citations"] == (
+        "p. 6: “Pregnant women.” (quote found on p. 6) | "
+        "p. 7 (printed vii): “Prior surgery.” (quote found on p. 7 (printed vii) with small differences (93% match)) | "
+        "p. 9: “Made up.” (quote not found on p. 9)"
+    )
+    assert (
+        absent["answer"],
+        absent["found"],
+        absent["page"],
+        absent["quote_check"],
+        absent["citations"],
+    ) == (NOT_STATED, "no", "", "", "")
+    report = to_markdown([trace])
+    assert "verified" not in report.lower() and "word for word |" not in report
+    assert (
+        "| Pregnancy; prior surgery | quote found on p. 6; quote found on p. 7 \\(printed vii\\) with small"
+        in report
+    )
+    assert "quote not found on p. 9 | wrong |" in report
+    assert f"| {NOT_STATED} | — |" in report  # not stated, nothing cited: not dressed as an answer
+    data = json.loads(to_json([trace]))
+    assert data["quote_check"] == CHECK_MEANING
+    cited = data["results"][0]["outcomes"][0]["citations"]
+    assert [(c["page"], c["page_label"], c["quote_check"], c["quote_score"]) for c in cited] == [
+        (6, "6", "verified", 100.0), (7, "vii", "approximate", 93.4), (9, "", "not-found", 40.0),
+    ]  # fmt: skip
+    assert data["results"][0]["outcomes"][1]["found"] is False

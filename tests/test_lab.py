@@ -586,3 +586,23 @@ def test_lab_cli_prints_the_plan_then_the_grid(capsys: pytest.CaptureFixture[str
     code = main(["--json", "lab", str(path), "--provider", "openai", "--model", "gpt-4.1", "--dry-run"])
     out, _ = capsys.readouterr()
     assert code == 0 and json.loads(out)["dry_run"] is True
+
+
+def test_not_stated_is_scored_as_n_a_whatever_words_the_model_used() -> None:
+    """found = false is no answer: wrong where the trial's document holds the answer, even when
+    the model's words for "not stated" contain the answer's."""
+    from rr_core.llm import ScriptedClient
+
+    counter = word_counter()
+    trials = planted_trials(neutral_document(pages=12, words_per_page=150), PageCounts(counter),
+                            lengths=(1_500,), depths=(50,), repeats=1)  # fmt: skip
+    gold = trials[0].answers[0]
+
+    def reply(request: object) -> str:
+        said = f"The document does not state {gold}"
+        return json.dumps({"question": "q", "answer": said, "found": False, "citations": []})
+
+    plan = plan_sweep(trials, [parse_spec("baseline", BASE)], counter)
+    with Executor(ScriptedClient(responder=reply), concurrency=1) as executor:
+        result = run_sweep(plan, executor)
+    assert [(c.correct, c.trials) for c in result.cells] == [(0, 1)]

@@ -76,7 +76,11 @@ def test_answer_sends_messages_request_with_output_schema(stub: StubServer) -> N
     assert completion.structured is True
     assert completion.model == "claude-test"
     answer = parse_answer(completion.text)
-    assert (answer.answer, answer.page, answer.question) == ("stub answer", 1, "What colour is the sky?")
+    assert (answer.answer, answer.page_number, answer.question) == (
+        "stub answer",
+        1,
+        "What colour is the sky?",
+    )
 
 
 def test_retrieval_uses_retrieval_schema(stub: StubServer) -> None:
@@ -99,7 +103,7 @@ def test_text_blocks_are_concatenated_and_other_blocks_ignored(stub: StubServer)
     )
     completion = client_for(stub).complete(answer_request())
     assert completion.text == '{"question": "q", "answer": "blue", "page": "3"}'
-    assert parse_answer(completion.text).page == 3
+    assert parse_answer(completion.text).page_number == 3
 
 
 def test_key_and_base_url_come_from_environment(stub: StubServer, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -78,7 +78,11 @@ def test_responses_answer_sends_structured_request_with_store_false(stub: StubSe
     assert completion.structured is True
     assert completion.model == "gpt-test"
     answer = parse_answer(completion.text)
-    assert (answer.answer, answer.page, answer.question) == ("stub answer", 1, "What colour is the sky?")
+    assert (answer.answer, answer.page_number, answer.question) == (
+        "stub answer",
+        1,
+        "What colour is the sky?",
+    )
 
 
 def test_responses_retrieval_uses_retrieval_schema(stub: StubServer) -> None:

@@ -18,7 +18,7 @@ from rr_core.chunking import partition_pages, plan_reminders
 from rr_core.documents import Document, document_from_texts
 from rr_core.errors import ConfigError
 from rr_core.methods import GROUP_LABELS, REGISTRY, all_methods, get_method, method_names, plan_method
-from rr_core.outputs import AnswerOut, MultiRetrievalOut, QuestionPages, RetrievalOut
+from rr_core.outputs import NOT_STATED, AnswerOut, MultiRetrievalOut, QuestionPages, RetrievalOut
 from rr_core.plans import Call, Plan, StepResult
 from rr_core.prompts import REMINDER_TAGS_ONLY, split_tagged
 from rr_core.settings import ReminderPlacement, ReminderStyle, RunSettings
@@ -325,8 +325,8 @@ def test_several_questions_answer_calls_carry_only_their_question_and_its_pages(
     conclusion = plan.conclude([*done, answers])
     outcomes = conclusion.outcomes
     assert [o.question for o in outcomes] == QUESTIONS
-    assert [(o.answer, o.page, o.retrieved_pages) for o in outcomes] == [
-        ("a0", 5, [5]), ("n/a", None, []), ("a2", 12, [30, 12]),
+    assert [(o.answer, o.found, o.page, o.retrieved_pages) for o in outcomes] == [
+        ("a0", True, 5, [5]), (NOT_STATED, False, None, []), ("a2", True, 12, [30, 12]),
     ]  # fmt: skip
     assert outcomes[0].dropped_pages == [999]
     warnings = " ".join(conclusion.warnings)

@@ -15,7 +15,7 @@ from rr_core.documents import Document
 from rr_core.errors import ConfigError
 from rr_core.methods import plan_method
 from rr_core.methods.briefcontext import ONE_RANKER
-from rr_core.outputs import AnswerOut, Extract, ExtractionOut
+from rr_core.outputs import NOT_STATED, AnswerOut, Extract, ExtractionOut
 from rr_core.passages import Passage, Ranked, rank_passages, split_passages
 from rr_core.plans import Call, LocalStep, Plan, StepResult
 from rr_core.settings import RunSettings
@@ -117,7 +117,7 @@ def test_rag_with_no_matching_passage_makes_no_call_and_says_so() -> None:
     done = [rank(plan)]
     assert plan.phases[1].resolve(done).calls == ()  # type: ignore[misc]
     conclusion = plan.conclude([*done, {}])
-    assert conclusion.outcomes[0].answer == "n/a"
+    assert conclusion.outcomes[0].answer == NOT_STATED and conclusion.outcomes[0].found is False
     assert any("nothing to answer from" in w for w in conclusion.warnings)
 
 
@@ -244,7 +244,7 @@ def test_briefcontext_with_nothing_relevant_makes_no_reduce_call() -> None:
     results = {c.id: extraction(c, "n/a", relevant=False) for c in maps}
     assert plan.phases[2].resolve([*done, results]).calls == ()  # type: ignore[misc]
     conclusion = plan.conclude([*done, results, {}])
-    assert conclusion.outcomes[0].answer == "n/a"
+    assert conclusion.outcomes[0].answer == NOT_STATED and conclusion.outcomes[0].found is False
     assert any("nothing to combine" in w for w in conclusion.warnings)
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from rr_core.errors import ResponseParseError
 from rr_core.outputs import (
+    MAX_CITATIONS,
     OUTPUTS,
     AnswerOut,
     ExtractionOut,
@@ -41,7 +42,9 @@ def test_every_shape_has_a_strict_wire_schema_naming_every_field() -> None:
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert set(schema["required"]) == set(schema["properties"])
         assert output_named(cls.WIRE_NAME) is cls
-    assert set(AnswerOut.WIRE_SCHEMA["required"]) == {"question", "answer", "page", "quote"}
+    assert set(AnswerOut.WIRE_SCHEMA["required"]) == {"question", "answer", "found", "citations"}
+    cited = AnswerOut.WIRE_SCHEMA["properties"]["citations"]["items"]
+    assert cited["required"] == ["page", "quote"] and cited["additionalProperties"] is False
     assert set(RetrievalOut.WIRE_SCHEMA["required"]) == {"question", "pages"}
     assert MultiRetrievalOut.WIRE_SCHEMA["required"] == ["results"]
     item = MultiRetrievalOut.WIRE_SCHEMA["properties"]["results"]["items"]
@@ -80,6 +83,76 @@ def test_wrapped_answers_parse(wrapped: str) -> None:
 )  # fmt: skip
 def test_page_forms(page: object, expected: int | None) -> None:
     assert AnswerOut.parse(json.dumps({**ANSWER, "page": page})).page_number == expected
+
+
+def test_several_citations_each_with_its_page_and_quote() -> None:
+    reply = {
+        "question": "What are the exclusion criteria?",
+        "answer": "pregnancy; prior surgery; age under 18",
+        "found": True,
+        "citations": [
+            {"page": "6", "quote": "Pregnant or breastfeeding women."},
+            {"page": 7, "quote": "Prior surgery on the knee."},
+            {"page": "page 7", "quote": "Age under 18 years."},
+            {"page": "7", "quote": "Prior surgery on the knee."},  # the same twice: kept once
+        ],
+    }
+    parsed = AnswerOut.parse(json.dumps(reply))
+    assert parsed.found is True
+    assert [(c.page_number, c.quote) for c in parsed.citations] == [
+        (6, "Pregnant or breastfeeding women."),
+        (7, "Prior surgery on the knee."),
+        (7, "Age under 18 years."),
+    ]
+    assert (parsed.page_number, parsed.quote) == (6, "Pregnant or breastfeeding women.")
+
+
+def test_the_first_shape_reads_as_one_citation() -> None:
+    parsed = AnswerOut.parse(json.dumps(ANSWER))
+    assert parsed.found is True
+    assert [(c.page_number, c.quote) for c in parsed.citations] == [(7, "The fee is 4.2 million euros.")]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"answer": "n/a", "page": "n/a", "quote": ""},  # the first shape's way of saying it
+        {"answer": "N/A.", "page": 3, "quote": "Some sentence."},
+        {"answer": "not stated in the document", "found": False, "citations": []},
+        {"answer": "Not stated in the document.", "citations": [{"page": 2, "quote": "x"}]},
+        {"answer": "The fee", "found": False, "citations": [{"page": 2, "quote": "x"}]},
+        {"answer": "The fee", "found": "false", "citations": []},
+    ],
+)
+def test_not_stated_is_found_false_with_no_citation(reply: dict[str, object]) -> None:
+    parsed = AnswerOut.parse(json.dumps(reply))
+    assert parsed.found is False and parsed.citations == [] and parsed.page_number is None
+
+
+@pytest.mark.parametrize(
+    ("cited", "expected"),
+    [
+        ({"page": 3, "quote": "q"}, [(3, "q")]),  # one object, not a list
+        ("A bare sentence.", [(None, "A bare sentence.")]),
+        ([{"page_number": "4", "text": "t"}], [(4, "t")]),  # near-miss keys
+        ([{"page": "n/a", "quote": "n/a"}, {"page": 2, "quote": ""}], [(2, "")]),  # empty ones dropped
+        (None, []),
+    ],
+)
+def test_citation_forms_are_read_tolerantly(cited: object, expected: list[tuple[int | None, str]]) -> None:
+    parsed = AnswerOut.parse(json.dumps({"answer": "a", "found": True, "citations": cited}))
+    assert [(c.page_number, c.quote) for c in parsed.citations] == expected
+
+
+def test_a_runaway_list_of_citations_is_cut_and_says_so() -> None:
+    many = [{"page": n, "quote": f"q{n}"} for n in range(1, 101)]
+    parsed = AnswerOut.parse(json.dumps({"answer": "a", "citations": many}))
+    assert len(parsed.citations) == MAX_CITATIONS and parsed.citations_cut == 100 - MAX_CITATIONS
+
+
+def test_none_is_an_answer_not_a_refusal() -> None:
+    parsed = AnswerOut.parse(json.dumps({"answer": "None", "citations": [{"page": 2, "quote": "No fees."}]}))
+    assert parsed.found is True and len(parsed.citations) == 1
 
 
 def test_missing_page_and_quote_mean_no_citation() -> None:
@@ -261,8 +334,8 @@ def test_a_page_that_is_not_a_page_number_is_said_not_dropped_silently() -> None
     retrieved = RetrievalOut.parse('{"pages": [3, 3.5, "7", "three", 99999]}')
     assert retrieved.pages == [3, 7, 99999] and retrieved.unusable == ["3.5", "three"]
     answer = AnswerOut.parse('{"answer": "x", "page": "3.5"}')
-    assert answer.page_number is None and answer.page_given == "3.5"
-    assert AnswerOut.parse('{"answer": "x", "page": "n/a"}').page_given == ""
+    assert answer.page_number is None and answer.citations[0].page_given == "3.5"
+    assert AnswerOut.parse('{"answer": "x", "page": "n/a", "quote": "q"}').citations[0].page_given == ""
     assert AnswerOut.parse('{"answer": "x", "page": 4.0}').page_number == 4
 
 

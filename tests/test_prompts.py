@@ -203,10 +203,20 @@ def test_answer_instructions_carry_question_and_response_format() -> None:
     blocks = instructions("answer", "What is the  termination\nfee?")
     for text in (blocks.opening, blocks.reminder, blocks.closing):
         assert "Question: What is the termination fee?" in text  # whitespace collapsed
-        for key in ('"question"', '"answer"', '"page"', '"n/a"'):
+        for key in ('"question"', '"answer"', '"found"', '"citations"', '"page"', '"quote"'):
             assert key in text
     assert blocks.reminder.startswith("<INSTRUCTIONS_REMINDER>\nRemember, your task is to ")
     assert blocks.reminder.endswith("</INSTRUCTIONS_REMINDER>")
+
+
+@pytest.mark.parametrize("task", ["answer", "reduce", "closed_book"])
+def test_every_answer_task_asks_for_not_stated_and_a_list_of_citations(task: str) -> None:
+    blocks = instructions(task, "What are the exclusion criteria?")
+    for text in (blocks.opening, blocks.reminder, blocks.closing):
+        assert '"not stated in the document"' in text and '"found"' in text and '"citations"' in text
+        assert '"page"' not in text.split('"citations"')[0]  # no lone page key: pages belong to citations
+    if task != "closed_book":
+        assert "each passage" in blocks.closing and "not state" in blocks.closing
 
 
 def test_retrieve_instructions_ask_for_up_to_n_pages() -> None:
@@ -265,7 +275,7 @@ def test_extract_reduce_and_closed_book_ask_for_their_shapes() -> None:
     reduce = instructions("reduce", "What is the fee?")
     assert "extracts below" in reduce.opening and '"quote"' in reduce.opening
     closed = instructions("closed_book", "What is the fee?")
-    assert "No document is given" in closed.opening and '"page" ("n/a")' in closed.opening
+    assert "No document is given" in closed.opening and '"citations" (an empty list' in closed.opening
     for task in TASKS:
         blocks = instructions(task, "q?")
         assert blocks.opening.startswith("<INSTRUCTIONS>\nYour task is to ")

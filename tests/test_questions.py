@@ -76,3 +76,14 @@ def test_mark_outcome_records_the_known_answers_and_whether_the_answer_matches()
     unknown = Outcome(question="q", answer="x")
     mark_outcome(unknown, [])
     assert unknown.correct is None
+
+
+def test_not_stated_is_wrong_where_the_document_has_the_answer_and_right_where_it_has_none() -> None:
+    # The model's words for "not stated" do not matter: found=false is scored as n/a.
+    said = Outcome(question="q", answer="The document does not give the fee amount", found=False)
+    mark_outcome(said, ["fee"])  # would match word for word if "not stated" were read as an answer
+    assert said.correct is False
+    nothing = Outcome(question="q")
+    nothing.not_stated()
+    mark_outcome(nothing, ["n/a"])
+    assert nothing.correct is True and nothing.citations == []

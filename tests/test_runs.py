@@ -22,7 +22,7 @@ from rr_core.errors import ConfigError, ProviderError, RateLimitError
 from rr_core.llm import OfflineEngine, ScriptedClient
 from rr_core.llm.base import LLMRequest
 from rr_core.methods import method_names, plan_method
-from rr_core.outputs import MultiRetrievalOut, RetrievalOut
+from rr_core.outputs import NOT_STATED, MultiRetrievalOut, RetrievalOut
 from rr_core.plans import Plan
 from rr_core.runs import TRACE_SCHEMA_VERSION, CallEvent, Executor, RunTrace, run_plans
 from rr_core.settings import RunSettings
@@ -150,7 +150,7 @@ def test_run_trace_round_trips_through_dict_and_json(planted_document: Document)
         assert (
             data["cost_usd"] == trace.cost_usd and data["usage"]["input_tokens"] == trace.usage.input_tokens
         )
-        assert data["schema_version"] == 2 and data["settings"]["method"] == trace.method
+        assert data["schema_version"] == 3 and data["settings"]["method"] == trace.method
         assert (data["question"], data["answer"], data["page"]) == (trace.question, trace.answer, trace.page)
         without = trace.to_dict(prompts=False)
         assert all(c["prompt"] is None for c in without["calls"]) and all(c["prompt"] for c in data["calls"])
@@ -186,6 +186,7 @@ def test_a_version_one_trace_reads_back() -> None:
     assert trace.calls[0].id == "retrieve" and trace.calls[0].usage.input_tokens == 900
     assert trace.cost_usd == pytest.approx(0.001)
     assert RunTrace.from_dict(json.loads(json.dumps(trace.to_dict()))).answer == "4.2 million"
+    assert trace.outcome.found is True and [c.page for c in trace.outcome.citations] == [2]
 
 
 # ---- Retrieval outcomes (scripted) --------------------------------------------------------
@@ -227,7 +228,7 @@ def test_empty_retrieval_answers_na_without_an_answer_call(
     client = ScriptedClient(responder=by_schema(lambda r: retrieval_json(pages), lambda r: answer_json()))
     for method in ("icr", "rr", "chunked-rr"):
         (trace,) = run(planted_document, client, method)
-        assert trace.ok and trace.answer == "n/a" and trace.page is None
+        assert trace.ok and trace.answer == NOT_STATED and trace.outcome.found is False and trace.page is None
         assert all(c.stage == "retrieve" for c in trace.calls)
         assert any("no valid page" in w for w in trace.warnings)
     assert all(is_retrieval(r) for r in client.requests)
@@ -304,7 +305,7 @@ def test_several_questions_run_one_retrieval_then_one_answer_each(planted_docume
     assert [(o.question, o.page, o.retrieved_pages) for o in trace.outcomes] == [
         (questions[0], 27, [27]), (questions[1], 3, [3, 4]), (questions[2], None, []),
     ]  # fmt: skip
-    assert trace.outcomes[2].answer == "n/a"
+    assert trace.outcomes[2].answer == NOT_STATED and trace.outcomes[2].found is False
     assert any("no entry for question(s) 3" in w for w in trace.warnings)
 
 
@@ -421,6 +422,73 @@ def test_the_runner_checks_the_quote_against_the_cited_page(
     # The same quote against a page that does not hold it is not verified.
     (elsewhere,) = run(planted_document, ScriptedClient([answer_json(quote=quote, page=3)]), "baseline")
     assert elsewhere.outcome.quote_check in ("not-found", "no-quote")
+
+
+def test_each_citation_is_checked_against_its_own_page_and_labelled(planted_document: Document) -> None:
+    filler = planted_document.page(3).text.split(". ")[0]
+    reply = json.dumps(
+        {
+            "question": PLANTED_QUESTION,
+            "answer": FACT,
+            "found": True,
+            "citations": [
+                {"page": str(PLANTED_PAGE), "quote": "The termination fee is 4.2 million euros."},
+                {"page": "3", "quote": filler},  # stands on page 3
+                {"page": "3", "quote": "The termination fee is 4.2 milion euros."},  # not on page 3
+                {"page": "5", "quote": ""},
+            ],
+        }
+    )
+    (trace,) = run(planted_document, ScriptedClient([reply]), "baseline")
+    outcome = trace.outcome
+    assert [(c.page, c.quote_check) for c in outcome.citations] == [
+        (PLANTED_PAGE, "verified"), (3, "verified"), (3, "not-found"), (5, "no-quote"),
+    ]  # fmt: skip
+    assert outcome.cited_pages == [PLANTED_PAGE, 3, 5]
+    assert all(c.page_label == planted_document.page(c.page).label for c in outcome.citations if c.page)
+    data = json.loads(json.dumps(trace.to_dict()))["outcomes"][0]
+    assert [(c["page"], c["quote_check"]) for c in data["citations"]] == [
+        (PLANTED_PAGE, "verified"), (3, "verified"), (3, "not-found"), (5, "no-quote"),
+    ]  # fmt: skip
+    assert set(data["citations"][0]) == {"page", "page_label", "quote", "quote_check", "quote_score"}
+    # Readers of schema 2 find the first citation where they looked before.
+    assert (data["page"], data["quote"], data["quote_check"], data["found"]) == (
+        PLANTED_PAGE, "The termination fee is 4.2 million euros.", "verified", True,
+    )  # fmt: skip
+    assert RunTrace.from_dict(json.loads(json.dumps(trace.to_dict()))) == trace
+
+
+def test_not_stated_is_an_answer_with_nothing_to_check(planted_document: Document) -> None:
+    reply = json.dumps({"question": PLANTED_QUESTION, "answer": NOT_STATED, "found": False, "citations": []})
+    (trace,) = run(planted_document, ScriptedClient([reply]), "baseline")
+    outcome = trace.outcome
+    assert trace.ok and outcome.found is False and outcome.citations == [] and outcome.page is None
+    assert outcome.compared_answer == "n/a"
+    assert trace.to_dict()["outcomes"][0]["found"] is False
+
+
+def test_a_schema_two_trace_reads_its_one_page_and_quote_as_one_citation(planted_document: Document) -> None:
+    (trace,) = run(
+        planted_document,
+        ScriptedClient([answer_json(quote="The termination fee is 4.2 million euros.")]),
+        "baseline",
+    )
+    old = json.loads(json.dumps(trace.to_dict()))
+    old["schema_version"] = 2
+    for outcome in old["outcomes"]:  # what schema 2 wrote: no citations, no found
+        del outcome["citations"], outcome["found"]
+    old["outcomes"].append({**old["outcomes"][0], "question": "Q2", "answer": "n/a", "page": None, "quote": "",
+                            "quote_check": "no-quote", "quote_score": 0.0, "page_label": ""})  # fmt: skip
+    rebuilt = RunTrace.from_dict(old)
+    assert rebuilt.schema_version == 2
+    first, second = rebuilt.outcomes
+    assert first.found is True and [(c.page, c.quote, c.quote_check) for c in first.citations] == [
+        (PLANTED_PAGE, "The termination fee is 4.2 million euros.", "verified")
+    ]
+    assert first.quote_score == 100.0 and first.page_label == trace.outcome.page_label
+    assert second.found is False and second.citations == []  # an n/a answer is "not stated"
+    again = rebuilt.to_dict()
+    assert again["schema_version"] == 2 and again["outcomes"][0]["citations"][0]["page"] == PLANTED_PAGE
 
 
 # ---- The executor: pool, events, order, fit ------------------------------------------------------

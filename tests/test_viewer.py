@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from conftest import word_counter
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rr_core.chunking import partition_pages, plan_reminders
-from rr_core.documents import document_from_texts
+from rr_core.documents import Box, PageWord, document_from_texts, load_document, page_words, pdf_from_texts
 from rr_core.methods import get_method
 from rr_core.prompts import PromptLayout, build_layout, instructions
 from rr_core.settings import RunSettings
 from rr_core.viewer import (
     Condensed,
+    Placement,
     Segment,
     chunk_breaks,
     condense_prompt,
     condense_to_fit,
     instruction_distances,
-    locate_support,
     page_strip,
+    place_quote,
     plan_marks,
     reminder_offsets,
     reminder_pages,
@@ -54,7 +58,7 @@ def _strip(tokens: list[int], every: int, chunk: int, **kwargs):  # type: ignore
 
 
 def test_page_strip_marks_reminders_chunks_and_ranks() -> None:
-    strip = _strip([100] * 6, 200, 300, retrieved=[5, 2, 5, 3], cited=2)
+    strip = _strip([100] * 6, 200, 300, retrieved=[5, 2, 5, 3], cited=[2])
     assert [p.number for p in strip] == [1, 2, 3, 4, 5, 6]
     assert [p.start for p in strip] == [0, 100, 200, 300, 400, 500]
     # A reminder after every 200 tokens, never after the last page.
@@ -64,6 +68,8 @@ def test_page_strip_marks_reminders_chunks_and_ranks() -> None:
     # Ranks follow the retrieval order; a repeated page keeps its first rank.
     assert {p.number: p.rank for p in strip if p.rank} == {5: 1, 2: 2, 3: 3}
     assert [p.number for p in strip if p.cited] == [2]
+    several = _strip([100] * 6, 200, 300, cited=[4, 2, 4])  # an answer's citations, pages repeated
+    assert [p.number for p in several if p.cited] == [2, 4]
 
 
 def test_page_strip_reminders_follow_k() -> None:
@@ -213,48 +219,85 @@ def test_condense_to_fit_takes_the_longest_cut_that_fits() -> None:
     assert tight.keep_chars == 20 and tight.cut_off and len(tight.text) == at[20] - 1
 
 
-# ---- supporting text -------------------------------------------------------------------
+# ---- placing a quote on its page -----------------------------------------------------------
 
-PAGE = (
-    "12.1 Notice\nEither party may end this Agreement by written notice.\n"
-    "The notice period for termination for convenience is ninety (90) days, given to the\n"
-    "other party's address. Notices by email are valid.\n\nSchedule B follows."
+# A page where the quote's words stand elsewhere too: its phrase twice, a numbered list, a
+# footer code. The old highlight marked every one of them along with the quote.
+CROWDED = (
+    "1. Patients will have their core and extremities examined at screening.\n"
+    "2. Vital signs are taken at every visit.\n"
+    "3. The investigator records the strength of their core and extremities at each visit, "
+    "using the scale in Appendix B.\n"
+    "Examiners note their core and extremities first.\n"
+    "CMT4J-001"
 )
+QUOTE = "The investigator records the strength of their core and extremities at each visit"
 
 
-def test_exact_answer_is_found_across_line_breaks() -> None:
-    answer = "The notice period for termination for convenience is ninety (90) days, given to the other party's address."
-    support = locate_support(answer, PAGE)
-    assert support is not None
-    assert support.score == 100.0
-    assert support.quote == answer
-    assert PAGE[support.start : support.end].startswith("The notice period")
-    assert support.passage == answer
+def crowded_words() -> tuple[PageWord, ...]:
+    document = load_document(pdf_from_texts([CROWDED]), filename="crowded.pdf", counter=word_counter())
+    return page_words(document, 1)
 
 
-def test_short_answer_is_widened_to_its_sentence() -> None:
-    support = locate_support("ninety (90) days", PAGE)
-    assert support is not None
-    assert support.quote == "ninety (90) days"
-    assert support.passage.startswith("The notice period for termination")
-    assert support.passage.endswith("address.")
+def run_text(words: tuple[PageWord, ...], placed: Placement) -> str:
+    return " ".join(w.text for w in words[placed.start : placed.end])
 
 
-def test_paraphrase_aligns_to_the_closest_words() -> None:
-    support = locate_support("Ninety days' notice", PAGE)
-    assert support is not None
-    assert 60 <= support.score < 100
-    assert "ninety" in support.quote.lower()
+def inside(word: PageWord, boxes: tuple[Box, ...]) -> bool:
+    """Whether the word's middle lies in one of the boxes."""
+    x, y = (word.box[0] + word.box[2]) / 2, (word.box[1] + word.box[3]) / 2
+    return any(b[0] <= x <= b[2] and b[1] <= y <= b[3] for b in boxes)
 
 
-def test_case_differences_do_not_matter() -> None:
-    support = locate_support("SCHEDULE B FOLLOWS", PAGE)
-    assert support is not None and support.quote == "Schedule B follows"
+def test_the_quote_is_placed_as_one_run_and_only_its_words_are_marked() -> None:
+    words = crowded_words()
+    placed = place_quote(QUOTE, words)
+    assert placed is not None and placed.score == 100.0 and placed.occurrences == 1
+    assert run_text(words, placed) == QUOTE + ","  # whole words, as drawn
+    marked = [w.text for w in words if inside(w, placed.boxes)]
+    assert " ".join(marked) == QUOTE + ","  # not "1.", "3.", the other two phrases or the footer code
+    assert len(placed.boxes) == len({w.line for w in words[placed.start : placed.end]})
 
 
-def test_no_support_for_non_answers_or_unrelated_text() -> None:
-    assert locate_support("n/a", PAGE) is None
-    assert locate_support(None, PAGE) is None
-    assert locate_support("", PAGE) is None
-    assert locate_support("quantum chromodynamics lattice", PAGE) is None
-    assert locate_support("ninety days", "") is None
+def test_a_near_quote_is_placed_where_it_stands_not_where_its_words_recur() -> None:
+    words = crowded_words()
+    sloppy = "The investigator record the strenght of their core and extremities at each visit."
+    placed = place_quote(sloppy, words)
+    assert placed is not None and 90 <= placed.score < 100
+    assert run_text(words, placed) == QUOTE + ","
+
+
+def test_a_short_quote_that_stands_several_times_is_placed_once_and_counted() -> None:
+    words = crowded_words()
+    placed = place_quote("their core and extremities", words)
+    assert placed is not None and placed.occurrences == 3
+    assert run_text(words, placed) == "their core and extremities"
+    assert len(placed.boxes) == 1
+
+
+def test_a_quote_across_lines_and_punctuation_is_placed() -> None:
+    words = crowded_words()
+    placed = place_quote("at each visit, using the scale in Appendix B", words)
+    assert placed is not None and run_text(words, placed) == "at each visit, using the scale in Appendix B."
+
+
+def test_what_is_not_on_the_page_is_not_placed() -> None:
+    words = crowded_words()
+    assert place_quote("The sponsor pays a termination fee of 4.2 million euros.", words) is None
+    assert place_quote("", words) is None
+    assert place_quote("— • —", words) is None
+    assert place_quote(QUOTE, ()) is None
+
+
+@pytest.mark.shared_data
+def test_a_protocol_quote_is_placed_exactly_on_its_real_page(shared_documents: Path) -> None:
+    document = load_document(shared_documents / "clinical_trial_protocol_NCT06151600_Prot.pdf")
+    words = page_words(document, 6)
+    quote = "Any known genetic abnormality, including chromosomal aberrations that confound the clinical phenotype"
+    placed = place_quote(quote, words)
+    assert placed is not None and placed.score == 100.0
+    assert run_text(words, placed) == quote
+    marked = [w.text for w in words if inside(w, placed.boxes)]
+    assert " ".join(marked) == quote  # no list number, no header or footer code
+    assert place_quote("Exclusion Criteria:", words) is not None
+    assert place_quote("The sponsor pays a termination fee of 4.2 million euros.", words) is None

@@ -9,10 +9,11 @@ from typing import Any
 import streamlit as st
 
 from pages.common import state as S
-from rr_core.documents import Document, RenderedPage, load_document, ocr_available, render_page
+from rr_core.documents import Document, RenderedPage, load_document, ocr_available, page_words, render_page
 from rr_core.samples import get_sample, list_samples, questions_middle_first
 from rr_core.sources import sample_document
 from rr_core.tokens import TokenCounter
+from rr_core.viewer import Placement, place_quote
 
 UPLOAD_TYPES = ["pdf", "docx", "txt", "text", "md", "markdown", "html", "htm"]
 PAGE_WIDTH = 640  # CSS pixels of the page viewer: fits a half-width column at 1280 px
@@ -127,28 +128,41 @@ def known_answers(document: Document) -> dict[str, KnownQuestion]:
     return {" ".join(q.text.split()): q for q in sample_questions(state["sample"])}
 
 
+@dataclass(frozen=True, slots=True)
+class ShownPage:
+    """A rendered page, and where the quote asked for was placed on it (None: not placed)."""
+
+    rendered: RenderedPage
+    placed: Placement | None
+
+
 @st.cache_data(max_entries=128, show_spinner=False)
 def _png(
     sha256: str,
     number: int,
-    highlight: str | None,
+    quote: str,
     frame: tuple[float, float, float] | None,
     tokenizer: str,
     _document: Document,
-) -> RenderedPage:
+) -> ShownPage:
+    placed = place_quote(quote, page_words(_document, number)) if quote.strip() else None
     # Rendered at the width it is shown at: a larger image is resized on every rerun.
-    return render_page(_document, number, width=PAGE_WIDTH, highlight=highlight, frame=frame)
+    rendered = render_page(
+        _document, number, width=PAGE_WIDTH, marks=placed.boxes if placed else (), frame=frame
+    )
+    return ShownPage(rendered, placed)
 
 
 def page_png(
     document: Document,
     number: int,
     *,
-    highlight: str | None = None,
+    quote: str = "",
     frame: tuple[float, float, float] | None = None,
-) -> RenderedPage:
-    """One page as PNG, rendered once per (document, page, highlight, frame)."""
-    return _png(document.sha256, number, highlight, frame, document.tokenizer, document)
+) -> ShownPage:
+    """One page as PNG with exactly the quote's words highlighted (when they stand on it),
+    rendered once per (document, page, quote, frame)."""
+    return _png(document.sha256, number, quote, frame, document.tokenizer, document)
 
 
 def page_ref(document: Document | None, number: int | None) -> str:

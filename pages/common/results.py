@@ -10,11 +10,11 @@ import streamlit as st
 
 from pages.common.docs import page_ref
 from pages.common.text import md, plural, table
-from rr_core import errors
+from rr_core import errors, quotes
 from rr_core.documents import Document
 from rr_core.errors import RRError
 from rr_core.methods import get_method
-from rr_core.plans import Outcome
+from rr_core.plans import Citation, Outcome
 from rr_core.runs import RunTrace
 
 # What to do next, by kind of error (the error's own message says what happened).
@@ -47,7 +47,9 @@ STAGE_NAMES = {
     "answer": "answer",
     "reminders": "reminder overhead",
 }
-CITED_COLOUR = "#D94F2B"
+# Cited pages (a violet: not the green or red of right and wrong, not the blue of retrieval).
+CITED_COLOUR = "#7B3FB5"
+CITED_RGB = (0x7B / 255, 0x3F / 255, 0xB5 / 255)
 
 
 def title(trace: RunTrace) -> str:
@@ -77,21 +79,47 @@ def show_trace_error(trace: RunTrace) -> None:
     st.error(md(trace.error or "") + (f"\n\n**What to do:** {hint}" if hint else ""))
 
 
-QUOTE_CAPTIONS = {
-    "verified": ":green[:material/check:] The quoted sentence stands word for word on {page}. "
-    "(This checks where the sentence is, not that it answers the question.)",
-    "approximate": ":orange[:material/approximately_equal:] The quoted sentence stands on {page} "
-    "with small differences ({score:.0f}% match).",
-    "not-found": ":red[:material/error:] The quoted sentence is **not** on {page}: check the page before relying on it.",
-    "no-quote": "The model gave no quote to check.",
-    "no-page": "The model cited no page, so its quote could not be checked.",
+# Where a quote stands is provenance, not correctness: found is said in a neutral grey,
+# doubtful verdicts in amber; green and red are kept for right and wrong against a known answer.
+_CHECK_ICONS = {
+    quotes.VERIFIED: ":gray[:material/check:]",
+    quotes.APPROXIMATE: ":orange[:material/approximately_equal:]",
+    quotes.NOT_FOUND: ":orange[:material/warning:]",
+    quotes.NO_PAGE: ":orange[:material/warning:]",
+    quotes.NO_QUOTE: ":gray[:material/remove:]",
 }
 
 
-def quote_caption(outcome: Outcome, document: Document | None) -> str:
-    """What was checked about the quote, said plainly."""
-    template = QUOTE_CAPTIONS.get(outcome.quote_check, "")
-    return template.format(page=page_ref(document, outcome.page), score=outcome.quote_score)
+def quote_caption(citation: Citation, document: Document | None, *, explain: bool = True) -> str:
+    """Where a citation's quote stands, said plainly (and, with ``explain``, what that does not say)."""
+    words = quotes.check_words(citation.quote_check, page_ref(document, citation.page), citation.quote_score)
+    if not words:
+        return ""
+    icon = _CHECK_ICONS.get(citation.quote_check, "")
+    said = words[0].upper() + words[1:]
+    if citation.quote_check == quotes.NOT_FOUND:
+        said += ": check the page before relying on it"
+    if explain and citation.quote_check in (quotes.VERIFIED, quotes.APPROXIMATE):
+        said += " (where the sentence stands, not whether the answer is right)"
+    if citation.quote_check in quotes.DOUBTFUL:  # amber: look at the page before relying on it
+        return f"{icon} :orange[{md(said)}.]"
+    return f"{icon} {md(said)}."
+
+
+def citation_checks(outcome: Outcome, document: Document | None) -> str:
+    """Where each quote stands, in plain words: ``quote found on p. 6; quote not found on p. 9``."""
+    if not outcome.stated:
+        return "—"
+    checks = (
+        quotes.check_words(c.quote_check, page_ref(document, c.page), c.quote_score)
+        for c in outcome.citations
+    )
+    return "; ".join(checks) or "no passage cited"
+
+
+def cited_pages(outcome: Outcome, document: Document | None) -> str:
+    """The cited pages, in citation order: ``p. 6 · p. 7``."""
+    return " · ".join(page_ref(document, p) for p in outcome.cited_pages) or "—"
 
 
 def correctness(outcome: Outcome) -> str | None:
@@ -116,20 +144,36 @@ def retrieved_summary(outcome: Outcome) -> str:
 
 
 def outcome_block(trace: RunTrace, outcome: Outcome, document: Document | None) -> None:
-    """One question's answer with its page, quote check, right/wrong and retrieved pages."""
+    """One question's answer (or that the document does not state it), right/wrong, each
+    citation with its quote and where the quote stands, and the retrieved pages."""
     if outcome.error:
         st.error(md(outcome.error))
-    if outcome.answer is not None:
+    if outcome.answer is not None and not outcome.found:
+        st.markdown(
+            ":gray[:material/search_off:] **Not stated in the document** (the model found no answer in it)."
+        )
+    elif outcome.answer is not None:
         st.markdown(f"**Answer:** {md(outcome.answer)}")
     verdict = correctness(outcome)
     if verdict:
         st.markdown(verdict)
-    st.markdown(f"**Cited page:** {page_ref(document, outcome.page)}")
-    if outcome.quote and " ".join(outcome.quote.split()) != " ".join((outcome.answer or "").split()):
-        st.markdown(f"> {md(outcome.quote)}")
-    caption = quote_caption(outcome, document)
-    if caption:
-        st.caption(caption)
+    if outcome.stated:
+        several = len(outcome.citations) > 1
+        st.markdown(
+            f"**Cited page{'s' if len(outcome.cited_pages) > 1 else ''}:** {cited_pages(outcome, document)}"
+        )
+        for number, citation in enumerate(outcome.citations, start=1):
+            quote = " ".join(citation.quote.split())
+            if quote and (several or quote != " ".join((outcome.answer or "").split())):
+                where = f"{number}. {page_ref(document, citation.page)}: " if several else ""
+                st.markdown(f"> {md(where)}{md(quote)}")
+            caption = quote_caption(citation, document, explain=not several)
+            if caption:
+                st.caption(caption)
+        if several:
+            st.caption(md(quotes.CHECK_MEANING))
+        if not outcome.citations:
+            st.caption(":gray[:material/remove:] The model cited no passage.")
     # Methods that pick pages first run in more than one phase (stages): say what they picked.
     if outcome.retrieved_pages or trace.steps or len({c.stage for c in trace.calls}) > 1:
         st.markdown(f"**Retrieved:** {retrieved_summary(outcome)}")
@@ -210,12 +254,15 @@ def outcome_cell(trace: RunTrace, outcome: Outcome | None) -> str:
         why = (outcome.error if outcome is not None else None) or trace.error or "no answer"
         return "failed: " + " ".join(why.split())
     mark = "" if outcome.correct is None else ("✓ right · " if outcome.correct else "✗ wrong · ")
-    if outcome.page is None:
+    if not outcome.found:
+        where = ""  # "not stated in the document" cites nothing
+    elif not outcome.cited_pages:
         where = "no page · "
     else:
-        check = "" if outcome.quote_check in ("verified", "no-quote") else f" (quote {outcome.quote_check})"
-        where = f"p. {outcome.page}{check} · "
-    return f"{mark}{where}{' '.join((outcome.answer or '—').split())}"
+        unsure = [c for c in outcome.citations if c.quote_check not in ("verified", "no-quote")]
+        check = f" ({plural(len(unsure), 'quote')} not found word for word)" if unsure else ""
+        where = f"p. {', '.join(map(str, outcome.cited_pages))}{check} · "
+    return f"{mark}{where}{' '.join((outcome.answer_text or '—').split())}"
 
 
 def answers_rows(traces: Sequence[RunTrace], questions: Sequence[str]) -> list[dict[str, str]]:

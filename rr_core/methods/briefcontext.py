@@ -164,7 +164,7 @@ def _briefcontext(ctx: Context) -> Plan:
         warnings.extend(said_answer)
         outcome.retrieved_pages = pages
         if reduce is None:
-            outcome.answer = "n/a"
+            outcome.not_stated()
             warnings.append(
                 "No passage shares a word with the question."
                 if not ranked

@@ -12,7 +12,7 @@ from rr_core.chunking import plan_reminders
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
 from rr_core.outputs import AnswerOut, Output
-from rr_core.plans import Call, Outcome, PhaseResults, Plan, StepResult, count_layout
+from rr_core.plans import Call, Citation, Outcome, PhaseResults, Plan, StepResult, count_layout
 from rr_core.prompts import build_layout, instructions
 from rr_core.settings import PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.tokens import TokenCounter
@@ -295,7 +295,8 @@ def _where(result: StepResult) -> str:
 def answer_outcome(
     result: StepResult | None, question: str, *, allowed: Sequence[int]
 ) -> tuple[Outcome, list[str]]:
-    """The outcome of an answer call: the answer, the cited page (if it was in the context)."""
+    """The outcome of an answer call: the answer, whether the document states it, and its
+    citations (a page outside the context is dropped from its citation, with a warning)."""
     outcome = Outcome(question=question)
     if result is None:
         return outcome, []
@@ -304,15 +305,22 @@ def answer_outcome(
         return outcome, []
     parsed: AnswerOut = result.value
     outcome.answer = parsed.answer
-    outcome.quote = parsed.quote if parsed.quote.lower() != "n/a" else ""
-    page = parsed.page_number
+    outcome.found = parsed.found
     warnings: list[str] = []
-    if parsed.page_given:
+    context = set(allowed)
+    for cited in parsed.citations:
+        page = cited.page_number
+        if cited.page_given:
+            warnings.append(
+                f"The model cited page {cited.page_given!r}, which is not a page number; no page is cited."
+            )
+        if page is not None and page not in context:
+            warnings.append(f"The model cited page {page}, which was not in its context; citation dropped.")
+            page = None
+        outcome.citations.append(Citation(page=page, quote=cited.quote))
+    if parsed.citations_cut:
         warnings.append(
-            f"The model cited page {parsed.page_given!r}, which is not a page number; no page is cited."
+            f"The model gave {len(parsed.citations) + parsed.citations_cut} citations; "
+            f"the first {len(parsed.citations)} are kept."
         )
-    if page is not None and page not in set(allowed):
-        warnings.append(f"The model cited page {page}, which was not in its context; citation dropped.")
-        page = None
-    outcome.page = page
     return outcome, warnings

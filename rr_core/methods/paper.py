@@ -177,7 +177,7 @@ def _retrieve_then_answer(ctx: Context, *, remind: bool, chunked: bool) -> Plan:
                     + "."
                 )
             if not ranked:
-                outcome.answer = "n/a"
+                outcome.not_stated()
                 said.append(
                     "The retrieval phase returned no valid page, so there was nothing to answer from."
                 )

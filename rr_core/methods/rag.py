@@ -86,7 +86,7 @@ def _rag(ctx: Context) -> Plan:
         outcome, warnings = answer_outcome(answers.get("answer"), ctx.questions[0], allowed=pages)
         outcome.retrieved_pages = pages
         if not ranked:
-            outcome.answer = "n/a"
+            outcome.not_stated()
             warnings.append(
                 "No passage shares a word with the question, so there was nothing to answer from."
             )
