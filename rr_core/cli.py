@@ -643,6 +643,11 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         for series, value in pinned.items():
             print(f"    {series}: {value} (the method's own layout)")
         print(f"  scored by {made['scored_by']}")
+        if p.get("planted_facts"):
+            print(
+                f"  planted facts {p['planted_facts']:,}, {p['facts_regenerated']:,} drawn again "
+                "(the document itself stated an answer or named the subject)"
+            )
         if data.get("dry_run"):
             print("  (dry run: nothing sent)")
             return

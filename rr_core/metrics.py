@@ -70,5 +70,5 @@ def mark_outcome(outcome: Outcome, answers: Sequence[str], gold_pages: Sequence[
 def contains_answer(text: str, answers: Iterable[str]) -> bool:
     """Whether any answer occurs in the text as whole words, both normalised as for fuzzy match
     (§11): "1901" does not occur in "19011", "Paris" does in "(Paris, France)"."""
-    body = f" {_fuzzy_norm(text)} "
-    return any((norm := _fuzzy_norm(gold)) and f" {norm} " in body for gold in answers)
+    body = f" {fuzzy_normalize(text)} "
+    return any((norm := fuzzy_normalize(gold)) and f" {norm} " in body for gold in answers)

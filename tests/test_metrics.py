@@ -57,7 +57,9 @@ def test_fuzzy_match_is_by_words_never_inside_a_word(prediction: str, gold: str)
 def test_fuzzy_match_word_containment_either_way() -> None:
     assert fuzzy_match("Washington", ["washington dc"]) == 1.0
     assert fuzzy_match("1901", ["in 1901"]) == 1.0
-    assert fuzzy_match("8f14e45f-ceea-467f-a0e6-5d9e3c5b1a2e", ["8f14e45f-ceea-467f-a0e6-5d9e3c5b1a2e"]) == 1.0
+    assert (
+        fuzzy_match("8f14e45f-ceea-467f-a0e6-5d9e3c5b1a2e", ["8f14e45f-ceea-467f-a0e6-5d9e3c5b1a2e"]) == 1.0
+    )
     assert fuzzy_normalize("  The U.S.-Navy, 4.2%! ") == "the usnavy 42"
 
 
