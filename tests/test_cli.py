@@ -91,6 +91,38 @@ def test_pages_json_in_a_fresh_process(planted_txt: Path) -> None:
     assert len(data["pages"]) == 40 and data["total_tokens"] > 0
 
 
+def damaged_pdf(path: Path) -> Path:
+    """A PDF whose first page's compressed content stream is garbled (MuPDF reports a zlib error
+    reading it and keeps the second page)."""
+    doc = pymupdf.open()
+    for text in ("The first page, garbled below.", "The second page survives intact."):
+        doc.new_page().insert_text((72, 72), text * 3)
+    data = bytearray(doc.tobytes(deflate=True))
+    doc.close()
+    start = data.index(b"stream\n") + len(b"stream\n")
+    for i in range(start + 5, start + 25):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("command", [["pages"], ["ask", "-q", "What survives?"]])
+def test_json_output_of_a_damaged_pdf_is_json_only(tmp_path: Path, command: list[str]) -> None:
+    # MuPDF printed "MuPDF error: library error: zlib error: ..." on stdout, before the JSON.
+    result = run_cli(command[0], str(damaged_pdf(tmp_path / "damaged.pdf")), *command[1:], "--json")
+    assert result.returncode == 0, result.stderr
+    assert "MuPDF" not in result.stdout
+    data = json.loads(result.stdout)
+    assert data["file"] == "damaged.pdf"
+
+
+@pytest.mark.shared_data
+def test_json_output_of_the_corrupt_gao_report_is_json_only(shared_documents: Path) -> None:
+    result = run_cli("pages", str(shared_documents / "corrupt_invalid_structure_gao_report.pdf"), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["file"] == "corrupt_invalid_structure_gao_report.pdf"
+
+
 def test_pages_table(capsys: pytest.CaptureFixture[str], planted_txt: Path) -> None:
     assert main(["pages", str(planted_txt)]) == 0
     out = capsys.readouterr().out
