@@ -274,9 +274,10 @@ def _pymupdf() -> Any:
         # MuPDF prints its errors ("MuPDF error: zlib error: ...") on stdout, where the CLI's
         # --json output goes. What it says about a damaged file reaches the user as the
         # document's warnings; anything else pymupdf says goes to the "pymupdf" logger.
-        pymupdf.TOOLS.mupdf_display_errors(False)
-        pymupdf.TOOLS.mupdf_display_warnings(False)
-        pymupdf.set_messages(pylogging=True)
+        untyped: Any = pymupdf
+        untyped.TOOLS.mupdf_display_errors(False)
+        untyped.TOOLS.mupdf_display_warnings(False)
+        untyped.set_messages(pylogging=True)
         _quietened.append(True)
     return pymupdf
 
