@@ -707,6 +707,27 @@ def test_a_compatible_server_gets_rr_compat_api_key_and_never_the_openai_key(
     assert_user_error(code, capsys.readouterr().err, "UNSET_VARIABLE_XYZ", "not set")
 
 
+def test_rr_compat_api_key_goes_only_to_the_server_it_was_configured_for(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RR_COMPAT_API_KEY", "compat-key-123456")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://configured.example:8000/v1")
+    argv = ["ask", str(planted_txt), "-q", "x", "--methods", "baseline", "--provider", "openai-compatible",
+            "--base-url", stub.url, "--model", "llama"]  # fmt: skip
+    # The key is configured beside another server's URL: --base-url does not get it.
+    assert main(argv) == 0
+    assert "authorization" not in stub.last.headers
+    # The same server (written differently) gets it; so does a key named for the run.
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.url + "/")
+    assert main(argv) == 0
+    assert stub.last.headers["authorization"] == "Bearer compat-key-123456"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://configured.example:8000/v1")
+    monkeypatch.setenv("MY_STUB_KEY", "run-key-654321")
+    assert main([*argv, "--api-key-env", "MY_STUB_KEY"]) == 0
+    assert stub.last.headers["authorization"] == "Bearer run-key-654321"
+    capsys.readouterr()
+
+
 def test_pages_with_ocr_off_says_how_to_turn_it_on(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
