@@ -34,7 +34,7 @@ from rr_core.llm import make_client
 from rr_core.llm.simulated import SimulatedReader
 from rr_core.methods import parse_spec
 from rr_core.planting import HostText, build_fact, host_conflicts
-from rr_core.runs import Executor
+from rr_core.runs import CallEvent, Executor
 from rr_core.samples import get_sample
 from rr_core.settings import RunSettings
 from rr_core.store import SQLiteStore
@@ -452,6 +452,38 @@ def _sweep(document, series, reach: int, depths=(0, 50, 100), repeats: int = 2):
     plan = plan_sweep(trials, [parse_spec(s, BASE) for s in series], counter)
     with Executor(SimulatedReader(reach=reach, counter=counter), concurrency=2) as executor:
         return plan, run_sweep(plan, executor)
+
+
+class _LastFirst:
+    """An executor whose runs finish in the reverse of the plan's order."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+
+    def stream_jobs(self, jobs):  # type: ignore[no-untyped-def]
+        yield from reversed([i for i in self.inner.stream_jobs(jobs) if not isinstance(i, CallEvent)])
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.inner, name)
+
+
+def test_results_read_in_the_plans_order_whatever_order_runs_finish_in() -> None:
+    # Series were listed in the order their first run finished: a second, identical sweep
+    # (every call from the store, so faster runs first) could list its cells differently.
+    counter = word_counter()
+    trials = planted_trials(
+        neutral_document(), PageCounts(counter), lengths=(4_000,), depths=(0, 100), repeats=1
+    )
+    series = [parse_spec(s, BASE) for s in ("baseline", "rr:k=1000", "reprompt:k=1000")]
+    plan = plan_sweep(trials, series, counter)
+    with Executor(SimulatedReader(reach=1_500, counter=counter), concurrency=2) as executor:
+        result = run_sweep(plan, _LastFirst(executor))  # type: ignore[arg-type]
+    assert [s.series.split(" (")[0] for s in result.summaries] == ["Baseline", "R&R", "Reprompting"]
+    jobs = [(j.series, j.trial.id) for j in plan.jobs if not j.bound]
+    assert [(s.series, s.trial) for s in result.scores] == jobs
+    assert [(s.series, s.trial) for s in result.bound_scores] == [
+        (j.series, j.trial.id) for j in plan.jobs if j.bound
+    ]
 
 
 def test_the_lab_recovers_a_known_positional_bias_exactly() -> None:

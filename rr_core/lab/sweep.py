@@ -292,4 +292,8 @@ def run_sweep(
             on_progress(done, len(jobs), result)
     result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
     result.cancelled = executor.cancelled
+    # Runs finish in any order; the results read in the plan's (series and cells in the order
+    # the methods were chosen, the same on every run of the same sweep).
+    result.scores.sort(key=lambda s: s.job)
+    result.bound_scores.sort(key=lambda s: s.job)
     return result
