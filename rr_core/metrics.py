@@ -15,10 +15,17 @@ _NOT_WORDY = re.compile(r"[^\w ]|_")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
+# ASCII characters that are neither a letter, a digit nor whitespace: what §11 drops from ASCII
+# text, in one pass of bytes.translate (the regex takes 30 times as long on a long document).
+_ASCII_DROPPED = bytes(b for b in range(128) if not (chr(b).isalnum() or chr(b).isspace()))
+
+
 def fuzzy_normalize(text: str) -> str:
     """METHOD.md §11: lowercase, drop what is not a letter, digit or space, collapse spaces."""
-    text = _NOT_WORDY.sub("", " ".join(text.lower().split()))
-    return " ".join(text.split())
+    lowered = text.lower()
+    if lowered.isascii():
+        return " ".join(lowered.encode("ascii").translate(None, _ASCII_DROPPED).decode("ascii").split())
+    return " ".join(_NOT_WORDY.sub("", " ".join(lowered.split())).split())
 
 
 def fuzzy_match(prediction: str, answers: Iterable[str]) -> float:

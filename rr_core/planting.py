@@ -245,9 +245,9 @@ class HostText:
     and as plain words (a subject named as "Brightwater's" is still named)."""
 
     def __init__(self, texts: Iterable[str]) -> None:
-        texts = list(texts)
+        texts = list(dict.fromkeys(texts))  # a document extended by repetition: each page once
         self._graded = " " + " ".join(fuzzy_normalize(t) for t in texts) + " "
-        self._words = {w for t in texts for w in _WORDS.findall(t.lower())}
+        self._lowered = "\n".join(t.lower() for t in texts)
 
     def states(self, answer: str) -> bool:
         """The answer, normalised, occurs as whole words: an answer taken from here would score."""
@@ -255,9 +255,22 @@ class HostText:
         return bool(words) and f" {words} " in self._graded
 
     def names(self, name: str) -> bool:
-        """Every word of the name occurs somewhere."""
+        """Every word of the name occurs somewhere as a word."""
         words = _WORDS.findall(name.lower())
-        return bool(words) and all(w in self._words for w in words)
+        return bool(words) and all(self._has_word(w) for w in words)
+
+    def _has_word(self, word: str) -> bool:
+        text, at = self._lowered, self._lowered.find(word)
+        while at >= 0:
+            end = at + len(word)
+            if not (at and _is_wordy(text[at - 1])) and not (end < len(text) and _is_wordy(text[end])):
+                return True
+            at = text.find(word, at + 1)
+        return False
+
+
+def _is_wordy(ch: str) -> bool:
+    return ch.isalnum()
 
 
 def host_conflicts(fact: PlantedFact, host: HostText) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -143,3 +145,9 @@ def test_page_recall_and_accuracy() -> None:
     assert page_accuracy(27, 27) == 1.0
     assert page_accuracy(26, 27) == 0.0
     assert page_accuracy(None, 27) == 0.0
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_the_ascii_fast_path_normalises_as_the_rule_says(text: str) -> None:
+    # Lowercase, drop what is not a letter, digit or space, collapse spaces (the general path).
+    assert fuzzy_normalize(text) == " ".join(re.sub(r"[^\w ]|_", "", " ".join(text.lower().split())).split())
