@@ -306,6 +306,12 @@ st.caption(
     + ", ".join(f"{d:g}%" for d in sorted({t.depth for t in plan.trials}))
     + (f" (every {preset.depth_step_tokens:,} tokens)" if preset.depth_step_tokens and depths is None else "")
     + f"; methods: {md(', '.join(get_method(s.method).label + ('' if not get_method(s.method).describe(s) else ' (' + get_method(s.method).describe(s) + ')') for s in series))}."
+    + (
+        f" Planted facts: {plan.planted_facts[0]:,}, {plan.planted_facts[1]:,} drawn again because the "
+        "document itself stated an answer or named the fact's subject."
+        if plan.planted_facts[0]
+        else ""
+    )
 )
 
 

@@ -11,10 +11,11 @@ JSON on stdout with ``--json``, a readable table without. Exit codes:
 - 130: interrupted.
 
 An OpenAI-compatible server gets a key only when one is given for it: ``--api-key-env VAR``
-names the environment variable that holds it (``RR_COMPAT_API_KEY`` by default). A key is
-never taken on the command line, where shells and process lists keep it. ``--base-url`` with
-``--provider openai`` or ``anthropic`` needs ``--api-key-env`` too: the configured key is never
-sent to another server (``rr_core.llm.config``).
+names the environment variable that holds it (``RR_COMPAT_API_KEY`` by default, but not for a
+``--base-url`` other than the server ``OPENAI_BASE_URL`` names). A key is never taken on the
+command line, where shells and process lists keep it. ``--base-url`` with ``--provider openai``
+or ``anthropic`` needs ``--api-key-env`` too: the configured key is never sent to another
+server (``rr_core.llm.config``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from rr_core.errors import ConfigError, LedgerError, LLMError, MissingKeyError, RRError
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
-from rr_core.llm.config import COMPAT_KEY_VAR
+from rr_core.llm.config import COMPAT_KEY_VAR, command_line_compat_key
 from rr_core.quotes import check_words
 from rr_core.settings import PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.sources import open_document
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 # Plans, prices, the runner and the run store are imported by the commands that use them:
 # `pages` starts with only what reading a document needs. The method names are spelt out
 # here for the same reason (a test holds them to the registry).
-METHOD_NAMES = "baseline, reprompt, icr, rr, chunked-icr, chunked-rr, rag, briefcontext, closed-book, oracle"
+METHOD_NAMES = "baseline, reprompt, icr, rr, chunked-icr, chunked-rr, rag, briefcontext, question-last, repeat, closed-book, oracle"
 PRESET_NAMES = "quick, paper-grid, lost-in-the-middle, key-value, reprompt-interval, chunk-size, ablations"
 
 EXIT_OK = 0
@@ -241,10 +242,11 @@ def _open(args: argparse.Namespace, model: str) -> Document:
 
 
 def _given_key(args: argparse.Namespace, provider: str) -> str | None:
-    """The key named by ``--api-key-env`` (``RR_COMPAT_API_KEY`` for a compatible server)."""
-    variable = args.api_key_env or (COMPAT_KEY_VAR if provider == "openai-compatible" else None)
-    if variable is None:
-        return None
+    """The key named by ``--api-key-env``; for a compatible server without it,
+    ``RR_COMPAT_API_KEY`` unless ``OPENAI_BASE_URL`` names a server other than ``--base-url``."""
+    if not args.api_key_env:
+        return command_line_compat_key(args.base_url) if provider == "openai-compatible" else None
+    variable = args.api_key_env
     key = os.environ.get(variable, "").strip()
     if not key and args.api_key_env:
         raise ConfigError(f"--api-key-env {variable}: that environment variable is not set")
@@ -649,6 +651,11 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         for series, value in pinned.items():
             print(f"    {series}: {value} (the method's own layout)")
         print(f"  scored by {made['scored_by']}")
+        if p.get("planted_facts"):
+            print(
+                f"  planted facts {p['planted_facts']:,}, {p['facts_regenerated']:,} drawn again "
+                "(the document itself stated an answer or named the subject)"
+            )
         if data.get("dry_run"):
             print("  (dry run: nothing sent)")
             return

@@ -257,6 +257,9 @@ def _too_large(size: int, limit: int, what: str = "the file is") -> str:
 _PYMUPDF_ADDONS = ("pymupdf.layout", "pymupdf4llm")
 
 
+_quietened: list[bool] = []
+
+
 def _pymupdf() -> Any:
     if "pymupdf" not in sys.modules:
         placed = [n for n in _PYMUPDF_ADDONS if sys.modules.setdefault(n, None) is None]  # type: ignore[arg-type]
@@ -268,6 +271,15 @@ def _pymupdf() -> Any:
                     del sys.modules[name]
     import pymupdf
 
+    if not _quietened:
+        # MuPDF prints its errors ("MuPDF error: zlib error: ...") on stdout, where the CLI's
+        # --json output goes. What it says about a damaged file reaches the user as the
+        # document's warnings; anything else pymupdf says goes to the "pymupdf" logger.
+        untyped: Any = pymupdf
+        untyped.TOOLS.mupdf_display_errors(False)
+        untyped.TOOLS.mupdf_display_warnings(False)
+        untyped.set_messages(pylogging=True)
+        _quietened.append(True)
     return pymupdf
 
 

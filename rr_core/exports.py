@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from rr_core.plans import Citation, Outcome
 from rr_core.quotes import CHECK_MEANING, check_words
 from rr_core.runs import RunTrace
+from rr_core.untrusted import unlinked
 
 CSV_COLUMNS = (
     "run_at", "run_id", "document", "document_sha256", "question", "method", "settings", "answer",
@@ -154,7 +155,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~$])")
 
 def md_escape(text: str) -> str:
     """Text from a document or a model, shown literally in Markdown: no links, images or HTML."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+    return _MD_SPECIAL.sub(r"\\\1", unlinked(" ".join(text.split())))
 
 
 def _when(started_at: str) -> str:

@@ -15,25 +15,31 @@ _NOT_WORDY = re.compile(r"[^\w ]|_")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
-def _fuzzy_norm(text: str) -> str:
-    text = _NOT_WORDY.sub("", " ".join(text.lower().split()))
-    return " ".join(text.split())
+# ASCII characters that are neither a letter, a digit nor whitespace: what §11 drops from ASCII
+# text, in one pass of bytes.translate (the regex takes 30 times as long on a long document).
+_ASCII_DROPPED = bytes(b for b in range(128) if not (chr(b).isalnum() or chr(b).isspace()))
+
+
+def fuzzy_normalize(text: str) -> str:
+    """METHOD.md §11: lowercase, drop what is not a letter, digit or space, collapse spaces."""
+    lowered = text.lower()
+    if lowered.isascii():
+        return " ".join(lowered.encode("ascii").translate(None, _ASCII_DROPPED).decode("ascii").split())
+    return " ".join(_NOT_WORDY.sub("", " ".join(lowered.split())).split())
 
 
 def fuzzy_match(prediction: str, answers: Iterable[str]) -> float:
-    """1.0 if one string's word set is a subset of the other's (or contains it), for any gold."""
+    """1.0 if the unique words of the prediction are a subset of a gold answer's, or the other
+    way round (METHOD.md §11): words, never characters ("1" does not match "1901")."""
     return max((_fuzzy_one(prediction, gold) for gold in answers), default=0.0)
 
 
 def _fuzzy_one(prediction: str, gold: str) -> float:
     if prediction.strip().lower() == "n/a" or gold.strip().lower() == "n/a":
         return float(prediction.strip().lower() == gold.strip().lower())
-    p, g = _fuzzy_norm(prediction), _fuzzy_norm(gold)
-    if not p or not g:
-        return 0.0
-    if p in g or g in p:
-        return 1.0
-    pw, gw = set(p.split()), set(g.split())
+    pw, gw = set(fuzzy_normalize(prediction).split()), set(fuzzy_normalize(gold).split())
+    if not pw or not gw:
+        return 0.0  # the empty set is a subset of everything: an empty answer matches nothing
     return float(pw <= gw or gw <= pw)
 
 
@@ -71,5 +77,5 @@ def mark_outcome(outcome: Outcome, answers: Sequence[str], gold_pages: Sequence[
 def contains_answer(text: str, answers: Iterable[str]) -> bool:
     """Whether any answer occurs in the text as whole words, both normalised as for fuzzy match
     (§11): "1901" does not occur in "19011", "Paris" does in "(Paris, France)"."""
-    body = f" {_fuzzy_norm(text)} "
-    return any((norm := _fuzzy_norm(gold)) and f" {norm} " in body for gold in answers)
+    body = f" {fuzzy_normalize(text)} "
+    return any((norm := fuzzy_normalize(gold)) and f" {norm} " in body for gold in answers)

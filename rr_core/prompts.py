@@ -18,8 +18,9 @@ from rr_core.settings import QuestionPlacement
 # Page text may contain strings that look like our tags ("</PAGE 3>", "<INSTRUCTIONS>"),
 # also in disguise: an invisible character after the bracket or inside the word
 # ("<\u200b/PAGE 3>", "</PA\u00adGE 3>"), a look-alike bracket or letters ("\uff1c/PAGE 3\uff1e",
-# "\ufe64/PAGE", Cyrillic "Р"), or a special-token opener ("<|endoftext|>"). Bidirectional
-# overrides (U+202E...) can make text read as something else. Before tagging:
+# "\ufe64/PAGE", "\u276e/PAGE\u276f", "\u02c2PAGE\u02c3", Cyrillic "Р"), or a special-token
+# opener ("<|endoftext|>"). Bidirectional overrides (U+202E...) can make text read as
+# something else. Before tagging:
 #
 # - a "<" that opens such a string becomes "‹" (U+2039, which no tag uses);
 # - a look-alike bracket that opens one, and every bidi control, becomes "‹U+XXXX›";
@@ -31,13 +32,24 @@ from rr_core.settings import QuestionPlacement
 
 _GUARD = "\u2039"
 _CODE_END = "\u203a"
-_BRACKETS = frozenset("<\uff1c\ufe64\u2329\u3008\u27e8\u1438")
+# The brackets that can open a look-alike tag, as a class: "<", Unicode's confusables of it
+# (UTS #39 confusables.txt: \u276e \u02c2 \U0001d236 \u1438 \u16b2, and the guard \u2039, which
+# has a rule of its own), the angle brackets that read as it (\u2329 \u3008 \u27e8), and every
+# character whose compatibility form (NFKC) is one of these. Closing brackets (">" and its
+# look-alikes) need no rule: whether a string reads as our tag is settled at its opening.
+LESS_THAN_LIKE = frozenset("<\uff1c\ufe64\u276e\u02c2\U0001d236\u1438\u16b2\u2329\u3008\ufe3f\u27e8")
+# "/" and its confusables (UTS #39), with their NFKC forms: what may follow the bracket of a
+# look-alike closing tag.
+SOLIDUS_LIKE = frozenset(
+    "/\uff0f\u1735\u2041\u2215\u2044\u2571\u27cb\u29f8\U0001d23a\u31d3\u3033\u2cc6"
+    "\u30ce\u32e8\uff89\u4e3f\u2f03"
+)
+_BRACKETS = LESS_THAN_LIKE
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _SPECIAL_CHARS = tuple(sorted({_GUARD, *_BRACKETS, *_BIDI}))
 _SPECIAL = re.compile("[" + re.escape("".join(_SPECIAL_CHARS)) + "]")
 _UNESCAPE = re.compile(f"{_GUARD}{_GUARD}|{_GUARD}U\\+([0-9A-F]{{4,6}}){_CODE_END}|{_GUARD}")
 _KEYWORDS = ("page", "document", "instructions")
-_SLASHES = frozenset("/\uff0f\u2215\u2044\u29f8")
 _PIPES = frozenset("|\uff5c")
 # Lower-case look-alikes of the letters in our tag names.
 _LOOKALIKES = str.maketrans(
@@ -73,7 +85,7 @@ def _opens_tag(text: str, at: int) -> bool:
                 return True
             continue
         folded = _fold(ch)
-        if not letters and not slash and (ch in _SLASHES or folded == "/"):
+        if not letters and not slash and (ch in SOLIDUS_LIKE or folded in SOLIDUS_LIKE):
             slash = True
             continue
         if not letters and (ch in _PIPES or folded == "|"):
@@ -94,8 +106,9 @@ def neutralize(text: str) -> str:
     """Make tag-like strings, special tokens and bidi overrides in page text inert;
     ``restore`` undoes it exactly."""
     # Most pages hold none of these: one substring search per character settles them, 20x
-    # faster than the character-class regex (whose every match is looked at below).
-    if not any(ch in text for ch in _SPECIAL_CHARS):
+    # faster than the character-class regex (whose every match is looked at below); in ASCII
+    # text only "<" can be one.
+    if ("<" not in text) if text.isascii() else not any(ch in text for ch in _SPECIAL_CHARS):
         return text
     out: list[str] = []
     last = 0

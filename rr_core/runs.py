@@ -38,8 +38,8 @@ DEFAULT_CONCURRENCY = 8
 # 3: an answer carries ``found`` and a list of ``citations`` (page, quote, check each); the
 # first citation is also written as the outcome's ``page``/``quote`` for readers of 2.
 TRACE_SCHEMA_VERSION = 3
-# What a trace keeps of a reply: enough for any JSON we asked for (max_output_tokens is
-# capped at 8,192), never a runaway body.
+# The longest reply kept: enough for any JSON we asked for (max_output_tokens is capped at
+# 8,192); a longer one is a failed call, kept nowhere (trace, answer, history, call cache).
 MAX_STORED_RESPONSE_CHARS = 64_000
 # A server that reports far fewer prompt tokens than were sent may have cut the prompt.
 TRUNCATION_RATIO = 0.6
@@ -559,7 +559,8 @@ class Executor:
                         pending.set_result(completion)
                     else:
                         pending.set_exception(_Shared())
-            if self.cache is not None:
+            oversized = len(completion.text) > MAX_STORED_RESPONSE_CHARS
+            if self.cache is not None and not oversized:
                 self.cache.put(key, CachedCall(completion.text, completion.usage, completion.model))
         record.latency_s = round(time.perf_counter() - started, 3)
         record.response = completion.text[:MAX_STORED_RESPONSE_CHARS]
@@ -581,6 +582,13 @@ class Executor:
                 "without saying so."
             )
         try:
+            if len(completion.text) > MAX_STORED_RESPONSE_CHARS:
+                # Nothing keeps it (trace, answer, history, call cache): a runaway reply is a fault.
+                raise ResponseParseError(
+                    f"The reply was {len(completion.text):,} characters long, more than any answer asked "
+                    f"for ({MAX_STORED_RESPONSE_CHARS:,} at most); it was not kept.",
+                    raw=completion.text[:200],
+                )
             parsed = call.schema.parse(completion.text)
         except ResponseParseError as exc:
             record.error = str(exc)

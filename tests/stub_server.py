@@ -137,6 +137,11 @@ def malformed(text: str = "Sure! The answer is on page three, I think.") -> Repl
     return Reply(text=text)
 
 
+def not_json(body: str = '{"id": "resp_1", "output": [') -> Reply:
+    """A 200 reply that says it is JSON and is not (a proxy's cut-off or garbled body)."""
+    return Reply(body=body, headers={"content-type": "application/json"})
+
+
 def bare_usage(text: str | None = None) -> Reply:
     """A normal reply whose usage has no details or cache fields."""
     return Reply(text=text, usage="bare")
@@ -537,7 +542,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             data, ctype = json.dumps(payload).encode(), "application/json"
         self.send_response(status)
-        self.send_header("content-type", ctype)
+        if not any(name.lower() == "content-type" for name in headers):  # a reply may name its own
+            self.send_header("content-type", ctype)
         self.send_header("content-length", str(len(data)))
         self.send_header("x-request-id", "req_stub")
         self.send_header("request-id", "req_stub")

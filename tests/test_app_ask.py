@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -610,8 +611,48 @@ def test_a_model_answer_with_a_link_is_shown_as_text(monkeypatch: pytest.MonkeyP
     texts = markdown(at)
     assert texts.count(f"**Answer:** {md(f'See {EVIL_LINK} now')}") == 2
     assert f"> {md(f'{EVIL_LINK} quoted')}" in texts
-    assert r"\[click\]\(https\:" in md(EVIL_LINK)
+    assert "\\[click\\]\\(https\u2060\\:" in md(EVIL_LINK)
     _no_live_link(at)
+
+
+PLAIN_URLS = "Go to https://evil.example/a or WWW.evil.example/b, or write to x@evil.example"
+# What GFM's autolink-literal extension links once escapes are resolved (what Streamlit's
+# Markdown does in the browser: tests/test_browser_links.py checks the rendered page).
+_AUTOLINK = re.compile(r"(?i)(https?://|(?<![\w])www\.)[\w-]|[\w.+-]@[\w-]+\.\w")
+
+
+def _autolinks(at: AppTest) -> list[str]:
+    shown = [
+        re.sub(r"\\(.)", r"\1", str(e.value))
+        for kind in ("markdown", "caption", "error", "warning", "info", "success")
+        for e in at.get(kind)
+    ]
+    return [text for text in shown if _AUTOLINK.search(text)]
+
+
+def test_plain_urls_in_an_answer_and_in_the_earlier_run_notice_are_no_links(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pages.common.state as state_module
+
+    def replies(request: Any) -> str:
+        if request.schema.WIRE_NAME == "retrieval":
+            return json.dumps({"question": "", "pages": [FIRST.page, 2]})
+        return answer_json(FIRST.question, PLAIN_URLS, FIRST.page, quote=f"{PLAIN_URLS} quoted")
+
+    client = ScriptedClient(responder=replies)
+    monkeypatch.setattr(state_module, "new_client", lambda: client)
+    at = open_app()
+    question = f"{FIRST.question} (see https://evil.example/q and www.evil.example)"
+    at.text_area(key="w.question").input(question).run()
+    traces = run(at)
+    assert all(t.answer == PLAIN_URLS for t in traces)
+    assert any(md(PLAIN_URLS) in m for m in markdown(at))  # shown, as text
+    at.text_area(key="w.question").input(KNOWN[1].question).run()
+    (stale,) = [w.value for w in at.warning]
+    assert "belong to an earlier run" in stale and md("evil.example/q") in stale
+    assert _autolinks(at) == []
+    assert _AUTOLINK.search(PLAIN_URLS) and _AUTOLINK.search(question)  # the check can see them
 
 
 def test_a_page_with_a_link_in_an_uploaded_document_is_shown_as_text() -> None:

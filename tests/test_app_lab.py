@@ -122,6 +122,11 @@ def test_the_lab_opens_on_the_simulated_reader_with_the_cost_before_running() ->
         )
         for c in (x.value for x in at.caption)
     )
+    facts, redrawn = plan.planted_facts
+    assert any(
+        f"Planted facts: {facts}, {redrawn} drawn again because the document itself" in x.value
+        for x in at.caption
+    )
     assert "lab_result" not in at.session_state and not at.get("plotly_chart")
     assert open_store().calls_cached() == 0  # planning sent nothing
 

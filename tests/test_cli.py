@@ -91,6 +91,38 @@ def test_pages_json_in_a_fresh_process(planted_txt: Path) -> None:
     assert len(data["pages"]) == 40 and data["total_tokens"] > 0
 
 
+def damaged_pdf(path: Path) -> Path:
+    """A PDF whose first page's compressed content stream is garbled (MuPDF reports a zlib error
+    reading it and keeps the second page)."""
+    doc = pymupdf.open()
+    for text in ("The first page, garbled below.", "The second page survives intact."):
+        doc.new_page().insert_text((72, 72), text * 3)
+    data = bytearray(doc.tobytes(deflate=True))
+    doc.close()
+    start = data.index(b"stream\n") + len(b"stream\n")
+    for i in range(start + 5, start + 25):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("command", [["pages"], ["ask", "-q", "What survives?"]])
+def test_json_output_of_a_damaged_pdf_is_json_only(tmp_path: Path, command: list[str]) -> None:
+    # MuPDF printed "MuPDF error: library error: zlib error: ..." on stdout, before the JSON.
+    result = run_cli(command[0], str(damaged_pdf(tmp_path / "damaged.pdf")), *command[1:], "--json")
+    assert result.returncode == 0, result.stderr
+    assert "MuPDF" not in result.stdout
+    data = json.loads(result.stdout)
+    assert data["file"] == "damaged.pdf"
+
+
+@pytest.mark.shared_data
+def test_json_output_of_the_corrupt_gao_report_is_json_only(shared_documents: Path) -> None:
+    result = run_cli("pages", str(shared_documents / "corrupt_invalid_structure_gao_report.pdf"), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["file"] == "corrupt_invalid_structure_gao_report.pdf"
+
+
 def test_pages_table(capsys: pytest.CaptureFixture[str], planted_txt: Path) -> None:
     assert main(["pages", str(planted_txt)]) == 0
     out = capsys.readouterr().out
@@ -673,6 +705,27 @@ def test_a_compatible_server_gets_rr_compat_api_key_and_never_the_openai_key(
     capsys.readouterr()
     code = main([*argv, "--api-key-env", "UNSET_VARIABLE_XYZ"])
     assert_user_error(code, capsys.readouterr().err, "UNSET_VARIABLE_XYZ", "not set")
+
+
+def test_rr_compat_api_key_goes_only_to_the_server_it_was_configured_for(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RR_COMPAT_API_KEY", "compat-key-123456")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://configured.example:8000/v1")
+    argv = ["ask", str(planted_txt), "-q", "x", "--methods", "baseline", "--provider", "openai-compatible",
+            "--base-url", stub.url, "--model", "llama"]  # fmt: skip
+    # The key is configured beside another server's URL: --base-url does not get it.
+    assert main(argv) == 0
+    assert "authorization" not in stub.last.headers
+    # The same server (written differently) gets it; so does a key named for the run.
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.url + "/")
+    assert main(argv) == 0
+    assert stub.last.headers["authorization"] == "Bearer compat-key-123456"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://configured.example:8000/v1")
+    monkeypatch.setenv("MY_STUB_KEY", "run-key-654321")
+    assert main([*argv, "--api-key-env", "MY_STUB_KEY"]) == 0
+    assert stub.last.headers["authorization"] == "Bearer run-key-654321"
+    capsys.readouterr()
 
 
 def test_pages_with_ocr_off_says_how_to_turn_it_on(

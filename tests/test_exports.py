@@ -139,6 +139,12 @@ def test_text_from_documents_and_models_cannot_act_in_reports_or_spreadsheets() 
     assert not re.search(r"(?<!\\)!(?<!\\)\[", report) and not re.search(r"(?<!\\)<img", report)
     assert "\\!\\[x\\]\\(" in report and "\\<img" in report
     assert md_escape("[a](b)") == "\\[a\\]\\(b\\)"
+    # Plain URLs and addresses, which Markdown links by itself, are broken by a word joiner.
+    assert "https://evil" not in report and "https\u2060://evil" in report
+    assert (
+        md_escape("www.a.example x@b.example HTTP://c")
+        == "www\u2060.a.example x@\u2060b.example HTTP\u2060://c"
+    )
     rows = to_csv([hostile]).splitlines()
     assert "'=HYPERLINK" in rows[1]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -28,11 +29,13 @@ from rr_core.lab.haystacks import (
 from rr_core.lab.presets import PRESETS, get_preset
 from rr_core.lab.report import sweep_csv, sweep_json, sweep_markdown
 from rr_core.lab.stats import effective_length, score, wilson
-from rr_core.lab.sweep import check_budget, plan_sweep, run_sweep
+from rr_core.lab.sweep import SweepResult, check_budget, plan_sweep, run_sweep
 from rr_core.llm import make_client
 from rr_core.llm.simulated import SimulatedReader
 from rr_core.methods import parse_spec
-from rr_core.runs import Executor
+from rr_core.planting import HostText, build_fact, host_conflicts
+from rr_core.runs import CallEvent, Executor
+from rr_core.samples import get_sample
 from rr_core.settings import RunSettings
 from rr_core.store import SQLiteStore
 
@@ -108,6 +111,47 @@ def test_documents_shorter_than_the_length_are_extended_by_repeating_pages() -> 
     )
     # Page 11 is page 1 again.
     assert trial.document.pages[10].text == document.pages[0].text or trial.gold_pages[0] == 11
+
+
+def test_planted_facts_are_not_answered_by_the_cut_host_document(counter) -> None:  # type: ignore[no-untyped-def]
+    """On the sample contract the first candidates of 3 kinds were answered by the contract
+    itself (its own interest rate, notice periods, seat of arbitration); each trial's fact is
+    one the cut document cannot answer, its paraphrase names the fact's subject, and the plan
+    and the report say how many facts were drawn again."""
+    sample = get_sample("contract")
+    document = document_from_texts("contract.txt", list(sample.pages), counter=counter)
+    lengths = (8_000, 30_000)
+    trials = planted_trials(
+        document,
+        PageCounts(counter),
+        lengths=lengths,
+        depths=(0, 50, 100),
+        repeats=24,
+        seed=0,
+        paraphrase=True,
+        distracters=2,
+    )
+    assert len(trials) == 24 * 2 * 3
+    whole = HostText(sample.pages)
+    for trial in trials:
+        gold = trial.gold_pages[0] - 1
+        shown = [p.text for p in trial.document.pages]
+        # Everything the trial shows but the planted sentence (distracters included).
+        rest = HostText([*shown[:gold], shown[gold].split("\n\n", 1)[1], *shown[gold + 1 :]])
+        assert not [a for a in trial.answers if rest.states(a)], trial.id
+        assert HostText([shown[gold]]).states(trial.answers[0])
+        # The paraphrase names something the contract never mentions (the fact's subject).
+        assert [w for w in re.findall(r"[^\W_]+", trial.question) if w[0].isupper() and not whole.names(w)]
+    facts = {t.question_id: t for t in trials}
+    regenerated = sum(1 for t in facts.values() if t.replanted)
+    assert 1 <= regenerated < len(facts)
+    first = [build_fact(r) for r in range(24)]
+    assert sum(1 for f in first if host_conflicts(f, HostText(sample.pages))) >= regenerated
+    plan = plan_sweep(trials, [parse_spec("baseline", BASE)], counter, bounds=False)
+    assert plan.summary()["planted_facts"] == 24
+    assert plan.summary()["facts_regenerated"] == regenerated
+    report = sweep_markdown(plan, SweepResult(), title="t", engine="e", document="d")
+    assert f"**Planted facts:** 24; {regenerated} drawn again" in report
 
 
 def test_key_value_trials_ask_for_the_value_at_the_depth() -> None:
@@ -408,6 +452,38 @@ def _sweep(document, series, reach: int, depths=(0, 50, 100), repeats: int = 2):
     plan = plan_sweep(trials, [parse_spec(s, BASE) for s in series], counter)
     with Executor(SimulatedReader(reach=reach, counter=counter), concurrency=2) as executor:
         return plan, run_sweep(plan, executor)
+
+
+class _LastFirst:
+    """An executor whose runs finish in the reverse of the plan's order."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+
+    def stream_jobs(self, jobs):  # type: ignore[no-untyped-def]
+        yield from reversed([i for i in self.inner.stream_jobs(jobs) if not isinstance(i, CallEvent)])
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.inner, name)
+
+
+def test_results_read_in_the_plans_order_whatever_order_runs_finish_in() -> None:
+    # Series were listed in the order their first run finished: a second, identical sweep
+    # (every call from the store, so faster runs first) could list its cells differently.
+    counter = word_counter()
+    trials = planted_trials(
+        neutral_document(), PageCounts(counter), lengths=(4_000,), depths=(0, 100), repeats=1
+    )
+    series = [parse_spec(s, BASE) for s in ("baseline", "rr:k=1000", "reprompt:k=1000")]
+    plan = plan_sweep(trials, series, counter)
+    with Executor(SimulatedReader(reach=1_500, counter=counter), concurrency=2) as executor:
+        result = run_sweep(plan, _LastFirst(executor))  # type: ignore[arg-type]
+    assert [s.series.split(" (")[0] for s in result.summaries] == ["Baseline", "R&R", "Reprompting"]
+    jobs = [(j.series, j.trial.id) for j in plan.jobs if not j.bound]
+    assert [(s.series, s.trial) for s in result.scores] == jobs
+    assert [(s.series, s.trial) for s in result.bound_scores] == [
+        (j.series, j.trial.id) for j in plan.jobs if j.bound
+    ]
 
 
 def test_the_lab_recovers_a_known_positional_bias_exactly() -> None:

@@ -24,6 +24,7 @@ from tests.stub_server import (
     context_too_long,
     json_output,
     malformed,
+    not_json,
     rate_limited,
     rejects_structured,
     server_error,
@@ -248,6 +249,14 @@ def test_reply_that_is_not_the_api_is_a_provider_error(stub: StubServer) -> None
     stub.enqueue(Reply(body="<html>Welcome to nginx</html>"))
     err = raised(client_for(stub))
     assert isinstance(err, ProviderError) and "base URL" in str(err)
+
+
+@pytest.mark.parametrize("body", ['{"id": "msg_1", "content": [', "", "Bad gateway"])
+def test_a_reply_that_says_json_and_is_not_is_a_provider_error(stub: StubServer, body: str) -> None:
+    stub.enqueue(not_json(body))
+    err = raised(client_for(stub))
+    assert isinstance(err, ProviderError) and "not valid JSON" in str(err) and "base URL" in str(err)
+    assert len(stub.requests) == 1
 
 
 @pytest.mark.parametrize(

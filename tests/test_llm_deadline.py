@@ -225,3 +225,28 @@ def test_errors_keep_their_kind_when_out_of_time() -> None:
     assert str(late).startswith(
         "OpenAI asked to wait 90 s before a retry (HTTP 429): longer than the 4 s left"
     )
+
+
+# -- every connection pool is bounded -----------------------------------------------------------
+
+
+def test_every_transport_of_the_client_must_be_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx2
+
+    from rr_core.llm.deadline import _Backend, bounded_http_client
+
+    class Unpooled(httpx2.BaseTransport):
+        def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+            return httpx2.Response(200)
+
+    # One transport bounded and one that cannot be was accepted: its requests had no deadline.
+    client = httpx2.Client(mounts={"http://proxied.example": Unpooled()})
+    with pytest.raises(RuntimeError, match=r"http://proxied\.example.*Unpooled"):
+        bounded_http_client(client)
+    # A proxy from the environment is a pool of its own: every one is wrapped.
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "localhost")
+    proxied = bounded_http_client(httpx2.Client())
+    pools = [proxied._transport, *(t for t in proxied._mounts.values() if t is not None)]
+    assert len(pools) >= 2
+    assert all(isinstance(t._pool._network_backend, _Backend) for t in pools)  # type: ignore[attr-defined]

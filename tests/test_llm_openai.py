@@ -29,6 +29,7 @@ from tests.stub_server import (
     bare_usage,
     context_too_long,
     malformed,
+    not_json,
     rate_limited,
     rejects_structured,
     server_error,
@@ -360,6 +361,19 @@ def test_reply_that_is_not_the_api_is_a_provider_error(stub: StubServer, make_cl
     err = raised(make_client(stub))
     assert isinstance(err, ProviderError)
     assert "base URL" in str(err)
+
+
+@pytest.mark.parametrize("body", ['{"id": "resp_1", "output": [', "", "Bad gateway"])
+@pytest.mark.parametrize("make_client", [responses_client, chat_client])
+def test_a_reply_that_says_json_and_is_not_is_a_provider_error(
+    stub: StubServer, make_client: MakeClient, body: str
+) -> None:
+    # The SDK parses an application/json body unchecked: it raised JSONDecodeError, which the
+    # run reported as "Internal error: JSONDecodeError".
+    stub.enqueue(not_json(body))
+    err = raised(make_client(stub))
+    assert isinstance(err, ProviderError) and "not valid JSON" in str(err) and "base URL" in str(err)
+    assert len(stub.requests) == 1  # not retried: the same server would say the same
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 from rr_core.metrics import (
     best_subspan_em,
     fuzzy_match,
+    fuzzy_normalize,
     page_accuracy,
     page_recall,
     squad_normalize,
@@ -35,10 +38,39 @@ def test_fuzzy_match(prediction: str, gold: str, score: float) -> None:
     assert fuzzy_match(prediction, [gold]) == score
 
 
-def test_fuzzy_containment_counts_inside_words() -> None:
-    # "one string contains the other": substring containment, before splitting into words.
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [
+        ("1", "1901"),  # a number inside a longer number
+        ("a", "Paris"),  # a letter inside a word
+        ("ashing", "Washington"),  # part of a word
+        ("Washing", "Washington DC"),
+        ("8f14e45f", "8f14e45f-ceea-467f-a0e6-5d9e3c5b1a2e"),  # 8 hex digits of a UUID
+        ("4.2", "14.25 million"),
+        ("day", "30 days"),
+    ],
+)
+def test_fuzzy_match_is_by_words_never_inside_a_word(prediction: str, gold: str) -> None:
+    # METHOD.md §11: words, never characters (the old rule counted a substring either way).
+    assert fuzzy_match(prediction, [gold]) == 0.0
+    assert fuzzy_match(gold, [prediction]) == 0.0
+
+
+def test_fuzzy_match_word_containment_either_way() -> None:
     assert fuzzy_match("Washington", ["washington dc"]) == 1.0
-    assert fuzzy_match("ashing", ["Washington"]) == 1.0
+    assert fuzzy_match("1901", ["in 1901"]) == 1.0
+    assert (
+        fuzzy_match("8f14e45f-ceea-467f-a0e6-5d9e3c5b1a2e", ["8f14e45f-ceea-467f-a0e6-5d9e3c5b1a2e"]) == 1.0
+    )
+    assert fuzzy_normalize("  The U.S.-Navy, 4.2%! ") == "the usnavy 42"
+
+
+def test_an_empty_answer_matches_nothing_and_is_compared_as_n_a() -> None:
+    # The empty word set is a subset of every set: it must not count as right.
+    assert fuzzy_match("", ["Paris"]) == 0.0
+    assert fuzzy_match("Paris", [""]) == 0.0
+    assert fuzzy_match("", [""]) == 0.0
+    assert fuzzy_match("...", ["Paris"]) == 0.0
 
 
 @pytest.mark.parametrize(
@@ -113,3 +145,9 @@ def test_page_recall_and_accuracy() -> None:
     assert page_accuracy(27, 27) == 1.0
     assert page_accuracy(26, 27) == 0.0
     assert page_accuracy(None, 27) == 0.0
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_the_ascii_fast_path_normalises_as_the_rule_says(text: str) -> None:
+    # Lowercase, drop what is not a letter, digit or space, collapse spaces (the general path).
+    assert fuzzy_normalize(text) == " ".join(re.sub(r"[^\w ]|_", "", " ".join(text.lower().split())).split())

@@ -4,6 +4,7 @@ the call cache (no request is paid twice); the fit check and silent truncation."
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
@@ -19,10 +20,10 @@ from rr_core.llm.anthropic_client import AnthropicClient
 from rr_core.llm.openai_client import OpenAIClient
 from rr_core.methods import plan_method
 from rr_core.plans import Plan
-from rr_core.runs import CallEvent, Executor, RunTrace
+from rr_core.runs import MAX_STORED_RESPONSE_CHARS, CallEvent, Executor, RunTrace
 from rr_core.settings import RunSettings
 from rr_core.store import SQLiteStore
-from tests.stub_server import Reply, StubServer, prompt_of, schema_name_of, server_error
+from tests.stub_server import Reply, StubServer, json_output, prompt_of, schema_name_of, server_error
 
 QUESTION = "What is the termination fee?"
 QUESTIONS = [QUESTION, "Which harbor crane carries small fishing boats?", "What does the orchard yield?"]
@@ -343,3 +344,30 @@ def test_a_server_reporting_far_fewer_prompt_tokens_is_flagged_as_silent_truncat
     assert trace.ok
     (warning,) = [w for w in trace.warnings if "cut the prompt" in w]
     assert "40 prompt tokens" in warning and f"{plan.calls[0].prompt_tokens:,}" in warning
+
+
+# ---- A runaway reply ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_runaway_reply_is_a_failed_call_kept_nowhere(
+    stub: StubServer, document: Document, provider: str, tmp_path: Any
+) -> None:
+    """A 1 MiB answer was stored whole (the answer, the history, the call cache); only the
+    call's response text was cut to the cap."""
+    huge = "fee " * (1 << 18)  # 1 MiB
+    stub.responder = lambda path, body: json_output(
+        {"question": QUESTION, "answer": huge, "page": "3", "quote": huge}
+    )
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    trace = run_one(stub, provider, plan_for(document, "baseline", provider), document, cache=store)
+    assert not trace.ok and "characters long" in (trace.error or "")
+    assert trace.answer is None and all(not (o.answer or o.quote) for o in trace.outcomes)
+    (call,) = trace.calls
+    assert len(call.response) <= MAX_STORED_RESPONSE_CHARS
+    assert call.usage.output_tokens > 0 and call.cost_usd > 0  # paid: the cost is kept
+    assert store.calls_cached() == 0  # never answers again from the cache
+    store.save_batch([trace])
+    assert len(json.dumps(trace.to_dict())) < 2 * MAX_STORED_RESPONSE_CHARS
+    stored = store.get(trace.run_id)
+    assert stored is not None and stored.answer is None

@@ -2,7 +2,8 @@
 
 Streamlit renders Markdown (links, images, ``:red[...]`` colours, ``:material/...:`` icons)
 in captions, error boxes and most labels. ``md`` escapes every character that starts such
-markup, so an answer that carries ``[click](https://…)`` shows those characters, not a link.
+markup, so an answer that carries ``[click](https://…)`` shows those characters, not a link;
+and it breaks up the plain URLs and e-mail addresses that Markdown would link by itself.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
+from rr_core.untrusted import unlinked
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~$:<&])")
 
 
 def md(text: object) -> str:
-    """``text`` escaped for Streamlit Markdown: shown literally, never as markup."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+    """``text`` escaped for Streamlit Markdown: shown literally, never as markup, and no URL or
+    e-mail address in it becomes a link (escaping alone does not stop GFM's autolinks)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", unlinked(str(text)))
 
 
 def plural(n: int, noun: str) -> str:

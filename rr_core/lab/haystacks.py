@@ -7,7 +7,9 @@ tokens, one question, its accepted answers and the page that holds them, planted
 
 - ``planted_trials``: the user's own document, with a fictional fact (names, amounts,
   dates no model can know) planted at each depth; optionally a paraphrased question and
-  distracters (near-copies with other values) elsewhere. Distracters differ per repeat.
+  distracters (near-copies with other values) elsewhere. Distracters differ per repeat. A fact
+  the cut document could answer by itself (it states an accepted answer, or names the fact's
+  subject) is replaced by the next candidate, deterministically; ``Trial.replanted`` counts them.
 - ``passage_trials``: the Lost-in-the-Middle protocol (000 §4.1, 001 §3): one passage per
   page, the gold passage at depth p among the question's own retrieved passages (or, from an
   oracle-only file, other questions' passages ranked by BM25), answer-bearing ones left out.
@@ -29,7 +31,7 @@ from pathlib import Path
 from rr_core.documents import Document, Page
 from rr_core.errors import ConfigError
 from rr_core.metrics import contains_answer
-from rr_core.planting import build_fact
+from rr_core.planting import HostText, plant_fact
 from rr_core.questions import Question
 from rr_core.retrieval import BM25
 from rr_core.tokens import TokenCounter
@@ -57,6 +59,7 @@ class Trial:
     document: Document
     construction: str = ""  # how the distracters were chosen (``CONSTRUCTIONS``), where it varies
     exact: bool = False  # scored by exact match (key–value: the value itself), not fuzzy match
+    replanted: int = 0  # planted facts: candidates rejected first (the document could answer them)
 
 
 class PageCounts:
@@ -137,9 +140,12 @@ def planted_trials(
     """Facts planted in the user's document at each length × depth, ``repeats`` facts per cell."""
     texts = [p.text for p in document.pages if p.has_text]
     counts = cache.count(texts)
+    # Every cut starts at the first page, so the longest holds all the text any trial shows.
+    longest = fit_length(texts, counts, max(lengths)) if lengths else []
+    host = HostText(texts[i] for i in sorted(set(longest)))
     trials: list[Trial] = []
     for repeat in range(repeats):
-        fact = build_fact(seed * 1_000 + repeat)
+        fact, replanted = plant_fact(host, seed * 1_000 + repeat)
         question = fact.paraphrase if paraphrase else fact.question
         rng = random.Random(f"{seed}-{repeat}")
         for length in lengths:
@@ -172,6 +178,7 @@ def planted_trials(
                         document=cache.document(
                             f"{document.name} · {length:,} tokens · fact at {depth:g}%", pages
                         ),
+                        replanted=replanted,
                     )
                 )
     return trials

@@ -185,6 +185,16 @@ def _pct(x: float) -> str:
     return f"{x:.0%}"
 
 
+def _planted_line(plan: SweepPlan) -> list[str]:
+    facts, regenerated = plan.planted_facts
+    if not facts:
+        return []
+    return [
+        f"- **Planted facts:** {facts:,}; {regenerated:,} drawn again because the document itself "
+        "stated an accepted answer or named the fact's subject"
+    ]
+
+
 def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: str, document: str) -> str:
     """A report: what was measured, on what, the accuracy by series and by depth with n and
     intervals, the paired differences, and the cost."""
@@ -198,6 +208,7 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         f"found in the store {result.calls_cached:,}; cost ${result.cost_usd():.4f} (estimated ${plan.usd:.4f} "
         f"as {md_escape(plan.priced_as)})",
         *_protocol_lines(plan),
+        *_planted_line(plan),
         "",
         f"## Accuracy by method ({'exact match' if any(t.exact for t in plan.trials) else 'fuzzy match'})",
         "",

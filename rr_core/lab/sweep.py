@@ -78,8 +78,17 @@ class SweepPlan:
         """Estimated total in US dollars."""
         return self.cost.total_usd
 
+    @property
+    def planted_facts(self) -> tuple[int, int]:
+        """Planted facts used, and how many of them replace a candidate the document itself
+        could answer (it stated an accepted answer or named the fact's subject)."""
+        facts = {t.question_id: t.replanted for t in self.trials if t.task == "planted"}
+        return len(facts), sum(1 for n in facts.values() if n)
+
     def summary(self) -> dict[str, Any]:
         """The plan as JSON: what running it will send and cost."""
+        facts, regenerated = self.planted_facts
+        planted = {"planted_facts": facts, "facts_regenerated": regenerated} if facts else {}
         return {
             "trials": len(self.trials),
             "runs": len(self.jobs),
@@ -89,6 +98,7 @@ class SweepPlan:
             "usd": round(self.usd, 6),
             "priced_as": self.priced_as,
             "price_known": self.cost.known,
+            **planted,
         }
 
 
@@ -282,4 +292,8 @@ def run_sweep(
             on_progress(done, len(jobs), result)
     result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
     result.cancelled = executor.cancelled
+    # Runs finish in any order; the results read in the plan's (series and cells in the order
+    # the methods were chosen, the same on every run of the same sweep).
+    result.scores.sort(key=lambda s: s.job)
+    result.bound_scores.sort(key=lambda s: s.job)
     return result

@@ -12,7 +12,9 @@ on the command line. The rule:
   (otherwise the run is refused before anything is sent);
 - an OpenAI-compatible server gets a key only when one is given for it, or
   ``RR_COMPAT_API_KEY`` when it is the configured server (``OPENAI_BASE_URL``); without one
-  no ``Authorization`` header is sent. ``OPENAI_API_KEY`` never goes to it.
+  no ``Authorization`` header is sent. ``OPENAI_API_KEY`` never goes to it. On the command
+  line ``RR_COMPAT_API_KEY`` is the default given key, for ``--base-url``, unless
+  ``OPENAI_BASE_URL`` names another server (``command_line_compat_key``).
 
 Keys are never printed: ``ProviderConfig``'s repr leaves the key out.
 """
@@ -101,6 +103,17 @@ class ProviderConfig:
                 provider=provider,
             )
         return replace(self, api_key=key, base_url=given_url or configured_url)
+
+
+def command_line_compat_key(base_url: str | None, configured: Lookup = environment) -> str | None:
+    """``RR_COMPAT_API_KEY`` as the command line's default key for a compatible server at
+    ``base_url`` (``--base-url``): only when no ``OPENAI_BASE_URL`` is configured or it names
+    the same server. A key configured beside a server's URL is for that server alone."""
+    key = configured(COMPAT_KEY_VAR)
+    configured_url = configured(BASE_URL_VARIABLES["openai-compatible"])
+    if key and base_url and configured_url and not same_server(base_url, configured_url):
+        return None
+    return key
 
 
 def same_server(a: str | None, b: str | None) -> bool:

@@ -149,19 +149,26 @@ def bounded_http_client(client: httpx2.Client) -> httpx2.Client:
     """``client`` with every connection pool's network backend bounded by the call deadline.
 
     Proxies from the environment keep working: each transport the client mounted is wrapped.
-    Raises ``RuntimeError`` if the HTTP stack is not the one this was written for (a pinned
-    dependency changed), rather than silently losing the deadline.
+    Raises ``RuntimeError`` if any transport has no connection pool to bound (a pinned
+    dependency changed, or a transport of another kind was mounted), rather than silently
+    losing the deadline on the requests it carries.
     """
-    transports = [client._transport, *client._mounts.values()]  # noqa: SLF001 - see docstring
-    wrapped = 0
-    for transport in transports:
+    # A mount of None means "no proxy here": those requests use the client's own transport.
+    mounts = [(str(pattern.pattern), t) for pattern, t in client._mounts.items() if t is not None]  # noqa: SLF001 - see docstring
+    transports = [("the client's own transport", client._transport), *mounts]  # noqa: SLF001
+    unbounded = []
+    for name, transport in transports:
         pool = getattr(transport, "_pool", None)
         backend = getattr(pool, "_network_backend", None)
         if backend is None:
+            unbounded.append(f"{name} ({type(transport).__name__})")
             continue
         if not isinstance(backend, _Backend):
             pool._network_backend = _Backend(backend)  # type: ignore[union-attr]  # noqa: SLF001
-        wrapped += 1
-    if not wrapped:
-        raise RuntimeError("the HTTP client has no connection pool to bound; check the httpx2 version")
+    if unbounded:
+        raise RuntimeError(
+            "the HTTP client has transports without a connection pool to bound: "
+            + ", ".join(unbounded)
+            + "; check the httpx2 version"
+        )
     return client

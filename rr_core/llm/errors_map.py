@@ -210,3 +210,13 @@ def unreachable(*, provider: str, base_url: str) -> ProviderError:
 def empty_output(*, provider: str, label: str, why: str) -> ProviderError:
     """The error for a reply that carried no text."""
     return ProviderError(f"{label} returned no text ({why}).", provider=provider)
+
+
+def not_json(*, provider: str, label: str, base_url: str) -> ProviderError:
+    """The error for a reply whose body is not the JSON it says it is (a proxy's error page,
+    a cut-off body)."""
+    return ProviderError(
+        f"{label} sent a reply that is not valid JSON. Check the base URL ({safe_url(base_url)}) "
+        "and any proxy in between, then try again.",
+        provider=provider,
+    )

@@ -21,6 +21,7 @@ building a ``Completion`` from an SDK reply, and reading its token counts.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -103,6 +104,10 @@ class SDKAdapter:
                     )
                 try:
                     return self._send(request, model, left, structured=structured)
+                except json.JSONDecodeError:  # the SDKs parse a JSON content type unchecked
+                    raise errors_map.not_json(
+                        provider=self.name, label=self._label, base_url=self.base_url
+                    ) from None
                 except self.sdk_errors.base as exc:
                     self._check_cancel()
                     failure = self._http_failure(exc)
