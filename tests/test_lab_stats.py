@@ -363,10 +363,11 @@ def test_lab_cli_writes_the_per_trial_records(capsys: pytest.CaptureFixture[str]
     out, err = capsys.readouterr()
     assert code == 0, err
     rows = list(csv.DictReader(out_csv.open(encoding="utf-8")))
-    assert len(rows) == 2 * 6 + 2  # two methods × six trials, and the two bounds once
+    # Two methods × six trials, and the two bounds once per fact (a fact per depth: three).
+    assert len(rows) == 2 * 6 + 2 * 3
     assert {r["seed"] for r in rows} == {"7"} and {r["is_llm"] for r in rows} == {"0"}
     assert f"per-trial records written to {out_csv}" in out
-    assert "n=6 trials, 1 questions" in out
+    assert "n=6 trials, 3 questions" in out
     assert "Effective length: the longest length" in out
     assert "No difference shown between R&R" in out
     code = main(["--json", *args])

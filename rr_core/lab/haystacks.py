@@ -31,7 +31,7 @@ from pathlib import Path
 from rr_core.documents import Document, Page
 from rr_core.errors import ConfigError
 from rr_core.metrics import contains_answer
-from rr_core.planting import HostText, plant_fact
+from rr_core.planting import HostText, PlantedFact, plant_fact
 from rr_core.questions import Question
 from rr_core.retrieval import BM25
 from rr_core.tokens import TokenCounter
@@ -144,15 +144,21 @@ def planted_trials(
     longest = fit_length(texts, counts, max(lengths)) if lengths else []
     host = HostText(texts[i] for i in sorted(set(longest)))
     trials: list[Trial] = []
+    # A fact per repeat and depth (the same at every length, so lengths compare like with like):
+    # trials that share a fact are not independent, so a fact a cell gives every cell more
+    # questions to count, where one fact per repeat made a whole row hang on two questions.
+    facts: dict[tuple[int, int], tuple[PlantedFact, int]] = {}
     for repeat in range(repeats):
-        fact, replanted = plant_fact(host, seed * 1_000 + repeat)
-        question = fact.paraphrase if paraphrase else fact.question
         rng = random.Random(f"{seed}-{repeat}")
         for length in lengths:
             chosen = fit_length(texts, counts, length)
             base = [texts[i] for i in chosen]
             base_counts = [counts[i] for i in chosen]
-            for depth in _depths(depths, length):
+            for slot, depth in enumerate(_depths(depths, length)):
+                if (repeat, slot) not in facts:
+                    facts[repeat, slot] = plant_fact(host, (seed * 1_000 + repeat) * 1_000 + slot)
+                fact, replanted = facts[repeat, slot]
+                question = fact.paraphrase if paraphrase else fact.question
                 gold = boundary_at(base_counts, depth)
                 pages = list(base)
                 # The fact opens the page at the boundary: no page is split, the fact is whole.
@@ -171,7 +177,7 @@ def planted_trials(
                         length=length,
                         depth=float(depth),
                         repeat=repeat,
-                        question_id=f"fact-{seed}-{repeat}",
+                        question_id=f"fact-{seed}-{repeat}-{slot}",
                         question=question,
                         answers=fact.answers,
                         gold_pages=(gold + 1,),
