@@ -415,9 +415,10 @@ class Budget:
     A call reserves its estimated cost before it is sent and settles at the cost of the usage
     the provider reports. A reservation that would take what is settled plus what is held
     above the cap is refused: the call is not sent. A provider that bills more than estimated
-    raises what later calls hold (by the largest ratio seen), and until one call has settled
-    calls go one at a time, so how far bills run from the estimates is known before several
-    calls are in flight. Thread-safe.
+    raises what later calls hold: the estimate times the largest ratio seen, and at least the
+    largest bill seen (estimates that ran low once are not trusted to scale). Until one call
+    has settled, calls go one at a time, so how far bills run from the estimates is known
+    before several calls are in flight. Thread-safe.
     """
 
     def __init__(self, cap_usd: float) -> None:
@@ -425,6 +426,7 @@ class Budget:
         self.settled_usd = 0.0
         self.held_usd = 0.0
         self._scale = 1.0
+        self._largest_bill = 0.0
         self._in_flight = 0
         self._settled_calls = 0
         self._changed = threading.Condition()
@@ -438,6 +440,8 @@ class Budget:
                     return None
                 self._changed.wait(0.2)
             held = estimate_usd * self._scale
+            if self._scale > 1.0:
+                held = max(held, self._largest_bill)
             if self.settled_usd + self.held_usd + held > self.cap_usd + 1e-9:
                 return None
             self.held_usd += held
@@ -456,6 +460,7 @@ class Budget:
             self.settled_usd += paid_usd
             self._in_flight -= 1
             self._settled_calls += 1
+            self._largest_bill = max(self._largest_bill, paid_usd)
             if reservation.estimate_usd > 0 and paid_usd > reservation.estimate_usd * self._scale:
                 self._scale = paid_usd / reservation.estimate_usd
             self._changed.notify_all()

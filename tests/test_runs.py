@@ -791,6 +791,13 @@ def test_the_budget_holds_each_call_and_learns_from_bills_above_the_estimate() -
     assert budget.reserve(0.10) is None  # 0.30 paid + 0.60 held + 0.30 > 1.00: not sent
     budget.settle(second, 0.0)  # failed unbilled: its hold is released
     assert budget.reserve(0.10) is not None
+    # Once bills ran above their estimates, a small call holds at least the largest bill.
+    smaller = Budget(1.00)
+    one = smaller.reserve(0.10)
+    assert one is not None
+    smaller.settle(one, 0.30)
+    small = smaller.reserve(0.01)
+    assert small is not None and small.held_usd == pytest.approx(0.30)
 
 
 def test_the_first_call_goes_alone_until_its_bill_is_known() -> None:

@@ -138,11 +138,14 @@ def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) ->
         return  # the document and its questions: no grid
     kv = spec.task == "kv"
     unit, most = ("key–value pairs", MAX_KV_PAIRS) if kv else ("tokens", MAX_LENGTH_TOKENS)
+    # A key–value file's rows may be taken whole: 0 pairs means all of a row's.
+    least = 0 if kv and spec.qa_file is not None else 1
     if not spec.lengths:
         raise ConfigError("Give at least one length.")
     for length in spec.lengths:
-        if not 1 <= length <= most:
-            raise ConfigError(f"Length {length:,}: give {unit} from 1 to {most:,}.")
+        if not least <= length <= most:
+            whole = " (0: all of the file's pairs)" if least == 0 else ""
+            raise ConfigError(f"Length {length:,}: give {unit} from {least} to {most:,}{whole}.")
     if not 1 <= spec.repeats <= MAX_REPEATS:
         raise ConfigError(f"Repeats {spec.repeats:,}: give 1 to {MAX_REPEATS} trials per cell.")
     if not 0 <= spec.distracters <= MAX_DISTRACTERS:
