@@ -439,14 +439,17 @@ class Budget:
                 if cancel is not None and cancel.is_set():
                     return None
                 self._changed.wait(0.2)
-            held = estimate_usd * self._scale
-            if self._scale > 1.0:
-                held = max(held, self._largest_bill)
+            held = self.hold_for(estimate_usd)
             if self.settled_usd + self.held_usd + held > self.cap_usd + 1e-9:
                 return None
             self.held_usd += held
             self._in_flight += 1
             return Reservation(estimate_usd, held)
+
+    def hold_for(self, estimate_usd: float) -> float:
+        """What a call estimated at ``estimate_usd`` holds while in flight."""
+        held = estimate_usd * self._scale
+        return max(held, self._largest_bill) if self._scale > 1.0 else held
 
     @property
     def overrun(self) -> float:
@@ -629,8 +632,9 @@ class Executor:
             else:
                 why = (
                     f"The budget cap of ${budget.cap_usd:.2f} was reached: ${budget.settled_usd:.4f} paid, "
-                    f"${budget.held_usd:.4f} held by calls in flight, and the next call is estimated at "
-                    f"${estimate.total_usd * budget.overrun:.4f}. No further call was sent."
+                    f"${budget.held_usd:.4f} held by calls in flight, and the next call would hold "
+                    f"${budget.hold_for(estimate.total_usd):.4f} (its estimate, or what such calls were "
+                    "billed when more). No further call was sent."
                 )
             self._stop(why)
         if held is None:
