@@ -31,11 +31,12 @@ from rr_core.lab.report import (
 )
 from rr_core.lab.stats import EFFECTIVE_RULE
 from rr_core.lab.sweep import SweepPlan, SweepResult, check_budget, plan_sweep, run_sweep
+from rr_core.llm.base import temperature_sent
 from rr_core.llm.offline import OfflineEngine
 from rr_core.llm.simulated import SIMULATED_LABEL, SimulatedReader
 from rr_core.methods import all_methods, get_method, parse_spec
 from rr_core.questions import Question, parse_questions
-from rr_core.runs import Executor
+from rr_core.runs import Budget, Executor
 from rr_core.settings import QuestionPlacement
 from rr_core.store import open_store
 from rr_core.tokens import counter_for_model
@@ -240,7 +241,7 @@ with st.expander("Methods and grid", expanded=True):
     state.setdefault("lab_budget", 5.0)
     S.bound(
         st.number_input,
-        "Budget cap (USD): refuse to start above it",
+        "Budget cap (USD): refuse to start above it, and send no call that would pass it",
         "lab_budget",
         min_value=0.0,
         step=1.0,
@@ -323,10 +324,17 @@ def _client() -> Any:
     return S.new_client()
 
 
+if not free and plan.price_assumed:
+    st.caption(
+        f"No price is known for {md(plan.priced_as)}: the budget cap cannot be kept, so it is not applied."
+    )
+
 if clicked:
+    budget: Budget | None = None
     try:
-        if not free:
+        if not free and not plan.price_assumed:
             check_budget(plan, float(state["lab_budget"]))
+            budget = Budget(float(state["lab_budget"]))
         client = _client()
         store = open_store()
     except (RRError, LedgerError) as exc:
@@ -346,7 +354,9 @@ if clicked:
         "Leaving this screen or pressing Stop in the top corner stops the sweep; everything finished is kept."
     )
     window = context_window(S.model(), S.provider()) if engine == "provider" else None
-    with Executor(client, concurrency=S.concurrency(), cache=store, context_window=window) as executor:
+    with Executor(
+        client, concurrency=S.concurrency(), cache=store, context_window=window, budget=budget
+    ) as executor:
         finished = run_sweep(plan, executor, on_progress=progress)
     bar.empty()
     live.empty()
@@ -359,7 +369,7 @@ if clicked:
             "engine": engine if engine != "provider" else S.provider(),
             "is_llm": int(client.is_llm),
             "seed": spec.seed,
-            "temperature": "provider default (not sent)" if client.is_llm else "deterministic engine",
+            "temperature": temperature_sent(client),
         },
         "document": document.name if document else TASKS[task],
         "title": preset.title,
@@ -375,13 +385,15 @@ result: SweepResult = saved["result"]
 st.subheader(md(saved["title"]))
 st.caption(
     f"{md(saved['engine'])} on {md(saved['document'])} · {plural(result.calls_made, 'call')} made, "
-    f"{result.calls_cached} found in the store · ${result.cost_usd():.4f} "
+    f"{result.calls_cached} found in the store · "
     + (
-        "(what it would cost: the engine is free)"
-        if "not an LLM" in saved["engine"] or "not a model" in saved["engine"]
-        else "paid"
+        f"${result.paid_usd():.4f} paid"
+        if result.is_llm
+        else f"nothing paid (the engine is free); the same calls would cost ${result.would_cost_usd():.4f}"
     )
 )
+if result.stopped:
+    st.warning(f"**Stopped:** {md(result.stopped)}")
 if result.failures:
     st.warning(
         f"{plural(len(result.failures), 'run')} failed and are left out of the cells they belong to: "

@@ -2,13 +2,17 @@
 
 JSON on stdout with ``--json``, a readable table without. Exit codes:
 
-- 0: done (for ``ask``: every method answered, and with ``--save`` the runs were stored);
-- 2: a user mistake (a file, a setting, a missing key): one line on stderr, nothing run;
-- 3: a provider failure: every method of ``ask`` failed (or the call could not be made);
-- 4: ``ask`` partly failed: some methods answered, others failed (their errors are printed);
-- 5: ``ask --save``: the results were printed but could not be stored in the history
-  (the run history file is unusable: a warning on stderr says why);
-- 130: interrupted.
+- 0: done (for ``ask`` and ``lab``: every run answered, and what was to be stored was stored);
+- 2: a user mistake (a file, a setting, a missing key, a budget with no known price): one line
+  on stderr, nothing run;
+- 3: a provider failure: every method of ``ask`` (every run of ``lab``) failed (or the call
+  could not be made);
+- 4: partly failed: some runs answered, others failed or were not sent because the budget cap
+  (``--max-usd``) was reached (the errors are printed);
+- 5: not saved: ``ask --save`` printed the results but could not store them in the history, or
+  ``lab`` could not keep a reply in the run store (it stopped sending; what it paid is printed);
+- 130: interrupted (Ctrl-C), 143: terminated (SIGTERM): no further call is sent; replies of
+  calls in flight are waited for and kept in the run store (a hard kill loses them).
 
 An OpenAI-compatible server gets a key only when one is given for it: ``--api-key-env VAR``
 names the environment variable that holds it (``RR_COMPAT_API_KEY`` by default, but not for a
@@ -24,7 +28,9 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,6 +70,9 @@ def _check(args: argparse.Namespace) -> None:
     concurrency = getattr(args, "concurrency", None)
     if concurrency is not None and concurrency < 1:
         raise ConfigError(f"--concurrency {concurrency}: give how many calls may be in flight, at least 1")
+    budget = getattr(args, "max_usd", None)
+    if budget is not None and not (math.isfinite(budget) and budget >= 0):
+        raise ConfigError(f"--max-usd {budget:g}: give the most to spend in US dollars, 0 or more")
     variable = getattr(args, "api_key_env", None)
     if variable is not None and not (variable.isidentifier() and variable.isascii()):
         # Not echoed: it may be a key pasted by mistake.
@@ -158,6 +167,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_ask.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
     p_ask.add_argument(
+        "--max-usd",
+        type=float,
+        default=None,
+        help="budget cap: refuse to start above it, and send no call that would pass it",
+    )
+    p_ask.add_argument(
         "--save", action="store_true", help="store the runs in the history the app shows (RR_STUDIO_DB)"
     )
 
@@ -196,7 +211,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_lab.add_argument("--questions", default=None, help="CSV question,answers,gold_pages (questions task)")
     p_lab.add_argument("--no-bounds", action="store_true", help="skip the closed-book and oracle bounds")
-    p_lab.add_argument("--max-usd", type=float, default=None, help="refuse to start above this estimate")
+    p_lab.add_argument(
+        "--max-usd",
+        type=float,
+        default=None,
+        help="budget cap: refuse to start above it, and send no call that would pass it",
+    )
     p_lab.add_argument("--dry-run", action="store_true", help="print the plan and its cost; send nothing")
     p_lab.add_argument("--provider", default=None, choices=[*PROVIDERS, "simulated"])
     p_lab.add_argument(
@@ -383,7 +403,7 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.costs import context_window, price_data_version
     from rr_core.methods import parse_spec, plan_questions
     from rr_core.questions import mark_traces
-    from rr_core.runs import run_plans
+    from rr_core.runs import Budget, run_plans
     from rr_core.store import open_store
 
     provider = args.provider or default_provider()
@@ -398,6 +418,8 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     plans = [
         p for spec in specs for p in plan_questions(document, questions, parse_spec(spec, base), counter)
     ]
+    if args.max_usd is not None and provider != "offline":
+        _check_ask_budget(plans, base, args.max_usd)
     client = make_client(
         provider,
         model=model,
@@ -413,8 +435,15 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
             print(f"  {event.label}: {event.stage}{chunk} {event.status}", file=sys.stderr)
 
     window = context_window(model, provider)
+    budget = Budget(args.max_usd) if args.max_usd is not None else None
     traces = run_plans(
-        document, plans, client, concurrency=args.concurrency, on_event=progress, context_window=window
+        document,
+        plans,
+        client,
+        concurrency=args.concurrency,
+        on_event=progress,
+        context_window=window,
+        budget=budget,
     )
     mark_traces(traces, questions)
     batch, save_error = None, None
@@ -438,6 +467,27 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _check_ask_budget(plans: Sequence[Plan], base: RunSettings, max_usd: float) -> None:
+    """Refuse, before any call, methods estimated above the budget or with no known price."""
+    from rr_core.costs import assumed_free
+    from rr_core.plans import estimate_calls
+
+    estimate = estimate_calls([c for p in plans for c in p.calls], base)
+    priced_as, provider = base.pricing
+    if assumed_free(priced_as, provider) or not estimate.cost.known:
+        raise ConfigError(
+            f"A budget of ${max_usd:.2f} was set, but no price is known for {priced_as}"
+            + (" on this server (it is counted as free)" if estimate.cost.known else "")
+            + ", so the run could pass it unseen. Nothing was sent: name the model whose prices the "
+            "server charges with --price-model MODEL, or leave out --max-usd."
+        )
+    if estimate.cost.total_usd > max_usd:
+        raise ConfigError(
+            f"The methods are estimated at ${estimate.cost.total_usd:.2f} ({estimate.calls:,} calls), above "
+            f"the budget of ${max_usd:.2f}. Nothing was sent: raise the budget or ask less."
+        )
+
+
 def _numbers(text: str | None, kind: type, what: str) -> tuple[Any, ...] | None:
     if text is None:
         return None
@@ -454,10 +504,11 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.lab.presets import get_preset
     from rr_core.lab.report import protocol, sweep_json, trials_csv
     from rr_core.lab.sweep import check_budget, plan_sweep, run_sweep
+    from rr_core.llm.base import temperature_sent
     from rr_core.llm.simulated import SimulatedReader
     from rr_core.methods import parse_spec
     from rr_core.questions import read_questions
-    from rr_core.runs import Executor
+    from rr_core.runs import Budget, Executor
     from rr_core.store import open_store
 
     preset = get_preset(args.preset)
@@ -517,8 +568,9 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
             print(f"  {finished}/{total} runs", file=sys.stderr)
 
     window = None if provider == "simulated" else context_window(model, provider)
+    budget = Budget(args.max_usd) if args.max_usd is not None else None
     with Executor(
-        client, concurrency=args.concurrency, cache=open_store(), context_window=window
+        client, concurrency=args.concurrency, cache=open_store(), context_window=window, budget=budget
     ) as executor:
         result = run_sweep(plan, executor, on_progress=progress)
     data = {**sweep_json(plan, result, context=context), "is_llm": client.is_llm}
@@ -527,7 +579,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
             "engine": provider if client.is_llm else f"{provider} (not an LLM)",
             "is_llm": int(client.is_llm),
             "seed": args.seed,
-            "temperature": "provider default (not sent)" if client.is_llm else "deterministic engine",
+            "temperature": temperature_sent(client),
         }
         path = Path(args.trials_csv)
         try:
@@ -659,11 +711,17 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         if data.get("dry_run"):
             print("  (dry run: nothing sent)")
             return
-        engine = "" if data.get("is_llm") else "  [not an LLM: shows the machinery, not a model's reading]"
-        print(
-            f"  calls made {data['calls_made']:,}, found in the store {data['calls_cached']:,}, cost ${data['cost_usd']:.4f}{engine}"
-        )
         several = len({c["length"] for c in data["cells"]}) > 1
+        if data.get("is_llm"):
+            money = f"paid ${data['paid_usd']:.4f}"
+        else:
+            money = (
+                f"paid $0, would cost ${data['would_cost_usd']:.4f} as {p['priced_as']}"
+                "  [not an LLM: shows the machinery, not a model's reading]"
+            )
+        print(f"  calls made {data['calls_made']:,}, found in the store {data['calls_cached']:,}, {money}")
+        if data.get("stopped"):
+            print(f"  STOPPED: {data['stopped']}")
         for s in [*data["series"], *data["bounds"]]:
             eff = (
                 f"; effective length {s['effective_length_text']}" if several and s in data["series"] else ""
@@ -707,11 +765,36 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
 
 
 COMMANDS = {"pages": cmd_pages, "plan": cmd_plan, "ask": cmd_ask, "lab": cmd_lab, "samples": cmd_samples}
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be: the same stop."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (see the module docstring)."""
     args = _parser().parse_args(argv)
+    # SIGTERM stops as Ctrl-C does: no further call is sent, and the calls in flight are
+    # waited for (their replies are kept in the run store) before the process ends.
+    previous = (
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        if hasattr(signal, "SIGTERM") and threading.current_thread() is threading.main_thread()
+        else None
+    )
+    try:
+        return _main(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         _check(args)
         data = COMMANDS[args.command](args)
@@ -724,9 +807,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RRError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except _Terminated:
+        print("terminated: no further call was sent; replies in flight are kept", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        print("interrupted: no further call was sent; replies in flight are kept", file=sys.stderr)
+        return EXIT_INTERRUPTED
     try:
         if args.json:
             json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
@@ -737,6 +823,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `... | head`: the reader has all it wanted
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps interpreter shutdown quiet
         return EXIT_OK
+    if args.command == "lab":
+        return _lab_exit_code(data)
     if args.command != "ask":
         return EXIT_OK
     return _ask_exit_code(data)
@@ -756,3 +844,25 @@ def _ask_exit_code(data: dict[str, Any]) -> int:
     if data.get("save_error"):
         return EXIT_NOT_SAVED
     return EXIT_PARTIAL if failed else EXIT_OK
+
+
+def _lab_exit_code(data: dict[str, Any]) -> int:
+    """As ``ask``'s: 5 when a reply could not be kept in the run store (the sweep stopped:
+    what it paid is said), 3 when every run failed, 4 when some failed or were not sent
+    (the budget cap), else 0; the reason is also said on stderr."""
+    if data.get("dry_run"):
+        return EXIT_OK
+    if data.get("save_error"):
+        print(
+            f"error: a reply could not be kept in the run store ({data['save_error']}); no further call "
+            f"was sent. Paid ${data['paid_usd']:.4f}.",
+            file=sys.stderr,
+        )
+        return EXIT_NOT_SAVED
+    runs = data["plan"]["runs"]
+    failed = int(data["failed_runs"])
+    if data.get("stopped"):
+        print(f"warning: {data['stopped']}", file=sys.stderr)
+    if runs and failed >= runs:
+        return EXIT_PROVIDER
+    return EXIT_PARTIAL if failed or data.get("stopped") or data.get("cancelled") else EXIT_OK

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCAL_PROVIDERS",
+    "assumed_free",
     "OVERRIDES",
     "Cost",
     "Price",
@@ -303,6 +304,23 @@ def estimate_cost(input_tokens: int, output_tokens: int, model: str, provider: s
         output_tokens * rates.output.at(input_tokens) / _PER,
         rates.known,
         rates.source,
+    )
+
+
+def assumed_free(model: str, provider: str | None = None) -> bool:
+    """Whether a price of 0 is an assumption rather than a price: a model on an
+    OpenAI-compatible or local server (or an Ollama-style ``name:tag`` with no provider) is
+    counted as free, though the server may charge. A budget cannot be checked against it."""
+    prov = provider.strip().lower() if provider else None
+    if prov in LOCAL_PROVIDERS:
+        return True
+    key = model.strip().lower()
+    return (
+        prov is None
+        and key not in OVERRIDES
+        and _infer_provider(key) is None
+        and ":" in key
+        and not key.startswith("ft:")
     )
 
 

@@ -116,5 +116,14 @@ class RunCancelled(RRError):
     """The run was stopped (the user left the page) before this call was sent."""
 
 
+class BudgetReached(RunCancelled):
+    """The budget cap would be passed by this call: it was not sent, nor any after it."""
+
+
+class SaveFailed(RunCancelled):
+    """A reply could not be kept in the run store: no further call was sent (it would be paid
+    again next time)."""
+
+
 class ConfigError(RRError):
     """Settings that cannot work together."""

@@ -25,7 +25,7 @@ CSV_COLUMNS = (
     "run_at", "run_id", "document", "document_sha256", "question", "method", "settings", "answer",
     "found", "page", "page_label", "quote", "quote_check", "citations", "correct", "retrieved_pages", "input_tokens",
     "cached_tokens", "output_tokens", "calls", "cost_usd", "paid_usd", "estimate_usd", "latency_s",
-    "provider", "model", "is_llm", "error", "warnings",
+    "provider", "model", "engine", "is_llm", "error", "warnings",
 )  # fmt: skip
 
 
@@ -104,6 +104,7 @@ def answer_rows(trace: RunTrace) -> list[dict[str, object]]:
                 "latency_s": trace.latency_s,
                 "provider": trace.provider,
                 "model": trace.model,
+                "engine": _engine(trace),
                 "is_llm": trace.is_llm,
                 "error": outcome.error or trace.error or "",
                 "warnings": " | ".join(trace.warnings),

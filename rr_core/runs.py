@@ -7,7 +7,15 @@ estimated phase is resolved from the results before it, and the plan's ``conclud
 the results into outcomes. It never asks which method made a plan.
 
 With a call cache (the run store), every call is looked up by its key first and stored as
-soon as it returns: an interrupted or repeated run pays only for what is missing.
+soon as it returns and parses: an interrupted or repeated run pays only for what is missing. A
+call's key holds the client's ``identity()`` (provider, server, model and every setting that
+changes its replies), so a stored reply answers only for the reader that gave it. When a reply
+cannot be stored, the executor sends nothing more (``stopped``) rather than pay for replies it
+cannot keep.
+
+With a ``Budget``, each call reserves its estimated cost before it is sent and settles at the
+cost of the usage the provider reports; a call whose reservation would pass the cap is not
+sent, and neither is any after it (``stopped`` says why).
 """
 
 from __future__ import annotations
@@ -24,9 +32,17 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from rr_core.costs import price_data_version, price_usage
+from rr_core.costs import estimate_cost, price_data_version, price_usage
 from rr_core.documents import Document
-from rr_core.errors import ContextTooLongError, LLMError, ResponseParseError, RRError, RunCancelled
+from rr_core.errors import (
+    BudgetReached,
+    ContextTooLongError,
+    LLMError,
+    ResponseParseError,
+    RRError,
+    RunCancelled,
+    SaveFailed,
+)
 from rr_core.llm.base import Completion, LLMClient, LLMRequest, Usage, calls_at_once
 from rr_core.llm.errors_map import redact
 from rr_core.outputs import says_not_stated
@@ -71,6 +87,9 @@ class CallTrace:
     latency_s: float = 0.0
     cache_key: str = ""
     cached: bool = False
+    # The temperature sent (None: none was sent, the API's default); for a stored reply, the
+    # one its reader sends.
+    temperature: float | None = None
     retrieved: list[int] = field(default_factory=list)
     error: str | None = None
 
@@ -166,7 +185,13 @@ class RunTrace:
     @property
     def paid_usd(self) -> float:
         """What this run paid: a call already made (stored, or in flight for another run) is
-        not paid again."""
+        not paid again, and a free engine (offline, simulated) pays nothing."""
+        return self.would_cost_usd if self.is_llm else 0.0
+
+    @property
+    def would_cost_usd(self) -> float:
+        """What this run's new calls cost at the run's price, paid or not (a free engine's
+        calls are priced as the model it is priced as)."""
         return sum(c.cost_usd for c in self.calls if not c.cached)
 
     @property
@@ -316,11 +341,18 @@ def _digest(value: object) -> str:
 
 
 def call_key(client: LLMClient, model: str, call: Call, prompt: str) -> str:
-    """The deterministic key of one call: who answers, the reply shape and the exact prompt."""
+    """The deterministic key of one call: who answers as the client declares itself (its
+    ``identity()``), the model asked, the reply shape and the exact prompt."""
     prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()
-    where = getattr(client, "base_url", "") or ""
     return _digest(
-        ["call", client.name, where, model, call.schema.WIRE_NAME, call.max_output_tokens, prompt_hash]
+        [
+            "call",
+            dict(client.identity()),
+            model,
+            call.schema.WIRE_NAME,
+            call.max_output_tokens,
+            prompt_hash,
+        ]
     )
 
 
@@ -366,6 +398,77 @@ class CallCache(Protocol):
         ...
 
 
+# ---- The budget -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """What one call holds of the budget while it is in flight."""
+
+    estimate_usd: float  # the call's own estimate
+    held_usd: float  # what it holds: the estimate scaled by what bills have run to so far
+
+
+class Budget:
+    """A cap on what the calls of a run, batch or sweep may cost, kept while they run.
+
+    A call reserves its estimated cost before it is sent and settles at the cost of the usage
+    the provider reports. A reservation that would take what is settled plus what is held
+    above the cap is refused: the call is not sent. A provider that bills more than estimated
+    raises what later calls hold: the estimate times the largest ratio seen, and at least the
+    largest bill seen (estimates that ran low once are not trusted to scale). Until one call
+    has settled, calls go one at a time, so how far bills run from the estimates is known
+    before several calls are in flight. Thread-safe.
+    """
+
+    def __init__(self, cap_usd: float) -> None:
+        self.cap_usd = cap_usd
+        self.settled_usd = 0.0
+        self.held_usd = 0.0
+        self._scale = 1.0
+        self._largest_bill = 0.0
+        self._in_flight = 0
+        self._settled_calls = 0
+        self._changed = threading.Condition()
+
+    def reserve(self, estimate_usd: float, cancel: threading.Event | None = None) -> Reservation | None:
+        """Hold a call's estimated cost; None when that would pass the cap (or ``cancel`` is set
+        while the call waits for the first bill)."""
+        with self._changed:
+            while self._settled_calls == 0 and self._in_flight > 0:
+                if cancel is not None and cancel.is_set():
+                    return None
+                self._changed.wait(0.2)
+            held = self.hold_for(estimate_usd)
+            if self.settled_usd + self.held_usd + held > self.cap_usd + 1e-9:
+                return None
+            self.held_usd += held
+            self._in_flight += 1
+            return Reservation(estimate_usd, held)
+
+    def hold_for(self, estimate_usd: float) -> float:
+        """What a call estimated at ``estimate_usd`` holds while in flight."""
+        held = estimate_usd * self._scale
+        return max(held, self._largest_bill) if self._scale > 1.0 else held
+
+    @property
+    def overrun(self) -> float:
+        """The most a call was billed over its estimate (1: never over)."""
+        return self._scale
+
+    def settle(self, reservation: Reservation, paid_usd: float) -> None:
+        """Release a reservation and count what the call cost (0 when it failed unbilled)."""
+        with self._changed:
+            self.held_usd = max(0.0, self.held_usd - reservation.held_usd)
+            self.settled_usd += paid_usd
+            self._in_flight -= 1
+            self._settled_calls += 1
+            self._largest_bill = max(self._largest_bill, paid_usd)
+            if reservation.estimate_usd > 0 and paid_usd > reservation.estimate_usd * self._scale:
+                self._scale = paid_usd / reservation.estimate_usd
+            self._changed.notify_all()
+
+
 # ---- The executor ------------------------------------------------------------------------
 
 
@@ -387,11 +490,18 @@ class Executor:
         concurrency: int = DEFAULT_CONCURRENCY,
         cache: CallCache | None = None,
         context_window: int | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.client = client
         self.concurrency = calls_at_once(client, concurrency)
         self.cache = cache
         self.context_window = context_window
+        # A free engine (offline, simulated) pays nothing: no budget to keep.
+        self.budget = budget if client.is_llm else None
+        # Why no further call is sent, when it is not the caller's cancel: the budget cap, or
+        # a reply that could not be stored (``save_error`` too).
+        self.stopped: str | None = None
+        self.save_error: str | None = None
         self._cancel = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rr-call")
         self.calls_made = 0
@@ -406,8 +516,15 @@ class Executor:
 
     @property
     def cancelled(self) -> bool:
-        """Whether ``cancel`` was called."""
+        """Whether ``cancel`` was called (or the executor stopped itself: ``stopped``)."""
         return self._cancel.is_set()
+
+    def _stop(self, why: str) -> None:
+        """Send no further calls, and say why (the first reason stays)."""
+        with self._count_lock:
+            if self.stopped is None:
+                self.stopped = why
+        self._cancel.set()
 
     def close(self) -> None:
         """Stop the pool (after the calls in flight)."""
@@ -482,14 +599,57 @@ class Executor:
                 self.cancel()
 
     # -- one call (in the pool) --
+    def _skip(self, run: _Run, record: CallTrace, event: CallEvent, error: RRError) -> _Failed:
+        record.error = str(error)
+        run.emit(replace(event, status="skipped", message=str(error)))
+        return _Failed(record, error)
+
+    def _not_sent(self) -> RunCancelled:
+        if self.stopped is None:
+            return RunCancelled("The run was stopped before this call was sent.")
+        kind = SaveFailed if self.save_error else BudgetReached
+        return kind(f"{self.stopped} This call was not sent.")
+
+    def _reserve(self, run: _Run, call: Call) -> Reservation | None:
+        """Hold the call's estimated cost; raises BudgetReached (and stops) when it would pass."""
+        if self.budget is None:
+            return None
+        estimate = estimate_cost(call.prompt_tokens, call.output_tokens, *run.plan.settings.pricing)
+        held = self.budget.reserve(estimate.total_usd, self._cancel) if estimate.known else None
+        if held is None and not self._cancel.is_set():
+            budget = self.budget
+            if not estimate.known:
+                why = (
+                    f"No price is known for {run.plan.settings.pricing[0]}, so the budget cap of "
+                    f"${budget.cap_usd:.2f} cannot be kept. No call was sent."
+                )
+            elif budget.settled_usd > budget.cap_usd:
+                why = (
+                    f"The budget cap of ${budget.cap_usd:.2f} was passed: the provider billed "
+                    f"${budget.settled_usd:.4f}, up to {budget.overrun:,.1f} times what the calls were "
+                    "estimated at (a call's bill is known only once it returns). No further call was sent."
+                )
+            else:
+                why = (
+                    f"The budget cap of ${budget.cap_usd:.2f} was reached: ${budget.settled_usd:.4f} paid, "
+                    f"${budget.held_usd:.4f} held by calls in flight, and the next call would hold "
+                    f"${budget.hold_for(estimate.total_usd):.4f} (its estimate, or what such calls were "
+                    "billed when more). No further call was sent."
+                )
+            self._stop(why)
+        if held is None:
+            raise BudgetReached(self.stopped or "The run was stopped before this call was sent.")
+        return held
+
     def _call_provider(
         self, run: _Run, call: Call, prompt: str, record: CallTrace, event: CallEvent, started: float
     ) -> Completion:
         if self._cancel.is_set():
-            error = RunCancelled("The run was stopped before this call was sent.")
-            record.error = str(error)
-            run.emit(replace(event, status="skipped", message=str(error)))
-            raise _Failed(record, error)
+            raise self._skip(run, record, event, self._not_sent())
+        try:
+            reservation = self._reserve(run, call)
+        except BudgetReached:
+            raise self._skip(run, record, event, self._not_sent()) from None
         run.emit(event)
         request = LLMRequest(
             prompt=prompt,
@@ -498,16 +658,33 @@ class Executor:
             max_output_tokens=call.max_output_tokens,
             layout=call.layout,
         )
+        paid = 0.0
         try:
             completion = self.client.complete(request)
+            paid = price_usage(completion.usage, *run.plan.settings.pricing).total_usd
         except LLMError as exc:
             record.error = str(exc)
             record.latency_s = round(time.perf_counter() - started, 3)
             run.emit(replace(event, status="failed", message=str(exc)))
             raise _Failed(record, exc) from exc
+        finally:
+            if reservation is not None and self.budget is not None:
+                self.budget.settle(reservation, paid)
         with self._count_lock:
             self.calls_made += 1
         return completion
+
+    def _keep(self, key: str, completion: Completion) -> None:
+        """Store a parsed reply; when the store fails, send nothing more (it would be paid again)."""
+        if self.cache is None:
+            return
+        try:
+            self.cache.put(key, CachedCall(completion.text, completion.usage, completion.model))
+        except (RRError, OSError) as exc:
+            message = redact(str(exc))
+            with self._count_lock:
+                self.save_error = self.save_error or message
+            self._stop(f"A reply could not be kept in the run store ({message}).")
 
     def _send(self, run: _Run, call: Call) -> tuple[CallTrace, Any]:
         prompt = call.render()
@@ -559,9 +736,11 @@ class Executor:
                         pending.set_result(completion)
                     else:
                         pending.set_exception(_Shared())
-            oversized = len(completion.text) > MAX_STORED_RESPONSE_CHARS
-            if self.cache is not None and not oversized:
-                self.cache.put(key, CachedCall(completion.text, completion.usage, completion.model))
+        record.temperature = (
+            completion.temperature
+            if isinstance(completion, Completion)
+            else _temperature(self.client.identity().get("temperature"))
+        )
         record.latency_s = round(time.perf_counter() - started, 3)
         record.response = completion.text[:MAX_STORED_RESPONSE_CHARS]
         record.usage = completion.usage
@@ -591,13 +770,20 @@ class Executor:
                 )
             parsed = call.schema.parse(completion.text)
         except ResponseParseError as exc:
+            # Not stored: the next run asks again.
             record.error = str(exc)
             run.emit(replace(event, status="failed", message=str(exc)))
             raise _Failed(record, exc) from exc
+        if not record.cached and isinstance(completion, Completion):
+            self._keep(key, completion)
         if hasattr(parsed, "pages") and isinstance(parsed.pages, list):
             record.retrieved = [p for p in parsed.pages if isinstance(p, int)]
         run.emit(replace(event, status="cached" if record.cached else "done"))
         return record, parsed
+
+
+def _temperature(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 class _Shared(Exception):
@@ -753,7 +939,10 @@ def run_plans(
     on_event: Callable[[CallEvent], None] | None = None,
     cache: CallCache | None = None,
     context_window: int | None = None,
+    budget: Budget | None = None,
 ) -> list[RunTrace]:
     """Run plans with a one-off executor (the CLI and tests); traces in the order of plans."""
-    with Executor(client, concurrency=concurrency, cache=cache, context_window=context_window) as executor:
+    with Executor(
+        client, concurrency=concurrency, cache=cache, context_window=context_window, budget=budget
+    ) as executor:
         return executor.run(document, plans, on_event)

@@ -130,9 +130,13 @@ class ReferenceEngine:
 
     name = "offline-reference"
     is_llm = False
+    max_concurrency: int | None = 1
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
+
+    def identity(self) -> dict[str, object]:
+        return {"provider": self.name, "tokenizer": self.counter.label}
 
     def complete(self, request: LLMRequest) -> Completion:
         from rr_core.outputs import RetrievalOut

@@ -200,7 +200,7 @@ def test_the_simulated_reader_loses_the_middle_and_rr_does_not() -> None:
     plan = expected_plan()
     done = next(c.value for c in at.caption if "calls made" in c.value)
     assert f"{plan.calls} calls made, 0 found in the store" in done
-    assert "(what it would cost: the engine is free)" in done
+    assert "nothing paid (the engine is free); the same calls would cost $" in done
 
 
 def test_several_lengths_draw_heatmaps_with_n_and_say_what_effective_length_means() -> None:
@@ -343,3 +343,33 @@ def test_methods_of_the_same_cost_stand_apart_in_the_cost_chart() -> None:
     assert points[0]["x"][0] < points[1]["x"][0]  # one cost, two separate intervals
     assert [p["customdata"][0] for p in points] == [0.02, 0.02]  # the hover keeps the true cost
     assert "offline engine — not an LLM" in spec["layout"]["title"]["text"]
+
+
+def test_the_budget_cap_stops_a_sweep_whose_bills_run_above_the_estimate() -> None:
+    from tests.stub_server import Reply
+
+    with StubServer() as stub:
+        at = open_lab(provider="openai", model=PRICE_MODEL, base_url=stub.url, api_key="sk-lab-test")
+        small_grid(at)
+        plan = expected_plan("openai", PRICE_MODEL)
+        cap = round(plan.usd * 2 + 0.01, 2)
+        # Each reply bills a third of the cap: gpt-4.1-mini input costs $0.40 per million tokens.
+        billed = int(cap / 3 / 0.40e-6)
+        usage = {"input_tokens": billed, "output_tokens": 10, "total_tokens": billed + 10}
+        stub.responder = lambda path, body: Reply(usage=usage)
+        at.number_input(key="w.lab_budget").set_value(cap).run()
+        at.button(key="lab_run").click().run()
+        assert not at.exception
+        result = at.session_state["lab_result"]["result"]
+        assert result.paid_usd() <= cap and 0 < len(stub.requests) < plan.calls
+        stopped = [w.value for w in at.warning if "Stopped" in w.value]
+        assert len(stopped) == 1 and md(f"budget cap of ${cap:.2f} was reached") in stopped[0]
+        assert any(f"${result.paid_usd():.4f} paid" in c.value for c in at.caption)
+
+
+def test_a_compatible_server_with_no_price_says_the_cap_is_not_applied() -> None:
+    with StubServer() as stub:
+        at = open_lab(provider="openai-compatible", model="llama3.1", base_url=stub.url)
+        small_grid(at)
+        assert any("the budget cap cannot be kept" in c.value for c in at.caption)
+        assert "no price known" in summary(at)

@@ -737,3 +737,51 @@ def test_pages_with_ocr_off_says_how_to_turn_it_on(
     doc.save(path)
     code = main(["pages", str(path)])
     assert_user_error(code, capsys.readouterr().err, "scan.pdf", "--ocr")
+
+
+def test_sigterm_stops_sending_and_keeps_the_replies_in_flight(tmp_path: Path, stub: StubServer) -> None:
+    """SIGTERM is Ctrl-C: no further call, and the calls in flight are waited for and kept in
+    the run store (paid once; a resumed sweep does not pay for them again)."""
+    import signal
+    import threading
+    import time
+
+    from rr_core.store import SQLiteStore
+    from tests.stub_server import Reply
+
+    release = threading.Event()
+
+    def gated(path: str, body: object) -> Reply:
+        release.wait(120)  # held until the process has been told to stop
+        return Reply()
+
+    stub.responder = gated
+    document = tmp_path / "planted.txt"
+    document.write_text("\f".join(planted_texts()))
+    db = tmp_path / "runs.sqlite3"
+    env = dict(os.environ, OPENAI_API_KEY="sk-test-term", OPENAI_BASE_URL=stub.url, RR_STUDIO_DB=str(db))
+    env.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken"))
+    argv = [sys.executable, "-m", "rr_core", "--json", "lab", str(document), "--provider", "openai"]
+    argv += ["--model", "gpt-4.1", "--methods", "baseline,rr", "--depths", "0,50,100", "--repeats", "1"]
+    argv += ["--lengths", "3000", "--concurrency", "2"]
+    process = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        limit = time.monotonic() + 120
+        while len(stub.requests) < 2 and process.poll() is None and time.monotonic() < limit:
+            time.sleep(0.05)
+        assert len(stub.requests) == 2, process.communicate(timeout=5)
+        process.send_signal(signal.SIGTERM)
+        assert process.stderr is not None
+        said = process.stderr.readline()  # the process says it stopped, before the replies come
+        release.set()
+        process.wait(timeout=120)
+    finally:
+        release.set()
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, said
+    assert "terminated" in said
+    assert len(stub.requests) == 2  # nothing sent after SIGTERM
+    assert SQLiteStore(db).calls_cached() == 2  # both replies in flight were kept

@@ -60,6 +60,9 @@ def test_csv_export_has_one_row_per_method(traces: list[RunTrace]) -> None:
         assert row["page"] == str(PLANTED_PAGE)
         assert int(row["calls"]) == len(trace.calls)
         assert int(row["input_tokens"]) == trace.usage.prompt_tokens
+        # The offline engine is free: it names itself, and nothing is reported as paid.
+        assert row["engine"].endswith("(offline engine, not an LLM)")
+        assert float(row["paid_usd"]) == 0.0
         assert float(row["cost_usd"]) == pytest.approx(trace.cost_usd, abs=1e-6)
         if row["method"] in RETRIEVING:
             assert str(PLANTED_PAGE) in row["retrieved_pages"].split()

@@ -529,11 +529,25 @@ def test_the_lab_recovers_a_known_positional_bias_exactly() -> None:
         "accuracy",
         "ci_low",
         "ci_high",
-        "cost_usd",
+        "would_cost_usd",
     } <= set(cell)
     assert 0 <= cell["depth"] <= 100 and cell["length"] == 10_000
     assert "Baseline" in sweep_markdown(plan, result, title="t", engine="e", document="d")
-    assert sweep_csv(result).splitlines()[0].startswith("method,")
+    assert sweep_csv(result).splitlines()[0].startswith("engine,method,")
+
+
+def test_a_free_engine_never_reports_a_cost_as_paid() -> None:
+    plan, result = _sweep(neutral_document(), ("baseline",), reach=1_500, depths=(50,), repeats=1)
+    data = sweep_json(plan, result)
+    assert data["paid_usd"] == 0 and data["would_cost_usd"] > 0  # priced as gpt-4.1-mini, not paid
+    assert "cost_usd" not in data and data["engine"] == "simulated (not an LLM)"
+    assert all("cost_usd" not in s and s["would_cost_usd"] >= 0 for s in data["series"])
+    header, *rows = sweep_csv(result).splitlines()
+    assert header.startswith("engine,") and "would_cost_usd" in header.split(",")
+    assert "cost_usd" not in header.split(",") and rows[0].startswith("simulated (not an LLM),")
+    report = sweep_markdown(plan, result, title="t", engine="simulated", document="d")
+    assert "paid $0" in report and "would cost $" in report and "Would cost (USD)" in report
+    assert "| Cost (USD) |" not in report
 
 
 # ---- Never pay twice ---------------------------------------------------------------------------
@@ -686,3 +700,189 @@ def test_not_stated_is_scored_as_n_a_whatever_words_the_model_used() -> None:
     with Executor(ScriptedClient(responder=reply), concurrency=1) as executor:
         result = run_sweep(plan, executor)
     assert [(c.correct, c.trials) for c in result.cells] == [(0, 1)]
+
+
+# ---- Money and faults during a sweep (the CLI, as a user runs it) -------------------------------
+
+
+def _neutral_file(tmp_path: Path) -> Path:
+    path = tmp_path / "neutral.txt"
+    path.write_text("\f".join(p.text for p in neutral_document().pages))
+    return path
+
+
+def _lab(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, str]:  # type: ignore[type-arg]
+    code = main(["--json", "lab", *argv])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out.strip() else {}), err
+
+
+SMALL_GRID = (
+    "--methods",
+    "baseline,rr:k=1000",
+    "--lengths",
+    "8000",
+    "--depths",
+    "0,50,100",
+    "--repeats",
+    "1",
+)
+
+
+def test_a_sweep_at_another_reach_makes_real_calls_and_matches_a_fresh_store(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(_neutral_file(tmp_path))
+    code, wide, err = _lab(capsys, path, "--provider", "simulated", "--reach", "4000", *SMALL_GRID)
+    assert code == 0, err
+    code, near, err = _lab(capsys, path, "--provider", "simulated", "--reach", "500", *SMALL_GRID)
+    assert code == 0, err
+    monkeypatch.setenv("RR_STUDIO_DB", str(tmp_path / "fresh.sqlite3"))
+    code, fresh, err = _lab(capsys, path, "--provider", "simulated", "--reach", "500", *SMALL_GRID)
+    assert code == 0, err
+    # As many real calls as on a fresh store (only prompts repeated within the sweep are shared).
+    assert near["calls_made"] == fresh["calls_made"] == wide["calls_made"] > 0
+    assert near["calls_cached"] == fresh["calls_cached"]
+    assert near["cells"] == fresh["cells"] and near["series"] == fresh["series"]
+    assert near["cells"] != wide["cells"]  # the reach changes the reading: the replies differ
+
+
+def _paid_provider(monkeypatch: pytest.MonkeyPatch, stub: StubServer) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-lab")
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
+
+
+def test_the_budget_cap_holds_while_running_against_a_server_billing_far_above_the_estimate(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stub: StubServer
+) -> None:
+    from tests.stub_server import Reply
+
+    _paid_provider(monkeypatch, stub)
+    # Each reply bills 200,000 input tokens: $0.40 on gpt-4.1, for a prompt of about 8,000.
+    huge = {"input_tokens": 200_000, "output_tokens": 20, "total_tokens": 200_020}
+    stub.responder = lambda path, body: Reply(usage=huge)
+    argv = (str(_neutral_file(tmp_path)), "--provider", "openai", "--model", "gpt-4.1", *SMALL_GRID)
+    code, data, err = _lab(capsys, *argv, "--max-usd", "1.00", "--concurrency", "4")
+    assert data["plan"]["usd"] < 1.00  # the estimate fits: only the bills pass it
+    assert data["paid_usd"] <= 1.00
+    assert 0 < len(stub.requests) < data["plan"]["calls"], (err, [r.path for r in stub.requests])
+    assert data["paid_usd"] == pytest.approx(0.40 * len(stub.requests), rel=0.01)
+    assert "budget cap of $1.00 was reached" in data["stopped"] and "budget cap" in err
+    assert code == 4  # some runs were not sent
+
+
+def test_a_budget_with_no_known_price_is_refused_until_a_price_model_is_given(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, stub: StubServer
+) -> None:
+    path = str(_neutral_file(tmp_path))
+    server = (
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        stub.url,
+        "--model",
+        "gpt-4.1-mini",
+        *SMALL_GRID,
+    )
+    code, _, err = _lab(capsys, path, *server, "--max-usd", "6", "--dry-run")
+    assert code == 2 and "no price known" in err and "--price-model" in err
+    code, data, err = _lab(capsys, path, *server, "--dry-run")
+    assert (
+        code == 0 and data["plan"]["price_known"] is False and "no price known" in data["plan"]["priced_as"]
+    )
+    code, data, err = _lab(
+        capsys, path, *server, "--max-usd", "6", "--price-model", "gpt-4.1-mini", "--dry-run"
+    )
+    assert code == 0, err
+    assert data["plan"]["usd"] > 0 and data["plan"]["price_known"] is True
+    # ask too
+    code = main(["--json", "ask", path, "-q", "x", "--methods", "baseline", *server[:6], "--max-usd", "6"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "no price is known" in err
+    assert stub.requests == []
+
+
+def test_a_store_that_cannot_keep_a_reply_stops_the_sweep_says_what_was_paid_and_exits_5(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stub: StubServer
+) -> None:
+    from rr_core.errors import LedgerError
+
+    def disk_full(self: SQLiteStore, key: str, call: object) -> None:
+        raise LedgerError("The run history could not be written (database or disk is full).")
+
+    monkeypatch.setattr(SQLiteStore, "put", disk_full)
+    _paid_provider(monkeypatch, stub)
+    argv = (str(_neutral_file(tmp_path)), "--provider", "openai", "--model", "gpt-4.1", *SMALL_GRID)
+    code, data, err = _lab(capsys, *argv, "--concurrency", "1")
+    assert code == 5
+    assert len(stub.requests) == 1  # nothing more sent once a reply could not be kept
+    assert data["save_error"] and "disk is full" in data["save_error"]
+    assert data["paid_usd"] > 0 and f"Paid ${data['paid_usd']:.4f}" in err
+
+
+def test_lab_exit_codes_follow_ask(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stub: StubServer
+) -> None:
+    from tests.stub_server import Reply, server_error
+
+    _paid_provider(monkeypatch, stub)
+    argv = (str(_neutral_file(tmp_path)), "--provider", "openai", "--model", "gpt-4.1", *SMALL_GRID)
+    stub.responder = lambda path, body: server_error(400, "bad request")
+    code, data, _ = _lab(capsys, *argv, "--concurrency", "1")
+    assert code == 3 and data["failed_runs"] == data["plan"]["runs"]
+    stub.enqueue(Reply(text="Sorry, no JSON here."))  # one malformed answer
+    stub.responder = None
+    code, data, _ = _lab(capsys, *argv, "--concurrency", "1")
+    assert code == 4 and 0 < data["failed_runs"] < data["plan"]["runs"]
+    code, data, _ = _lab(capsys, *argv, "--concurrency", "1")  # the malformed one is asked again
+    assert code == 0 and data["failed_runs"] == 0 and data["calls_made"] == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--lengths", "-5"), "Length -5"),
+        (("--lengths", "0"), "Length 0"),
+        (("--depths", "150"), "Depth 150"),
+        (("--depths", "-1"), "Depth -1"),
+        (("--repeats", "1000000", "--dry-run"), "Repeats 1,000,000"),
+        (("--repeats", "0"), "Repeats 0"),
+        (
+            (
+                "--lengths",
+                "1000,2000,4000,8000",
+                "--depths",
+                ",".join(str(d) for d in range(101)),
+                "--repeats",
+                "60",
+                "--dry-run",
+            ),
+            "at most 20,000",
+        ),
+    ],
+)
+def test_a_grid_that_cannot_work_is_one_line_before_any_work(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flags: tuple[str, ...], message: str
+) -> None:
+    code, _, err = _lab(capsys, str(_neutral_file(tmp_path)), "--provider", "simulated", *flags)
+    assert code == 2 and message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_the_grid_bounds_are_checked_in_the_engine_for_every_screen() -> None:
+    preset = get_preset("quick")
+    for spec, message in (
+        (TrialSpec(task="planted", lengths=(-5,), repeats=1), "Length -5"),
+        (TrialSpec(task="planted", lengths=(2_000,), repeats=10**6), "Repeats"),
+        (TrialSpec(task="kv", lengths=(10**6,), repeats=1), "key–value pairs"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            build_trials(spec, preset, neutral_document(), word_counter())
+    with pytest.raises(ConfigError, match="Depth 150"):
+        build_trials(
+            TrialSpec(task="planted", lengths=(2_000,), repeats=1),
+            preset,
+            neutral_document(),
+            word_counter(),
+            depths=(150,),
+        )

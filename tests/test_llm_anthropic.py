@@ -73,7 +73,8 @@ def test_answer_sends_messages_request_with_output_schema(stub: StubServer) -> N
     assert sent.body["max_tokens"] == 300
     assert sent.body["messages"] == [{"role": "user", "content": PROMPT}]
     assert sent.body["output_config"] == {"format": {"type": "json_schema", "schema": ANSWER_SCHEMA}}
-    assert "temperature" not in sent.body
+    assert "temperature" not in sent.body  # anthropic 2.12's messages.create takes none
+    assert completion.temperature is None and client.identity()["temperature"] is None
     assert completion.structured is True
     assert completion.model == "claude-test"
     answer = parse_answer(completion.text)

@@ -75,7 +75,8 @@ def test_responses_answer_sends_structured_request_with_store_false(stub: StubSe
         "schema": ANSWER_SCHEMA,
         "strict": True,
     }
-    assert "temperature" not in sent.body
+    assert sent.body["temperature"] == 0
+    assert completion.temperature == 0.0  # what was sent, for the trace
     assert completion.structured is True
     assert completion.model == "gpt-test"
     answer = parse_answer(completion.text)
@@ -160,6 +161,41 @@ def test_chat_retrieval(stub: StubServer) -> None:
 def test_chat_requires_a_base_url() -> None:
     with pytest.raises(ConfigError, match="base URL"):
         OpenAIClient(model="llama-test", api="chat")
+
+
+@pytest.mark.parametrize("model", ["o3-mini", "o1", "gpt-5", "gpt-5.5", "gpt-6.1-sol", "o4-mini-2025-04-16"])
+def test_reasoning_models_get_no_temperature(stub: StubServer, model: str) -> None:
+    client = OpenAIClient(model=model, api_key=KEY, base_url=stub.url, max_retries=0)
+    completion = client.complete(answer_request())
+    assert "temperature" not in stub.last.body
+    assert completion.temperature is None and client.identity()["temperature"] is None
+
+
+@pytest.mark.parametrize("model", ["gpt-4.1-mini", "gpt-4o", "gpt-5-chat-latest"])
+def test_models_that_take_a_temperature_get_zero(stub: StubServer, model: str) -> None:
+    client = OpenAIClient(model=model, api_key=KEY, base_url=stub.url, max_retries=0)
+    client.complete(answer_request())
+    assert stub.last.body["temperature"] == 0 and client.identity()["temperature"] == 0.0
+
+
+def test_chat_sends_temperature_zero_and_drops_it_once_the_server_rejects_it(stub: StubServer) -> None:
+    client = chat_client(stub)
+    stub.enqueue(
+        Reply(
+            status=400,
+            error_message="Unsupported value: 'temperature' does not support 0 with this model. "
+            "Only the default (1) value is supported.",
+            error_type="invalid_request_error",
+            error_code="unsupported_value",
+        )
+    )
+    first = client.complete(answer_request())
+    second = client.complete(answer_request())
+    bodies = stub.bodies("chat")
+    assert len(bodies) == 3 and bodies[0]["temperature"] == 0
+    assert "temperature" not in bodies[1] and "temperature" not in bodies[2]  # remembered
+    assert first.temperature is None and second.temperature is None
+    assert "response_format" in bodies[1]  # structured output was not the problem
 
 
 def test_chat_falls_back_when_server_rejects_structured_output(stub: StubServer) -> None:

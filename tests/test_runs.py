@@ -686,3 +686,129 @@ def test_local_engines_take_one_call_at_a_time_and_providers_as_many_as_asked() 
         assert simulated.concurrency == 1
     with Executor(ScriptedClient([]), concurrency=16) as remote:
         assert remote.concurrency == 16
+
+
+# ---- The call cache: whose reply, and only a reply that parsed --------------------------------
+
+
+class DictCache:
+    """A call cache in memory (the run store's protocol), counting what it keeps."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, object] = {}
+
+    def find(self, key: str):  # type: ignore[no-untyped-def]
+        return self.calls.get(key)
+
+    def put(self, key: str, call) -> None:  # type: ignore[no-untyped-def]
+        self.calls.setdefault(key, call)
+
+
+def test_a_malformed_reply_is_not_cached_so_the_next_run_asks_again(planted_document: Document) -> None:
+    cache = DictCache()
+    client = ScriptedClient(["Sorry, I think the fee is 4.2 million."], responder=lambda r: answer_json())
+    plans = plans_for(planted_document, "baseline")
+    (first,) = run_plans(planted_document, plans, client, cache=cache)  # type: ignore[arg-type]
+    assert first.error_kind == "ResponseParseError" and cache.calls == {}
+    (second,) = run_plans(planted_document, plans, client, cache=cache)  # type: ignore[arg-type]
+    assert len(client.requests) == 2  # asked again: "run again to fill them in" is true
+    assert second.ok and second.answer == FACT and not second.calls[0].cached
+    (third,) = run_plans(planted_document, plans, client, cache=cache)  # type: ignore[arg-type]
+    assert len(client.requests) == 2 and third.calls[0].cached and third.answer == FACT
+
+
+def test_a_stored_reply_answers_only_for_the_reader_that_gave_it(planted_document: Document) -> None:
+    from rr_core.llm.simulated import SimulatedReader
+
+    counter = word_counter()
+    cache = DictCache()
+    plans = plans_for(planted_document, "baseline")
+    (far,) = run_plans(planted_document, plans, SimulatedReader(reach=4_000, counter=counter), cache=cache)  # type: ignore[arg-type]
+    (near,) = run_plans(planted_document, plans, SimulatedReader(reach=100, counter=counter), cache=cache)  # type: ignore[arg-type]
+    assert not near.calls[0].cached and near.calls[0].cache_key != far.calls[0].cache_key
+    (again,) = run_plans(planted_document, plans, SimulatedReader(reach=100, counter=counter), cache=cache)  # type: ignore[arg-type]
+    assert again.calls[0].cached and again.calls[0].cache_key == near.calls[0].cache_key
+    # Two scripted clients share replies only when they say they play one script.
+    one = run_plans(
+        planted_document, plans, ScriptedClient(responder=good_responder, script="a"), cache=cache
+    )  # type: ignore[arg-type]
+    other = run_plans(
+        planted_document, plans, ScriptedClient(responder=good_responder, script="b"), cache=cache
+    )  # type: ignore[arg-type]
+    assert not one[0].calls[0].cached and not other[0].calls[0].cached
+
+
+def test_the_executor_never_probes_a_client() -> None:
+    import inspect
+
+    import rr_core.llm.base
+    import rr_core.runs
+
+    for module in (rr_core.runs, rr_core.llm.base):
+        source = inspect.getsource(module)
+        assert "getattr(client" not in source and "getattr(self.client" not in source, module.__name__
+
+
+def test_every_client_declares_its_identity() -> None:
+    from rr_core.llm.anthropic_client import AnthropicClient
+    from rr_core.llm.openai_client import OpenAIClient
+    from rr_core.llm.simulated import SimulatedReader
+
+    counter = word_counter()
+    seen = [
+        OfflineEngine(counter).identity(),
+        SimulatedReader(reach=500, counter=counter).identity(),
+        ScriptedClient().identity(),
+        OpenAIClient(model="gpt-4.1", api_key="sk-x", base_url="HTTPS://Api.OpenAI.com:443/v1/").identity(),
+        OpenAIClient(model="llama3.1", base_url="http://localhost:11434/v1", api="chat").identity(),
+        AnthropicClient(model="claude-x", api_key="sk-ant-x").identity(),
+    ]
+    assert seen[1]["reach"] == 500 and seen[0]["provider"] == "offline"
+    assert seen[3] == {
+        "provider": "openai",
+        "api": "responses",
+        "base_url": "https://api.openai.com/v1",  # normalised: one server, one key
+        "model": "gpt-4.1",
+        "temperature": 0.0,
+    }
+    assert seen[4]["base_url"] == "http://localhost:11434/v1" and seen[4]["provider"] == "openai-compatible"
+    assert seen[5]["temperature"] is None and seen[5]["provider"] == "anthropic"
+    assert len({json.dumps(s, sort_keys=True) for s in seen}) == len(seen)
+
+
+def test_the_budget_holds_each_call_and_learns_from_bills_above_the_estimate() -> None:
+    from rr_core.runs import Budget
+
+    budget = Budget(1.00)
+    first = budget.reserve(0.10)
+    assert first is not None and budget.held_usd == pytest.approx(0.10)
+    budget.settle(first, 0.30)  # billed three times the estimate
+    assert budget.overrun == pytest.approx(3.0) and budget.settled_usd == pytest.approx(0.30)
+    second = budget.reserve(0.10)  # now holds 0.30, what such a call has been billed
+    assert second is not None and second.held_usd == pytest.approx(0.30)
+    third = budget.reserve(0.10)
+    assert third is not None
+    assert budget.reserve(0.10) is None  # 0.30 paid + 0.60 held + 0.30 > 1.00: not sent
+    budget.settle(second, 0.0)  # failed unbilled: its hold is released
+    assert budget.reserve(0.10) is not None
+    # Once bills ran above their estimates, a small call holds at least the largest bill.
+    smaller = Budget(1.00)
+    one = smaller.reserve(0.10)
+    assert one is not None
+    smaller.settle(one, 0.30)
+    small = smaller.reserve(0.01)
+    assert small is not None and small.held_usd == pytest.approx(0.30)
+
+
+def test_the_first_call_goes_alone_until_its_bill_is_known() -> None:
+    from rr_core.runs import Budget
+
+    budget = Budget(10.0)
+    first = budget.reserve(0.10)
+    assert first is not None
+    stop = threading.Event()
+    stop.set()
+    # A second call would wait for the first bill: stopped while waiting, it is not sent.
+    assert budget.reserve(0.10, stop) is None and budget.held_usd == pytest.approx(0.10)
+    budget.settle(first, 0.10)
+    assert budget.reserve(0.10, stop) is not None  # the bill is known: no wait

@@ -371,3 +371,35 @@ def test_a_runaway_reply_is_a_failed_call_kept_nowhere(
     assert len(json.dumps(trace.to_dict())) < 2 * MAX_STORED_RESPONSE_CHARS
     stored = store.get(trace.run_id)
     assert stored is not None and stored.answer is None
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_trace_records_the_temperature_sent(stub: StubServer, document: Document, provider: str) -> None:
+    with Executor(client_for(provider, stub)) as executor:
+        (trace,) = executor.run(document, [plan_for(document, "baseline", provider)])
+    body = stub.last.body
+    if provider == "openai":  # gpt-4.1-mini takes one: 0
+        assert body["temperature"] == 0 and trace.calls[0].temperature == 0.0
+    else:  # the Messages API takes none: none sent, and the trace says so
+        assert "temperature" not in body and trace.calls[0].temperature is None
+    assert trace.to_dict()["calls"][0]["temperature"] == trace.calls[0].temperature
+
+
+def test_the_budget_cap_holds_with_many_calls_in_flight(stub: StubServer, document: Document) -> None:
+    """Eight calls at once, each billed far above its estimate: the first goes alone, the bill
+    it brings scales what the others hold, and what is paid stays under the cap."""
+    from rr_core.runs import Budget
+
+    stub.responder = lambda path, body: Reply(
+        usage={"input_tokens": 100_000, "output_tokens": 10, "total_tokens": 100_010}
+    )
+    plans = [plan_for(document, "chunked-rr", "openai", question=q) for q in QUESTIONS]
+    budget = Budget(0.25)  # each call bills about $0.04 on gpt-4.1-mini
+    with Executor(client_for("openai", stub), concurrency=8, budget=budget) as executor:
+        traces = executor.run(document, plans)
+    paid = sum(t.paid_usd for t in traces)
+    assert paid <= 0.25 and paid == pytest.approx(budget.settled_usd)
+    assert 0 < len(stub.requests) < sum(len(p.calls) for p in plans)
+    assert executor.stopped and "budget cap of $0.25" in executor.stopped
+    skipped = [c for t in traces for c in t.calls if c.error and "not sent" in c.error]
+    assert skipped and all("budget cap" in c.error for c in skipped if c.error)

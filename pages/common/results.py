@@ -209,7 +209,7 @@ def run_facts(trace: RunTrace) -> None:
     cached = f" ({usage.cached_tokens:,} cached)" if trace.is_llm else ""
     reused = (
         f"  \n{plural(trace.cached_calls, 'call')} of it had already been made (by another method here, or "
-        f"before): ${trace.cost_usd - trace.paid_usd:.4f} not paid again."
+        f"before): ${trace.cost_usd - trace.would_cost_usd:.4f} not paid again."
         if trace.cached_calls
         else ""
     )

@@ -10,7 +10,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,15 @@ TASKS = {
     "kv": "Key–value retrieval (generated pairs, or a file of the Lost-in-the-Middle release)",
     "questions": "Your own questions (CSV)",
 }
+
+
+# Bounds on a grid, checked before any trial is built (a million repeats would take minutes
+# and gigabytes just to plan): lengths in tokens (key-value: pairs), repeats, trials in all.
+MAX_LENGTH_TOKENS = 2_000_000
+MAX_KV_PAIRS = 10_000
+MAX_REPEATS = 100
+MAX_DISTRACTERS = 10
+MAX_TRIALS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +81,8 @@ def build_trials(
     *,
     depths: Sequence[float] | None = None,
 ) -> list[Trial]:
-    """The trials of a spec: its test documents, questions and gold pages."""
+    """The trials of a spec: its test documents, questions and gold pages (``ConfigError``,
+    before any work, for a grid that cannot work or is too large: ``check_grid``)."""
     cache = PageCounts(counter)
 
     def depth_list(length: int) -> Sequence[float]:
@@ -82,6 +93,8 @@ def build_trials(
             f"{spec.qa_file.name} would not be read: a QA or key–value file is for the lost-in-the-middle "
             "and key-value presets."
         )
+    check_grid(spec, depth_list)
+
     if spec.task == "planted":
         if document is None:
             raise ConfigError("Planted facts need a document to plant them in.")
@@ -118,4 +131,39 @@ def build_trials(
     raise ConfigError(f"unknown task {spec.task!r}; choose from: {', '.join(TASKS)}")
 
 
-__all__ = ["TASKS", "Trial", "TrialSpec", "build_trials", "trial_spec"]
+def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) -> None:
+    """One-line ``ConfigError`` for lengths, depths, repeats or distracters that cannot work,
+    or a grid of more than ``MAX_TRIALS`` trials; cheap (nothing is built)."""
+    if spec.task == "questions":
+        return  # the document and its questions: no grid
+    kv = spec.task == "kv"
+    unit, most = ("key–value pairs", MAX_KV_PAIRS) if kv else ("tokens", MAX_LENGTH_TOKENS)
+    # A key–value file's rows may be taken whole: 0 pairs means all of a row's.
+    least = 0 if kv and spec.qa_file is not None else 1
+    if not spec.lengths:
+        raise ConfigError("Give at least one length.")
+    for length in spec.lengths:
+        if not least <= length <= most:
+            whole = " (0: all of the file's pairs)" if least == 0 else ""
+            raise ConfigError(f"Length {length:,}: give {unit} from {least} to {most:,}{whole}.")
+    if not 1 <= spec.repeats <= MAX_REPEATS:
+        raise ConfigError(f"Repeats {spec.repeats:,}: give 1 to {MAX_REPEATS} trials per cell.")
+    if not 0 <= spec.distracters <= MAX_DISTRACTERS:
+        raise ConfigError(f"Distracters {spec.distracters}: give 0 to {MAX_DISTRACTERS}.")
+    total = 0
+    for length in spec.lengths:
+        points = depth_list(0 if kv else length)
+        if not points:
+            raise ConfigError("Give at least one depth.")
+        for depth in points:
+            if not (math.isfinite(depth) and 0 <= depth <= 100):
+                raise ConfigError(f"Depth {depth:g}: give a percentage of the document from 0 to 100.")
+        total += len(points) * spec.repeats
+    if total > MAX_TRIALS:
+        raise ConfigError(
+            f"The grid makes {total:,} trials; at most {MAX_TRIALS:,} at a time. "
+            "Use fewer lengths, depths or repeats."
+        )
+
+
+__all__ = ["MAX_TRIALS", "TASKS", "Trial", "TrialSpec", "build_trials", "check_grid", "trial_spec"]

@@ -4,6 +4,10 @@ trial and method for re-analysis) and a Markdown report with the plots' numbers.
 Every cell states its trials and distinct questions; every interval is the clustered one
 (``stats.clustered_wilson``); two methods are compared paired, and a sentence says one
 answered more right than another only when the difference's interval excludes 0.
+
+Money is said as it was spent: ``paid_usd`` is what the sweep paid (a free engine, offline or
+simulated, pays nothing), ``would_cost_usd`` what its calls cost at the price it is priced at.
+A free engine's figures read "would cost" everywhere, and every CSV row names its engine.
 """
 
 from __future__ import annotations
@@ -51,7 +55,13 @@ def protocol(plan: SweepPlan) -> dict[str, Any]:
     }
 
 
-def _summary_dict(s: SeriesSummary) -> dict[str, Any]:
+def _cost_key(result: SweepResult) -> str:
+    """What a series' or cell's cost is called: paid by an LLM, or what a free engine's
+    calls would cost."""
+    return "cost_usd" if result.is_llm else "would_cost_usd"
+
+
+def _summary_dict(s: SeriesSummary, cost_key: str = "cost_usd") -> dict[str, Any]:
     effective = s.effective
     return {
         "method": s.series,
@@ -61,7 +71,7 @@ def _summary_dict(s: SeriesSummary) -> dict[str, Any]:
         "accuracy": round(s.accuracy, 4),
         "ci_low": round(s.ci[0], 4),
         "ci_high": round(s.ci[1], 4),
-        "cost_usd": round(s.cost_usd, 6),
+        cost_key: round(s.cost_usd, 6),
         "calls_per_trial": round(s.calls_per_trial, 2),
         "input_tokens_per_trial": round(s.input_per_trial),
         "output_tokens_per_trial": round(s.output_per_trial),
@@ -79,21 +89,28 @@ def _summary_dict(s: SeriesSummary) -> dict[str, Any]:
 def sweep_json(
     plan: SweepPlan, result: SweepResult, *, context: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The sweep as one JSON object: plan, calls made and cached, cells, series, paired
-    comparisons, bounds, and the rules the numbers follow."""
+    """The sweep as one JSON object: plan, calls made and cached, what was paid (and what the
+    calls would cost), why it stopped, cells, series, paired comparisons, bounds, and the
+    rules the numbers follow."""
+    key = _cost_key(result)
     return {
         **(context or {}),
+        "engine": result.engine,
         "protocol": protocol(plan),
         "plan": plan.summary(),
         "calls_made": result.calls_made,
         "calls_cached": result.calls_cached,
-        "cost_usd": round(result.cost_usd(), 6),
+        "paid_usd": round(result.paid_usd(), 6),
+        "would_cost_usd": round(result.would_cost_usd(), 6),
         "cancelled": result.cancelled,
-        "cells": [c.as_dict() for c in result.cells],
-        "series": [_summary_dict(s) for s in result.summaries],
+        "stopped": result.stopped,
+        "save_error": result.save_error,
+        "cells": [_cell_dict(c.as_dict(), key) for c in result.cells],
+        "series": [_summary_dict(s, key) for s in result.summaries],
         "comparisons": [c.as_dict() for c in result.comparisons],
-        "bounds": [_summary_dict(s) for s in result.bounds],
+        "bounds": [_summary_dict(s, key) for s in result.bounds],
         "missing_cells": result.missing_cells,
+        "failed_runs": len(result.failures),
         "failures": result.failures[:50],
         "rules": {
             "metric": METRIC_RULE,
@@ -105,9 +122,15 @@ def sweep_json(
     }
 
 
+def _cell_dict(cell: dict[str, object], cost_key: str) -> dict[str, object]:
+    return {(cost_key if k == "cost_usd" else k): v for k, v in cell.items()}
+
+
 def sweep_csv(result: SweepResult) -> str:
-    """One row per cell (series × length × depth), with its trials and distinct questions."""
-    rows = [c.as_dict() for c in result.cells]
+    """One row per cell (series × length × depth), with its trials and distinct questions,
+    each naming its engine; a free engine's cost column is ``would_cost_usd``."""
+    key = _cost_key(result)
+    rows = [{"engine": result.engine, **_cell_dict(c.as_dict(), key)} for c in result.cells]
     return csv_text(list(rows[0]) if rows else [], rows)
 
 
@@ -199,14 +222,21 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
     """A report: what was measured, on what, the accuracy by series and by depth with n and
     intervals, the paired differences, and the cost."""
     several_lengths = len(result.lengths) > 1
+    if result.is_llm:
+        money = f"paid ${result.paid_usd():.4f} (estimated ${plan.usd:.4f} as {md_escape(plan.priced_as)})"
+    else:
+        money = (
+            f"paid $0 (a free engine, not an LLM); the same calls would cost ${result.would_cost_usd():.4f} "
+            f"as {md_escape(plan.priced_as)}"
+        )
     lines = [
         f"# R&R Studio Lab: {md_escape(title)}",
         "",
         f"- **Document:** {md_escape(document)}",
         f"- **Engine:** {md_escape(engine)}",
         f"- **Trials:** {len(plan.trials):,}; runs {len(plan.jobs):,}; calls made {result.calls_made:,}, "
-        f"found in the store {result.calls_cached:,}; cost ${result.cost_usd():.4f} (estimated ${plan.usd:.4f} "
-        f"as {md_escape(plan.priced_as)})",
+        f"found in the store {result.calls_cached:,}; {money}",
+        *([f"- **Stopped:** {md_escape(result.stopped)}"] if result.stopped else []),
         *_protocol_lines(plan),
         *_planted_line(plan),
         "",
@@ -216,7 +246,8 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         "",
         "| Method | Trials | Questions | Accuracy | 95% interval "
         + ("| Effective length " if several_lengths else "")
-        + "| Retrieval misses | Reading misses | Calls / trial | Input tokens / trial | Cost (USD) |",
+        + "| Retrieval misses | Reading misses | Calls / trial | Input tokens / trial | "
+        + ("Cost (USD) |" if result.is_llm else "Would cost (USD) |"),
         "| --- | --- | --- | --- | --- "
         + ("| --- " if several_lengths else "")
         + "| --- | --- | --- | --- | --- |",

@@ -112,7 +112,6 @@ class Score:
     input_tokens: int
     output_tokens: int
     failed: bool = False  # the run failed (provider error): not counted
-    paid_usd: float = 0.0  # what this sweep paid for them (calls already made are free)
     repeat: int = 0
     answer: str = ""
     cited: int | None = None
@@ -120,6 +119,8 @@ class Score:
     tokens_after: int = 0  # tokens from the answer's page to the end of the document
     job: int = -1  # the job's position in its sweep plan
     error: str = ""
+    paid_usd: float = 0.0  # what this sweep paid for them (calls already made, free engines: 0)
+    would_cost_usd: float = 0.0  # what its new calls cost at the price, paid or not
 
 
 def score(
@@ -147,6 +148,7 @@ def score(
     tokens_after: int = 0,
     job: int = -1,
     error: str = "",
+    would_cost_usd: float = 0.0,
 ) -> Score:
     """One run on one trial, scored: right by fuzzy match, or by exact match where the trial
     says so (a key–value value must come back whole)."""
@@ -178,6 +180,7 @@ def score(
         tokens_after=tokens_after,
         job=job,
         error=error,
+        would_cost_usd=would_cost_usd,
     )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rr_core.costs import Cost
+from rr_core.costs import Cost, assumed_free
 from rr_core.errors import ConfigError
 from rr_core.lab.haystacks import Trial
 from rr_core.lab.stats import (
@@ -72,6 +72,9 @@ class SweepPlan:
     output_tokens: int
     cost: Cost
     priced_as: str
+    # The price is 0 because the server is counted as free (a compatible or local server
+    # with no price model), not because a price is known.
+    price_assumed: bool = False
 
     @property
     def usd(self) -> float:
@@ -97,7 +100,7 @@ class SweepPlan:
             "output_tokens": self.output_tokens,
             "usd": round(self.usd, 6),
             "priced_as": self.priced_as,
-            "price_known": self.cost.known,
+            "price_known": self.cost.known and not self.price_assumed,
             **planted,
         }
 
@@ -146,6 +149,8 @@ def plan_sweep(
         )
     calls = [c for job in jobs for c in job.plan.calls]
     estimate = estimate_calls(calls, series[0])
+    priced_as, provider = series[0].pricing
+    assumed = assumed_free(priced_as, provider)
     return SweepPlan(
         trials=tuple(trials),
         jobs=tuple(jobs),
@@ -153,13 +158,29 @@ def plan_sweep(
         input_tokens=estimate.input_tokens,
         output_tokens=estimate.output_tokens,
         cost=estimate.cost,
-        priced_as=series[0].pricing[0],
+        priced_as=(
+            f"{priced_as} (no price known: counted as free on the {provider or 'local'} server)"
+            if assumed
+            else priced_as
+            if estimate.cost.known
+            else f"{priced_as} (no price known)"
+        ),
+        price_assumed=assumed,
     )
 
 
 def check_budget(plan: SweepPlan, max_usd: float | None) -> None:
-    """Refuse, before any call, a sweep estimated above the budget."""
-    if max_usd is not None and plan.usd > max_usd:
+    """Refuse, before any call, a sweep estimated above the budget, or one with a budget and
+    no known price to check it against (until a price model is given)."""
+    if max_usd is None:
+        return
+    if plan.price_assumed or not plan.cost.known:
+        raise ConfigError(
+            f"A budget of ${max_usd:.2f} was set, but the sweep is priced as {plan.priced_as}, so it "
+            "could pass the budget unseen. Nothing was sent: name the model whose prices the server "
+            "charges as the price model (--price-model MODEL), or leave the budget out."
+        )
+    if plan.usd > max_usd:
         raise ConfigError(
             f"The sweep is estimated at ${plan.usd:.2f} ({plan.calls:,} calls, {plan.input_tokens:,} input tokens), "
             f"above the budget of ${max_usd:.2f}. Nothing was sent: raise the budget or measure less."
@@ -176,6 +197,11 @@ class SweepResult:
     calls_cached: int = 0
     failures: list[str] = field(default_factory=list)
     cancelled: bool = False
+    # Why the sweep stopped itself (the budget cap, a store that could not keep a reply).
+    stopped: str | None = None
+    save_error: str | None = None
+    is_llm: bool = True  # False: a free engine (offline, simulated) that pays nothing
+    engine: str = ""  # who answered: "openai / gpt-4.1", "simulated (not an LLM)"
 
     @property
     def cells(self) -> list[Cell]:
@@ -225,8 +251,18 @@ class SweepResult:
         return [f"{c.series} at {c.length:,} tokens, depth {c.depth:g}%" for c in self.cells if c.failed]
 
     def cost_usd(self) -> float:
-        """What this sweep paid (calls found in the store cost nothing again)."""
+        """What this sweep paid (calls found in the store cost nothing again; a free engine
+        pays nothing)."""
+        return self.paid_usd()
+
+    def paid_usd(self) -> float:
+        """What this sweep paid (calls found in the store cost nothing again; a free engine
+        pays nothing)."""
         return sum(s.paid_usd for s in (*self.scores, *self.bound_scores))
+
+    def would_cost_usd(self) -> float:
+        """What this sweep's new calls cost at the price it is priced at, paid or not."""
+        return sum(s.would_cost_usd for s in (*self.scores, *self.bound_scores))
 
 
 Progress = Callable[[int, int, SweepResult], None]
@@ -261,6 +297,7 @@ def score_trace(job: Job, trace: RunTrace, position: int = -1) -> Score:
         tokens_after=job.tokens_after,
         job=position,
         error=trace.error or "",
+        would_cost_usd=trace.would_cost_usd,
     )
 
 
@@ -273,7 +310,10 @@ def run_sweep(
 ) -> SweepResult:
     """Run every job; scores arrive as runs finish. A failed run is kept as a failure (its
     cell says so); a cancelled sweep keeps what finished."""
-    result = SweepResult()
+    client = executor.client
+    first = plan.jobs[0].plan.settings if plan.jobs else None
+    who = f"{first.provider} / {first.model}" if first is not None else client.name
+    result = SweepResult(is_llm=client.is_llm, engine=who if client.is_llm else f"{client.name} (not an LLM)")
     jobs = plan.jobs
     done = 0
     for item in executor.stream_jobs([(job.trial.document, job.plan) for job in jobs]):
@@ -296,4 +336,5 @@ def run_sweep(
     # the methods were chosen, the same on every run of the same sweep).
     result.scores.sort(key=lambda s: s.job)
     result.bound_scores.sort(key=lambda s: s.job)
+    result.stopped, result.save_error = executor.stopped, executor.save_error
     return result

@@ -2,7 +2,9 @@
 
 Structured output goes as ``output_config.format`` (a JSON schema) on ``messages.create``;
 models or proxies that reject it get the call repeated once without it, and the tolerant
-parser of the request's ``Output`` class reads the reply. ``messages.create`` takes no temperature.
+parser of the request's ``Output`` class reads the reply. ``messages.create`` takes no temperature
+(anthropic 2.12: passing one is a ``TypeError``), so none is sent and traces say so
+(``temperature`` None: the API's default).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class AnthropicClient(SDKAdapter):
     """An ``LLMClient`` over the Anthropic SDK (sync client, one per instance)."""
 
     name = "anthropic"
+    api = "messages"
     is_llm = True
     sdk_errors = SDKErrors(
         base=anthropic.AnthropicError,

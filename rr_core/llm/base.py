@@ -6,7 +6,7 @@ method or stage that asked: adapters and the offline engine stay method-blind.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -70,18 +70,47 @@ class Completion:
     model: str = ""
     # Set when the provider returned schema-validated output.
     structured: bool = False
+    # The temperature sent with the call; None when none was sent (the API's default).
+    temperature: float | None = None
     raw: dict[str, object] = field(default_factory=dict)
 
 
+# What a client says of itself for the call cache: every setting that changes its replies.
+Identity = Mapping[str, str | int | float | bool | None]
+
+
 class LLMClient(Protocol):
-    """Anything that can complete a request: a provider adapter, the offline engine, a fake."""
+    """Anything that can complete a request: a provider adapter, the offline engine, a fake.
+
+    ``identity()`` is the client's part of a call's cache key: who answers (provider,
+    normalised server URL, model) and every setting that changes its replies (temperature,
+    the simulated reader's reach, the tokenizer that counts its usage...). A stored reply is
+    found again only by a client with the same identity. ``max_concurrency`` is how many calls
+    it takes at once (None: as many as the caller wants; see ``calls_at_once``).
+    """
 
     name: str
     is_llm: bool
+    max_concurrency: int | None
+
+    def identity(self) -> Identity:
+        """Who answers and every setting that changes the reply (the call cache keys on it)."""
+        ...
 
     def complete(self, request: LLMRequest) -> Completion:
         """Send one request and return the completion, or raise an ``LLMError``."""
         ...
+
+
+def temperature_sent(client: LLMClient) -> str | float:
+    """What a record says of the temperature: the one the client sends (each call's trace
+    records it too), or why none is sent."""
+    if not client.is_llm:
+        return "deterministic engine"
+    sent = client.identity().get("temperature")
+    if isinstance(sent, (int, float)) and not isinstance(sent, bool):
+        return float(sent)
+    return "provider default (not sent)"
 
 
 def calls_at_once(client: LLMClient, wanted: int) -> int:
@@ -91,5 +120,5 @@ def calls_at_once(client: LLMClient, wanted: int) -> int:
     says ``max_concurrency = 1``: its calls hold the GIL, so threads only add switching (three
     methods in threads took 1.2-1.3x the time of one after another). Any other client: ``wanted``.
     """
-    limit = getattr(client, "max_concurrency", None)
-    return max(1, min(int(wanted), limit) if isinstance(limit, int) and limit > 0 else int(wanted))
+    limit = client.max_concurrency
+    return max(1, min(int(wanted), limit) if limit is not None and limit > 0 else int(wanted))

@@ -135,3 +135,21 @@ def same_server(a: str | None, b: str | None) -> bool:
 
 def _default_port(scheme: str) -> int | None:
     return {"http": 80, "https": 443}.get(scheme.lower())
+
+
+def normalise_url(url: str) -> str:
+    """A server URL as the call cache names it: scheme and host lower-cased, the default port
+    and a trailing slash dropped, no user name or password. Two spellings of one server give
+    one string (``same_server`` agrees); an unreadable URL is kept as given, stripped."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return text
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    host = f"[{host}]" if ":" in host else host
+    where = host if port is None or port == _default_port(scheme) else f"{host}:{port}"
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{scheme}://{where}{parts.path.rstrip('/')}{query}"

@@ -6,7 +6,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from rr_core.llm.base import Completion, LLMRequest, Usage
+from rr_core.llm.base import Completion, Identity, LLMRequest, Usage
 
 Reply = str | Exception | Callable[[LLMRequest], str]
 
@@ -19,17 +19,25 @@ class ScriptedClient:
 
     name = "scripted"
     is_llm = True
+    max_concurrency: int | None = None
 
     def __init__(
         self,
         replies: Iterable[Reply] = (),
         *,
         responder: Callable[[LLMRequest], str] | None = None,
+        script: str = "scripted",
     ) -> None:
+        # Two scripted clients share stored replies only when they say they play one script.
+        self.script = script
         self._replies: deque[Reply] = deque(replies)
         self._responder = responder
         self._lock = threading.Lock()
         self.requests: list[LLMRequest] = []
+
+    def identity(self) -> Identity:
+        """The script it plays (``script``): the same name, the same replies."""
+        return {"provider": self.name, "script": self.script}
 
     def complete(self, request: LLMRequest) -> Completion:
         """Record the request and return (or raise) the next scripted reply."""

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from rr_core.errors import ProviderError
-from rr_core.llm.base import Completion, LLMRequest, Usage
+from rr_core.llm.base import Completion, Identity, LLMRequest, Usage
 from rr_core.outputs import AnswerOut, ExtractionOut, MultiRetrievalOut, Output, RetrievalOut
 from rr_core.prompts import split_tagged
 from rr_core.retrieval import BM25, page_terms, sentence_scores, terms
@@ -47,10 +47,14 @@ class OfflineEngine:
 
     name = "offline"
     is_llm = False
-    max_concurrency = 1  # local Python work: calls_at_once
+    max_concurrency: int | None = 1  # local Python work: calls_at_once
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.counter = counter or counter_for_model()
+
+    def identity(self) -> Identity:
+        """The tokenizer counts the usage it reports (its replies are otherwise fixed)."""
+        return {"provider": self.name, "tokenizer": self.counter.label}
 
     def complete(self, request: LLMRequest) -> Completion:
         """Fill the requested output shape from the prompt's pages, as a model would."""

@@ -1,7 +1,10 @@
 """OpenAI adapter: the Responses API, or Chat Completions for OpenAI-compatible servers.
 
 Responses is OpenAI's primary API; every call sends ``store=False`` so documents are not kept
-server side. Chat Completions is for servers that speak the older wire format (Ollama, vLLM,
+server side, and ``temperature=0`` where the model takes one: OpenAI's reasoning models (the
+o-series, GPT-5 and later, except their ``-chat`` variants) answer a temperature with a 400
+("Only the default (1) value is supported"), so none is sent to them; a server that rejects it
+for any other model gets the call repeated once without it, and the client stops sending it. Chat Completions is for servers that speak the older wire format (Ollama, vLLM,
 llama.cpp) through ``base_url``; they often need no key, and some reject structured output,
 in which case the call is repeated once without it and the client stops asking.
 
@@ -13,6 +16,7 @@ A compatible server gets only the key given to the client: never ``OPENAI_API_KE
 from __future__ import annotations
 
 import os
+import re
 import threading
 from typing import Any, Literal
 
@@ -36,6 +40,10 @@ OPENAI_BASE_URL = OFFICIAL_URLS["openai"]
 # Authorization header is left out of every request (``_NO_AUTH``), so it is never sent.
 _PLACEHOLDER_KEY = "unused"
 _NO_AUTH = {"Authorization": openai.omit}
+# OpenAI's reasoning models, which take no temperature but the default: o1, o3-mini, o4-mini,
+# gpt-5, gpt-5.5, gpt-6.1-sol... (their "-chat" variants take one).
+_REASONING = re.compile(r"^(?:openai/)?(?:o\d+(?:-|$)|gpt-(?:[5-9]|\d{2,})(?:[.-]|$))")
+TEMPERATURE = 0.0
 
 
 class OpenAIClient(SDKAdapter):
@@ -92,8 +100,9 @@ class OpenAIClient(SDKAdapter):
             "--api-key-env (in the app: the API key field). OPENAI_API_KEY is never sent to it."
         )
         self._secrets = (key,)
-        # Flips to False for good once the server rejects structured output.
+        # Flips to False for good once the server rejects structured output, or a temperature.
         self._structured = True
+        self._temperature = True
         self._auth: dict[str, Any] = {} if key else dict(_NO_AUTH)
         self._init_calls(max_retries=max_retries, on_wait=on_wait, cancel=cancel)
         self._client = openai.OpenAI(
@@ -104,17 +113,31 @@ class OpenAIClient(SDKAdapter):
             http_client=bounded_http_client(openai.DefaultHttpxClient()),
         )
 
+    def temperature_for(self, model: str) -> float | None:
+        """0 unless the model is one of OpenAI's reasoning models or the server rejected it."""
+        if not self._temperature or _REASONING.match(model.strip().lower()) and "-chat" not in model:
+            return None
+        return TEMPERATURE
+
+    def _rejects_temperature(self, failure: HTTPFailure) -> bool:
+        if self._temperature and failure.status == 400 and "temperature" in failure.detail.lower():
+            self._temperature = False
+            return True
+        return False
+
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
+        temperature = self.temperature_for(model)
         if self.api == "responses":
             response = self._client.responses.create(
                 model=model,
                 input=request.prompt,
                 store=False,
                 max_output_tokens=request.max_output_tokens,
+                temperature=openai.omit if temperature is None else temperature,
                 text=_text_format(request.schema) if structured else openai.omit,
                 timeout=timeout,
             )
-            return self._from_response(response, structured)
+            return self._from_response(response, structured, temperature)
         messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": request.prompt}]
         # `max_tokens`, not `max_completion_tokens`: every compatible server knows the former.
         # No `store`: it defaults to off on OpenAI and means nothing to other servers.
@@ -122,13 +145,14 @@ class OpenAIClient(SDKAdapter):
             model=model,
             messages=messages,
             max_tokens=request.max_output_tokens,
+            temperature=openai.omit if temperature is None else temperature,
             response_format=_response_format(request.schema) if structured else openai.omit,
             timeout=timeout,
             extra_headers=self._auth or None,
         )
-        return self._from_chat(chat, structured)
+        return self._from_chat(chat, structured, temperature)
 
-    def _from_response(self, response: Response, structured: bool) -> Completion:
+    def _from_response(self, response: Response, structured: bool, temperature: float | None) -> Completion:
         try:
             text = response.output_text or ""
         except (AttributeError, TypeError):  # not a Responses reply at all
@@ -143,10 +167,11 @@ class OpenAIClient(SDKAdapter):
             responses_usage,
             structured=structured,
             api="responses",
+            temperature=temperature,
             status=getattr(response, "status", None),
         )
 
-    def _from_chat(self, chat: ChatCompletion, structured: bool) -> Completion:
+    def _from_chat(self, chat: ChatCompletion, structured: bool, temperature: float | None) -> Completion:
         if not isinstance(chat, ChatCompletion):
             raise self._not_a_reply("Chat Completions")
         choices = getattr(chat, "choices", None) or []
@@ -159,7 +184,15 @@ class OpenAIClient(SDKAdapter):
             if finish == "length":
                 why += "; raise the maximum output tokens"
             raise errors_map.empty_output(provider=self.name, label=self._label, why=why)
-        return completion(chat, text, chat_usage, structured=structured, api="chat", finish_reason=finish)
+        return completion(
+            chat,
+            text,
+            chat_usage,
+            structured=structured,
+            api="chat",
+            temperature=temperature,
+            finish_reason=finish,
+        )
 
     def _not_a_reply(self, api: str) -> ProviderError:
         return ProviderError(

@@ -14,7 +14,7 @@ import json
 import time
 
 from rr_core.errors import ProviderError
-from rr_core.llm.base import Completion, LLMRequest, Usage
+from rr_core.llm.base import Completion, Identity, LLMRequest, Usage
 from rr_core.llm.offline import _FILLERS, OfflineEngine
 from rr_core.prompts import INSTRUCTION_KINDS, SEPARATOR, PromptLayout
 from rr_core.tokens import TokenCounter, counter_for_model
@@ -47,12 +47,16 @@ class SimulatedReader:
 
     name = "simulated"
     is_llm = False
-    max_concurrency = 1  # local Python work: calls_at_once
+    max_concurrency: int | None = 1  # local Python work: calls_at_once
 
     def __init__(self, reach: int = 4_000, counter: TokenCounter | None = None) -> None:
         self.reach = reach
         self.counter = counter or counter_for_model()
         self._engine = OfflineEngine(self.counter)
+
+    def identity(self) -> Identity:
+        """The reach and the tokenizer decide which pages it sees: both change its replies."""
+        return {"provider": self.name, "reach": self.reach, "tokenizer": self.counter.label}
 
     def complete(self, request: LLMRequest) -> Completion:
         """Fill the requested shape from the visible pages only."""

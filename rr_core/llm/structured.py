@@ -29,7 +29,8 @@ from typing import Any, ClassVar, NamedTuple
 
 from rr_core.errors import LLMError, ProviderError, RunCancelled
 from rr_core.llm import errors_map
-from rr_core.llm.base import Completion, LLMRequest, OnWait, Usage
+from rr_core.llm.base import Completion, Identity, LLMRequest, OnWait, Usage
+from rr_core.llm.config import normalise_url
 from rr_core.llm.deadline import Deadline, active
 
 # Statuses worth another attempt (as the SDKs' own retry rules have them).
@@ -63,7 +64,9 @@ class SDKAdapter:
 
     sdk_errors: ClassVar[SDKErrors]
     key_var: ClassVar[str]  # the environment variable that holds the key
+    max_concurrency: int | None = None  # the caller's choice (calls_at_once)
     name: str
+    api: str  # the wire format: "responses", "chat", "messages"
     model: str
     base_url: str
     timeout_s: float
@@ -82,6 +85,26 @@ class SDKAdapter:
         self.max_retries = max(0, max_retries)
         self._on_wait = on_wait
         self._cancel = cancel if cancel is not None else threading.Event()
+
+    def identity(self) -> Identity:
+        """Provider, wire format, normalised server URL, model and the temperature sent."""
+        return {
+            "provider": self.name,
+            "api": self.api,
+            "base_url": normalise_url(self.base_url),
+            "model": self.model,
+            "temperature": self.temperature_for(self.model),
+        }
+
+    def temperature_for(self, model: str) -> float | None:
+        """The temperature sent with a call to ``model``; None: none is sent (the API takes
+        none, or the model rejects it)."""
+        return None
+
+    def _rejects_temperature(self, failure: HTTPFailure) -> bool:
+        """Whether ``failure`` says the model takes no temperature (then it is no longer
+        sent, and the call is repeated without it)."""
+        return False
 
     def complete(self, request: LLMRequest) -> Completion:
         """Send one request and return the completion, or raise an ``LLMError``.
@@ -118,6 +141,8 @@ class SDKAdapter:
                     ):
                         self._structured = structured = False
                         continue  # the same call without structured output: not a retry
+                    if failure is not None and self._rejects_temperature(failure):
+                        continue  # the same call without a temperature: not a retry
                     error = self._error(exc, budget, attempts=retries + 1)
                     wait = self._retry_wait(exc, failure, retries)
                     if wait is None or retries >= self.max_retries:
@@ -193,6 +218,7 @@ def completion(
     *,
     structured: bool,
     api: str,
+    temperature: float | None = None,
     **notes: object,
 ) -> Completion:
     """The ``Completion`` for an SDK reply: its usage, model and id read off the reply.
@@ -204,6 +230,7 @@ def completion(
         usage=usage_of(getattr(reply, "usage", None)),
         model=str(getattr(reply, "model", "") or ""),
         structured=structured,
+        temperature=temperature,
         raw={"id": getattr(reply, "id", ""), "api": api, **notes},
     )
 
