@@ -500,7 +500,7 @@ def _numbers(text: str | None, kind: type, what: str) -> tuple[Any, ...] | None:
 def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     """Plan (and unless --dry-run, run) a sweep; print the plan, then the grid with metrics."""
     from rr_core.costs import context_window
-    from rr_core.lab import TASKS, build_trials, trial_spec
+    from rr_core.lab import TASKS, build_trials, trial_notes, trial_spec
     from rr_core.lab.presets import get_preset
     from rr_core.lab.report import protocol, sweep_json, trials_csv
     from rr_core.lab.sweep import check_budget, plan_sweep, run_sweep
@@ -546,6 +546,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         "model": model,
         "layout": layout.value,
         "layout_why": preset.why if layout is preset.layout else "set with --layout",
+        "notes": trial_notes(spec, trials),
     }
     if args.dry_run:
         return {**context, "protocol": protocol(plan), "plan": plan.summary(), "dry_run": True}
@@ -698,6 +699,13 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         made = data["protocol"]
         for name in made["construction"]:
             print(f"  distracters ({name}): {made['construction_means'][name]}")
+        if made.get("answer_passages_dropped"):
+            dropped = made["answer_passages_dropped"]
+            print(
+                f"  answer-bearing passages left out: {dropped['passages']:,} over {dropped['questions']:,} question(s)"
+            )
+        for note in data.get("notes", []):
+            print(f"  note: {note}")
         print(f"  question placement: {data['layout']} — {data['layout_why']}")
         pinned = {s: v for s, v in made["question_placement"].items() if v != data["layout"]}
         for series, value in pinned.items():
@@ -753,6 +761,15 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                     for d in depths
                 )
                 print(f"    {name[:32]:<32} {length:>9,} {cells}")
+        first = (
+            [c for c in data["cells"] if c["method"] == data["cells"][0]["method"]] if data["cells"] else []
+        )
+        if first:
+            built = "; ".join(
+                f"{c['length']:,} at {c['depth']:g}% → {c['built_tokens']:,} tokens, answer at {c['gold_depth']:g}%"
+                for c in first
+            )
+            print(f"  built (asked → mean of the documents built): {built}")
         if data["missing_cells"]:
             print("  incomplete cells: " + "; ".join(data["missing_cells"][:10]))
         if data.get("trials_csv"):

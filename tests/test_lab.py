@@ -16,10 +16,12 @@ from stub_server import StubServer
 from rr_core.cli import main
 from rr_core.documents import document_from_texts
 from rr_core.errors import ConfigError
-from rr_core.lab import TrialSpec, build_trials, trial_spec
+from rr_core.lab import TrialSpec, build_trials, trial_notes, trial_spec
 from rr_core.lab.haystacks import (
+    MAX_TRIALS,
     PageCounts,
     boundary_at,
+    check_unique,
     kv_trials,
     passage_trials,
     planted_trials,
@@ -27,7 +29,7 @@ from rr_core.lab.haystacks import (
     read_qa_jsonl,
 )
 from rr_core.lab.presets import PRESETS, get_preset
-from rr_core.lab.report import sweep_csv, sweep_json, sweep_markdown
+from rr_core.lab.report import protocol, sweep_csv, sweep_json, sweep_markdown, trial_rows
 from rr_core.lab.stats import effective_length, score, wilson
 from rr_core.lab.sweep import SweepResult, check_budget, plan_sweep, run_sweep
 from rr_core.llm import make_client
@@ -58,6 +60,7 @@ def neutral_document(pages: int = 40, words_per_page: int = 250):  # type: ignor
 
 
 BASE = RunSettings(provider="offline", model="offline", price_model="gpt-4.1-mini")
+FIVE = (0.0, 25.0, 50.0, 75.0, 100.0)
 
 
 # ---- Haystacks ---------------------------------------------------------------------------
@@ -421,6 +424,144 @@ def test_a_qa_file_that_is_not_in_the_format_says_which_line(tmp_path: Path) -> 
     )
     with pytest.raises(ConfigError, match="line 2"):
         read_qa_jsonl(bad)
+
+
+def test_a_key_value_file_with_fewer_pairs_than_asked_is_refused_and_no_trial_id_repeats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_jsonl_gz(tmp_path / "kv-retrieval-140_keys.jsonl.gz", KV_ROWS)
+    # Asking 300 pairs of 140-pair rows used to build the 140-pair documents twice under one id.
+    code = main(["lab", "--preset", "key-value", "--qa-file", str(path), "--lengths", "140,300",
+                 "--depths", "0,100", "--repeats", "2", "--methods", "baseline", "--provider", "simulated",
+                 "--dry-run"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "300 pairs asked" in err and "140" in err and len(err.strip().splitlines()) == 1
+    rows = read_kv_jsonl(path)
+    # 0 (each row's own) and 140 are the same document: built once.
+    trials = kv_trials(
+        PageCounts(word_counter()), pairs=(0, 140, 75), depths=(0, 100, 100), repeats=2, rows=rows
+    )
+    ids = [t.id for t in trials]
+    assert len(ids) == len(set(ids)) == 2 * 2 * 2
+    assert sorted({t.length for t in trials}) == [75, 140]
+    with pytest.raises(ConfigError, match="at least 2 pairs"):
+        kv_trials(PageCounts(word_counter()), pairs=(1,), depths=(0,), repeats=1)
+    with pytest.raises(RuntimeError, match="share the trial id"):
+        check_unique([trials[0], trials[0]])
+
+
+def test_each_trial_records_the_tokens_built_and_where_the_answer_really_sits(tmp_path: Path) -> None:
+    path = write_jsonl_gz(tmp_path / "twenty.jsonl.gz", twenty_document_rows())
+    items = read_qa_jsonl(path)
+    trials = passage_trials(items, PageCounts(word_counter()), lengths=(120,), depths=(0, 40, 100), repeats=1)
+    for trial in trials:
+        counts = trial.document.page_tokens
+        assert trial.tokens == sum(counts) and trial.tokens != trial.length
+        start = sum(counts[: trial.gold_pages[0] - 1])
+        assert trial.gold_depth == round(100 * start / sum(counts), 1)
+    assert trials[1].gold_depth != trials[1].depth  # 40% asked; a page boundary moved it
+    plan = plan_sweep(trials, [parse_spec("baseline", BASE)], word_counter(), bounds=False)
+    with Executor(make_client("offline", model="offline")) as executor:
+        result = run_sweep(plan, executor)
+    rows = trial_rows(plan, result)
+    assert [(r["length"], r["depth"]) for r in rows] == [(120, t.depth) for t in trials]
+    assert [(r["built_tokens"], r["gold_depth"]) for r in rows] == [(t.tokens, t.gold_depth) for t in trials]
+    cell = sweep_json(plan, result)["cells"][1]
+    assert cell["depth"] == 40.0 and cell["gold_depth"] == trials[1].gold_depth
+    assert cell["built_tokens"] == trials[1].tokens
+    assert "| Built tokens | Actual depth |" in sweep_markdown(
+        plan, result, title="t", engine="e", document="d"
+    )
+
+
+def test_a_document_with_no_distracter_is_refused(tmp_path: Path) -> None:
+    rows = [
+        {"question": f"who built bridge {q}", "answers": ["Mira Osk"],
+         "ctxs": [{"title": f"Bridge {q}", "text": f"Bridge {q} was built by Mira Osk.", "isgold": True}]}
+        for q in range(2)
+    ]  # fmt: skip
+    items = read_qa_jsonl(write_jsonl_gz(tmp_path / "oracle2.jsonl.gz", rows))
+    with pytest.raises(ConfigError, match="no passage without its answer"):
+        passage_trials(items, PageCounts(word_counter()), lengths=(1_000,), depths=(50,), repeats=1)
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"answers": "Zorblax"}, '"answers" must be a non-empty list'),
+        ({"answers": []}, '"answers" must be a non-empty list'),
+        ({"answers": [""]}, "each answer must be a non-empty string"),
+        ({"ctxs": [{"title": "t", "text": None, "isgold": True}]}, "text must be a non-empty string"),
+        ({"question": None}, '"question" must be a non-empty string'),
+    ],
+)
+def test_the_qa_reader_refuses_bad_rows_in_one_line(
+    tmp_path: Path, row: dict[str, object], message: str
+) -> None:
+    good = {
+        "question": "q",
+        "answers": ["Zorblax"],
+        "ctxs": [{"title": "t", "text": "Zorblax here", "isgold": True}],
+    }
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, **row}) + "\n")
+    with pytest.raises(ConfigError, match="line 2") as caught:
+        read_qa_jsonl(path)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n"])
+def test_an_empty_file_says_it_has_no_rows(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text(text)
+    for read in (read_qa_jsonl, read_kv_jsonl):
+        with pytest.raises(ConfigError, match="has no rows"):
+            read(path)
+
+
+class CountingCounter:
+    """A word counter that says whether anything was counted (anything built)."""
+
+    def __init__(self) -> None:
+        self.inner = word_counter()
+        self.label, self.approximate, self.counted = self.inner.label, True, 0
+
+    def count_many(self, texts):  # type: ignore[no-untyped-def]
+        self.counted += len(texts)
+        return self.inner.count_many(texts)
+
+
+def test_oversized_repeats_are_refused_before_anything_is_built(tmp_path: Path) -> None:
+    counter = CountingCounter()
+    for task_repeats in (10**6, MAX_TRIALS // 5 + 1):
+        with pytest.raises(ConfigError, match="at most 20,000"):
+            kv_trials(PageCounts(counter), pairs=(75,), depths=FIVE, repeats=task_repeats)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="at most 20,000"):
+            planted_trials(
+                neutral_document(), PageCounts(counter), lengths=(2_000,), depths=FIVE, repeats=task_repeats
+            )  # type: ignore[arg-type]
+    assert counter.counted == 0
+    # With a file, repeats above its questions are capped, and the cap is said.
+    path = write_jsonl_gz(tmp_path / "twenty.jsonl.gz", twenty_document_rows(3))
+    preset = get_preset("lost-in-the-middle")
+    spec = trial_spec(preset, None, qa_file=path, repeats=7)
+    trials = build_trials(spec, preset, None, word_counter())
+    assert len({t.repeat for t in trials}) == 3
+    (note,) = trial_notes(spec, trials)
+    assert "7 repeats asked" in note and "3 questions" in note
+
+
+def test_answer_bearing_passages_left_out_are_counted_and_titles_are_checked(tmp_path: Path) -> None:
+    rows = twenty_document_rows(2)
+    ctxs = rows[0]["ctxs"]
+    assert isinstance(ctxs, list)
+    ctxs[12] = {**ctxs[12], "title": "Captain Ondrej Harbour"}  # the answer in a title, not flagged
+    items = read_qa_jsonl(write_jsonl_gz(tmp_path / "twenty.jsonl.gz", rows))
+    assert [it.left_out for it in items] == [2, 1]
+    assert not any("Captain Ondrej Harbour" in p.title for p in items[0].distracters)
+    trials = passage_trials(items, PageCounts(word_counter()), lengths=(10_000,), depths=(50,), repeats=2)
+    plan = plan_sweep(trials, [parse_spec("baseline", BASE)], word_counter(), bounds=False)
+    assert protocol(plan)["answer_passages_dropped"] == {"passages": 3, "questions": 2}
 
 
 # ---- Statistics, by hand ---------------------------------------------------------------------

@@ -18,6 +18,7 @@ from pathlib import Path
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
 from rr_core.lab.haystacks import (
+    MAX_TRIALS,
     PageCounts,
     Trial,
     kv_trials,
@@ -45,7 +46,6 @@ MAX_LENGTH_TOKENS = 2_000_000
 MAX_KV_PAIRS = 10_000
 MAX_REPEATS = 100
 MAX_DISTRACTERS = 10
-MAX_TRIALS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,4 +166,25 @@ def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) ->
         )
 
 
-__all__ = ["MAX_TRIALS", "TASKS", "Trial", "TrialSpec", "build_trials", "check_grid", "trial_spec"]
+def trial_notes(spec: TrialSpec, trials: Sequence[Trial]) -> list[str]:
+    """What the built trials differ in from what was asked: repeats capped to a file's rows."""
+    notes: list[str] = []
+    used = len({t.repeat for t in trials})
+    if spec.qa_file is not None and 0 < used < spec.repeats:
+        notes.append(
+            f"{spec.repeats:,} repeats asked, but {spec.qa_file.name} has {used:,} questions: {used:,} repeats "
+            "were built (each repeat asks another question of the file)."
+        )
+    return notes
+
+
+__all__ = [
+    "MAX_TRIALS",
+    "TASKS",
+    "Trial",
+    "TrialSpec",
+    "build_trials",
+    "check_grid",
+    "trial_notes",
+    "trial_spec",
+]

@@ -39,8 +39,13 @@ from rr_core.tokens import TokenCounter
 Depths = Sequence[float] | Callable[[int], Sequence[float]]
 
 
-def _depths(depths: Depths, length: int) -> Sequence[float]:
-    return depths(length) if callable(depths) else depths
+def _depths(depths: Depths, length: int) -> list[float]:
+    """The depths at one length, each once (a depth asked twice is one cell, not two)."""
+    return list(dict.fromkeys(float(d) for d in (depths(length) if callable(depths) else depths)))
+
+
+def _cells(lengths: Sequence[int], depths: Depths) -> int:
+    return sum(len(_depths(depths, length)) for length in dict.fromkeys(lengths))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,46 @@ class Trial:
     construction: str = ""  # how the distracters were chosen (``CONSTRUCTIONS``), where it varies
     exact: bool = False  # scored by exact match (key–value: the value itself), not fuzzy match
     replanted: int = 0  # planted facts: candidates rejected first (the document could answer them)
+    dropped: int = 0  # passages left out because they hold an accepted answer (not the gold)
+
+    @property
+    def tokens(self) -> int:
+        """The tokens of the document actually built (``length`` is the one asked for)."""
+        return self.document.total_tokens
+
+    @property
+    def gold_depth(self) -> float:
+        """Where the answer's page really starts, in percent of the built document's tokens
+        (``depth`` is the one asked for: page boundaries move it a little)."""
+        if not self.gold_pages:
+            return self.depth
+        return depth_of(self.document.page_tokens, self.gold_pages[0] - 1)
+
+
+MAX_TRIALS = 20_000
+"""The most trials one sweep builds (each is a document in memory): checked before building."""
+
+
+def check_trial_count(repeats: int, cells: int, *, what: str = "repeats") -> None:
+    """Refuse, before anything is built, a grid of more than ``MAX_TRIALS`` trials
+    (``cells``: the length × depth cells one repeat makes)."""
+    if repeats < 1:
+        raise ConfigError(f"The number of {what} must be at least 1; it is {repeats:,}.")
+    if repeats * cells > MAX_TRIALS:
+        raise ConfigError(
+            f"{repeats:,} {what} × {cells:,} length-and-depth cells would build {repeats * cells:,} test "
+            f"documents; at most {MAX_TRIALS:,} at a time. Use fewer {what}, lengths or depths."
+        )
+
+
+def check_unique(trials: Sequence[Trial]) -> list[Trial]:
+    """The trials, once it is certain no two share an id (a duplicate would be counted twice)."""
+    seen: set[str] = set()
+    for t in trials:
+        if t.id in seen:
+            raise RuntimeError(f"bug: two test documents share the trial id {t.id!r}")
+        seen.add(t.id)
+    return list(trials)
 
 
 class PageCounts:
@@ -138,6 +183,8 @@ def planted_trials(
     distracters: int = 0,
 ) -> list[Trial]:
     """Facts planted in the user's document at each length × depth, ``repeats`` facts per cell."""
+    lengths = list(dict.fromkeys(lengths))
+    check_trial_count(repeats, _cells(lengths, depths))
     texts = [p.text for p in document.pages if p.has_text]
     counts = cache.count(texts)
     # Every cut starts at the first page, so the longest holds all the text any trial shows.
@@ -187,7 +234,7 @@ def planted_trials(
                         replanted=replanted,
                     )
                 )
-    return trials
+    return check_unique(trials)
 
 
 OWN_CTXS = "own-ctxs"
@@ -259,26 +306,49 @@ def _rows(path: Path, limit: int) -> Iterable[tuple[int, dict[str, object]]]:
 
 def file_format(path: Path) -> str:
     """``"qa"`` (question, answers, ctxs) or ``"kv"`` (ordered_kv_records, key, value), from the
-    first row; ``ConfigError`` for anything else."""
+    first row; ``ConfigError`` for anything else, or for a file with no row."""
     for _, row in _rows(path, 1):
         if {"question", "answers", "ctxs"} <= row.keys():
             return "qa"
         if {"ordered_kv_records", "key", "value"} <= row.keys():
             return "kv"
-        break
-    raise ConfigError(
-        f"{path.name} is neither a Lost-in-the-Middle QA file (question, answers, ctxs) nor a "
-        "key–value file (ordered_kv_records, key, value)."
-    )
+        raise ConfigError(
+            f"{path.name} is neither a Lost-in-the-Middle QA file (question, answers, ctxs) nor a "
+            "key–value file (ordered_kv_records, key, value)."
+        )
+    raise ConfigError(f"{path.name} has no rows.")
 
 
-def _qa_item(row: dict[str, object], answers_of: Callable[[Sequence[str]], Callable[[str], bool]]) -> QAItem:
+def _text(value: object, what: str) -> str:
+    """A non-empty string field of a row (``ValueError`` names it otherwise)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{what} must be a non-empty string, not {json.dumps(value)[:40]}")
+    return value
+
+
+def holds_answer(passage: Passage, answers: Sequence[str]) -> bool:
+    """Whether a passage (its title or its text) holds one of the accepted answers."""
+    return contains_answer(passage.text, answers) or contains_answer(passage.title, answers)
+
+
+def _qa_item(row: dict[str, object]) -> QAItem:
+    question = _text(row["question"], '"question"')
+    raw_answers = row["answers"]
+    # The release gives a list of accepted answers; a bare string would be read as letters.
+    if not isinstance(raw_answers, list) or not raw_answers:
+        raise ValueError('"answers" must be a non-empty list of strings')
+    answers = tuple(_text(a, "each answer") for a in raw_answers)
     ctxs = row["ctxs"]
     if not isinstance(ctxs, list) or not ctxs:
-        raise ValueError("no ctxs")
-    answers = tuple(str(a) for a in row["answers"])  # type: ignore[attr-defined]
-    holds_answer = answers_of(answers)
-    passages = [Passage(str(c.get("title") or ""), str(c["text"])) for c in ctxs]
+        raise ValueError('"ctxs" must be a non-empty list')
+    if not all(isinstance(c, dict) for c in ctxs):
+        raise ValueError("each ctx must be an object with a title and a text")
+    passages = []
+    for i, c in enumerate(ctxs, start=1):
+        title = c.get("title")
+        if title is not None and not isinstance(title, str):
+            raise ValueError(f"ctx {i}: the title must be a string")
+        passages.append(Passage(title or "", _text(c.get("text"), f"ctx {i}'s text")))
     golds = [i for i, c in enumerate(ctxs) if c.get("isgold")]
     if not golds and len(ctxs) == 1:
         golds = [0]  # a one-passage row without the flag: that passage is the gold
@@ -290,26 +360,27 @@ def _qa_item(row: dict[str, object], answers_of: Callable[[Sequence[str]], Calla
     for i, (ctx, passage) in enumerate(zip(ctxs, passages, strict=True)):
         if i == gold:
             continue
-        if ctx.get("hasanswer") or holds_answer(passage.text) or passage == passages[gold]:
+        if ctx.get("hasanswer") or holds_answer(passage, answers) or passage == passages[gold]:
             left_out += 1  # answer-bearing: a second place to find the answer
             continue
         distracters.append(passage)
-    return QAItem(str(row["question"]), answers, passages[gold], tuple(distracters), left_out)
+    return QAItem(question, answers, passages[gold], tuple(distracters), left_out)
 
 
 def read_qa_jsonl(path: Path, limit: int = 5_000) -> list[QAItem]:
     """A QA file of the Lost-in-the-Middle release (JSONL, optionally gzipped): ``question``,
-    ``answers`` and ``ctxs`` (``title``, ``text``, ``isgold``, ``hasanswer``). The gold is the
-    ctx marked ``isgold`` wherever it stands; the others are the question's own distracters in
-    their given order (most relevant first), any that holds an answer left out. An oracle-only
-    file has one ctx per question (its distracters are then ranked from the other rows)."""
+    ``answers`` (a list) and ``ctxs`` (``title``, ``text``, ``isgold``, ``hasanswer``). The gold
+    is the ctx marked ``isgold`` wherever it stands; the others are the question's own
+    distracters in their given order (most relevant first), any that holds an answer (in its
+    title or text) left out. An oracle-only file has one ctx per question (its distracters are
+    then ranked from the other rows)."""
     if file_format(path) == "kv":
         raise ConfigError(f"{path.name} is a key–value retrieval file: use the key–value preset for it.")
     items: list[QAItem] = []
     for number, row in _rows(path, limit):
         try:
-            items.append(_qa_item(row, _answer_test))
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            items.append(_qa_item(row))
+        except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(
                 f"{path.name}, line {number}: not a question with answers and ctxs ({exc})."
             ) from None
@@ -319,10 +390,6 @@ def read_qa_jsonl(path: Path, limit: int = 5_000) -> list[QAItem]:
             "passages are the distracters)."
         )
     return items
-
-
-def _answer_test(answers: Sequence[str]) -> Callable[[str], bool]:
-    return lambda text: contains_answer(text, answers)
 
 
 def read_kv_jsonl(path: Path, limit: int = 5_000) -> list[KVRow]:
@@ -349,9 +416,10 @@ def read_kv_jsonl(path: Path, limit: int = 5_000) -> list[KVRow]:
 
 def _ranked_distracters(
     items: Sequence[QAItem], index: int, index_of: Callable[[], BM25]
-) -> Iterable[Passage]:
+) -> Iterable[tuple[Passage, bool]]:
     """Other rows' gold passages, most relevant to the question first (BM25; ties in file
-    order), each passage once; those holding one of the question's answers left out."""
+    order), each passage once, with whether it holds one of the question's answers (then it
+    must be left out)."""
     item = items[index]
     scores = index_of().scores(item.question)
     seen = {item.gold}
@@ -360,9 +428,7 @@ def _ranked_distracters(
         if i == index or passage in seen:
             continue
         seen.add(passage)
-        if contains_answer(passage.text, item.answers) or contains_answer(passage.title, item.answers):
-            continue
-        yield passage
+        yield passage, holds_answer(passage, item.answers)
 
 
 def passage_trials(
@@ -377,7 +443,11 @@ def passage_trials(
     """The gold passage at each depth among its distracters, one passage per page, as 001 shows
     them (title and text); the distracters keep their order (most relevant first), cut to about
     ``length`` tokens. A question with its own passages uses them; otherwise other questions'
-    passages ranked by BM25 (see ``CONSTRUCTIONS``)."""
+    passages ranked by BM25 (see ``CONSTRUCTIONS``). A question with no passage left to hide
+    its answer among is refused: its document would be the answer alone. ``repeats`` above the
+    file's questions is capped to them (each repeat asks another question)."""
+    lengths = list(dict.fromkeys(lengths))
+    check_trial_count(min(repeats, len(items)), _cells(lengths, depths))
     rng = random.Random(seed)
     picks = rng.sample(range(len(items)), min(repeats, len(items)))
     index: list[BM25] = []
@@ -392,19 +462,30 @@ def passage_trials(
     for repeat, picked in enumerate(picks):
         item = items[picked]
         own = bool(item.distracters)
-        source = iter(item.distracters) if own else _ranked_distracters(items, picked, bm25)
+        source: Iterable[tuple[Passage, bool]] = (
+            ((p, False) for p in item.distracters) if own else _ranked_distracters(items, picked, bm25)
+        )
         gold_tokens = cache.count([item.gold.shown()])[0]
         # The distracters the longest document needs, in order; shorter ones take a prefix.
         pool: list[Passage] = []
         pool_counts: list[int] = []
+        dropped = item.left_out
         total = gold_tokens
-        for passage in source:
+        for passage, holds in source:
+            if holds:
+                dropped += 1
+                continue
             (n,) = cache.count([passage.shown()])
             if total + n > longest and pool:
                 break
             pool.append(passage)
             pool_counts.append(n)
             total += n
+        if not pool:
+            raise ConfigError(
+                f"The question {item.question[:60]!r} has no passage without its answer to hide it among "
+                f"({dropped} hold an answer): a document of the answer alone measures nothing."
+            )
         for length in lengths:
             size = 0
             total = gold_tokens
@@ -429,9 +510,10 @@ def passage_trials(
                         gold_pages=(position + 1,),
                         document=cache.document(f"{len(texts)} passages · gold at {depth:g}%", texts),
                         construction=OWN_CTXS if own else BM25_FROM_OTHER_ROWS,
+                        dropped=dropped,
                     )
                 )
-    return trials
+    return check_unique(trials)
 
 
 def kv_trials(
@@ -445,18 +527,37 @@ def kv_trials(
 ) -> list[Trial]:
     """Key–value retrieval (001 §4): ``n`` pairs, one per page, the asked pair at each depth,
     scored by exact match on the value. Pairs are generated UUIDs, or a file's rows (its pairs
-    in their order, the asked pair moved to the depth; ``n`` = 0 keeps all of a row's pairs)."""
+    in their order, the asked pair moved to the depth; ``n`` = 0 keeps all of a row's pairs).
+    A row cannot give more pairs than it has, and a document needs at least one pair besides
+    the asked one: both are refused. ``repeats`` above the file's rows is capped to them."""
+    depths = list(dict.fromkeys(float(d) for d in depths))
+    wanted = list(dict.fromkeys(pairs))
+    check_trial_count(min(repeats, len(rows)) if rows else repeats, len(wanted) * len(depths))
+    smallest = min((len(r.records) for r in rows), default=0)
+    for n in wanted:
+        if rows and n > smallest:
+            raise ConfigError(
+                f"{n:,} pairs asked, but the file's rows have {smallest:,}: ask at most {smallest:,} "
+                "(or 0 for each row's own number)."
+            )
+        if n < 0 or n == 1 or (n == 0 and not rows) or (rows and smallest < 2):
+            asked = f"{smallest:,} in a row of the file" if rows and n == 0 else f"{n:,} asked"
+            raise ConfigError(
+                f"Key–value retrieval needs at least 2 pairs (the asked one and others); {asked}."
+            )
     trials: list[Trial] = []
     picks = random.Random(f"kv-{seed}").sample(range(len(rows)), min(repeats, len(rows))) if rows else []
     for repeat in range(len(picks) if rows else repeats):
         rng = random.Random(f"kv-{seed}-{repeat}")
-        for n in dict.fromkeys(pairs):
+        # Each size once: on a 75-key file, 0 (the row's own) and 75 are one document.
+        sizes = list(
+            dict.fromkeys(len(rows[picks[repeat]].records) if rows and n == 0 else n for n in wanted)
+        )
+        for n in sizes:
             if rows:
                 row = rows[picks[repeat]]
-                others = [r for r in row.records if r != (row.key, row.value)]
-                size = len(row.records) if n <= 0 else min(n, len(row.records))
-                others = others[: size - 1]
                 gold_pair = (row.key, row.value)
+                others = [r for r in row.records if r != gold_pair][: n - 1]
                 question_id = f"kv-file-{picks[repeat]}"
             else:
                 records = [
@@ -476,10 +577,10 @@ def kv_trials(
                 key, value = gold_pair
                 trials.append(
                     Trial(
-                        id=f"kv-n{len(texts)}-p{depth:g}-r{repeat}",
+                        id=f"kv-n{n}-p{depth:g}-r{repeat}",
                         task="kv",
-                        length=len(texts),
-                        depth=float(depth),
+                        length=n,
+                        depth=depth,
                         repeat=repeat,
                         question_id=question_id,
                         question=f"What is the value associated with the key {key}?",
@@ -489,7 +590,7 @@ def kv_trials(
                         exact=True,
                     )
                 )
-    return trials
+    return check_unique(trials)
 
 
 def question_trials(document: Document, questions: Iterable[Question]) -> list[Trial]:

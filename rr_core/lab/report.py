@@ -47,9 +47,14 @@ def protocol(plan: SweepPlan) -> dict[str, Any]:
     for job in plan.jobs:
         placements.setdefault(job.series, job.plan.settings.question_placement.value)
     exact = any(t.exact for t in plan.trials)
+    dropped = {t.question_id: t.dropped for t in plan.trials if t.task == "passages"}
     return {
         "construction": constructions,
         "construction_means": {c: CONSTRUCTIONS[c] for c in constructions},
+        # Passages that held an accepted answer and were not shown (a second place to find it).
+        "answer_passages_dropped": (
+            {"passages": sum(dropped.values()), "questions": len(dropped)} if dropped else None
+        ),
         "question_placement": placements,
         "scored_by": "exact match on the value" if exact else "fuzzy match (000 §4.3)",
     }
@@ -136,7 +141,7 @@ def sweep_csv(result: SweepResult) -> str:
 
 TRIAL_COLUMNS = (
     "trial_id", "task", "question_id", "question", "accepted_answers", "gold_pages", "length", "depth",
-    "tokens_to_end", "repeat", "seed", "construction", "series", "method_spec", "question_placement",
+    "built_tokens", "gold_depth", "answer_passages_dropped", "tokens_to_end", "repeat", "seed", "construction", "series", "method_spec", "question_placement",
     "bound", "engine", "is_llm", "provider", "model", "temperature", "max_output_tokens", "answer",
     "scored_by", "correct", "exact_match", "cited_page", "retrieved_pages", "gold_page_retrieved", "failed", "error", "calls", "input_tokens", "output_tokens",
     "would_cost_usd", "paid_usd", "document_sha256",
@@ -165,6 +170,9 @@ def trial_rows(
                 "gold_pages": " ".join(str(p) for p in trial.gold_pages) if trial else "",
                 "length": s.length,
                 "depth": s.depth,
+                "built_tokens": trial.tokens if trial else "",
+                "gold_depth": trial.gold_depth if trial else "",
+                "answer_passages_dropped": trial.dropped if trial and trial.task == "passages" else "",
                 "tokens_to_end": s.tokens_after,
                 "repeat": s.repeat,
                 "seed": shared.get("seed", ""),
@@ -292,13 +300,17 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         "",
         "## Accuracy by depth and length",
         "",
-        "| Method | Length | Depth | Tokens to the end | Trials | Questions | Accuracy | 95% interval |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "Length and depth are the ones asked for; built tokens and actual depth are the means of the "
+        "documents built (page boundaries move the answer a little).",
+        "",
+        "| Method | Length | Depth | Built tokens | Actual depth | Tokens to the end | Trials | Questions | Accuracy | 95% interval |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for c in result.cells:
         low, high = c.interval
         lines.append(
-            f"| {md_escape(c.series)} | {c.length:,} | {c.depth:g}% | {c.distance:,.0f} | {c.trials} | {c.questions} "
+            f"| {md_escape(c.series)} | {c.length:,} | {c.depth:g}% | {c.tokens:,.0f} | {c.actual_depth:.1f}% "
+            f"| {c.distance:,.0f} | {c.trials} | {c.questions} "
             f"| {_pct(c.accuracy)} | {_pct(low)}–{_pct(high)} |"
         )
     if result.missing_cells:
@@ -319,6 +331,12 @@ def _protocol_lines(plan: SweepPlan) -> list[str]:
     lines = [
         f"- **Distracters:** {md_escape(c)}: {md_escape(CONSTRUCTIONS[c])}" for c in made["construction"]
     ]
+    dropped = made["answer_passages_dropped"]
+    if dropped:
+        lines.append(
+            f"- **Answer-bearing passages left out:** {dropped['passages']:,} over {dropped['questions']:,} "
+            "question(s) (each held an accepted answer but was not the gold)"
+        )
     layouts = sorted(set(made["question_placement"].values()))
     lines.append("- **Question placement:** " + md_escape(", ".join(layouts)))
     lines.append(f"- **Scored by:** {made['scored_by']}")

@@ -121,6 +121,8 @@ class Score:
     error: str = ""
     paid_usd: float = 0.0  # what this sweep paid for them (calls already made, free engines: 0)
     would_cost_usd: float = 0.0  # what its new calls cost at the price, paid or not
+    built_tokens: int = 0  # the tokens of the document built (``length`` is the one asked for)
+    gold_depth: float = 0.0  # where the answer really sits, percent (``depth`` is the one asked for)
 
 
 def score(
@@ -149,6 +151,8 @@ def score(
     job: int = -1,
     error: str = "",
     would_cost_usd: float = 0.0,
+    built_tokens: int = 0,
+    gold_depth: float | None = None,
 ) -> Score:
     """One run on one trial, scored: right by fuzzy match, or by exact match where the trial
     says so (a key–value value must come back whole)."""
@@ -181,6 +185,8 @@ def score(
         job=job,
         error=error,
         would_cost_usd=would_cost_usd,
+        built_tokens=built_tokens,
+        gold_depth=depth if gold_depth is None else gold_depth,
     )
 
 
@@ -202,6 +208,8 @@ class Cell:
     failed: int = 0
     cost_usd: float = 0.0
     tokens_after: int = 0  # summed over the counted trials (``distance`` is the mean)
+    built_tokens: int = 0  # summed over the counted trials (``tokens`` is the mean)
+    gold_depths: float = 0.0  # summed over the counted trials (``actual_depth`` is the mean)
     question_ids: set[str] = field(default_factory=set)
 
     @property
@@ -224,14 +232,27 @@ class Cell:
         """Mean tokens from the answer to the end of the document."""
         return self.tokens_after / self.trials if self.trials else 0.0
 
+    @property
+    def tokens(self) -> float:
+        """Mean tokens of the documents built for this cell (``length`` is the one asked for)."""
+        return self.built_tokens / self.trials if self.trials else 0.0
+
+    @property
+    def actual_depth(self) -> float:
+        """Mean depth at which the answer really sat, percent (``depth`` is the one asked for)."""
+        return self.gold_depths / self.trials if self.trials else self.depth
+
     def as_dict(self) -> dict[str, object]:
-        """The JSON shape scripts read (depth in percent, length in tokens)."""
+        """The JSON shape scripts read (depth in percent, length in tokens): the cell is named
+        by the length and depth asked for; ``built_tokens`` and ``gold_depth`` say what was built."""
         low, high = self.interval
         return {
             "method": self.series,
             "method_name": self.method,
             "length": self.length,
             "depth": self.depth,
+            "built_tokens": round(self.tokens),
+            "gold_depth": round(self.actual_depth, 1),
             "trials": self.trials,
             "questions": self.questions,
             "correct": self.correct,
@@ -264,6 +285,8 @@ def cells(scores: Iterable[Score]) -> list[Cell]:
         cell.trials += 1
         cell.question_ids.add(s.question_id)
         cell.tokens_after += s.tokens_after
+        cell.built_tokens += s.built_tokens
+        cell.gold_depths += s.gold_depth
         cell.correct += s.correct
         cell.em += s.em
         cell.recalled += s.recalled
