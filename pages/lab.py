@@ -15,7 +15,7 @@ from pages.common.text import md, plural
 from rr_core.costs import context_window
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, RRError
-from rr_core.lab import TASKS, build_trials, trial_spec
+from rr_core.lab import TASKS, build_trials, trial_notes, trial_spec
 from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.presets import PRESETS, default_lengths
 from rr_core.lab.report import (
@@ -37,7 +37,7 @@ from rr_core.llm.simulated import SIMULATED_LABEL, SimulatedReader
 from rr_core.methods import all_methods, get_method, parse_spec
 from rr_core.questions import Question, parse_questions
 from rr_core.runs import Budget, Executor
-from rr_core.settings import QuestionPlacement
+from rr_core.settings import LAYOUTS, QuestionPlacement
 from rr_core.store import open_store
 from rr_core.tokens import counter_for_model
 
@@ -225,18 +225,15 @@ with st.expander("Methods and grid", expanded=True):
     with_bounds = option_cols[2].checkbox(
         "Closed-book and oracle bounds", value=preset.bounds, key="w.lab_bounds"
     )
-    layouts = [
-        QuestionPlacement.BEFORE_AND_AFTER,
-        QuestionPlacement.QUERY_AWARE,
-        QuestionPlacement.QUESTION_LAST,
-    ]
     S.bound(
         st.selectbox,
-        "Where the question goes (every method but the cheap baselines, which are a layout)",
+        "Where the question goes",
         "lab_layout",
-        options=[p.value for p in layouts],
-        format_func={p.value: p.label[0].upper() + p.label[1:] for p in layouts}.__getitem__,
-        help="The preset's choice and its reason are stated under the preset.",
+        options=[p.value for p in LAYOUTS],
+        format_func={p.value: p.label[0].upper() + p.label[1:] for p in LAYOUTS}.__getitem__,
+        help="The preset's choice and its reason are stated under the preset. A method that cannot take "
+        "it (the cheap baselines are a layout each; reminders and BriefContext need the question first) "
+        "keeps its own, as stated before running.",
     )
     state.setdefault("lab_budget", 5.0)
     S.bound(
@@ -279,7 +276,9 @@ try:
         questions=own_questions,
     )
     trials = build_trials(spec, preset, document, counter, depths=depths)
-    plan: SweepPlan = plan_sweep(trials, series, counter, bounds=with_bounds)
+    plan: SweepPlan = plan_sweep(
+        trials, series, counter, bounds=with_bounds, layout=QuestionPlacement(state["lab_layout"])
+    )
 except RRError as exc:
     results.show_rr_error(exc)
     st.stop()
@@ -299,6 +298,19 @@ summary_col.markdown(
 made = protocol(plan)
 for name in made["construction"]:
     st.caption(f"**Distracters** ({md(name)}): {md(CONSTRUCTIONS[name])}.")
+if made["answer_passages_dropped"]:
+    dropped = made["answer_passages_dropped"]
+    st.caption(
+        f"**Answer-bearing passages left out:** {dropped['passages']:,} over "
+        f"{plural(dropped['questions'], 'question')} (each held an accepted answer but was not the gold)."
+    )
+for note in trial_notes(spec, trials):
+    st.caption(f"**Note:** {md(note)}")
+for series_label, used in made["question_placement"].items():
+    if used != made["layout"]:
+        st.caption(
+            f"**{md(series_label)}** uses {md(used)}: {md(made['question_placement_why'][series_label])}."
+        )
 if made["scored_by"].startswith("exact"):
     st.caption("**Scored by** exact match on the value: the whole value must come back.")
 lengths_used = sorted({t.length for t in plan.trials})

@@ -39,7 +39,7 @@ from rr_core.errors import ConfigError, LedgerError, LLMError, MissingKeyError, 
 from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
 from rr_core.llm.config import COMPAT_KEY_VAR, command_line_compat_key
 from rr_core.quotes import check_words
-from rr_core.settings import PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
+from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.sources import open_document
 from rr_core.tokens import counter_for_model
 
@@ -206,8 +206,9 @@ def _parser() -> argparse.ArgumentParser:
     p_lab.add_argument(
         "--layout",
         default=None,
-        choices=[p.value for p in QuestionPlacement],
-        help="where the question goes in every prompt (default: the preset's, with its reason)",
+        choices=[p.value for p in LAYOUTS],
+        help="where the question goes in every prompt (default: the preset's, with its reason); a method "
+        "that cannot take it keeps its own, and the output says so",
     )
     p_lab.add_argument("--questions", default=None, help="CSV question,answers,gold_pages (questions task)")
     p_lab.add_argument("--no-bounds", action="store_true", help="skip the closed-book and oracle bounds")
@@ -536,7 +537,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     base = RunSettings(model=model, provider=provider, price_model=price_model, question_placement=layout)
     specs = [m for m in (args.methods.split(",") if args.methods else preset.series) if m.strip()]
     series = [parse_spec(m, base) for m in specs]
-    plan = plan_sweep(trials, series, counter, bounds=preset.bounds and not args.no_bounds)
+    plan = plan_sweep(trials, series, counter, bounds=preset.bounds and not args.no_bounds, layout=layout)
     check_budget(plan, args.max_usd)
     context = {
         "preset": preset.name,
@@ -707,9 +708,9 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         for note in data.get("notes", []):
             print(f"  note: {note}")
         print(f"  question placement: {data['layout']} — {data['layout_why']}")
-        pinned = {s: v for s, v in made["question_placement"].items() if v != data["layout"]}
-        for series, value in pinned.items():
-            print(f"    {series}: {value} (the method's own layout)")
+        for series, value in made["question_placement"].items():
+            if value != data["layout"]:
+                print(f"    {series}: {value} — {made['question_placement_why'][series]}")
         print(f"  scored by {made['scored_by']}")
         if p.get("planted_facts"):
             print(

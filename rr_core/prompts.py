@@ -277,10 +277,15 @@ TASKS: dict[str, tuple[str, str, str]] = {
 
 OPENING = "<INSTRUCTIONS>\nYour task is to {task}\n\n{questions}\n\n{format}\n</INSTRUCTIONS>"
 CLOSING = "<INSTRUCTIONS>\nNow, {task_now}\n\n{questions}\n\n{format}\n</INSTRUCTIONS>"
-# The question-last layout (001 §3): the task before the document without the question, and
-# the question alone after it; the query-aware layout (001 §5) repeats the question alone.
-PREAMBLE = "<INSTRUCTIONS>\nYour task is to {task}\n\nThe question follows the document.\n\n{format}\n</INSTRUCTIONS>"
-QUESTION_AFTER = "<INSTRUCTIONS>\n{questions}\n</INSTRUCTIONS>"
+# The question-after layout (001 §3): the task before the document without the question, and
+# the question with the reply format after it; the query-aware layout (001 §5) ends with the
+# same question-and-format block after the full instructions.
+PREAMBLE = "<INSTRUCTIONS>\nYour task is to {task}\n\n{follows}\n</INSTRUCTIONS>"
+FOLLOWS_DOCUMENT = "The question and the reply format follow the document."
+FOLLOWS = "The question and the reply format follow."
+FINAL = "<INSTRUCTIONS>\n{questions}\n\n{format}\n</INSTRUCTIONS>"
+# Tasks whose prompt carries no document (the preamble must not speak of one).
+NO_DOCUMENT = frozenset({"closed_book"})
 REMINDER = (
     "<INSTRUCTIONS_REMINDER>\nRemember, your task is to {task}\n\n{questions}\n\n"
     "{format}\n</INSTRUCTIONS_REMINDER>"
@@ -295,13 +300,14 @@ REMINDER_TAGS_ONLY = (
 @dataclass(frozen=True, slots=True)
 class Instructions:
     """The instruction texts of one prompt: opening, reminder and closing; and, for the other
-    layouts, the opening without the question (``preamble``) and the question alone."""
+    layouts, the opening without the question (``preamble``) and the question with the reply
+    format (``final``)."""
 
     opening: str
     reminder: str
     closing: str
     preamble: str = ""
-    question: str = ""
+    final: str = ""
 
 
 def _clean_question(question: str) -> str:
@@ -330,8 +336,8 @@ def instructions(
         opening=OPENING.format(task=what, questions=q, format=fmt),
         reminder=reminder,
         closing=CLOSING.format(task_now=now, questions=q, format=fmt),
-        preamble=PREAMBLE.format(task=what, format=fmt),
-        question=QUESTION_AFTER.format(questions=q),
+        preamble=PREAMBLE.format(task=what, follows=FOLLOWS if task in NO_DOCUMENT else FOLLOWS_DOCUMENT),
+        final=FINAL.format(questions=q, format=fmt),
     )
 
 
@@ -341,7 +347,7 @@ def instructions(
 # knows where the instructions, reminders and pages sit: the plan counts it, the runner
 # renders it, the viewer draws it and the offline engine reads it, none by re-parsing text.
 
-# "preamble": the task without the question (question-last layout); it is not counted as a copy
+# "preamble": the task without the question (question-after layout); it is not counted as a copy
 # of the instructions, which carry the question.
 BlockKind = Literal["opening", "preamble", "document_open", "reminder", "page", "document_close", "closing"]
 INSTRUCTION_KINDS: frozenset[str] = frozenset({"opening", "reminder", "closing"})
@@ -408,16 +414,18 @@ def build_layout(
         document.append(Block("document_close", "</DOCUMENT>"))
     opening = Block("opening", blocks.opening)
     arranged: list[Block]
+    closing = Block("closing", blocks.closing)
+    final = Block("closing", blocks.final)  # the question and the reply format
     if placement is QuestionPlacement.QUERY_AWARE:
-        arranged = [opening, *document, Block("closing", blocks.question)]
-    elif placement is QuestionPlacement.QUESTION_LAST:
-        arranged = [Block("preamble", blocks.preamble), *document, Block("closing", blocks.question)]
+        arranged = [opening, *document, final]
+    elif placement is QuestionPlacement.QUESTION_AFTER:
+        arranged = [Block("preamble", blocks.preamble), *document, final]
     elif placement is QuestionPlacement.DOCUMENT_FIRST:
-        arranged = [*document, Block("closing", blocks.closing)]
+        arranged = [*document, closing]
     elif placement is QuestionPlacement.REPEATED:
-        arranged = [opening, *document, opening, *document] if document else [opening, opening]
+        arranged = [opening, *document, closing] * 2  # the baseline prompt, twice
     else:
-        arranged = [opening, *document, Block("closing", blocks.closing)]
+        arranged = [opening, *document, closing]
     return PromptLayout(tuple(arranged), tuple(questions), limit)
 
 

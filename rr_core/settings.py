@@ -155,21 +155,27 @@ class ReminderPlacement(StrEnum):
 class QuestionPlacement(StrEnum):
     """Where the task and the question stand around the document (the prompt's layout).
 
+    The layouts a user chooses (``LAYOUTS``) apply to every method that can take them:
+
     - ``before-and-after``: the R&R paper's skeleton (000 §3.1): the full instructions, the
       document, the instructions again opening with "Now, …";
-    - ``query-aware``: the instructions with the question, the document, the question again
-      (001 §5, "query-aware contextualization");
-    - ``question-last``: the instructions without the question, the document, then the question
-      (001 §3's headline setup: the model reads the data before it knows what to look for);
-    - ``document-first``: the document, then the task and question once (no block before it);
-    - ``repeated``: the instructions and the document, then both again (prompt repetition).
+    - ``query-aware``: the instructions with the question, the document, then the question and
+      the reply format again (001 §5, "query-aware contextualization");
+    - ``question-after``: the task without the question, the document, then the question and
+      the reply format (001 §3's headline setup: the model reads the data before it knows what
+      to look for).
 
-    The last two are the layouts of the cheap baselines, which pin them.
+    The other two are not layouts a user picks: each is the whole prompt of one cheap
+    baseline (a method), recorded so that a trace says what was sent:
+
+    - ``document-first``: the ``question-last`` method: the document, then the task, question
+      and format once;
+    - ``repeated``: the ``repeat`` method: the baseline prompt twice.
     """
 
     BEFORE_AND_AFTER = "before-and-after"
     QUERY_AWARE = "query-aware"
-    QUESTION_LAST = "question-last"
+    QUESTION_AFTER = "question-after"
     DOCUMENT_FIRST = "document-first"
     REPEATED = "repeated"
 
@@ -179,13 +185,29 @@ class QuestionPlacement(StrEnum):
         return PLACEMENT_LABELS[self]
 
 
+LAYOUTS: tuple[QuestionPlacement, ...] = (
+    QuestionPlacement.BEFORE_AND_AFTER,
+    QuestionPlacement.QUERY_AWARE,
+    QuestionPlacement.QUESTION_AFTER,
+)
+"""The layouts a user chooses (the Lab's selector, ``lab --layout``, ``method:layout=…``)."""
+
+QUESTION_FIRST: tuple[QuestionPlacement, ...] = (
+    QuestionPlacement.BEFORE_AND_AFTER,
+    QuestionPlacement.QUERY_AWARE,
+)
+"""The layouts that state the question before the document (methods that need it there)."""
+
 PLACEMENT_LABELS: dict[QuestionPlacement, str] = {
     QuestionPlacement.BEFORE_AND_AFTER: "instructions before and after the document (the R&R paper, 000 §3.1)",
     QuestionPlacement.QUERY_AWARE: "question before and after the document (query-aware, 001 §5)",
-    QuestionPlacement.QUESTION_LAST: "question after the document (Lost in the Middle, 001 §3)",
-    QuestionPlacement.DOCUMENT_FIRST: "the document first, the task once at the end",
-    QuestionPlacement.REPEATED: "instructions and document, then both again",
+    QuestionPlacement.QUESTION_AFTER: "the task before the document, the question after it (Lost in the Middle, 001 §3)",
+    QuestionPlacement.DOCUMENT_FIRST: "the document first, the task once at the end (the question-last method)",
+    QuestionPlacement.REPEATED: "the baseline prompt twice (the repeat method)",
 }
+
+# Traces written before the rename: "question-last" was the layout now called question-after.
+_RENAMED = {"question-last": QuestionPlacement.QUESTION_AFTER.value}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -255,7 +277,8 @@ class RunSettings:
         if "reminder_placement" in values:
             values["reminder_placement"] = ReminderPlacement(values["reminder_placement"])
         if "question_placement" in values:
-            values["question_placement"] = QuestionPlacement(values["question_placement"])
+            placement = str(values["question_placement"])
+            values["question_placement"] = QuestionPlacement(_RENAMED.get(placement, placement))
         for name in ("reminder_pages", "gold_pages"):
             if name in values:
                 values[name] = tuple(int(p) for p in values[name])

@@ -21,7 +21,7 @@ from rr_core.lab import build_trials, trial_spec
 from rr_core.lab.presets import PRESETS
 from rr_core.lab.sweep import SweepPlan, plan_sweep
 from rr_core.methods import parse_spec
-from rr_core.settings import RunSettings
+from rr_core.settings import LAYOUTS, RunSettings
 from rr_core.sources import sample_document
 from rr_core.store import open_store
 from rr_core.tokens import counter_for_model
@@ -265,15 +265,23 @@ def test_each_preset_states_where_the_question_goes_and_why_and_the_sweep_uses_i
     )
     at.selectbox(key="w.lab_preset").set_value("key-value").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert at.selectbox(key="w.lab_layout").value == "question-last"
+    assert at.selectbox(key="w.lab_layout").value == "question-after"
+    # The layouts offered are rr_core's list, the same as ``lab --layout``'s.
+    assert at.selectbox(key="w.lab_layout").options == [p.label[0].upper() + p.label[1:] for p in LAYOUTS]
     why = next(c.value for c in at.caption if c.value.startswith("**Where the question goes**"))
-    assert f"({md('question-last')})" in why and "001 §4" in why and "after the pairs" in why
+    assert f"({md('question-after')})" in why and "001 §4" in why and "after the pairs" in why
     assert any("exact match on the value" in c.value for c in at.caption)
+    # R&R cannot take it (its reminders carry the question): it keeps its own, and the screen says so.
+    assert any(
+        "R&R" in (text := c.value.replace("\\", "")).split(":")[0] and "does not take question-after" in text
+        for c in at.caption
+    ), [c.value for c in at.caption]
     at.button(key="lab_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     plan = at.session_state["lab_result"]["plan"]
     placements = {job.plan.method: job.plan.settings.question_placement.value for job in plan.jobs}
-    assert placements["baseline"] == placements["rr"] == "question-last"
+    assert placements["baseline"] == placements["closed-book"] == "question-after"
+    assert placements["rr"] == "before-and-after"
     assert placements["question-last"] == "document-first" and placements["repeat"] == "repeated"
     # The user may place it otherwise; the sweep follows.
     at.selectbox(key="w.lab_layout").set_value("query-aware").run()

@@ -312,12 +312,18 @@ def test_the_lost_in_the_middle_preset_reads_the_file_and_says_how_it_built_the_
     assert main(["--json", *args, "--qa-file", str(twenty)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["protocol"]["construction"] == ["own-ctxs"]
-    assert data["layout"] == "question-last" and "001" in data["layout_why"]
-    assert set(data["protocol"]["question_placement"].values()) == {
-        "question-last",
+    assert data["layout"] == "question-after" and "001" in data["layout_why"]
+    made = data["protocol"]
+    assert set(made["question_placement"].values()) == {
+        "question-after",
         "document-first",
         "repeated",
+        "before-and-after",  # R&R: its reminders carry the question, it keeps its own layout
     }
+    why = {series.split(" (")[0]: text for series, text in made["question_placement_why"].items()}
+    assert why["Baseline"] == "the sweep's layout"
+    assert why["Question last"].startswith("its own (document-first)")
+    assert why["R&R"].startswith("its own (before-and-after), it does not take question-after")
     methods = {s["method_name"] for s in data["series"]}
     assert {"question-last", "repeat"} <= methods
     oracle = write_jsonl_gz(
@@ -329,8 +335,42 @@ def test_the_lost_in_the_middle_preset_reads_the_file_and_says_how_it_built_the_
     assert (
         "bm25-from-other-rows" in out
         and "ranked by BM25" in out
-        and "question placement: question-last" in out
+        and "question placement: question-after" in out
+        and "it does not take question-after" in out
     )
+
+
+def test_the_cli_and_the_report_say_where_each_series_puts_the_question(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = tmp_path / "doc.txt"
+    document.write_text("\f".join(NEUTRAL * 8 for _ in range(6)))
+    args = ["lab", str(document), "--preset", "quick", "--provider", "simulated", "--repeats", "1",
+            "--depths", "50", "--lengths", "1000", "--dry-run"]  # fmt: skip
+    assert main([*args, "--methods", "baseline:layout=query-aware,rr,question-last"]) == 0
+    out = capsys.readouterr().out
+    assert "question placement: before-and-after" in out
+    assert "query-aware — set for this series (layout=query-aware)" in out
+    assert "document-first — its own (document-first)" in out
+    # R&R takes the sweep's layout: no line for it.
+    assert "the method's own layout" not in out and not any(
+        line.strip().startswith("R&R") for line in out.splitlines()
+    )
+    assert main([*args, "--methods", "question-last:layout=query-aware"]) == 2
+    err = capsys.readouterr().err
+    assert "question-last has its own prompt layout" in err and len(err.strip().splitlines()) == 1
+    # The Markdown report lists every series' layout.
+    trials = planted_trials(
+        neutral_document(), PageCounts(word_counter()), lengths=(2_000,), depths=(50,), repeats=1
+    )
+    series = [parse_spec(m, BASE) for m in ("baseline:layout=query-aware", "rr", "repeat")]
+    plan = plan_sweep(trials, series, word_counter(), bounds=False, layout=BASE.question_placement)
+    with Executor(make_client("offline", model="offline")) as executor:
+        result = run_sweep(plan, executor)
+    report = sweep_markdown(plan, result, title="t", engine="e", document="d").replace("\\", "")
+    assert "- **Question placement:** before-and-after (the sweep's); by series:" in report
+    assert "query-aware — set for this series" in report and "repeated — its own (repeated)" in report
+    assert "before-and-after — the sweep's layout" in report
 
 
 @pytest.mark.shared_data

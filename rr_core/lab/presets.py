@@ -62,7 +62,7 @@ PRESETS: dict[str, Preset] = {
             task="passages",
             lengths=(4_000,),
             repeats=5,
-            layout=QuestionPlacement.QUESTION_LAST,
+            layout=QuestionPlacement.QUESTION_AFTER,
             why="The question after the passages, as in 001's headline results (001 §3): the model reads the "
             "passages before it knows what to look for. Before and after (query-aware) barely changes this "
             "curve in 001 §5.2; the R&R layout would measure a different task.",
@@ -76,7 +76,7 @@ PRESETS: dict[str, Preset] = {
             task="kv",
             lengths=(75,),
             repeats=2,
-            layout=QuestionPlacement.QUESTION_LAST,
+            layout=QuestionPlacement.QUESTION_AFTER,
             why="The key after the pairs, as in 001 §4: with the key before and after (query-aware) models find "
             "it almost perfectly (001 §5.2), so the task would measure nothing.",
         ),

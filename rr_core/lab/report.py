@@ -19,7 +19,7 @@ from rr_core.exports import csv_text, md_escape
 from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.stats import EFFECTIVE_RULE, SeriesSummary
 from rr_core.lab.sweep import SweepPlan, SweepResult
-from rr_core.methods import spec_of
+from rr_core.methods import get_method, spec_of
 from rr_core.settings import RunSettings
 
 INTERVAL_RULE = (
@@ -44,8 +44,19 @@ def protocol(plan: SweepPlan) -> dict[str, Any]:
     (where the task has one), where each series puts the question, and the scoring rule."""
     constructions = list(dict.fromkeys(t.construction for t in plan.trials if t.construction))
     placements: dict[str, str] = {}
+    why: dict[str, str] = {}
     for job in plan.jobs:
-        placements.setdefault(job.series, job.plan.settings.question_placement.value)
+        if job.series in placements:
+            continue
+        used = job.plan.settings.question_placement
+        placements[job.series] = used.value
+        method = get_method(job.plan.method)
+        own = method.layout_reason(plan.layout)
+        why[job.series] = (
+            "the sweep's layout"
+            if used is plan.layout
+            else own or f"set for this series (layout={used.value})"
+        )
     exact = any(t.exact for t in plan.trials)
     dropped = {t.question_id: t.dropped for t in plan.trials if t.task == "passages"}
     return {
@@ -55,7 +66,9 @@ def protocol(plan: SweepPlan) -> dict[str, Any]:
         "answer_passages_dropped": (
             {"passages": sum(dropped.values()), "questions": len(dropped)} if dropped else None
         ),
+        "layout": plan.layout.value,
         "question_placement": placements,
+        "question_placement_why": why,
         "scored_by": "exact match on the value" if exact else "fuzzy match (000 §4.3)",
     }
 
@@ -337,8 +350,11 @@ def _protocol_lines(plan: SweepPlan) -> list[str]:
             f"- **Answer-bearing passages left out:** {dropped['passages']:,} over {dropped['questions']:,} "
             "question(s) (each held an accepted answer but was not the gold)"
         )
-    layouts = sorted(set(made["question_placement"].values()))
-    lines.append("- **Question placement:** " + md_escape(", ".join(layouts)))
+    lines.append(f"- **Question placement:** {md_escape(made['layout'])} (the sweep's); by series:")
+    for series, used in made["question_placement"].items():
+        lines.append(
+            f"  - {md_escape(series)}: {md_escape(used)} — {md_escape(made['question_placement_why'][series])}"
+        )
     lines.append(f"- **Scored by:** {made['scored_by']}")
     return lines
 

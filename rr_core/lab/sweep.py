@@ -32,7 +32,7 @@ from rr_core.lab.stats import (
 from rr_core.methods import get_method
 from rr_core.plans import Plan, estimate_calls
 from rr_core.runs import CallEvent, Executor, RunTrace
-from rr_core.settings import RunSettings
+from rr_core.settings import QuestionPlacement, RunSettings
 from rr_core.tokens import TokenCounter
 
 MAX_JOBS = 20_000
@@ -75,6 +75,9 @@ class SweepPlan:
     # The price is 0 because the server is counted as free (a compatible or local server
     # with no price model), not because a price is known.
     price_assumed: bool = False
+    # Where the sweep puts the question (a method that cannot take it keeps its own, and the
+    # protocol says so).
+    layout: QuestionPlacement = QuestionPlacement.BEFORE_AND_AFTER
 
     @property
     def usd(self) -> float:
@@ -118,8 +121,10 @@ def plan_sweep(
     counter: TokenCounter,
     *,
     bounds: bool = True,
+    layout: QuestionPlacement | None = None,
 ) -> SweepPlan:
-    """Plan every method on every trial, and each bound once per question."""
+    """Plan every method on every trial, and each bound once per question. ``layout``: the
+    sweep's question placement (default: the first series'), which the bounds take too."""
     if not trials:
         raise ConfigError("The sweep has no trial: choose at least one length and one depth.")
     if not series:
@@ -132,8 +137,9 @@ def plan_sweep(
             own = settings.but(gold_pages=trial.gold_pages)
             plan = get_method(settings.method).plan(trial.document, trial.question, own, counter)
             jobs.append(Job(trial, plan, series_name(settings), bound=False))
+    layout = series[0].question_placement if layout is None else layout
     if bounds:
-        base = series[0]
+        base = series[0].but(question_placement=layout)
         seen: set[str] = set()
         for trial in trials:
             if trial.question_id in seen:
@@ -166,6 +172,7 @@ def plan_sweep(
             else f"{priced_as} (no price known)"
         ),
         price_assumed=assumed,
+        layout=layout,
     )
 
 

@@ -17,7 +17,7 @@ from rr_core.methods import bounds, briefcontext, cheap, paper, rag
 from rr_core.methods.building import Group, Method
 from rr_core.plans import Plan
 from rr_core.questions import Question
-from rr_core.settings import PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
+from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.tokens import TokenCounter
 
 _ALL: tuple[Method, ...] = (
@@ -84,15 +84,14 @@ def parse_spec(spec: str, base: RunSettings) -> RunSettings:
     that is not a number, or one outside the setting's bounds (checked here, so that a spec is
     refused where it is written rather than when it is planned)."""
     name, *overrides = spec.strip().split(":")
-    settings = base.but(method=get_method(name).name)
+    method = get_method(name)
+    settings = base.but(method=method.name)
     for item in overrides:
         key, _, value = item.partition("=")
         if key.strip() == "layout" and value.strip():
-            try:
-                settings = settings.but(question_placement=QuestionPlacement(value.strip()))
-            except ValueError:
-                choices = ", ".join(p.value for p in QuestionPlacement)
-                raise ConfigError(f"{item!r} in {spec!r}: the layout is one of {choices}") from None
+            settings = settings.but(
+                question_placement=_layout(method, value.strip(), f"{item!r} in {spec!r}")
+            )
             continue
         if key.strip() in ("style", "placement") and value.strip():
             try:
@@ -124,6 +123,25 @@ def parse_spec(spec: str, base: RunSettings) -> RunSettings:
     return settings
 
 
+def _layout(method: Method, value: str, where: str) -> QuestionPlacement:
+    """The layout ``value`` names, if ``method`` can take it (``ConfigError`` says why not)."""
+    if method.own_layout:
+        raise ConfigError(
+            f"{where}: {method.name} has its own prompt layout ({method.layouts[0].value}) and takes no layout="
+        )
+    try:
+        layout = QuestionPlacement(value)
+    except ValueError:
+        layout = None
+    if layout not in LAYOUTS:
+        raise ConfigError(f"{where}: the layout is one of {', '.join(p.value for p in LAYOUTS)}")
+    if layout not in method.layouts:
+        raise ConfigError(
+            f"{where}: {method.name} takes only {', '.join(p.value for p in method.layouts)} ({method.layout_note})"
+        )
+    return layout
+
+
 def spec_of(settings: RunSettings, base: RunSettings) -> str:
     """The spec ``parse_spec`` reads back: the method and the settings it reads that differ from ``base``."""
     method = get_method(settings.method)
@@ -136,8 +154,9 @@ def spec_of(settings: RunSettings, base: RunSettings) -> str:
         changed.append(f"style={settings.reminder_style.value}")
     if settings.reminder_placement is not base.reminder_placement:
         changed.append(f"placement={settings.reminder_placement.value}")
-    if method.placement is None and settings.question_placement is not base.question_placement:
-        changed.append(f"layout={settings.question_placement.value}")
+    layout = method.layout_for(settings)
+    if not method.own_layout and layout is not method.layout_for(base):
+        changed.append(f"layout={layout.value}")
     return ":".join([method.name, *changed])
 
 

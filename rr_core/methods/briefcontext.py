@@ -32,6 +32,7 @@ from rr_core.metrics import fuzzy_match
 from rr_core.outputs import AnswerOut, ExtractionOut
 from rr_core.passages import Ranked
 from rr_core.plans import Call, Conclusion, Phase, PhaseResults, Plan
+from rr_core.settings import QUESTION_FIRST
 
 ONE_RANKER = (
     "Only one ranker (BM25) is available, so the preflight cannot compare two rankings; "
@@ -209,6 +210,8 @@ BRIEFCONTEXT = Method(
     summary="Finds the best-matching passages, reads them in small groups in parallel, then combines what each group found.",
     params=("rag_chunk_words", "brief_top_n", "brief_partition"),
     retrieves=True,
+    layouts=QUESTION_FIRST,
+    layout_note="004 asks each group of passages with the question first",
     planner=_briefcontext,
 )
 

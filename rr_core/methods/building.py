@@ -14,7 +14,7 @@ from rr_core.errors import ConfigError
 from rr_core.outputs import AnswerOut, Output
 from rr_core.plans import Call, Citation, Outcome, PhaseResults, Plan, StepResult, count_layout
 from rr_core.prompts import build_layout, instructions
-from rr_core.settings import PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
+from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.tokens import TokenCounter
 
 Group = Literal["paper", "other", "bounds"]
@@ -173,8 +173,10 @@ class Method:
     reminds: bool = False  # carries reminders, so the ablation options apply
     several_questions: bool = False  # one plan serves several questions (one retrieval pass)
     needs_gold: bool = False  # reads the gold pages the user names (oracle)
-    # The layout the method itself is (the cheap baselines): it overrides the settings' choice.
-    placement: QuestionPlacement | None = None
+    # The layouts the method can be run with; the first is its own, used when the one asked for
+    # is not among them (``layout_note`` says why). One layout: the method is that prompt.
+    layouts: tuple[QuestionPlacement, ...] = LAYOUTS
+    layout_note: str = ""
     # Picks pages (or passages) first and answers from them only: its wrong answers split into
     # retrieval misses (the answer's page not picked) and reading misses.
     retrieves: bool = False
@@ -194,13 +196,30 @@ class Method:
             raise ConfigError("Type a question first.")
         if len(asked) > 1 and not self.several_questions:
             raise ConfigError(f"{self.label} answers one question at a time; plan it once per question.")
-        settings = settings.but(method=self.name)
-        if self.placement is not None:
-            settings = settings.but(question_placement=self.placement)
+        settings = settings.but(method=self.name, question_placement=self.layout_for(settings))
         settings.validate()
         if not document.pages:
             raise ConfigError("The document has no pages.")
         return self.planner(Context(self, document, asked, settings, counter))
+
+    @property
+    def own_layout(self) -> bool:
+        """The method is one prompt layout (a cheap baseline): no layout can be chosen for it."""
+        return len(self.layouts) == 1
+
+    def layout_for(self, settings: RunSettings) -> QuestionPlacement:
+        """The layout the method runs with: the one asked for where it can take it, else its own."""
+        asked = settings.question_placement
+        return asked if asked in self.layouts else self.layouts[0]
+
+    def layout_reason(self, asked: QuestionPlacement) -> str:
+        """Why the method runs with its own layout rather than ``asked`` (empty when it takes it)."""
+        if asked in self.layouts and not self.own_layout:
+            return ""
+        own = self.layouts[0].value
+        if self.own_layout:
+            return f"its own ({own}): {self.layout_note}"
+        return f"its own ({own}), it does not take {asked.value}: {self.layout_note}"
 
     def describe(self, settings: RunSettings) -> str:
         """The settings this method reads, e.g. ``k = 10,000 · N = 5``."""
@@ -217,8 +236,9 @@ class Method:
             parts.append(f"reminder: {settings.reminder_style.value}")
         if self.reminds and settings.reminder_placement is not ReminderPlacement.INTERVAL:
             parts.append(f"placement: {settings.reminder_placement.value}")
-        if self.placement is None and settings.question_placement is not QuestionPlacement.BEFORE_AND_AFTER:
-            parts.append(f"layout: {settings.question_placement.value}")
+        layout = self.layout_for(settings)
+        if not self.own_layout and layout is not QuestionPlacement.BEFORE_AND_AFTER:
+            parts.append(f"layout: {layout.value}")
         if self.needs_gold and settings.gold_pages:
             parts.append("gold pages " + ", ".join(str(p) for p in settings.gold_pages))
         return " · ".join(parts)

@@ -28,6 +28,13 @@ from rr_core.methods.building import (
 )
 from rr_core.outputs import AnswerOut, MultiRetrievalOut, RetrievalOut
 from rr_core.plans import Call, Conclusion, Outcome, Phase, PhaseResults, Plan
+from rr_core.settings import QUESTION_FIRST
+
+# Reminders repeat the question inside the document: a layout that withholds the question until
+# after the document would contradict them.
+REMINDS_NOTE = (
+    "its reminders repeat the question inside the document, so the question cannot wait until after it"
+)
 
 
 def one_pass(ctx: Context, *, remind: bool) -> Plan:
@@ -204,6 +211,8 @@ REPROMPT = Method(
     summary="Reads the whole document in one go, with the question repeated every k tokens.",
     params=("reminder_every",),
     reminds=True,
+    layouts=QUESTION_FIRST,
+    layout_note=REMINDS_NOTE,
     planner=lambda ctx: one_pass(ctx, remind=True),
 )
 ICR = Method(
@@ -223,6 +232,8 @@ RR = Method(
     summary="Picks the N most relevant pages with the question repeated every k tokens, then answers from those pages only.",
     params=("reminder_every", "top_k"),
     reminds=True,
+    layouts=QUESTION_FIRST,
+    layout_note=REMINDS_NOTE,
     several_questions=True,
     retrieves=True,
     planner=lambda ctx: _retrieve_then_answer(ctx, remind=True, chunked=False),
@@ -244,6 +255,8 @@ CHUNKED_RR = Method(
     summary="Like chunked ICR, with the question repeated every k tokens inside each part.",
     params=("reminder_every", "top_k", "chunk_size"),
     reminds=True,
+    layouts=QUESTION_FIRST,
+    layout_note=REMINDS_NOTE,
     several_questions=True,
     retrieves=True,
     planner=lambda ctx: _retrieve_then_answer(ctx, remind=True, chunked=True),
