@@ -688,16 +688,16 @@ def test_the_lab_recovers_a_known_positional_bias_exactly() -> None:
     assert curve[("ICR", 50.0)] == (0, 2)  # retrieval without reminders misses the middle too
     summaries = {s.series.split(" (")[0]: s for s in result.summaries}
     assert summaries["Baseline"].accuracy == pytest.approx(4 / 6)
-    # Two facts at three depths: the interval counts the two facts, not the six trials.
-    assert (summaries["Baseline"].trials, summaries["Baseline"].questions) == (6, 2)
-    assert summaries["Baseline"].ci == pytest.approx(wilson(4 / 6 * 2, 2))
+    # A fact per repeat and depth: six trials, six distinct questions (the interval counts them).
+    assert (summaries["Baseline"].trials, summaries["Baseline"].questions) == (6, 6)
+    assert summaries["Baseline"].ci == pytest.approx(wilson(4, 6))
     # The failure split: ICR's misses are retrieval misses (the page was never picked),
     # the baseline's are reading misses (it had the page and did not find it).
     assert summaries["ICR"].retrieval_misses == 2 and summaries["ICR"].reading_misses == 0
     assert summaries["Baseline"].reading_misses == 2
     bounds = {b.series: b for b in result.bounds}
     assert bounds["Closed-book"].accuracy == 0.0 and bounds["Oracle"].accuracy == 1.0
-    assert bounds["Oracle"].trials == 2  # once per question, not once per cell
+    assert bounds["Oracle"].trials == 6  # once per question (here a fact per repeat and depth), not per cell
     data = sweep_json(plan, result)
     assert {"calls", "input_tokens", "usd"} <= set(data["plan"])
     cell = data["cells"][0]

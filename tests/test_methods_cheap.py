@@ -28,7 +28,7 @@ def kinds(plan: Plan) -> list[str]:
     return [b.kind for b in call.layout.blocks if b.kind != "page"]
 
 
-FORMAT_KEYS = ('"question"', '"answer"', '"page"', '"quote"')
+FORMAT_KEYS = ('"question"', '"answer"', '"found"', '"citations"')
 
 
 def test_question_last_puts_the_document_first_and_the_task_once_at_the_end() -> None:
