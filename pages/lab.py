@@ -29,7 +29,7 @@ from rr_core.lab.report import (
     sweep_markdown,
     trials_csv,
 )
-from rr_core.lab.stats import EFFECTIVE_RULE
+from rr_core.lab.stats import EFFECTIVE_MARGIN, EFFECTIVE_RULE, percent, percent_range
 from rr_core.lab.sweep import SweepPlan, SweepResult, check_budget, plan_sweep, run_sweep
 from rr_core.llm.base import temperature_sent
 from rr_core.llm.offline import OfflineEngine
@@ -431,8 +431,8 @@ table = pd.DataFrame(
             "Method": s.series,
             "Trials": s.trials,
             "Questions": s.questions,
-            "Accuracy": f"{s.accuracy:.0%}",
-            "95% interval": f"{s.ci[0]:.0%}–{s.ci[1]:.0%}",
+            "Accuracy": percent(s.accuracy),
+            "95% interval": percent_range(s.accuracy, s.ci),
             **(
                 {"Effective length": s.effective.text() if s.effective is not None else "—"}
                 if several_lengths
@@ -453,10 +453,11 @@ if several_lengths:
     notes.append(
         EFFECTIVE_RULE
         + (
-            f" Closed-book here: {floor:.0%}."
+            f" Closed-book here: {floor:.0%}, so the floor is {floor + EFFECTIVE_MARGIN:.0%}."
             if floor is not None
-            else " Closed-book not measured here: taken as 0%."
+            else " Closed-book not measured here: the floor is 20%."
         )
+        + "".join(f" {s.series}: {s.effective.why()}." for s in summaries if s.effective is not None)
     )
 notes.append(
     "Frontier: no other method scored at least as high for less (point estimates: read the paired "
@@ -474,8 +475,8 @@ if compared:
                     "Against": c.against,
                     "Paired trials": c.trials,
                     "Questions": c.questions,
-                    "Difference": f"{c.difference * 100:+.0f} points",
-                    "95% interval": f"{c.ci[0] * 100:+.0f} to {c.ci[1] * 100:+.0f}",
+                    "Difference": c.difference_points(),
+                    "95% interval": c.interval_points(),
                     "Only this right": c.only_series,
                     "Only the other right": c.only_against,
                     "McNemar p (questions)": f"{c.p_value:.3g}",
@@ -500,8 +501,8 @@ with st.expander("Every cell: accuracy, interval and n"):
                     "Tokens to the end": round(c.distance),
                     "Trials": c.trials,
                     "Questions": c.questions,
-                    "Accuracy": f"{c.accuracy:.0%}",
-                    "95% interval": f"{c.interval[0]:.0%}–{c.interval[1]:.0%}",
+                    "Accuracy": percent(c.accuracy),
+                    "95% interval": percent_range(c.accuracy, c.interval),
                     "Failed": c.failed,
                 }
                 for c in result.cells

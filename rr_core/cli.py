@@ -626,6 +626,18 @@ def cmd_samples(args: argparse.Namespace) -> dict[str, Any]:
     return {"samples": out}
 
 
+def _share(value: float | None) -> str:
+    """An accuracy from the JSON (null when no trial was counted) as ``75%`` or ``n/a``."""
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+def _share_range(row: dict[str, Any]) -> str:
+    """``[34%–100%]``, or ``[n/a]`` when no trial was counted."""
+    if row["accuracy"] is None:
+        return "[n/a]"
+    return f"[{row['ci_low']:.0%}–{row['ci_high']:.0%}]"
+
+
 def _print_table(command: str, data: dict[str, Any]) -> None:
     if command == "pages":
         print(
@@ -741,7 +753,7 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 else ""
             )
             print(
-                f"  {s['method']:<40} {s['accuracy']:>5.0%} [{s['ci_low']:.0%}–{s['ci_high']:.0%}] "
+                f"  {s['method']:<40} {_share(s['accuracy']):>5} {_share_range(s)} "
                 f"n={s['trials']} trials, {s['questions']} questions{eff}{misses}"
             )
         print(f"  ({data['rules']['interval']})")
@@ -756,7 +768,7 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             for length in sorted({c["length"] for c in data["cells"] if c["method"] == name}):
                 row = {c["depth"]: c for c in data["cells"] if c["method"] == name and c["length"] == length}
                 cells = " ".join(
-                    f"{row[d]['accuracy']:>4.0%} {row[d]['trials']:>2}/{row[d]['questions']:<2}"
+                    f"{_share(row[d]['accuracy']):>4} {row[d]['trials']:>2}/{row[d]['questions']:<2}"
                     if d in row
                     else f"{'·':>10}"
                     for d in depths

@@ -145,27 +145,75 @@ def test_mcnemar_exact_matches_the_binomial_by_hand() -> None:
     assert mcnemar_exact(10, 2) == pytest.approx(2 * (1 + 12 + 66) / 4096)
 
 
-def test_the_paired_interval_is_newcombes_method_10_by_hand() -> None:
-    # Both right 10, only the first 6, only the second 1, neither 3 (n = 20).
-    a, b, c, d = 10, 6, 1, 3
-    n = 20
+def hand_newcombe(a: float, b: float, c: float, d: float, m: float) -> tuple[float, float]:
+    """Newcombe's method 10 written out, with his corrected φ: the numerator AD − BC loses
+    N/2 above N/2, is 0 in [0, N/2], is kept below 0 (on the table scaled to ``m`` pairs)."""
+    n = a + b + c + d
     p1, p2 = (a + b) / n, (a + c) / n
-    l1, u1 = hand_wilson(p1, n)
-    l2, u2 = hand_wilson(p2, n)
-    phi = (a * d - b * c) / math.sqrt((a + b) * (c + d) * (a + c) * (b + d))
+    l1, u1 = hand_wilson(p1, m)
+    l2, u2 = hand_wilson(p2, m)
+    a, b, c, d = (x * m / n for x in (a, b, c, d))
+    cross = a * d - b * c
+    corrected = cross - m / 2 if cross > m / 2 else 0.0 if cross >= 0 else cross
+    phi = corrected / math.sqrt((a + b) * (c + d) * (a + c) * (b + d))
     low = (p1 - p2) - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
     high = (p1 - p2) + math.sqrt((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
+    return low, high
+
+
+def test_the_paired_interval_is_newcombes_method_10_by_hand() -> None:
+    # Both right 10, only the first 6, only the second 1, neither 3 (n = 20): AD − BC = 24 > 10,
+    # so φ's numerator is 14, not 24, and the interval is wider than the raw φ's.
+    a, b, c, d = 10, 6, 1, 3
+    low, high = hand_newcombe(a, b, c, d, 20)
     assert paired_interval(a, b, c, d) == pytest.approx((low, high), abs=1e-12)
-    assert low > 0  # 20 independent pairs: shown
-    # Newcombe's own worked examples (Stat Med 1998;17:2635, method 10).
+    assert (low, high) == pytest.approx((-0.0124, 0.4708), abs=1e-4)
+    # Clustered: the same table from 4 questions uses Wilson at n = 4 and the scaled table.
+    low4, high4 = hand_newcombe(a, b, c, d, 4)
+    assert paired_interval(a, b, c, d, effective=4) == pytest.approx((low4, high4), abs=1e-12)
+    assert low4 < low and high4 > high  # fewer independent questions: wider
+
+
+def test_the_paired_interval_matches_the_published_values() -> None:
+    """Reference values of Newcombe's paired interval with the corrected φ (Fagerland, Lydersen
+    and Laake's implementation; Altman's Statistics with Confidence)."""
+    # Newcombe 1998 Table II: AD − BC = −24 (kept) and 0 (in [0, N/2]): the correction leaves them.
     assert paired_interval(36, 12, 2, 0) == pytest.approx((0.0569, 0.3404), abs=1e-4)
     assert paired_interval(28, 4, 0, 0) == pytest.approx((-0.0060, 0.2807), abs=1e-4)
-    # Clustered: the same table from 4 questions uses Wilson at n = 4.
-    l1, u1 = hand_wilson(p1, 4)
-    l2, u2 = hand_wilson(p2, 4)
-    low4 = (p1 - p2) - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
-    assert paired_interval(a, b, c, d, effective=4)[0] == pytest.approx(low4, abs=1e-12)
-    assert low4 < 0 < low  # fewer independent questions: no longer shown
+    # Cavo et al. 2012 (Fagerland et al., chapter 8): AD − BC = 4624 > N/2 = 80.5.
+    assert paired_interval(59, 6, 16, 80) == pytest.approx((-0.1186, -0.0046), abs=1e-4)
+    # (3, 3, 0, 4): the raw φ gave +0.015 to +0.508, a difference McNemar (p = 0.25) does not see.
+    assert paired_interval(3, 3, 0, 4) == pytest.approx((-0.047, 0.551), abs=1e-3)
+    assert mcnemar_exact(3, 0) == pytest.approx(0.25)
+
+
+def test_a_verdict_needs_mcnemar_below_005_as_well_as_the_interval() -> None:
+    """Two questions split 2–0 (A right at every depth, B wrong): the interval is +7 to +100
+    but McNemar's exact p over the questions is 0.5, so no difference is claimed."""
+    scores = []
+    for fact in ("fact-0", "fact-1"):
+        for depth in DEPTHS:
+            scores.append(trial_score("A", fact, depth, True))
+            scores.append(trial_score("B", fact, depth, False))
+    pair = compare(scores, "A", "B")
+    assert pair.ci[0] == pytest.approx(0.07, abs=0.01) and pair.ci[1] == 1.0
+    assert pair.p_value == 0.5 and pair.excludes_zero and pair.shown == 0
+    said = pair.sentence()
+    assert said.startswith("No difference shown between A and B: +100 points (95% interval +7 to +100)")
+    assert "excludes 0 but McNemar's exact p = 0.5 over 2 questions is not below 0.05" in said
+    assert "more right" not in said and "fewer right" not in said
+    assert pair.as_dict()["difference_shown"] == 0
+
+
+def test_a_verdict_never_prints_a_bound_of_zero() -> None:
+    from rr_core.lab.stats import Comparison, points_text
+
+    pair = Comparison("A", "B", 40, 40, 0.6, 0.45, 8, 2, (0.004, 0.30), 8, 2, 0.01)
+    assert pair.shown == 1
+    assert pair.sentence().startswith("A answered more right than B: +15 points (95% interval +0.4 to +30)")
+    assert "McNemar's exact p = 0.01 over 40 questions" in pair.sentence()
+    assert points_text(-0.004) == "-0.4" and points_text(0.0002) == "+0.02" and points_text(0.0) == "+0"
+    assert points_text(0.123) == "+12"
 
 
 def test_two_methods_on_two_facts_show_no_difference_and_the_report_says_so() -> None:
@@ -203,7 +251,7 @@ def test_with_many_questions_the_same_gap_is_shown() -> None:
 
 def test_no_sentence_calls_a_winner_when_the_interval_includes_zero() -> None:
     """Every table of 12 paired trials on 3 or 12 questions: a verdict only when the
-    interval excludes 0."""
+    interval excludes 0 and McNemar's p < 0.05."""
     for only_a in range(0, 7):
         for only_b in range(0, 7 - only_a):
             for questions in (3, 12):
@@ -216,7 +264,7 @@ def test_no_sentence_calls_a_winner_when_the_interval_includes_zero() -> None:
                 pair = compare(scores, "A", "B")
                 low, high = pair.ci
                 said = pair.sentence()
-                if low <= 0 <= high:
+                if low <= 0 <= high or pair.p_value >= 0.05:
                     assert said.startswith("No difference shown"), said
                 else:
                     assert "more right" in said or "fewer right" in said
@@ -234,17 +282,68 @@ def test_every_method_is_compared_with_every_method_before_it() -> None:
 
 
 def test_effective_length_needs_a_floor_and_more_than_one_length() -> None:
-    held = effective_length({10_000: 0.9, 20_000: 0.8, 40_000: 0.7, 80_000: 0.8})
+    held = effective_length({10_000: 0.9, 20_000: 0.8, 40_000: 0.7, 80_000: 0.8}, base_low=0.6)
     assert held.length == 20_000 and held.text() == "20,000"
-    assert effective_length({10_000: 1.0, 20_000: 1.0}).text() == "≥ 20,000"
+    assert effective_length({10_000: 1.0, 20_000: 1.0}, base_low=0.7).text() == "≥ 20,000"
     # 40% everywhere, closed-book 30%: 40% < 30% + 20 points, so never effective.
-    bad = effective_length({20_000: 0.4, 40_000: 0.4, 80_000: 0.4}, closed_book=0.3)
+    bad = effective_length({20_000: 0.4, 40_000: 0.4, 80_000: 0.4}, base_low=0.3, closed_book=0.3)
     assert bad.length is None and bad.text() == "not reached" and bad.floor == pytest.approx(0.5)
-    good = effective_length({20_000: 0.87, 40_000: 0.87, 80_000: 0.87}, closed_book=0.3)
+    good = effective_length({20_000: 0.87, 40_000: 0.87, 80_000: 0.87}, base_low=0.6, closed_book=0.3)
     assert good.text() == "≥ 80,000"
-    assert effective_length({10_000: 0.0, 20_000: 0.5}).text() == "not reached"
-    one = effective_length({10_000: 1.0})
+    # The point estimate clears the floor but its interval's lower end does not: not reached.
+    thin = effective_length({20_000: 0.87, 40_000: 0.87}, base_low=0.45, closed_book=0.3)
+    assert thin.text() == "not reached" and "95% interval from 45%" in thin.why()
+    assert effective_length({10_000: 0.0, 20_000: 0.5}, base_low=0.0).text() == "not reached"
+    one = effective_length({10_000: 1.0}, base_low=0.8)
     assert not one.measured and one.text() == "—" and one.length is None
+    # Closed-book not measured: the floor is 0 + 20 points.
+    assert effective_length({10_000: 1.0, 20_000: 1.0}, base_low=0.5).floor == pytest.approx(0.2)
+
+
+def test_a_method_poor_everywhere_has_no_effective_length() -> None:
+    """ "Question last" at 20% at every length, closed-book 0%: 20% is not 20 points above
+    closed-book once its interval is read (lower end 13% on 100 questions), so "not reached",
+    with or without a closed-book measured; a method right on 10 of 10 questions at every
+    length keeps its effective length."""
+    scores = []
+    for length in (21_000, 42_000, 84_000):
+        for q in range(100):
+            scores.append(trial_score("Question last", f"q{q}", 50.0, q % 5 == 0, length=length))
+            scores.append(trial_score("Good", f"q{q}", 50.0, q < 100, length=length))
+    for closed_book in (0.0, None):
+        summaries = {s.series: s for s in summarise(scores, closed_book=closed_book)}
+        poor = summaries["Question last"]
+        assert poor.by_length[21_000] == pytest.approx(0.2)
+        assert poor.effective is not None and poor.effective.text() == "not reached"
+        assert poor.effective.base_low == pytest.approx(wilson(20, 100)[0])
+        assert summaries["Good"].effective is not None and summaries["Good"].effective.text() == "≥ 84,000"
+
+
+# ---- Cells and series with no counted trial ----------------------------------------------------
+
+
+def test_a_cell_or_series_with_no_counted_trial_reads_n_a_and_is_never_on_the_frontier() -> None:
+    from rr_core.lab.sweep import SweepResult
+
+    scores = [trial_score("A", f"q{q}", 50.0, q < 3) for q in range(5)]
+    for q in range(5):  # B failed every run: free, and "0%" would be a lie
+        scores.append(Score(**{**_fields(trial_score("B", f"q{q}", 50.0, False)), "failed": True}))
+    cell_b = next(c for c in cells(scores) if c.series == "B")
+    assert cell_b.trials == 0 and cell_b.accuracy is None
+    assert cell_b.as_dict()["accuracy"] is None and cell_b.as_dict()["ci_low"] is None
+    summaries = {s.series: s for s in summarise(scores)}
+    assert summaries["B"].accuracy is None and not summaries["B"].on_frontier
+    assert summaries["A"].on_frontier  # B, with no accuracy and no cost, dominates nothing
+    result = SweepResult(scores=scores)
+    data = sweep_json(_empty_plan(), result)
+    b = next(s for s in data["series"] if s["method"] == "B")
+    assert b["accuracy"] is None and b["ci_low"] is None and b["on_cost_accuracy_frontier"] is False
+    assert next(c for c in data["cells"] if c["method"] == "B")["accuracy"] is None
+    report = sweep_markdown(_empty_plan(), result, title="t", engine="e", document="d")
+    rows = [line for line in report.splitlines() if line.startswith("| B |")]
+    assert len(rows) == 3 and all("| n/a | n/a |" in line for line in rows), rows
+    assert "share no answered trial" in report and data["comparisons"][0]["difference"] is None
+    assert "0%–100%" not in report
 
 
 # ---- A sweep end to end: records, report, charts' data ----------------------------------------

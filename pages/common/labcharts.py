@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from rr_core.lab.stats import Cell, Point, SeriesSummary
+from rr_core.lab.stats import Cell, Point, SeriesSummary, percent
 
 PALETTE = ["#2F5FD0", "#D94F2B", "#4CB391", "#7E57C2", "#F2A541", "#26A69A", "#8D6E63", "#EC407A"]
 FONT = {"family": "Inter, Arial, sans-serif", "size": 12}
@@ -147,6 +147,8 @@ def accuracy_by_position(
                 col=col,
             )
     for bound, dash in zip(bounds, ("dot", "dash"), strict=False):
+        if bound.accuracy is None:  # every run of the bound failed: nothing to draw
+            continue
         fig.add_hline(
             y=bound.accuracy * 100,
             line={"dash": dash, "color": "#7A7A7A", "width": 1},
@@ -213,13 +215,16 @@ def heatmaps(cells: Sequence[Cell], *, note: str) -> go.Figure:
         z: list[list[float | None]] = []
         text: list[list[str]] = []
         for length in lengths:
-            z.append([grid[(length, d)].accuracy * 100 if (length, d) in grid else None for d in depths])
+            found = [grid.get((length, d)) for d in depths]
+            z.append([None if c is None or c.accuracy is None else c.accuracy * 100 for c in found])
             text.append(
                 [
-                    f"{grid[(length, d)].accuracy:.0%}<br>n={grid[(length, d)].trials}·{grid[(length, d)].questions}q"
-                    if (length, d) in grid and grid[(length, d)].trials
-                    else ""
-                    for d in depths
+                    ""
+                    if c is None
+                    else f"{percent(c.accuracy)}<br>n={c.trials}·{c.questions}q"
+                    if c.trials
+                    else f"n/a<br>{c.failed} failed"
+                    for c in found
                 ]
             )
         fig.add_heatmap(
@@ -259,15 +264,18 @@ def cost_accuracy(summaries: Sequence[SeriesSummary], *, note: str) -> go.Figure
     """Cost per trial against accuracy (95% intervals); the frontier (no other method scored
     at least as high for less) joined."""
     fig = go.Figure()
+    # A series with no counted trial (every run failed) has no accuracy to place.
+    summaries = [s for s in summaries if s.accuracy is not None]
     costs = [s.cost_usd / max(s.trials, 1) for s in summaries]
     # Methods of the same cost would hide each other's intervals: each is moved a hair
     # sideways (1% of the axis per method; the hover gives the true cost).
     nudge = (max(costs, default=0.0) or 1.0) * 0.01
     xs = {s.series: costs[i] + (i - (len(summaries) - 1) / 2) * nudge for i, s in enumerate(summaries)}
     for i, s in enumerate(summaries):
+        accuracy = s.accuracy or 0.0  # never None here: filtered above
         fig.add_scatter(
             x=[xs[s.series]],
-            y=[s.accuracy * 100],
+            y=[accuracy * 100],
             customdata=[costs[i]],
             mode="markers",
             marker={
@@ -279,8 +287,8 @@ def cost_accuracy(summaries: Sequence[SeriesSummary], *, note: str) -> go.Figure
             error_y={
                 "type": "data",
                 "symmetric": False,
-                "array": [(s.ci[1] - s.accuracy) * 100],
-                "arrayminus": [(s.accuracy - s.ci[0]) * 100],
+                "array": [(s.ci[1] - accuracy) * 100],
+                "arrayminus": [(accuracy - s.ci[0]) * 100],
                 "thickness": 1.2,
             },
             name=s.series,
@@ -291,7 +299,7 @@ def cost_accuracy(summaries: Sequence[SeriesSummary], *, note: str) -> go.Figure
     if len(frontier) > 1:
         fig.add_scatter(
             x=[xs[s.series] for s in frontier],
-            y=[s.accuracy * 100 for s in frontier],
+            y=[(s.accuracy or 0.0) * 100 for s in frontier],
             mode="lines",
             line={"dash": "dot", "color": "#7A7A7A"},
             name="frontier (point estimates)",

@@ -3,7 +3,9 @@ trial and method for re-analysis) and a Markdown report with the plots' numbers.
 
 Every cell states its trials and distinct questions; every interval is the clustered one
 (``stats.clustered_wilson``); two methods are compared paired, and a sentence says one
-answered more right than another only when the difference's interval excludes 0.
+answered more right than another only when the difference's interval excludes 0 and McNemar's
+exact p < 0.05. A cell or series with no counted trial (every run failed) reads "n/a" (JSON
+null), never 0%.
 
 Money is said as it was spent: ``paid_usd`` is what the sweep paid (a free engine, offline or
 simulated, pays nothing), ``would_cost_usd`` what its calls cost at the price it is priced at.
@@ -17,7 +19,13 @@ from typing import Any
 
 from rr_core.exports import csv_text, md_escape
 from rr_core.lab.haystacks import CONSTRUCTIONS
-from rr_core.lab.stats import EFFECTIVE_RULE, SeriesSummary
+from rr_core.lab.stats import (
+    EFFECTIVE_MARGIN,
+    EFFECTIVE_RULE,
+    SeriesSummary,
+    percent,
+    percent_range,
+)
 from rr_core.lab.sweep import SweepPlan, SweepResult
 from rr_core.methods import get_method, spec_of
 from rr_core.settings import RunSettings
@@ -30,7 +38,8 @@ INTERVAL_RULE = (
 PAIRED_RULE = (
     "Two methods are compared on the trials both answered: the difference in accuracy with a 95% interval "
     "(Newcombe's paired score interval at the number of distinct questions) and McNemar's exact test over "
-    "the questions; a method is said to answer more right only when the interval excludes 0."
+    "the questions; a method is said to answer more right (or fewer) only when both the interval excludes 0 "
+    "and McNemar's p is below 0.05."
 )
 METRIC_RULE = (
     "Right means fuzzy match (METHOD.md §11: normalised words of one answer all in the other), or exact "
@@ -86,15 +95,16 @@ def _summary_dict(s: SeriesSummary, cost_key: str = "cost_usd") -> dict[str, Any
         "method_name": s.method,
         "trials": s.trials,
         "questions": s.questions,
-        "accuracy": round(s.accuracy, 4),
-        "ci_low": round(s.ci[0], 4),
-        "ci_high": round(s.ci[1], 4),
+        "accuracy": None if s.accuracy is None else round(s.accuracy, 4),
+        "ci_low": None if s.accuracy is None else round(s.ci[0], 4),
+        "ci_high": None if s.accuracy is None else round(s.ci[1], 4),
         cost_key: round(s.cost_usd, 6),
         "calls_per_trial": round(s.calls_per_trial, 2),
         "input_tokens_per_trial": round(s.input_per_trial),
         "output_tokens_per_trial": round(s.output_per_trial),
         "effective_length": s.effective_length,
         "effective_length_text": effective.text() if effective is not None else "—",
+        "effective_length_checked": effective.why() if effective is not None and effective.measured else None,
         "accuracy_by_length": {str(k): round(v, 4) for k, v in s.by_length.items()},
         "retrieves": s.retrieves,
         "retrieval_misses": s.retrieval_misses if s.retrieves else None,
@@ -225,8 +235,8 @@ def trials_csv(plan: SweepPlan, result: SweepResult, *, context: dict[str, Any] 
     return csv_text(list(TRIAL_COLUMNS), trial_rows(plan, result, context=context))
 
 
-def _pct(x: float) -> str:
-    return f"{x:.0%}"
+def _pct(x: float | None) -> str:
+    return percent(x)
 
 
 def _planted_line(plan: SweepPlan) -> list[str]:
@@ -277,19 +287,23 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         eff = f"| {s.effective.text() if s.effective is not None else '—'} " if several_lengths else ""
         retrieval, reading = (s.retrieval_misses, s.reading_misses) if s.retrieves else ("—", "—")
         lines.append(
-            f"| {md_escape(s.series)} | {s.trials} | {s.questions} | {_pct(s.accuracy)} | {_pct(s.ci[0])}–{_pct(s.ci[1])} "
+            f"| {md_escape(s.series)} | {s.trials} | {s.questions} | {_pct(s.accuracy)} | {percent_range(s.accuracy, s.ci)} "
             f"{eff}| {retrieval} | {reading} | {s.calls_per_trial:.1f} | {s.input_per_trial:,.0f} | {s.cost_usd:.4f} |"
         )
     if several_lengths:
         floor = result.closed_book
+        checked = "; ".join(
+            f"{s.series}: {s.effective.why()}" for s in result.summaries if s.effective is not None
+        )
         lines += [
             "",
             EFFECTIVE_RULE
             + (
-                f" Closed-book here: {_pct(floor)}."
+                f" Closed-book here: {_pct(floor)}, so the floor is {_pct(floor + EFFECTIVE_MARGIN)}."
                 if floor is not None
-                else " Closed-book was not measured here: taken as 0%."
-            ),
+                else " Closed-book was not measured here: the floor is 20%."
+            )
+            + (f" Checked: {md_escape(checked)}." if checked else ""),
         ]
     compared = result.comparisons
     if compared:
@@ -305,7 +319,7 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         for pair in compared:
             lines.append(
                 f"| {md_escape(pair.series)} | {md_escape(pair.against)} | {pair.trials} | {pair.questions} "
-                f"| {pair.difference * 100:+.0f} points | {pair.ci[0] * 100:+.0f} to {pair.ci[1] * 100:+.0f} "
+                f"| {pair.difference_points()} | {pair.interval_points()} "
                 f"| {pair.only_series} | {pair.only_against} | {pair.p_value:.3g} |"
             )
         lines += ["", *(f"- {md_escape(pair.sentence())}" for pair in compared)]
@@ -324,7 +338,7 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         lines.append(
             f"| {md_escape(c.series)} | {c.length:,} | {c.depth:g}% | {c.tokens:,.0f} | {c.actual_depth:.1f}% "
             f"| {c.distance:,.0f} | {c.trials} | {c.questions} "
-            f"| {_pct(c.accuracy)} | {_pct(low)}–{_pct(high)} |"
+            f"| {_pct(c.accuracy)} | {percent_range(c.accuracy, (low, high))} |"
         )
     if result.missing_cells:
         lines += [

@@ -6,7 +6,8 @@ Trials are clustered: a preset asks few questions (two planted facts, five QA it
 depths and lengths, and the trials of one question are not independent (a hard question is
 wrong everywhere). Every interval here treats the question as the unit (``clustered_wilson``,
 ``paired_interval``), every cell says how many trials and distinct questions it holds, and a
-difference between two methods is only called a difference when its interval excludes 0.
+difference between two methods is only called a difference when its interval excludes 0 *and*
+McNemar's exact test over the questions gives p < 0.05 (``VERDICT_ALPHA``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,28 @@ from dataclasses import dataclass, field, replace
 from rr_core.metrics import best_subspan_em, fuzzy_match, page_accuracy, page_recall
 
 Z95 = 1.959964
+VERDICT_ALPHA = 0.05  # a difference is claimed only below this McNemar p (and an interval without 0)
+
+
+def points_text(difference: float) -> str:
+    """A difference in accuracy (−1 … 1) as signed percentage points: whole points, but never
+    a nonzero value shown as ``+0``: one decimal under half a point, two significant digits
+    under 0.05 points (``+0.3``, ``-0.012``)."""
+    value = difference * 100
+    size = abs(value)
+    if size >= 0.5 or value == 0:
+        return f"{value:+.0f}"
+    return f"{value:+.1f}" if size >= 0.05 else f"{value:+.2g}"
+
+
+def percent(share: float | None) -> str:
+    """A share as a whole percentage, or ``n/a`` when nothing was counted."""
+    return "n/a" if share is None else f"{share:.0%}"
+
+
+def percent_range(share: float | None, interval: tuple[float, float]) -> str:
+    """``34–100%``-style interval text (``34%–100%``), ``n/a`` when nothing was counted."""
+    return "n/a" if share is None else f"{interval[0]:.0%}–{interval[1]:.0%}"
 
 
 def wilson(successes: float, trials: float, z: float = Z95) -> tuple[float, float]:
@@ -71,11 +94,18 @@ def paired_interval(
     both: float, first_only: float, second_only: float, neither: float, *, effective: float | None = None
 ) -> tuple[float, float]:
     """95% interval of the difference first − second of two accuracies measured on the same
-    trials (Newcombe 1998, method 10: the two Wilson intervals combined with the pairs'
-    correlation φ). The four counts are the paired table (both right, only the first right,
-    only the second right, neither). ``effective`` is the sample size the Wilson intervals
-    use: the number of distinct questions for clustered trials (as in ``clustered_wilson``),
-    the number of pairs by default."""
+    trials: Newcombe's paired score interval (Newcombe 1998, method 10), the two Wilson
+    intervals combined with the pairs' correlation φ. The four counts are the paired table
+    (both right, only the first right, only the second right, neither). ``effective`` is the
+    sample size the Wilson intervals use: the number of distinct questions for clustered
+    trials (as in ``clustered_wilson``), the number of pairs by default.
+
+    φ is Newcombe's corrected one, not the raw correlation: with ``N`` pairs, the numerator
+    ``AD − BC`` loses ``N/2`` when it exceeds ``N/2``, is 0 when it lies in [0, N/2], and is
+    kept when negative. A positive φ narrows the interval, and the raw φ narrows it too much
+    (on (3, 3, 0, 4) it gives +0.015 to +0.508, Newcombe's gives −0.047 to +0.551). With an
+    ``effective`` size below ``N`` the correction is applied to the table scaled to that
+    size (the counts times ``effective / N``), so fewer independent questions widen it."""
     n = both + first_only + second_only + neither
     if n <= 0:
         return -1.0, 1.0
@@ -84,12 +114,24 @@ def paired_interval(
     p2 = (both + second_only) / n
     l1, u1 = wilson(p1 * m, m)
     l2, u2 = wilson(p2 * m, m)
-    margins = (both + first_only) * (second_only + neither) * (both + second_only) * (first_only + neither)
-    phi = (both * neither - first_only * second_only) / math.sqrt(margins) if margins > 0 else 0.0
+    phi = newcombe_phi(*(count * m / n for count in (both, first_only, second_only, neither)))
     below = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     above = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
     difference = p1 - p2
     return max(-1.0, difference - below), min(1.0, difference + above)
+
+
+def newcombe_phi(both: float, first_only: float, second_only: float, neither: float) -> float:
+    """Newcombe's corrected correlation of a paired table (method 10): the numerator
+    ``AD − BC`` is reduced by ``N/2`` when above ``N/2``, set to 0 in [0, N/2], kept when
+    negative; 0 when a margin is empty."""
+    n = both + first_only + second_only + neither
+    margins = (both + first_only) * (second_only + neither) * (both + second_only) * (first_only + neither)
+    if margins <= 0:
+        return 0.0
+    cross = both * neither - first_only * second_only
+    corrected = cross - n / 2 if cross > n / 2 else 0.0 if cross >= 0 else cross
+    return corrected / math.sqrt(margins)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,9 +260,10 @@ class Cell:
         return len(self.question_ids)
 
     @property
-    def accuracy(self) -> float:
-        """Share answered right (fuzzy match)."""
-        return self.correct / self.trials if self.trials else 0.0
+    def accuracy(self) -> float | None:
+        """Share answered right (fuzzy match); None when no trial was counted (every run
+        failed): shown "n/a", never 0%."""
+        return self.correct / self.trials if self.trials else None
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -246,6 +289,7 @@ class Cell:
         """The JSON shape scripts read (depth in percent, length in tokens): the cell is named
         by the length and depth asked for; ``built_tokens`` and ``gold_depth`` say what was built."""
         low, high = self.interval
+        accuracy = self.accuracy
         return {
             "method": self.series,
             "method_name": self.method,
@@ -256,9 +300,9 @@ class Cell:
             "trials": self.trials,
             "questions": self.questions,
             "correct": self.correct,
-            "accuracy": round(self.accuracy, 4),
-            "ci_low": round(low, 4),
-            "ci_high": round(high, 4),
+            "accuracy": None if accuracy is None else round(accuracy, 4),
+            "ci_low": None if accuracy is None else round(low, 4),
+            "ci_high": None if accuracy is None else round(high, 4),
             "exact_match": self.em,
             "page_recall": self.recalled,
             "page_accuracy": self.cited_gold,
@@ -369,9 +413,11 @@ EFFECTIVE_KEEP = 0.85
 EFFECTIVE_MARGIN = 0.20
 EFFECTIVE_RULE = (
     "Effective length: the longest length up to which a method keeps at least 85% of its accuracy at the "
-    "shortest length, counted only when that accuracy is at least 20 points above closed-book (otherwise "
-    "'not reached'); '≥' when it held at the longest length measured. Shown only when more than one length "
-    "was measured."
+    "shortest length, counted only when the lower end of that accuracy's 95% interval (question as the "
+    "unit) is at least 20 points above closed-book, or at least 20% when closed-book was not measured "
+    "(otherwise 'not reached': a method poor everywhere, or measured on too few questions to tell, has "
+    "none); '≥' when it held at the longest length measured. Shown only when more than one length was "
+    "measured."
 )
 
 
@@ -382,8 +428,9 @@ class EffectiveLength:
     length: int | None  # None: not reached (or a single length)
     lengths: int  # how many lengths were measured
     base: float  # accuracy at the shortest length
-    floor: float  # the base must reach this: closed-book + 20 points
+    floor: float  # the base's lower 95% bound must reach this: closed-book (or 0) + 20 points
     held_to_longest: bool = False  # kept ≥ 85% at every length measured
+    base_low: float = 0.0  # the lower end of the base's 95% interval (question as the unit)
 
     @property
     def measured(self) -> bool:
@@ -398,30 +445,42 @@ class EffectiveLength:
             return "not reached"
         return f"≥ {self.length:,}" if self.held_to_longest else f"{self.length:,}"
 
+    def why(self) -> str:
+        """What the number was checked against: ``shortest length 90% (95% interval from 66%),
+        floor 20%``."""
+        return (
+            f"shortest length {self.base:.0%} (95% interval from {self.base_low:.0%}), floor {self.floor:.0%}"
+        )
+
 
 def effective_length(
     by_length: dict[int, float],
     *,
-    closed_book: float = 0.0,
+    base_low: float,
+    closed_book: float | None = None,
     keep: float = EFFECTIVE_KEEP,
     margin: float = EFFECTIVE_MARGIN,
 ) -> EffectiveLength:
     """The longest length up to which the accuracy stays ≥ ``keep`` × the shortest length's,
-    provided the shortest length's accuracy is at least ``closed_book + margin`` (a method
-    bad everywhere has no effective length: METHOD.md §13)."""
+    provided the lower end of the shortest length's 95% interval (``base_low``) is at least
+    ``closed_book + margin`` — closed-book taken as 0 when it was not measured. Comparing the
+    bound, not the point estimate, keeps a method poor everywhere (20% at every length over a
+    closed-book 0%) or measured on too few questions from an effective length (METHOD.md §13)."""
     lengths = sorted(by_length)
+    floor = (closed_book or 0.0) + margin
     if not lengths:
-        return EffectiveLength(None, 0, 0.0, closed_book + margin)
+        return EffectiveLength(None, 0, 0.0, floor, base_low=base_low)
     base = by_length[lengths[0]]
-    floor = closed_book + margin
-    if len(lengths) < 2 or base < floor - 1e-12 or base <= 0:
-        return EffectiveLength(None, len(lengths), base, floor)
+    if len(lengths) < 2 or base_low < floor - 1e-12 or base <= 0:
+        return EffectiveLength(None, len(lengths), base, floor, base_low=base_low)
     longest = lengths[0]
     for length in lengths:
         if by_length[length] < keep * base - 1e-12:
             break
         longest = length
-    return EffectiveLength(longest, len(lengths), base, floor, held_to_longest=longest == lengths[-1])
+    return EffectiveLength(
+        longest, len(lengths), base, floor, held_to_longest=longest == lengths[-1], base_low=base_low
+    )
 
 
 # ---- Series and paired comparisons -----------------------------------------------------------
@@ -434,7 +493,7 @@ class SeriesSummary:
     series: str
     method: str
     trials: int
-    accuracy: float
+    accuracy: float | None  # None: no trial counted (every run failed), shown "n/a"
     ci: tuple[float, float]
     cost_usd: float
     calls_per_trial: float
@@ -456,7 +515,8 @@ class SeriesSummary:
 
 def summarise(scores: Sequence[Score], *, closed_book: float | None = None) -> list[SeriesSummary]:
     """One summary per series, with the cost–accuracy frontier marked. ``closed_book`` is
-    the closed-book accuracy the effective length's floor is set from (0 when not measured)."""
+    the closed-book accuracy the effective length's floor is set from (0 when not measured:
+    the floor is then 20%)."""
     by_series: dict[str, list[Score]] = defaultdict(list)
     for s in scores:
         by_series[s.series].append(s)
@@ -465,10 +525,14 @@ def summarise(scores: Sequence[Score], *, closed_book: float | None = None) -> l
         counted = [r for r in rows if not r.failed]
         correct = sum(r.correct for r in counted)
         questions = len({r.question_id for r in counted})
-        per_length: dict[int, list[bool]] = defaultdict(list)
+        per_length: dict[int, list[Score]] = defaultdict(list)
         for r in counted:
-            per_length[r.length].append(r.correct)
-        by_length = {length: sum(v) / len(v) for length, v in sorted(per_length.items())}
+            per_length[r.length].append(r)
+        by_length = {length: sum(r.correct for r in v) / len(v) for length, v in sorted(per_length.items())}
+        shortest = per_length[min(per_length)] if per_length else []
+        base_low = clustered_wilson(
+            sum(r.correct for r in shortest), len(shortest), len({r.question_id for r in shortest})
+        )[0]
         n = max(len(counted), 1)
         wrong = [r for r in counted if not r.correct]
         out.append(
@@ -476,13 +540,13 @@ def summarise(scores: Sequence[Score], *, closed_book: float | None = None) -> l
                 series=series,
                 method=rows[0].method,
                 trials=len(counted),
-                accuracy=correct / n if counted else 0.0,
+                accuracy=correct / len(counted) if counted else None,
                 ci=clustered_wilson(correct, len(counted), questions),
                 cost_usd=sum(r.cost_usd for r in rows),
                 calls_per_trial=sum(r.calls for r in counted) / n,
                 input_per_trial=sum(r.input_tokens for r in counted) / n,
                 output_per_trial=sum(r.output_tokens for r in counted) / n,
-                effective=effective_length(by_length, closed_book=closed_book or 0.0),
+                effective=effective_length(by_length, base_low=base_low, closed_book=closed_book),
                 retrieval_misses=sum(1 for r in wrong if r.retrieves and not r.recalled),
                 reading_misses=sum(1 for r in wrong if not (r.retrieves and not r.recalled)),
                 by_length=by_length,
@@ -491,18 +555,23 @@ def summarise(scores: Sequence[Score], *, closed_book: float | None = None) -> l
             )
         )
 
-    # The frontier: no other series scored at least as high for less (point estimates).
-    def per_trial(summary: SeriesSummary) -> float:
-        return summary.cost_usd / max(summary.trials, 1)
+    # The frontier: no other series scored at least as high for less (point estimates). A
+    # series with no counted trial has no accuracy: never on it, and it dominates nothing.
+    def point(summary: SeriesSummary) -> tuple[float, float] | None:
+        if summary.accuracy is None:
+            return None
+        return summary.accuracy, summary.cost_usd / summary.trials
 
+    points = [(one, point(one)) for one in out]
     marked = []
-    for one in out:
-        dominated = any(
+    for one, mine in points:
+        dominated = mine is None or any(
             other is not one
-            and other.accuracy >= one.accuracy
-            and per_trial(other) <= per_trial(one)
-            and (other.accuracy > one.accuracy or per_trial(other) < per_trial(one))
-            for other in out
+            and theirs is not None
+            and theirs[0] >= mine[0]
+            and theirs[1] <= mine[1]
+            and (theirs[0] > mine[0] or theirs[1] < mine[1])
+            for other, theirs in points
         )
         marked.append(replace(one, on_frontier=not dominated))
     return marked
@@ -532,32 +601,65 @@ class Comparison:
         return self.accuracy - self.against_accuracy
 
     @property
-    def shown(self) -> int:
-        """+1: ``series`` is shown more accurate (the interval is above 0); −1: less
-        accurate (below 0); 0: no difference shown (the interval includes 0)."""
-        if self.trials == 0:
-            return 0
+    def excludes_zero(self) -> bool:
+        """The 95% interval lies wholly above or wholly below 0."""
         low, high = self.ci
-        return 1 if low > 0 else -1 if high < 0 else 0
+        return self.trials > 0 and (low > 0 or high < 0)
+
+    @property
+    def shown(self) -> int:
+        """+1: ``series`` is shown more accurate; −1: less accurate; 0: no difference shown.
+        Shown needs both the interval to exclude 0 and McNemar's exact p < 0.05: with two
+        questions split 2–0 the interval can exclude 0 while p = 0.5."""
+        if not self.excludes_zero or self.p_value >= VERDICT_ALPHA:
+            return 0
+        return 1 if self.ci[0] > 0 else -1
+
+    def difference_points(self) -> str:
+        """``+40 points``, ``n/a`` with no paired trial."""
+        return f"{points_text(self.difference)} points" if self.trials else "n/a"
+
+    def interval_points(self) -> str:
+        """``+12 to +61``; a bound under half a point keeps a decimal (``+0.3``), so a
+        verdict never prints ``+0``; ``n/a`` with no paired trial."""
+        return f"{points_text(self.ci[0])} to {points_text(self.ci[1])}" if self.trials else "n/a"
 
     def interval_text(self) -> str:
         """``+40 points (95% interval +12 to +61)``."""
-        low, high = self.ci
-        return f"{self.difference * 100:+.0f} points (95% interval {low * 100:+.0f} to {high * 100:+.0f})"
+        return f"{self.difference_points()} (95% interval {self.interval_points()})"
+
+    def p_text(self) -> str:
+        """``McNemar's exact p = 0.0625 over 5 questions``."""
+        return (
+            f"McNemar's exact p = {self.p_value:.3g} over {self.questions} "
+            f"question{'s' if self.questions != 1 else ''}"
+        )
 
     def sentence(self) -> str:
         """The verdict, as the report and the screen write it: a method is said to answer
-        more right than another only when the interval excludes 0."""
+        more right than another only when the interval excludes 0 and McNemar's p < 0.05."""
         n = f"{self.trials} paired trials, {self.questions} question{'s' if self.questions != 1 else ''}"
         if self.trials == 0:
             return f"{self.series} and {self.against} share no answered trial: no comparison."
         if self.shown > 0:
-            return f"{self.series} answered more right than {self.against}: {self.interval_text()}; {n}."
+            return (
+                f"{self.series} answered more right than {self.against}: {self.interval_text()}, "
+                f"{self.p_text()}; {n}."
+            )
         if self.shown < 0:
-            return f"{self.series} answered fewer right than {self.against}: {self.interval_text()}; {n}."
+            return (
+                f"{self.series} answered fewer right than {self.against}: {self.interval_text()}, "
+                f"{self.p_text()}; {n}."
+            )
+        if self.excludes_zero:
+            return (
+                f"No difference shown between {self.series} and {self.against}: {self.interval_text()} "
+                f"excludes 0 but {self.p_text()} is not below {VERDICT_ALPHA:g} (a difference is claimed "
+                f"only when both hold); {n}."
+            )
         return (
             f"No difference shown between {self.series} and {self.against}: {self.interval_text()} "
-            f"includes 0; {n}."
+            f"includes 0; {self.p_text()}; {n}."
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -567,16 +669,17 @@ class Comparison:
             "against": self.against,
             "paired_trials": self.trials,
             "questions": self.questions,
-            "accuracy": round(self.accuracy, 4),
-            "against_accuracy": round(self.against_accuracy, 4),
-            "difference": round(self.difference, 4),
-            "ci_low": round(self.ci[0], 4),
-            "ci_high": round(self.ci[1], 4),
+            "accuracy": round(self.accuracy, 4) if self.trials else None,
+            "against_accuracy": round(self.against_accuracy, 4) if self.trials else None,
+            "difference": round(self.difference, 4) if self.trials else None,
+            "ci_low": round(self.ci[0], 4) if self.trials else None,
+            "ci_high": round(self.ci[1], 4) if self.trials else None,
             "only_method_right": self.only_series,
             "only_against_right": self.only_against,
             "questions_better": self.question_wins,
             "questions_worse": self.question_losses,
             "mcnemar_p_questions": round(self.p_value, 4),
+            "difference_shown": self.shown,
             "verdict": self.sentence(),
         }
 
