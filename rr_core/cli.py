@@ -745,7 +745,9 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             print(f"  STOPPED: {data['stopped']}")
         for s in [*data["series"], *data["bounds"]]:
             eff = (
-                f"; effective length {s['effective_length_text']}" if several and s in data["series"] else ""
+                f"; effective length {s['effective_length_text']} ({s['effective_length_checked']})"
+                if several and s in data["series"] and s.get("effective_length_checked")
+                else ""
             )
             misses = (
                 f"; misses: retrieval {s['retrieval_misses']}, reading {s['reading_misses']}"

@@ -353,6 +353,30 @@ def test_methods_of_the_same_cost_stand_apart_in_the_cost_chart() -> None:
     assert "offline engine — not an LLM" in spec["layout"]["title"]["text"]
 
 
+def test_a_method_whose_every_run_failed_is_n_a_in_the_charts() -> None:
+    """No counted trial: no point in the cost chart (not a free 0%), an empty heatmap cell
+    saying n/a and how many failed."""
+    from pages.common.labcharts import cost_accuracy, heatmaps
+    from rr_core.lab.stats import Score, cells, summarise
+
+    def run(series: str, question: str, depth: float, *, failed: bool) -> Score:
+        return Score(
+            series=series, method=series, length=1_000, depth=depth, trial=f"{question}-{depth:g}",
+            question_id=question, correct=not failed, em=not failed, retrieves=False, recalled=False,
+            cited_gold=False, cost_usd=0.0, calls=1, input_tokens=10, output_tokens=1, failed=failed,
+        )  # fmt: skip
+
+    scores = [run("A", f"q{q}", d, failed=False) for q in range(2) for d in (0.0, 100.0)]
+    scores += [run("B", f"q{q}", d, failed=d == 100.0) for q in range(2) for d in (0.0, 100.0)]
+    scores += [run("C", f"q{q}", d, failed=True) for q in range(2) for d in (0.0, 100.0)]
+    spec = json.loads(cost_accuracy(summarise(scores), note="n").to_json())
+    assert [t["name"] for t in spec["data"] if t["mode"] == "markers"] == ["A", "B"]
+    heat = json.loads(heatmaps(cells(scores), note="n").to_json())
+    b_panel = heat["data"][1]  # one panel per series, in order: A, B, C
+    assert b_panel["z"][0] == [100.0, None]
+    assert b_panel["text"][0][1] == "n/a<br>2 failed"
+
+
 def test_the_budget_cap_stops_a_sweep_whose_bills_run_above_the_estimate() -> None:
     from tests.stub_server import Reply
 

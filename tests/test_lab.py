@@ -621,9 +621,12 @@ def test_wilson_interval_matches_a_hand_computation() -> None:
 
 
 def test_effective_length_is_the_longest_length_keeping_85_percent() -> None:
-    assert effective_length({10_000: 0.9, 20_000: 0.8, 40_000: 0.7, 80_000: 0.8}).length == 20_000
-    assert effective_length({10_000: 1.0, 20_000: 1.0}).length == 20_000
-    assert effective_length({10_000: 0.0, 20_000: 0.5}).length is None
+    # ``base_low``: the lower end of the shortest length's 95% interval, read against the floor.
+    assert (
+        effective_length({10_000: 0.9, 20_000: 0.8, 40_000: 0.7, 80_000: 0.8}, base_low=0.6).length == 20_000
+    )
+    assert effective_length({10_000: 1.0, 20_000: 1.0}, base_low=0.7).length == 20_000
+    assert effective_length({10_000: 0.0, 20_000: 0.5}, base_low=0.0).length is None
 
 
 # ---- The known curve --------------------------------------------------------------------------

@@ -343,7 +343,21 @@ def test_a_cell_or_series_with_no_counted_trial_reads_n_a_and_is_never_on_the_fr
     rows = [line for line in report.splitlines() if line.startswith("| B |")]
     assert len(rows) == 3 and all("| n/a | n/a |" in line for line in rows), rows
     assert "share no answered trial" in report and data["comparisons"][0]["difference"] is None
+    csv_b = [r for r in csv.DictReader(io.StringIO(sweep_csv(result))) if r["method"] == "B"]
+    assert csv_b and csv_b[0]["accuracy"] == "" and csv_b[0]["ci_low"] == ""  # empty, not 0.0
     assert "0%–100%" not in report
+
+
+def test_the_cli_prints_n_a_for_a_method_with_no_counted_trial(capsys: pytest.CaptureFixture[str]) -> None:
+    from rr_core.cli import _print_table
+    from rr_core.lab.sweep import SweepResult
+
+    scores = [trial_score("A", "q0", 50.0, True)]
+    scores.append(Score(**{**_fields(trial_score("B", "q0", 50.0, False)), "failed": True}))
+    context = {"task": "planted", "preset": "quick", "file": "d", "layout": "x", "layout_why": "y"}
+    _print_table("lab", sweep_json(_empty_plan(), SweepResult(scores=scores), context=context))
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("B "))
+    assert "n/a [n/a] n=0 trials" in line and "0%" not in line
 
 
 # ---- A sweep end to end: records, report, charts' data ----------------------------------------
@@ -468,6 +482,8 @@ def test_lab_cli_writes_the_per_trial_records(capsys: pytest.CaptureFixture[str]
     assert f"per-trial records written to {out_csv}" in out
     assert "n=6 trials, 3 questions" in out
     assert "Effective length: the longest length" in out
+    # Beside each effective length: the shortest length's accuracy, its lower bound, the floor.
+    assert "(shortest length " in out and "95% interval from" in out and ", floor " in out
     assert "No difference shown between R&R" in out
     code = main(["--json", *args])
     data = json.loads(capsys.readouterr().out)
