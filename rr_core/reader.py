@@ -672,7 +672,8 @@ def _proper_first(spans: list[_Span], page: str) -> list[_Span]:
 
 
 _PLACE_BEFORE = re.compile(
-    r"(?:\blaws?|\bcourts?|\blocated|\bseated|\bsituated|\bheld|\bvenue|\bsitting)\s+(?:of|in|at)\s+(?:the\s+)?$",
+    r"(?:\blaws?|\bcourts?|\blocated|\bseated|\bsituated|\bheld|\bvenue|\bsitting)\s+(?:of|in|at)\s+(?:the\s+)?"
+    r"(?:(?:State|Commonwealth|Province|Republic|Kingdom|County|City|Canton)\s+of\s+(?:the\s+)?)?$",
     re.IGNORECASE,
 )
 _PLACE_WORD = re.compile(r"^(?:State|Commonwealth|Province|Republic|Kingdom|County|City|Canton|Emirate)\b")
@@ -680,7 +681,7 @@ _PLACE_WORD = re.compile(r"^(?:State|Commonwealth|Province|Republic|Kingdom|Coun
 
 def _placed(text: str, span: _Span) -> bool:
     """Whether the words before a name make it a place ("the laws of ...", "seated in ...")."""
-    return bool(_PLACE_BEFORE.search(text[max(0, span.start - 30) : span.start]) or _PLACE_WORD.match(span.text))
+    return bool(_PLACE_BEFORE.search(text[max(0, span.start - 50) : span.start]) or _PLACE_WORD.match(span.text))
 
 
 _ORDINAL_DATE = re.compile(rf"^(\d{{1,2}})(?:st|nd|rd|th)?\s+day\s+of\s+({_MONTH}),?\s+(\d{{4}})$")
