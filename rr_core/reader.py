@@ -97,7 +97,9 @@ def _words(question: str) -> list[str]:
     return re.findall(r"[a-z0-9]+(?:['’][a-z]+)?", question.lower())
 
 
-_BE = frozenset("is was are were be been does do did must will would shall should can could may might has have had".split())
+_BE = frozenset(
+    "is was are were be been does do did must will would shall should can could may might has have had".split()
+)
 _ARTICLES = frozenset("the a an this that these those its their each".split())
 _STOP_HEAD = frozenset(
     "of for in on at to by from under with about after before during between per as that which who "
@@ -124,14 +126,22 @@ def _head(words: list[str], after: int) -> list[str]:
 def _kind_of_head(head: list[str], q: str) -> Want | None:
     """The kind a noun phrase names, if it names one."""
     bare = [w.removesuffix("'s").removesuffix("’s") for w in head]
+    if bare and bare[0] in _NAME_NOUNS:  # "which party bears the cost"
+        return Want.NAME
     joined = " ".join(bare)
     if any(w in ("ratio",) for w in bare):
         return Want.RATIO
-    if bare and bare[-1] in ("number", "no", "id", "identifier", "code") and not re.search(r"\bhow many\b", q):
+    if (
+        bare
+        and bare[-1] in ("number", "no", "id", "identifier", "code")
+        and not re.search(r"\bhow many\b", q)
+    ):
         return Want.CODE
     if any(w in ("date", "day", "year", "month", "deadline") for w in bare):
         return Want.DATE
-    if any(w in ("period", "duration", "timeframe", "timeline") for w in bare) or re.search(r"\bnotice\b", joined):
+    if any(w in ("period", "duration", "timeframe", "timeline") for w in bare) or re.search(
+        r"\bnotice\b", joined
+    ):
         return Want.DURATION
     if any(w in ("rate", "rates", "percentage", "percent", "share", "proportion", "fraction") for w in bare):
         return Want.PERCENT
@@ -201,7 +211,7 @@ _NUMBER_WORD = (
     r"hundred|thousand|a hundred|a thousand)"
 )
 _WORDS_NUMBER = rf"{_NUMBER_WORD}(?:[- ](?:and )?{_NUMBER_WORD}){{0,3}}"
-_DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
 _NUM = rf"(?:{_DIGITS}|\b{_WORDS_NUMBER}\b)(?:\s*\(\s*{_DIGITS}\s*\))?"
 _RANGE = rf"{_NUM}(?:\s*(?:to|-|–|—|and|or)\s*{_NUM})?"
 _QUALIFIER = (
@@ -246,7 +256,9 @@ _MONEY = re.compile(
     re.IGNORECASE,
 )
 _QUANTITY = re.compile(rf"{_QUALIFIER}{_RANGE}\s*-?\s*{_UNIT}(?![a-z])", re.IGNORECASE)
-_BARE_FIGURE = re.compile(r"(?<![\w.,/-])\(?\d{1,3}(?:,\d{3})+(?:\.\d+)?\)?(?![\w,/-])|(?<![\w.,/-])\d+\.\d+(?![\w.,/-])")
+_BARE_FIGURE = re.compile(
+    r"(?<![\w.,/-])\(?\d{1,3}(?:,\d{3})+(?:\.\d+)?\)?(?![\w,/-])|(?<![\w.,/-])\d+\.\d+(?![\w.,/-])"
+)
 _COUNT = re.compile(rf"{_QUALIFIER}{_RANGE}", re.IGNORECASE)
 _RATIO = re.compile(r"\b\d+(?:\s*:\s*\d+)+\b|\b\d+ to \d+(?: to \d+)+\b")
 _CODE = re.compile(
@@ -375,13 +387,17 @@ def _trim_name(name: str, question_words: set[str]) -> str:
         or words[0].lower() in ("of", "the", "and")
     ):
         words = words[1:]
-    while words and (words[-1].lower().strip(".,") in _NOT_NAMES or words[-1].lower() in ("of", "the", "and")):
+    while words and (
+        words[-1].lower().strip(".,") in _NOT_NAMES or words[-1].lower() in ("of", "the", "and")
+    ):
         words = words[:-1]
     if words and _stem(words[-1].strip(".,")) in question_words:
         return ""  # "Steering Committee" for "which committee": a kind of what is asked, not a name
     if not words or all(w.lower().strip(".,") in _MONTHS_AND_DAYS for w in words):
         return ""
     text = " ".join(words).strip(",;:")
+    if text.endswith(".") and len(words[-1]) > 4:  # a sentence's full stop, not "T." or "Inc."
+        text = text[:-1]
     if len(text) < 3 or not any(ch.islower() for ch in text) and len(words) == 1 and len(text) <= 3:
         return ""
     return text
@@ -422,7 +438,11 @@ def is_heading(piece: str) -> bool:
     if piece.rstrip().endswith(":") or piece.isupper() or _NUMBERED_HEADING.match(piece):
         return True
     capitals = sum(1 for w in words if w[:1].isupper() or not w[:1].isalpha())
-    small = sum(1 for w in words if w.lower() in ("of", "and", "the", "for", "to", "in", "on", "a", "an", "or", "with"))
+    small = sum(
+        1
+        for w in words
+        if w.lower() in ("of", "and", "the", "for", "to", "in", "on", "a", "an", "or", "with")
+    )
     return capitals + small == len(words) and len(words) <= 8
 
 
@@ -500,10 +520,19 @@ class _Reader:
         sentences = self.read[j].sentences
         text = sentences[i]
         if not is_heading(text) or i + 1 >= len(sentences):
+            if _INITIAL_END.search(text) and i + 1 < len(sentences):  # "Susan T." | "Iannaccone, MD"
+                return _Unit(j, i, i + 1, f"{text} {sentences[i + 1]}", 0)
             return _Unit(j, i, i, text, 0)
         last = i + 1
         # A table row's cells: figures that follow one another.
-        while last + 1 < len(sentences) and last - i < 6 and _is_cell(sentences[last]) and _is_cell(sentences[last + 1]):
+        while (
+            last + 1 < len(sentences)
+            and last - i < 6
+            and _is_cell(sentences[last])
+            and _is_cell(sentences[last + 1])
+        ):
+            last += 1
+        if _INITIAL_END.search(sentences[last]) and last + 1 < len(sentences):
             last += 1
         value = " ".join(sentences[i + 1 : last + 1])
         return _Unit(j, i, last, f"{text} {value}", len(text) + 1)
@@ -586,7 +615,11 @@ class _Reader:
             anchors = _term_positions(unit.text, question_words)
             span = max(
                 spans,
-                key=lambda s: (s.strength, -(_distance(s, anchors, unit.value_from, self.want) // 40), -s.start),
+                key=lambda s: (
+                    s.strength,
+                    -(_distance(s, anchors, unit.value_from, self.want) // 40),
+                    -s.start,
+                ),
             )
             score = weight * (0.5 + self.cover(self._words(unit))) * (1.0 + 0.15 * span.strength)
             if best is None or score > best[0]:
@@ -608,7 +641,10 @@ class _Reader:
         question, read with the header row's words."""
         rows = _ROW_BREAK.split(table)
         header = set(terms(rows[0]))
-        best = max(rows[1:] or rows, key=lambda row: self.cover(header | set(terms(row))) + 0.01 * self.cover(set(terms(row))))
+        best = max(
+            rows[1:] or rows,
+            key=lambda row: self.cover(header | set(terms(row))) + 0.01 * self.cover(set(terms(row))),
+        )
         return best
 
     def _sentence(self, candidates: list[tuple[float, int, int]]) -> Reading | None:
@@ -651,6 +687,7 @@ class _Reader:
         return None
 
 
+_INITIAL_END = re.compile(r"(?:^|\s)[A-Z]\.$")
 _ROW_BREAK = re.compile(r"(?<=\|)\s+(?=\|)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•▪●◦]|\(?[0-9]{1,2}[.)]|\(?[a-z][.)]|\([ivx]+\))\s+")
 _INLINE_LIST = re.compile(
@@ -681,14 +718,16 @@ _PLACE_WORD = re.compile(r"^(?:State|Commonwealth|Province|Republic|Kingdom|Coun
 
 def _placed(text: str, span: _Span) -> bool:
     """Whether the words before a name make it a place ("the laws of ...", "seated in ...")."""
-    return bool(_PLACE_BEFORE.search(text[max(0, span.start - 50) : span.start]) or _PLACE_WORD.match(span.text))
+    return bool(
+        _PLACE_BEFORE.search(text[max(0, span.start - 50) : span.start]) or _PLACE_WORD.match(span.text)
+    )
 
 
 _ORDINAL_DATE = re.compile(rf"^(\d{{1,2}})(?:st|nd|rd|th)?\s+day\s+of\s+({_MONTH}),?\s+(\d{{4}})$")
 
 
 def _plain_date(text: str) -> str:
-    """"the 1st day of November, 2002" read as "November 1, 2002"; other spans as written."""
+    """ "the 1st day of November, 2002" read as "November 1, 2002"; other spans as written."""
     m = _ORDINAL_DATE.match(text)
     return f"{m.group(2)} {int(m.group(1))}, {m.group(3)}" if m else text
 

@@ -31,8 +31,8 @@ if str(ROOT) not in sys.path:
 
 from rr_core.documents import Document, document_from_texts, load_document  # noqa: E402
 from rr_core.llm.base import LLMClient, LLMRequest  # noqa: E402
-from rr_core.metrics import fuzzy_match  # noqa: E402
 from rr_core.methods import plan_method  # noqa: E402
+from rr_core.metrics import fuzzy_match  # noqa: E402
 from rr_core.samples import get_sample  # noqa: E402
 from rr_core.settings import RunSettings  # noqa: E402
 from rr_core.tokens import TokenCounter, counter_for_model  # noqa: E402
