@@ -504,7 +504,7 @@ class _Reader:
         page_scores = self.page_index.scores(self.question)
 
         def weighted() -> list[tuple[float, int, int]]:
-            out = []
+            out: list[tuple[float, int, int]] = []
             for j, sentence_score in enumerate(scores):
                 if sentence_score is None:
                     continue
@@ -666,7 +666,7 @@ class _Reader:
             anchor = sentences[i]
             page = self.pages[j][0]
             if is_heading(anchor) or anchor.rstrip(" •-*").endswith(":"):
-                items = []
+                items: list[str] = []
                 for k in range(i + 1, min(len(sentences), i + 1 + 3 * _LIST_ITEMS)):
                     item = sentences[k]
                     if is_heading(item) and not _LIST_ITEM.match(item) and items:
