@@ -231,7 +231,7 @@ _DATE = re.compile(
     r"|\d{1,2}/\d{1,2}/\d{2,4}"
     rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?!,?\s*\d))"
 )
-_YEAR = re.compile(r"(?<![\d,.$])\b(?:1[89]|20)\d{2}\b(?![\d,%])")
+_YEAR = re.compile(r"(?<![\d,.$])\b(?:1[89]|20)\d{2}\b(?!\d|%|,\d)")
 _DURATION = re.compile(rf"\b{_QUALIFIER}{_RANGE}\s*-?\s*(?:\w+\s+)?{_TIME_UNIT}\b(?:['’])?", re.IGNORECASE)
 _PERCENT = re.compile(
     rf"(?:{_QUALIFIER})(?:(?:{_DIGITS}),\s*)*(?:(?:{_DIGITS}),?\s+(?:and|or|to)\s+)?{_NUM}\s*"
@@ -272,7 +272,7 @@ _CODE = re.compile(
 _CAPITAL_WORD = r"(?:[A-Z][\w'’.-]*[\w.]|[A-Z]\.)"
 _NAME = re.compile(
     rf"(?:(?:Dr|Mr|Ms|Mrs|Prof|Professor|Justice|Judge|Sir|Dame)\.?\s+)?{_CAPITAL_WORD}"
-    rf"(?:(?:\s+|\s+(?:of|of the|de|van|von|der|da|del|la|le|y|and)\s+){_CAPITAL_WORD}){{0,6}}"
+    rf"(?:(?:\s+|\s+(?i:of|of the|de|van|von|der|da|del|la|le|y|and)\s+){_CAPITAL_WORD}){{0,6}}"
 )
 _HONORIFIC = re.compile(r"^(?:Dr|Mr|Ms|Mrs|Prof|Professor|Justice|Judge|Sir|Dame)\b")
 _MONTHS_AND_DAYS = frozenset(
@@ -312,7 +312,10 @@ def _spans(text: str, want: Want, question_words: set[str]) -> list[_Span]:
     elif want is Want.DURATION:
         add(_DURATION, 2)
     elif want is Want.PERCENT:
-        add(_PERCENT, 2)
+        # A rate of money ("an hourly rate", "the fee rate") is an amount per unit.
+        money_rate = bool(question_words & _MONEY_RATE_WORDS)
+        add(_PERCENT, 1 if money_rate else 2)
+        add(_MONEY, 2 if money_rate else 1)
     elif want is Want.FIGURE:
         add(_MONEY, 3)
         add(_QUANTITY, 2)
@@ -350,9 +353,27 @@ def _spans(text: str, want: Want, question_words: set[str]) -> list[_Span]:
             strong = len(words) >= 2 or _HONORIFIC.match(name) or (name.isupper() and len(name) > 3)
             if want is Want.NAME and not strong:
                 continue  # one capitalised word ("Week", "Tarrant") is too weak to name a person
+            if all(w.strip(".,").lower() in _TITLE_WORDS for w in words):
+                continue  # "Assistant Attorney General": a title, not whose it is
+            if want is Want.PLACE and any(w.strip(".,").lower() in _INSTRUMENT_WORDS for w in words):
+                continue  # "Arbitration Act of Ontario": a law's name, not a place
             strength = 2 if strong else 1
             out.append(_Span(start, start + len(name), name, strength))
     return out
+
+
+_MONEY_RATE_WORDS = frozenset(terms("hourly daily weekly monthly fee fees price charge charged cost dollar"))
+_TITLE_WORDS = frozenset(
+    "assistant associate deputy chief attorney general solicitor counsel senior junior vice president "
+    "executive officer director manager secretary treasurer chair chairman chairperson member judge "
+    "justice circuit district magistrate clerk principal investigator lead national coordinating "
+    "medical monitor sponsor representative committee board council department office division "
+    "steering court agreement party parties customer supplier company the of and".split()
+)
+_INSTRUMENT_WORDS = frozenset(
+    "act acts rules rule convention code regulation regulations statute treaty law laws agreement "
+    "section article schedule clause".split()
+)
 
 
 def _stem(word: str) -> str:
@@ -611,7 +632,14 @@ class _Reader:
             if self.want in (Want.NAME, Want.PLACE):
                 spans = _proper_first(spans, self.pages[unit.page_index][1])
             if self.want is Want.PLACE:
-                spans = [_Span(x.start, x.end, x.text, x.strength + 2 * _placed(value, x)) for x in spans]
+                # A place follows "in", "at", "of" or "is"; "the laws of", "seated in" say so best.
+                spans = [
+                    _Span(x.start, x.end, _bare_place(x.text), x.strength + 2 * _placed(value, x, question_words))
+                    for x in spans
+                    if _PLACE_AFTER.search(value[max(0, x.start - 50) : x.start])
+                ]
+                if not spans:
+                    continue
             anchors = _term_positions(unit.text, question_words)
             span = max(
                 spans,
@@ -648,15 +676,26 @@ class _Reader:
         return best
 
     def _sentence(self, candidates: list[tuple[float, int, int]]) -> Reading | None:
-        for _, unit in self._units(candidates):
+        units = self._units(candidates)
+        head = _head(_words(self.question), 1) if _words(self.question)[:1] in (["what"], ["which"]) else []
+        if head and units:
+            # "What is the primary endpoint?": a sentence that says what it is comes first,
+            # among those nearly as relevant as the best.
+            said = re.compile(
+                r"\b" + r"\W+".join(re.escape(w) for w in head) + r"\w*\s*(?:\([^)]*\)\s*)?(?:is|are|was|will be|shall be|means|:)\s",
+                re.IGNORECASE,
+            )
+            top = units[0][0]
+            units.sort(key=lambda wu: not (wu[0] >= 0.5 * top and said.search(wu[1].text)))
+        for _, unit in units:
             page = self.pages[unit.page_index][0]
             if unit.value_from:  # a heading that matches: the text after it answers
                 value = self.read[unit.page_index].sentences[unit.sentence + 1]
                 if not answer_like(value):
                     continue
-                return Reading(True, value, (Citation(page, value),))
+                return Reading(True, _bare_item(value), (Citation(page, value),))
             if answer_like(unit.text):
-                return Reading(True, unit.text, (Citation(page, unit.text),))
+                return Reading(True, _bare_item(unit.text), (Citation(page, unit.text),))
         return None
 
     def _list(self, candidates: list[tuple[float, int, int]]) -> Reading | None:
@@ -669,22 +708,38 @@ class _Reader:
                 items: list[str] = []
                 for k in range(i + 1, min(len(sentences), i + 1 + 3 * _LIST_ITEMS)):
                     item = sentences[k]
-                    if is_heading(item) and not _LIST_ITEM.match(item) and items:
+                    if items and _ends_list(item):
                         break
-                    if answer_like(item) or (_LIST_ITEM.match(item) and not unusable(item)):
+                    if unusable(item) or (not items and _INTRODUCES.search(item)):
+                        continue  # "... if any of the following apply:" introduces, is not an item
+                    if not is_heading(item) or _LIST_ITEM.match(item) or items or len(item.split()) <= 4:
                         items.append(item)
                     if len(items) >= _LIST_ITEMS:
                         break
                 if len(items) >= 2:
-                    shown = [_LIST_ITEM.sub("", item, count=1) for item in items]
+                    shown = [_bare_item(item) for item in items]
                     return Reading(True, "; ".join(shown), tuple(Citation(page, item) for item in items))
                 continue
             if not answer_like(anchor):
                 continue
             inline = _INLINE_LIST.search(anchor)
-            answer = inline.group(0) if inline else anchor
+            answer = inline.group(0) if inline else _bare_item(anchor)
             return Reading(True, answer, (Citation(page, anchor),))
         return None
+
+
+_INTRODUCES = re.compile(r"\bfollowing\b|:\s*[•▪●◦*-]?$")
+_BULLETS = " •▪●◦*-–"
+
+
+def _ends_list(item: str) -> bool:
+    """A numbered or capitalised heading, or a new label: the list before it is over."""
+    return bool(_NUMBERED_HEADING.match(item) or (item.isupper() and len(item) > 3) or item.rstrip(_BULLETS).endswith(":"))
+
+
+def _bare_item(item: str) -> str:
+    """An item without its number or bullet, for the answer (the citation keeps them)."""
+    return _LIST_ITEM.sub("", item, count=1).strip(_BULLETS)
 
 
 _INITIAL_END = re.compile(r"(?:^|\s)[A-Z]\.$")
@@ -696,12 +751,15 @@ _INLINE_LIST = re.compile(
 )
 
 
+_PLACE_KINDS = frozenset("State Province Commonwealth County City Canton Republic Kingdom".split())
+
+
 def _proper_first(spans: list[_Span], page: str) -> list[_Span]:
     """Names made of proper nouns rank first: a capitalised word that the page also writes in
     lower case ("Steering Committee", "the committee") is a common noun set as a title."""
     out = []
     for span in spans:
-        words = [w.strip(".,'’") for w in span.text.split() if w[:1].isupper()]
+        words = [w.strip(".,'’") for w in span.text.split() if w[:1].isupper() and w not in _PLACE_KINDS]
         common = sum(1 for w in words if len(w) > 1 and re.search(rf"\b{re.escape(w.lower())}\b", page))
         strength = span.strength + (2 if common == 0 else 1 if common < len(words) else 0)
         out.append(_Span(span.start, span.end, span.text, strength))
@@ -709,18 +767,35 @@ def _proper_first(spans: list[_Span], page: str) -> list[_Span]:
 
 
 _PLACE_BEFORE = re.compile(
-    r"(?:\blaws?|\bcourts?|\blocated|\bseated|\bsituated|\bheld|\bvenue|\bsitting)\s+(?:of|in|at)\s+(?:the\s+)?"
+    r"\b(laws?|courts?|located|seated|seat|situated|held|venue|sitting)\s+(?:\w+\s+){0,2}?(?:of|in|at|is)\s+(?:the\s+)?"
     r"(?:(?:State|Commonwealth|Province|Republic|Kingdom|County|City|Canton)\s+of\s+(?:the\s+)?)?$",
     re.IGNORECASE,
 )
+_PLACE_AFTER = re.compile(
+    r"\b(?:in|at|of|is|be|near|within)\s+(?:the\s+)?"
+    r"(?:(?:State|Commonwealth|Province|Republic|Kingdom|County|City|Canton)\s+of\s+(?:the\s+)?)?$",
+    re.IGNORECASE,
+)
+_PLACE_PREFIX = re.compile(r"^(?:the\s+)?(?:State|Commonwealth|Province|County|City|Canton)\s+of\s+(?:the\s+)?", re.IGNORECASE)
+
+
+def _bare_place(text: str) -> str:
+    """"State of New York" said as "New York" (a republic or a kingdom keeps its name)."""
+    return _PLACE_PREFIX.sub("", text) or text
+
+
 _PLACE_WORD = re.compile(r"^(?:State|Commonwealth|Province|Republic|Kingdom|County|City|Canton|Emirate)\b")
 
 
-def _placed(text: str, span: _Span) -> bool:
-    """Whether the words before a name make it a place ("the laws of ...", "seated in ...")."""
-    return bool(
-        _PLACE_BEFORE.search(text[max(0, span.start - 50) : span.start]) or _PLACE_WORD.match(span.text)
-    )
+def _placed(text: str, span: _Span, question_words: set[str]) -> int:
+    """How surely the words before a name make it the place asked for: 2 when they are the
+    question's own ("the laws of ..." for a governing law, "seated in ..." for a seat), 1 for
+    another place phrase ("courts located in ...", "State of ..."), else 0."""
+    before = _PLACE_BEFORE.search(text[max(0, span.start - 50) : span.start])
+    if before:
+        word = before.group(1).lower()
+        return 2 if {_stem(word), _stem(word.rstrip("s"))} & question_words else 1
+    return 1 if _PLACE_WORD.match(span.text) else 0
 
 
 _ORDINAL_DATE = re.compile(rf"^(\d{{1,2}})(?:st|nd|rd|th)?\s+day\s+of\s+({_MONTH}),?\s+(\d{{4}})$")
