@@ -223,9 +223,20 @@ _MONTH = (
     r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
     r"Jan\.?|Feb\.?|Mar\.?|Apr\.?|Jun\.?|Jul\.?|Aug\.?|Sept?\.?|Oct\.?|Nov\.?|Dec\.?)"
 )
+_ORDINALS = (
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+    "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
+).split()
+_ORDINAL_WORD = (
+    r"(?:(?:twenty|thirty)[- ](?:"
+    + "|".join(_ORDINALS[:9])
+    + r")|twentieth|thirtieth|"
+    + "|".join(_ORDINALS)
+    + ")"
+)
 _DATE = re.compile(
     rf"\b(?:{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
-    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:day\s+of\s+)?{_MONTH},?\s+\d{{4}}"
+    rf"|(?:\d{{1,2}}(?:st|nd|rd|th)?|(?i:{_ORDINAL_WORD}))\s+(?:day\s+of\s+)?{_MONTH},?\s+\d{{4}}"
     rf"|{_MONTH},?\s+\d{{4}}"
     r"|\d{4}-\d{2}-\d{2}"
     r"|\d{1,2}/\d{1,2}/\d{2,4}"
@@ -436,7 +447,7 @@ _BOILERPLATE = re.compile(
     r"\bI have reviewed this\b|\bpursuant to (?:section|rule) (?:302|906|13a-14|15d-14)|\bSarbanes-Oxley\b|"
     r"\bBased on my knowledge\b|\bcertif(?:y|ies) that\b|\bIN WITNESS WHEREOF\b|\bduly (?:authori[sz]ed|caused)\b|"
     r"\bthe undersigned\b|^\s*/s/|^\s*By:\s*$|^\s*(?:Signature|Name|Title|Date|Print|Signed)\s*:?\s*$|"
-    r"\bPage \d+ of \d+\b|\bAll rights reserved\b|\bForward-looking statements?\b",
+    r"\bPage \d+ of \d+\b|\bAll rights reserved\b|\bForward-looking statements?\b|\bIndicate by check mark\b|[☐☒]",
     re.IGNORECASE,
 )
 _NUMBERED_HEADING = re.compile(
@@ -634,7 +645,12 @@ class _Reader:
             if self.want is Want.PLACE:
                 # A place follows "in", "at", "of" or "is"; "the laws of", "seated in" say so best.
                 spans = [
-                    _Span(x.start, x.end, _bare_place(x.text), x.strength + 2 * _placed(value, x, question_words))
+                    _Span(
+                        x.start,
+                        x.end,
+                        _bare_place(x.text),
+                        x.strength + 2 * _placed(value, x, question_words),
+                    )
                     for x in spans
                     if _PLACE_AFTER.search(value[max(0, x.start - 50) : x.start])
                 ]
@@ -682,7 +698,9 @@ class _Reader:
             # "What is the primary endpoint?": a sentence that says what it is comes first,
             # among those nearly as relevant as the best.
             said = re.compile(
-                r"\b" + r"\W+".join(re.escape(w) for w in head) + r"\w*\s*(?:\([^)]*\)\s*)?(?:is|are|was|will be|shall be|means|:)\s",
+                r"\b"
+                + r"\W+".join(re.escape(w) for w in head)
+                + r"\w*\s*(?:\([^)]*\)\s*)?(?:is|are|was|will be|shall be|means|:)\s",
                 re.IGNORECASE,
             )
             top = units[0][0]
@@ -705,6 +723,7 @@ class _Reader:
             anchor = sentences[i]
             page = self.pages[j][0]
             if is_heading(anchor) or anchor.rstrip(" •-*").endswith(":"):
+                bulleted = anchor.rstrip().endswith(tuple(_BULLETS.strip()))
                 items: list[str] = []
                 for k in range(i + 1, min(len(sentences), i + 1 + 3 * _LIST_ITEMS)):
                     item = sentences[k]
@@ -715,6 +734,9 @@ class _Reader:
                     if not is_heading(item) or _LIST_ITEM.match(item) or items or len(item.split()) <= 4:
                         items.append(item)
                     if len(items) >= _LIST_ITEMS:
+                        break
+                    # Bullets set on lines of their own end each item but the last ("Death •").
+                    if bulleted and not item.rstrip().endswith(tuple(_BULLETS.strip())):
                         break
                 if len(items) >= 2:
                     shown = [_bare_item(item) for item in items]
@@ -734,7 +756,11 @@ _BULLETS = " •▪●◦*-–"
 
 def _ends_list(item: str) -> bool:
     """A numbered or capitalised heading, or a new label: the list before it is over."""
-    return bool(_NUMBERED_HEADING.match(item) or (item.isupper() and len(item) > 3) or item.rstrip(_BULLETS).endswith(":"))
+    return bool(
+        _NUMBERED_HEADING.match(item)
+        or (item.isupper() and len(item) > 3)
+        or item.rstrip(_BULLETS).endswith(":")
+    )
 
 
 def _bare_item(item: str) -> str:
@@ -776,11 +802,13 @@ _PLACE_AFTER = re.compile(
     r"(?:(?:State|Commonwealth|Province|Republic|Kingdom|County|City|Canton)\s+of\s+(?:the\s+)?)?$",
     re.IGNORECASE,
 )
-_PLACE_PREFIX = re.compile(r"^(?:the\s+)?(?:State|Commonwealth|Province|County|City|Canton)\s+of\s+(?:the\s+)?", re.IGNORECASE)
+_PLACE_PREFIX = re.compile(
+    r"^(?:the\s+)?(?:State|Commonwealth|Province|County|City|Canton)\s+of\s+(?:the\s+)?", re.IGNORECASE
+)
 
 
 def _bare_place(text: str) -> str:
-    """"State of New York" said as "New York" (a republic or a kingdom keeps its name)."""
+    """ "State of New York" said as "New York" (a republic or a kingdom keeps its name)."""
     return _PLACE_PREFIX.sub("", text) or text
 
 
@@ -798,13 +826,25 @@ def _placed(text: str, span: _Span, question_words: set[str]) -> int:
     return 1 if _PLACE_WORD.match(span.text) else 0
 
 
-_ORDINAL_DATE = re.compile(rf"^(\d{{1,2}})(?:st|nd|rd|th)?\s+day\s+of\s+({_MONTH}),?\s+(\d{{4}})$")
+_ORDINAL_DATE = re.compile(
+    rf"^(\d{{1,2}}|{_ORDINAL_WORD})(?:st|nd|rd|th)?\s+day\s+of\s+({_MONTH}),?\s+(\d{{4}})$", re.IGNORECASE
+)
 
 
 def _plain_date(text: str) -> str:
-    """ "the 1st day of November, 2002" read as "November 1, 2002"; other spans as written."""
+    """ "the 1st (first) day of November, 2002" read as "November 1, 2002"; other spans as written."""
     m = _ORDINAL_DATE.match(text)
-    return f"{m.group(2)} {int(m.group(1))}, {m.group(3)}" if m else text
+    if not m:
+        return text
+    day = m.group(1).lower().replace(" ", "-")
+    if not day.isdigit():
+        tens, _, unit = day.rpartition("-")
+        day = (
+            str((20 if tens == "twenty" else 30 if tens == "thirty" else 0) + _ORDINALS.index(unit) + 1)
+            if unit in _ORDINALS
+            else {"twentieth": "20", "thirtieth": "30"}[unit]
+        )
+    return f"{m.group(2)} {int(day)}, {m.group(3)}"
 
 
 def _is_cell(sentence: str) -> bool:
