@@ -522,6 +522,7 @@ class _Reader:
         self.asked = set(asked)
         content = [t for t in asked if t not in _CUE_WORDS] or asked
         self.weights = {t: self.page_index.idf(t) for t in content}
+        self.bound = next((said for asked_for, said in _BOUNDS if asked_for.search(question)), None)
         self.total = sum(self.weights.values())
 
     def cover(self, words: set[str]) -> float:
@@ -656,6 +657,16 @@ class _Reader:
                 ]
                 if not spans:
                     continue
+            if self.bound is not None:  # "at most" wants the span that says "up to a maximum of"
+                spans = [
+                    _Span(
+                        x.start,
+                        x.end,
+                        x.text,
+                        x.strength + (self.bound.search(value[max(0, x.start - 30) : x.end]) is not None),
+                    )
+                    for x in spans
+                ]
             anchors = _term_positions(unit.text, question_words)
             span = max(
                 spans,
@@ -777,6 +788,27 @@ _INLINE_LIST = re.compile(
 )
 
 
+# A question that asks for a bound, and how a passage states one.
+_BOUNDS = (
+    (
+        re.compile(
+            r"\b(?:at most|maximum|no more than|not more than|up to|longest|at the latest)\b", re.IGNORECASE
+        ),
+        re.compile(
+            r"\b(?:up to|maximum|at most|not (?:more|later) than|no (?:more|later) than|not exceed|cap)",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        re.compile(
+            r"\b(?:at least|minimum|no less than|not less than|shortest|at the earliest)\b", re.IGNORECASE
+        ),
+        re.compile(
+            r"\b(?:at least|minimum|not less than|no less than|no earlier than|not earlier than)",
+            re.IGNORECASE,
+        ),
+    ),
+)
 _PLACE_KINDS = frozenset("State Province Commonwealth County City Canton Republic Kingdom".split())
 
 
