@@ -447,7 +447,7 @@ _BOILERPLATE = re.compile(
     r"\bI have reviewed this\b|\bpursuant to (?:section|rule) (?:302|906|13a-14|15d-14)|\bSarbanes-Oxley\b|"
     r"\bBased on my knowledge\b|\bcertif(?:y|ies) that\b|\bIN WITNESS WHEREOF\b|\bduly (?:authori[sz]ed|caused)\b|"
     r"\bthe undersigned\b|^\s*/s/|^\s*By:\s*$|^\s*(?:Signature|Name|Title|Date|Print|Signed)\s*:?\s*$|"
-    r"\bPage \d+ of \d+\b|\bAll rights reserved\b|\bForward-looking statements?\b|\bIndicate by check mark\b|[☐☒]",
+    r"\bPage \d+ of \d+\b|\bAll rights reserved\b|\bForward-looking statements?\b|\bIndicate by check mark\b",
     re.IGNORECASE,
 )
 _NUMBERED_HEADING = re.compile(
@@ -493,6 +493,7 @@ _CUE_WORDS = frozenset(
         "rate ratio name list identify value size often soon period duration level"
     )
 )
+_FIGURES = frozenset({Want.FIGURE, Want.PERCENT, Want.COUNT, Want.DURATION, Want.CODE, Want.RATIO})
 _CANDIDATES = 60  # sentences looked at, best first
 # Share of the question's weighted words a passage must carry: a typed answer is checked by
 # its kind as well, so it may rest on a paraphrase; a sentence answer has nothing else.
@@ -522,6 +523,13 @@ class _Reader:
         self.asked = set(asked)
         content = [t for t in asked if t not in _CUE_WORDS] or asked
         self.weights = {t: self.page_index.idf(t) for t in content}
+        # What a "what/which X" question is about: a figure, a rate or a count of X that the
+        # document never names is not in it ("What was the dividend per share?" is not
+        # answered by the earnings per share).
+        words = _words(question)
+        wh = next((k for k, w in enumerate(words[:4]) if w in ("what", "which")), None)
+        head = set(terms(" ".join(_head(words, wh + 1)))) - _CUE_WORDS if wh is not None else set()
+        self.head = head if self.want in _FIGURES else set()
         self.bound = next((said for asked_for, said in _BOUNDS if asked_for.search(question)), None)
         self.total = sum(self.weights.values())
 
@@ -596,6 +604,8 @@ class _Reader:
 
     def answer(self) -> Reading:
         if not self.pages or not self.asked or not any(page.sentences for page in self.read):
+            return self.not_found()
+        if self.head and not any(self.head & page.counts.keys() for page in self.read):
             return self.not_found()
         candidates = self.ranked()
         if self.want is Want.LIST:
