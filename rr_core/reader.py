@@ -686,7 +686,11 @@ class _Reader:
                     -s.start,
                 ),
             )
-            score = weight * (0.5 + self.cover(self._words(unit))) * (1.0 + 0.15 * span.strength)
+            # A passage that carries more of the question counts more than one that repeats a
+            # few of its words (a table row under its section's label: "Diluted" under
+            # "Earnings per share").
+            cover = self.cover(self._words(unit))
+            score = weight * (0.25 + cover) ** 3 * (1.0 + 0.15 * span.strength)
             if best is None or score > best[0]:
                 best = (score, span, unit)
         if best is None:

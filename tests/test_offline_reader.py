@@ -108,6 +108,20 @@ def test_a_certification_is_never_the_answer_to_a_figure_question() -> None:
     assert check_quote(reply["quote"], statement).status == VERIFIED
 
 
+def test_a_table_row_is_read_under_its_section_label() -> None:
+    statement = (
+        "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS\nThree Months Ended\nOperating income\n22,998\n22,946\n"
+        "Earnings per share:\nBasic\n$\n1.27\n$\n1.20\nDiluted\n$\n1.26\n$\n1.20\n"
+    )
+    notes = (
+        "Earnings per share are computed on the weighted-average shares outstanding; see Note 3 on earnings."
+    )
+    reply = reply_to("What was diluted earnings per share?", [notes, statement])
+    assert reply["answer"] == "$ 1.26" and reply["page"] == "2" and reply["quote"] == "Diluted $ 1.26 $ 1.20"
+    # A figure of something the document never names is not in it.
+    assert reply_to("What was the dividend per share?", [notes, statement])["found"] is False
+
+
 def test_a_label_points_at_its_value() -> None:
     page = "Study Sponsor\nElpida Therapeutics SPC\nLead Principal Investigator\nSusan T. Iannaccone, MD\nProfessor"
     reply = reply_to("Who is the lead principal investigator?", [page])
@@ -188,8 +202,8 @@ def test_a_list_question_cites_each_item() -> None:
 # Measured on this engine (the engine before issue 15, in brackets): right / not found / wrong.
 # Bundled samples, 9 questions written for the set: 7 / 0 / 2 (3 / 0 / 6).
 # ../shared documents, 32 questions: 29 / 1 / 2 (17 / 0 / 15).
-# The samples' own 33 questions: 22 / 3 / 8 (15 / 0 / 18).
-FLOORS = {"bundled": (7, 2), "shared": (29, 2), "samples": (22, 8)}  # (right at least, wrong at most)
+# The samples' own 33 questions: 24 / 3 / 6 (15 / 0 / 18).
+FLOORS = {"bundled": (7, 2), "shared": (29, 2), "samples": (24, 6)}  # (right at least, wrong at most)
 
 
 def _check(scored: list, floor: tuple[int, int]) -> None:  # type: ignore[type-arg]
