@@ -11,9 +11,10 @@ then the reader keeps only what can honestly stand as an answer:
 - headings, table-of-contents lines, signature and certification boilerplate and template
   blanks ("[to be completed]") are never an answer; a heading or a label ("Lead Principal
   Investigator", a table row's first cell) points at the text after it instead;
-- a passage counts only when it carries at least half of the question's weighted words, and
-  a typed question is answered only by a span of its type: otherwise the answer is "not
-  found", with the pages most worth reading, best first.
+- a passage counts only when it carries enough of the question's weighted words (a quarter
+  for a typed answer, which its kind checks as well; 40% for a sentence), and a typed question
+  is answered only by a span of its type: otherwise the answer is "not found", with the pages
+  most worth reading, best first.
 
 The answer is the short span; each citation quotes the sentence, table row or list item it
 stands in, as the page says it (white space aside).
@@ -306,7 +307,7 @@ class _Span:
     strength: int  # higher: a more specific match of the kind wanted
 
 
-def _spans(text: str, want: Want, question_words: set[str]) -> list[_Span]:
+def _spans(text: str, want: Want, question_words: set[str], *, year_will_do: bool = True) -> list[_Span]:
     out: list[_Span] = []
 
     def add(pattern: re.Pattern[str], strength: int) -> None:
@@ -318,7 +319,7 @@ def _spans(text: str, want: Want, question_words: set[str]) -> list[_Span]:
 
     if want is Want.DATE:
         add(_DATE, 2)
-        if not out or re.search(r"\byear\b", " ".join(question_words)):
+        if year_will_do:  # "when ...", "in what year": a year alone may answer; "on what date" it does not
             add(_YEAR, 1)
     elif want is Want.DURATION:
         add(_DURATION, 2)
@@ -368,6 +369,8 @@ def _spans(text: str, want: Want, question_words: set[str]) -> list[_Span]:
                 continue  # "Assistant Attorney General": a title, not whose it is
             if want is Want.PLACE and any(w.strip(".,").lower() in _INSTRUMENT_WORDS for w in words):
                 continue  # "Arbitration Act of Ontario": a law's name, not a place
+            if want is Want.PLACE and len(words) == 1 and text[max(0, start - 4) : start].lower() == "the ":
+                continue  # "the Territory": a defined term, not a place's name
             strength = 2 if strong else 1
             out.append(_Span(start, start + len(name), name, strength))
     return out
@@ -440,12 +443,12 @@ def _trim_name(name: str, question_words: set[str]) -> str:
 _TOC = re.compile(r"(?:\.\s*){4,}|(?:…\s*){2,}|_{4,}\s*\d+\s*$")
 _BLANK = re.compile(
     r"\[\s*(?:to be (?:completed|determined|agreed|confirmed|inserted|provided)|insert\b[^\]]*|tbd|tbc|"
-    r"[●•*_x.\s-]*|date|name|amount|[a-z ]*\bhere)\s*\]|_{3,}|\bTBD\b|\bTBC\b|\[●\]|\[•\]",
+    r"[●•_x.\s-]*|date|name|amount|[a-z ]*\bhere)\s*\]|_{3,}|\bTBD\b|\bTBC\b",
     re.IGNORECASE,
 )
 _BOILERPLATE = re.compile(
     r"\bI have reviewed this\b|\bpursuant to (?:section|rule) (?:302|906|13a-14|15d-14)|\bSarbanes-Oxley\b|"
-    r"\bBased on my knowledge\b|\bcertif(?:y|ies) that\b|\bIN WITNESS WHEREOF\b|\bduly (?:authori[sz]ed|caused)\b|"
+    r"\bBased on my knowledge\b|\bI(?:,[^,]{1,60},)? (?:hereby )?certify\b|\bIN WITNESS WHEREOF\b|\bhas duly caused\b|"
     r"\bthe undersigned\b|^\s*/s/|^\s*By:\s*$|^\s*(?:Signature|Name|Title|Date|Print|Signed)\s*:?\s*$|"
     r"\bPage \d+ of \d+\b|\bAll rights reserved\b|\bForward-looking statements?\b|\bIndicate by check mark\b",
     re.IGNORECASE,
@@ -519,7 +522,8 @@ class _Reader:
         self.read: list[PageTerms] = page_terms([text for _, text in pages])
         self.want = answer_type(question)
         self.page_index = BM25.from_counts(page.counts for page in self.read)
-        asked = list(dict.fromkeys(terms(question)))
+        # A lone letter ("Apple's" gives "apple" and "s") says nothing about what is asked.
+        asked = [t for t in dict.fromkeys(terms(question)) if len(t) > 1 or t.isdigit()]
         self.asked = set(asked)
         content = [t for t in asked if t not in _CUE_WORDS] or asked
         self.weights = {t: self.page_index.idf(t) for t in content}
@@ -530,6 +534,7 @@ class _Reader:
         wh = next((k for k, w in enumerate(words[:4]) if w in ("what", "which")), None)
         head = set(terms(" ".join(_head(words, wh + 1)))) - _CUE_WORDS if wh is not None else set()
         self.head = head if self.want in _FIGURES else set()
+        self.year_will_do = bool(re.search(r"\b(?:when|year)\b", question, re.IGNORECASE))
         self.bound = next((said for asked_for, said in _BOUNDS if asked_for.search(question)), None)
         self.total = sum(self.weights.values())
 
@@ -583,7 +588,7 @@ class _Reader:
         marks between them that are not sentences (a "$" cell, a bullet)."""
         sentences = self.read[unit.page_index].sentences
         if unit.last == unit.sentence:
-            return sentences[unit.sentence]
+            return unit.text  # the sentence, or the row of a table written in it
         flat = " ".join(self.pages[unit.page_index][1].split())
         first, final = sentences[unit.sentence], sentences[unit.last]
         start = flat.find(first)
@@ -639,8 +644,9 @@ class _Reader:
     def _span(self, candidates: list[tuple[float, int, int]]) -> Reading | None:
         question_words = self.asked
         best: tuple[float, _Span, _Unit] | None = None
+        first_weight = 0.0  # of the best-ranked passage holding a span of the kind asked
         for weight, unit in self._units(candidates):
-            if best is not None and weight < best[0] * 0.3:
+            if weight < first_weight * 0.3:
                 break
             value = unit.text[unit.value_from :]
             if unusable(value) and not unit.value_from:
@@ -648,7 +654,11 @@ class _Reader:
             if not unit.value_from and _ROW_BREAK.search(value):
                 value = self._best_row(value)
                 unit = _Unit(unit.page_index, unit.sentence, unit.last, value, 0)
-            spans = [s for s in _spans(value, self.want, question_words) if not _BLANK.search(s.text)]
+            spans = [
+                s
+                for s in _spans(value, self.want, question_words, year_will_do=self.year_will_do)
+                if not _BLANK.search(s.text)
+            ]
             if not spans:
                 continue
             if self.want in (Want.NAME, Want.PLACE):
@@ -691,6 +701,7 @@ class _Reader:
             # "Earnings per share").
             cover = self.cover(self._words(unit))
             score = weight * (0.25 + cover) ** 3 * (1.0 + 0.15 * span.strength)
+            first_weight = first_weight or weight
             if best is None or score > best[0]:
                 best = (score, span, unit)
         if best is None:
