@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import re
+from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -309,8 +310,14 @@ class _Span:
 
 def _spans(text: str, want: Want, question_words: set[str], *, year_will_do: bool = True) -> list[_Span]:
     out: list[_Span] = []
+    if want not in (Want.NAME, Want.PLACE) and not _NUMBERISH.search(text):
+        return out  # no digit and no number word: no figure, date, duration or code (and no regex to run)
 
     def add(pattern: re.Pattern[str], strength: int) -> None:
+        if (pattern is _PERCENT and not _PERCENTISH.search(text)) or (
+            pattern is _MONEY and not _MONEYISH.search(text)
+        ):
+            return
         for m in pattern.finditer(text):
             value = m.group(0).strip(" ,;:")
             if value and any(ch.isalnum() for ch in value):
@@ -376,6 +383,10 @@ def _spans(text: str, want: Want, question_words: set[str], *, year_will_do: boo
     return out
 
 
+# Cheap tests that say when the costly patterns may match at all.
+_NUMBERISH = re.compile(rf"\d|\b{_NUMBER_WORD}|{_ORDINAL_WORD}", re.IGNORECASE)
+_PERCENTISH = re.compile(r"%|percent|per cent", re.IGNORECASE)
+_MONEYISH = re.compile(rf"[$€£¥]|{_CURRENCY}|dollar|euro|pound|franc|\byen\b", re.IGNORECASE)
 _MONEY_RATE_WORDS = frozenset(terms("hourly daily weekly monthly fee fees price charge charged cost dollar"))
 _TITLE_WORDS = frozenset(
     "assistant associate deputy chief attorney general solicitor counsel senior junior vice president "
@@ -459,11 +470,13 @@ _NUMBERED_HEADING = re.compile(
 )
 
 
+@lru_cache(maxsize=32_768)
 def unusable(piece: str) -> bool:
     """A table-of-contents line, boilerplate or a template blank: never an answer, never a quote."""
     return bool(_TOC.search(piece) or _BLANK.search(piece) or _BOILERPLATE.search(piece))
 
 
+@lru_cache(maxsize=32_768)
 def is_heading(piece: str) -> bool:
     """A heading or a label: short, no sentence's end, and set as a title (capitals, a number,
     a colon at the end)."""
