@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import heapq
 import re
-from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 from rr_core.retrieval import BM25, PageTerms, page_terms, sentence_scores, terms
 

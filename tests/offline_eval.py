@@ -90,7 +90,8 @@ def sample_questions() -> list[EvalQuestion]:
 
 
 @lru_cache(maxsize=16)
-def _document(source: str, counter: TokenCounter) -> Document:
+def document_of(source: str, counter: TokenCounter) -> Document:
+    """The document a question is asked of: a sample, or a file in ../shared/data/documents."""
     if source.startswith("sample:"):
         sample = get_sample(source.split(":", 1)[1])
         return document_from_texts(sample.title, list(sample.pages), counter=counter)
@@ -100,7 +101,7 @@ def _document(source: str, counter: TokenCounter) -> Document:
 
 def ask(engine: LLMClient, item: EvalQuestion, counter: TokenCounter) -> dict[str, Any]:
     """The engine's reply to the baseline answer call (the whole document in one prompt)."""
-    document = _document(item.source, counter)
+    document = document_of(item.source, counter)
     plan = plan_method(document, item.question, RunSettings(method="baseline"), counter)
     (call,) = plan.calls
     request = LLMRequest(prompt=call.render(), schema=call.schema, model="offline", layout=call.layout)

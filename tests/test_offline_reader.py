@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import word_counter
-from offline_eval import EvalQuestion, counts, evaluate, load_set, sample_questions
+from offline_eval import EvalQuestion, counts, document_of, evaluate, load_set, sample_questions
 
 from rr_core.llm import LLMRequest, OfflineEngine
 from rr_core.outputs import AnswerOut
@@ -209,11 +209,19 @@ FLOORS = {"bundled": (7, 2), "shared": (29, 2), "samples": (24, 6)}  # (right at
 def _check(scored: list, floor: tuple[int, int]) -> None:  # type: ignore[type-arg]
     tally = counts(scored)
     assert tally["right"] >= floor[0] and tally["wrong"] <= floor[1], tally
+    counter = counter_for_model("offline")
     for s in scored:  # never a heading, boilerplate or template blank, as answer or as quote
         if s.reply["found"]:
             answer, quotes = s.reply["answer"], [c["quote"] for c in s.reply["citations"]]
             assert not unusable(answer) and all(not unusable(q) for q in quotes), s.item.question
             assert not (answer in quotes and is_heading(answer)), (s.item.question, answer)
+            # Each citation stands on its page, word for word.
+            pages = document_of(s.item.source, counter).pages
+            for c in s.reply["citations"]:
+                assert check_quote(c["quote"], pages[int(c["page"]) - 1].text).status == VERIFIED, c
+        else:
+            assert s.reply["citations"] == [] and s.reply["page"] == "n/a"
+            assert s.reply["answer"].startswith("Not found by the offline engine; pages to read: ")
 
 
 def _bundled() -> list[EvalQuestion]:
@@ -242,4 +250,10 @@ def test_the_shared_documents_part_of_the_evaluation_set(shared_documents: Path)
     counter = counter_for_model("offline")
     items = [i for i in load_set() if not i.on_sample]
     assert all((shared_documents / i.source).is_file() for i in items)
-    _check(evaluate(OfflineEngine(counter), items, counter), FLOORS["shared"])
+    scored = evaluate(OfflineEngine(counter), items, counter)
+    _check(scored, FLOORS["shared"])
+    # A list question on a real protocol: each criterion its own citation.
+    (criteria,) = [
+        s for s in scored if s.item.question == "What are the exclusion criteria?" and not s.item.on_sample
+    ]
+    assert criteria.verdict == "right" and len(criteria.reply["citations"]) >= 3
