@@ -473,7 +473,17 @@ _NUMBERED_HEADING = re.compile(
 @lru_cache(maxsize=32_768)
 def unusable(piece: str) -> bool:
     """A table-of-contents line, boilerplate or a template blank: never an answer, never a quote."""
-    return bool(_TOC.search(piece) or _BLANK.search(piece) or _BOILERPLATE.search(piece))
+    return bool(_TOC.search(piece) or _BLANK.search(piece) or _BOILERPLATE.search(piece) or _toc_entry(piece))
+
+
+_TOC_ENTRY = re.compile(r"^([A-Z][^.!?:;]*[A-Za-z)])\s+(\d{1,3})$")
+
+
+def _toc_entry(piece: str) -> bool:
+    """A title and a page number ("Financial Statements 1", "Risk Factors 18"): a contents
+    line even without dot leaders. (A table row has figures: "Products 60,584 63,355".)"""
+    entry = _TOC_ENTRY.match(piece)
+    return bool(entry) and len(entry.group(1).split()) >= 2 and is_heading(entry.group(1))
 
 
 @lru_cache(maxsize=32_768)

@@ -70,6 +70,7 @@ def test_headings_toc_lines_boilerplate_and_blanks_are_never_answers() -> None:
         "Governing Law / Jurisdiction: [to be completed]",
         "Protocol Number: TBD",
         "SIGNATURE PAGE/STATEMENT OF COMPLIANCE ..........................2",
+        "Quantitative and Qualitative Disclosures About Market Risk 18",
         "1. I have reviewed this quarterly report on Form 10-Q of Apple Inc.;",
         "By: ______________________",
     ):
