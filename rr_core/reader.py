@@ -483,7 +483,7 @@ def _toc_entry(piece: str) -> bool:
     """A title and a page number ("Financial Statements 1", "Risk Factors 18"): a contents
     line even without dot leaders. (A table row has figures: "Products 60,584 63,355".)"""
     entry = _TOC_ENTRY.match(piece)
-    return bool(entry) and len(entry.group(1).split()) >= 2 and is_heading(entry.group(1))
+    return entry is not None and len(entry.group(1).split()) >= 2 and is_heading(entry.group(1))
 
 
 @lru_cache(maxsize=32_768)
