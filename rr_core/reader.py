@@ -213,7 +213,9 @@ _NUMBER_WORD = (
     r"hundred|thousand|a hundred|a thousand)"
 )
 _WORDS_NUMBER = rf"{_NUMBER_WORD}(?:[- ](?:and )?{_NUMBER_WORD}){{0,3}}"
-_DIGITS = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+# Atomic: a number is read whole, once. (Backtracking into "123,456,789" to split it at its
+# commas made a line of comma-grouped figures take seconds.)
+_DIGITS = r"(?>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
 _NUM = rf"(?:{_DIGITS}|\b{_WORDS_NUMBER}\b)(?:\s*\(\s*{_DIGITS}\s*\))?"
 _RANGE = rf"{_NUM}(?:\s*(?:to|-|–|—|and|or)\s*{_NUM})?"
 _QUALIFIER = (

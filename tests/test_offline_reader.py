@@ -5,6 +5,7 @@ pages to read, several citations for a list; and its evaluation set, scored."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,18 @@ def test_the_answer_is_the_span_of_the_kind_asked(question: str, sentence: str, 
     filler = "The weather was mild all week and the river ran high."
     reply = reply_to(question, [filler, f"{filler} {sentence} {filler}"])
     assert reply["answer"] == span and reply["page"] == "2" and reply["quote"] == sentence
+
+
+def test_a_long_run_of_comma_grouped_figures_is_read_at_once() -> None:
+    """Figures split at their commas every possible way took minutes for a line of 25 groups."""
+    line = "The share counts were " + ",".join(["123"] * 40) + " and the rate was 5 percent."
+    done: list[object] = []
+    worker = threading.Thread(
+        target=lambda: done.append(read_answer("What was the rate?", [(1, line)])), daemon=True
+    )
+    worker.start()
+    worker.join(timeout=120)  # generous: only a runaway match comes near it
+    assert done and getattr(done[0], "answer", "") == "5 percent"
 
 
 def test_no_answer_of_the_kind_asked_is_not_found_with_pages_to_read_best_first() -> None:
