@@ -11,7 +11,8 @@ engine as the baseline method's answer call over the whole document, and its rep
   ``found``) to a question the document answers;
 - wrong: any other answer, including one given to a question the document does not answer.
 
-Also a measuring tool: ``python tests/offline_eval.py`` prints the counts and each miss.
+Also a measuring tool: ``python tests/offline_eval.py`` prints the counts and each miss
+(``--before``: for the engine before issue 15, as ``tests/offline_reference.py`` keeps it).
 """
 
 from __future__ import annotations
@@ -144,10 +145,17 @@ def counts(scored: list[Scored]) -> dict[str, int]:
 
 
 def main() -> None:
+    """``python tests/offline_eval.py [-v] [--before]``: the counts, each miss (every question
+    with -v); --before scores the engine as it was before issue 15 (``offline_reference``)."""
     from rr_core.llm import OfflineEngine
 
     counter = counter_for_model("offline")
-    engine = OfflineEngine(counter)
+    engine: LLMClient = OfflineEngine(counter)
+    if "--before" in sys.argv:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from offline_reference import ReferenceEngine
+
+        engine = ReferenceEngine(counter)
     items = load_set()
     if not SHARED_DOCUMENTS.is_dir():
         items = [i for i in items if i.on_sample]
