@@ -466,6 +466,11 @@ _BOILERPLATE = re.compile(
     r"\bPage \d+ of \d+\b|\bAll rights reserved\b|\bForward-looking statements?\b|\bIndicate by check mark\b",
     re.IGNORECASE,
 )
+# Words one of which every boilerplate pattern holds (the short-line ones are tried on short pieces).
+_BOILERPLATE_KEYS = (
+    "reviewed", "pursuant to", "sarbanes", "my knowledge", "certify", "witness whereof", "duly caused",
+    "undersigned", "/s/", "page ", "rights reserved", "forward-looking", "check mark",
+)  # fmt: skip
 _NUMBERED_HEADING = re.compile(
     r"^(?:(?:ARTICLE|SECTION|SCHEDULE|APPENDIX|EXHIBIT|ANNEX|PART|CHAPTER|ITEM)\b|[A-Z]?\d+(?:\.\d+)*\.?\s+[A-Z])",
     re.IGNORECASE,
@@ -475,7 +480,15 @@ _NUMBERED_HEADING = re.compile(
 @lru_cache(maxsize=32_768)
 def unusable(piece: str) -> bool:
     """A table-of-contents line, boilerplate or a template blank: never an answer, never a quote."""
-    return bool(_TOC.search(piece) or _BLANK.search(piece) or _BOILERPLATE.search(piece) or _toc_entry(piece))
+    # Cheap tests first: most sentences hold none of what the patterns look for.
+    if (".." in piece or ". ." in piece or "…" in piece or "____" in piece) and _TOC.search(piece):
+        return True
+    if ("[" in piece or "___" in piece or "TB" in piece) and _BLANK.search(piece):
+        return True
+    lowered = piece.lower()
+    if (len(piece) <= 16 or any(key in lowered for key in _BOILERPLATE_KEYS)) and _BOILERPLATE.search(piece):
+        return True
+    return piece[-1:].isdigit() and _toc_entry(piece)
 
 
 _TOC_ENTRY = re.compile(r"^([A-Z][^.!?:;]*[A-Za-z)])\s+(\d{1,3})$")
@@ -547,6 +560,7 @@ class _Reader:
         self.read: list[PageTerms] = page_terms([text for _, text in pages])
         self.want = answer_type(question)
         self.page_index = BM25.from_counts(page.counts for page in self.read)
+        self.page_scores = self.page_index.scores(question)  # also works out each term's idf
         # A lone letter ("Apple's" gives "apple" and "s") says nothing about what is asked.
         asked = [t for t in dict.fromkeys(terms(question)) if len(t) > 1 or t.isdigit()]
         self.asked = set(asked)
@@ -572,7 +586,7 @@ class _Reader:
         """(weight, page index, sentence index) of the best sentences, best first; equal
         weights in document order."""
         scores = sentence_scores(self.read, self.question, b=0.3)
-        page_scores = self.page_index.scores(self.question)
+        page_scores = self.page_scores
 
         def weighted() -> list[tuple[float, int, int]]:
             out: list[tuple[float, int, int]] = []
