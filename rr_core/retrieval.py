@@ -156,7 +156,8 @@ class BM25:
 
     def idf(self, term: str) -> float:
         """The term's inverse document frequency in this collection."""
-        return self._idf_of(term, self._frequencies(term))
+        known = self._idf.get(term)
+        return known if known is not None else self._idf_of(term, self._frequencies(term))
 
     def scores(self, query: str) -> list[float]:
         """The BM25 score of every text for the query."""

@@ -660,7 +660,7 @@ def test_a_page_with_a_link_in_an_uploaded_document_is_shown_as_text() -> None:
     at = open_app()
     at.radio(key="w.source").set_value("upload").run()
     at.file_uploader(key="w.upload").set_value((f"{EVIL_LINK}.txt", text.encode(), "text/plain")).run()
-    at.text_area(key="w.question").input("Where is the portal?").run()
+    at.text_area(key="w.question").input("What is the portal?").run()
     traces = run(at)
     assert any(EVIL_LINK in (t.answer or "") for t in traces)  # the offline engine quotes the page
     assert any(md(EVIL_LINK) in m for m in markdown(at))

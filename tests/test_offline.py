@@ -86,25 +86,34 @@ def test_retrieval_keeps_the_original_page_numbers_of_an_abbreviated_document() 
     assert reply["pages"] == [102]
 
 
-def test_answer_extracts_the_best_sentence_and_its_page() -> None:
+def test_answer_is_the_short_span_and_the_quote_its_sentence() -> None:
     engine = OfflineEngine(word_counter())
     reply = complete(engine, "answer", prompt_for("answer", PLANTED_QUESTION, planted_texts()))
-    assert reply["answer"] == PLANTED_FACT
-    assert reply["page"] == str(PLANTED_PAGE)
-    assert reply["quote"] == PLANTED_FACT  # the sentence it rests on, word for word
+    assert reply["answer"] == "4.2 million euros" and reply["found"] is True
+    assert reply["citations"] == [{"page": str(PLANTED_PAGE), "quote": PLANTED_FACT}]
+    # The first citation again, for readers of the one-citation shape.
+    assert reply["page"] == str(PLANTED_PAGE) and reply["quote"] == PLANTED_FACT
 
 
-def test_answer_is_na_when_nothing_matches() -> None:
+def test_answer_is_not_found_with_pages_to_read_when_nothing_matches() -> None:
     engine = OfflineEngine(word_counter())
-    assert complete(
-        engine, "answer", prompt_for("answer", "Who is the zebra keeper?", planted_texts(pages=5, gold=2))
-    ) == {
+    texts = planted_texts(pages=5, gold=2)
+    texts[3] += " The zebra enclosure is cleaned daily."
+    assert complete(engine, "answer", prompt_for("answer", "Who is the zebra keeper?", texts)) == {
         "question": "Who is the zebra keeper?",
-        "answer": "n/a",
+        "answer": "Not found by the offline engine; pages to read: 4",
+        "found": False,
+        "citations": [],
         "page": "n/a",
         "quote": "",
     }
-    assert complete(engine, "answer", prompt_for("answer", PLANTED_QUESTION, []))["answer"] == "n/a"
+    nothing = complete(
+        engine, "answer", prompt_for("answer", "Who is the zebra keeper?", planted_texts(pages=3, gold=2))
+    )
+    assert nothing["found"] is False and nothing["answer"].endswith("none shares a word with the question")
+    # No pages at all (closed book): nothing to read.
+    empty = complete(engine, "answer", prompt_for("answer", PLANTED_QUESTION, []))
+    assert empty["answer"] == "n/a" and empty["found"] is False
 
 
 def test_a_page_cannot_replace_the_question() -> None:
@@ -169,7 +178,7 @@ def test_extraction_picks_the_sentence_and_its_page_or_says_nothing_is_relevant(
     assert reply == {
         "relevant": True,
         "extracts": [{"page": "31", "text": PLANTED_FACT}],
-        "answer": PLANTED_FACT,
+        "answer": "4.2 million euros",
     }
     none = complete_layout(engine, "extract", ExtractionOut, ["Who is the zebra keeper?"], pages)
     assert none == {"relevant": False, "extracts": [], "answer": "n/a"}

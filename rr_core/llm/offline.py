@@ -13,10 +13,11 @@ from rr_core.errors import ProviderError
 from rr_core.llm.base import Completion, Identity, LLMRequest, Usage
 from rr_core.outputs import AnswerOut, ExtractionOut, MultiRetrievalOut, Output, RetrievalOut
 from rr_core.prompts import split_tagged
-from rr_core.retrieval import BM25, page_terms, sentence_scores, terms
+from rr_core.reader import read_answer
+from rr_core.retrieval import BM25, page_terms
 from rr_core.tokens import TokenCounter, counter_for_model
 
-OFFLINE_LABEL = "Offline engine (BM25 page ranking + sentence extraction; not an LLM)"
+OFFLINE_LABEL = "Offline engine (BM25 page ranking + extractive reading; not an LLM)"
 
 _QUESTION = re.compile(r"^Question(?: \d+)?: (.*)$", re.MULTILINE)
 _LIMIT = re.compile(r"up to (\d+) page")
@@ -94,22 +95,31 @@ class OfflineEngine:
         self, questions: list[str], pages: list[tuple[int, str]], limit: int
     ) -> dict[str, object]:
         question = questions[0] if questions else ""
-        answer, page = self._answer(question, pages)
+        reading = read_answer(question, pages)
+        citations = [{"page": str(c.page), "quote": c.quote} for c in reading.citations]
+        first = citations[0] if citations else {"page": "n/a", "quote": ""}
         return {
             "question": question,
-            "answer": answer,
-            "page": page,
-            "quote": "" if answer == "n/a" else answer,
+            "answer": reading.answer,
+            "found": reading.found,
+            "citations": citations,
+            # The first citation again, for readers of the one-citation shape.
+            "page": first["page"],
+            "quote": first["quote"],
         }
 
     def _fill_extraction(
         self, questions: list[str], pages: list[tuple[int, str]], limit: int
     ) -> dict[str, object]:
         question = questions[0] if questions else ""
-        answer, page = self._answer(question, pages)
-        if answer == "n/a":
+        reading = read_answer(question, pages)
+        if not reading.found:
             return {"relevant": False, "extracts": [], "answer": "n/a"}
-        return {"relevant": True, "extracts": [{"page": page, "text": answer}], "answer": answer}
+        return {
+            "relevant": True,
+            "extracts": [{"page": str(c.page), "text": c.quote} for c in reading.citations],
+            "answer": reading.answer,
+        }
 
     @staticmethod
     def _retrieve(question: str, pages: list[tuple[int, str]], top_k: int) -> list[int]:
@@ -117,33 +127,6 @@ class OfflineEngine:
             return []
         index = BM25.from_counts(p.counts for p in page_terms([text for _, text in pages]))
         return [pages[i][0] for i in index.rank(question, top_k)]
-
-    @staticmethod
-    def _answer(question: str, pages: list[tuple[int, str]]) -> tuple[str, str]:
-        """The sentence sharing the most weighted question terms, with its page."""
-        read = page_terms([text for _, text in pages])
-        if not any(page.sentences for page in read) or not terms(question):
-            return "n/a", "n/a"
-        scores = sentence_scores(read, question, b=0.3)
-        # Page-level relevance breaks ties between similar sentences on different pages.
-        page_index = BM25.from_counts(page.counts for page in read)
-        page_score = dict(zip((n for n, _ in pages), page_index.scores(question), strict=True))
-        # The best (score + 0.1 x page score), the first of equals. A sentence of a page
-        # without a query term, whose page number scores 0, weighs exactly 0: it wins only
-        # when every sentence does, and then the answer is "n/a" whichever wins.
-        best: tuple[float, float, int, int] | None = None  # (weight, score, page index, sentence)
-        for j, ((number, _), page) in enumerate(zip(pages, read, strict=True)):
-            page_scores, bonus = scores[j], 0.1 * page_score[number]
-            if page_scores is None and bonus <= 0:
-                continue
-            for i in range(len(page.sentences)):
-                score = page_scores[i] if page_scores is not None else 0.0
-                if best is None or score + bonus > best[0]:
-                    best = (score + bonus, score, j, i)
-        if best is None or best[1] <= 0:
-            return "n/a", "n/a"
-        _, _, j, i = best
-        return read[j].sentences[i], str(pages[j][0])
 
 
 _Filler = Callable[[OfflineEngine, list[str], list[tuple[int, str]], int], dict[str, object]]

@@ -1,0 +1,978 @@
+"""The offline engine's extractive reader: what kind of answer a question wants, the short
+span of that kind in the passage that matches the question best, or "not found".
+
+It is not an LLM and does not pretend to be one. Passages are ranked by BM25 (``retrieval``);
+then the reader keeps only what can honestly stand as an answer:
+
+- a question is typed by its wording: "when" wants a date, "how long / within how many days" a
+  duration, "what rate / share" a percentage, "how much / what was the fee" a figure, "how
+  many" a count, "who / which party" a name, "where / which law governs" a place, "what are
+  the ..." a list; other questions want a sentence;
+- headings, table-of-contents lines, signature and certification boilerplate and template
+  blanks ("[to be completed]") are never an answer; a heading or a label ("Lead Principal
+  Investigator", a table row's first cell) points at the text after it instead;
+- a passage counts only when it carries enough of the question's weighted words (a quarter
+  for a typed answer, which its kind checks as well; 40% for a sentence), and a typed question
+  is answered only by a span of its type: otherwise the answer is "not found", with the pages
+  most worth reading, best first.
+
+The answer is the short span; each citation quotes the sentence, table row or list item it
+stands in, as the page says it (white space aside).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+
+from rr_core.retrieval import BM25, PageTerms, page_terms, sentence_scores, terms
+
+
+class Want(Enum):
+    """The kind of answer a question asks for."""
+
+    DATE = "date"
+    DURATION = "duration"
+    PERCENT = "percent"
+    FIGURE = "figure"  # an amount of money or a quantity with its unit
+    COUNT = "count"
+    RATIO = "ratio"
+    CODE = "code"  # a number that identifies: protocol, fax, docket...
+    NAME = "name"
+    PLACE = "place"
+    LIST = "list"
+    TEXT = "text"  # a sentence
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A page and the words on it that the answer rests on."""
+
+    page: int
+    quote: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the reader found: an answer with its citations, or not found and the pages to
+    read (best first)."""
+
+    found: bool
+    answer: str
+    citations: tuple[Citation, ...] = ()
+    pages_to_read: tuple[int, ...] = ()
+
+
+# ---- What a question wants -------------------------------------------------------------------
+
+_TIME_UNIT = r"(?:second|minute|hour|day|business day|calendar day|week|month|year|quarter)s?"
+_FIGURE_NOUNS = (
+    "revenue revenues sales income profit profits loss losses margin margins expense expenses cost costs "
+    "spend spending price prices fee fees amount cap caps limit limits capital cash asset assets liability "
+    "liabilities debt dividend dividends earnings salary compensation budget payment payments charge "
+    "charges fine fines penalty penalties damages value consideration premium deductible commitment rent "
+    "sum balance temperature weight size dose dosage level threshold distance height volume area capacity "
+    "population deposit bonus royalty royalties interest proceeds valuation turnover ebitda eps"
+).split()
+_NAME_NOUNS = (
+    "party parties person people company companies firm firms entity entities judge justice author "
+    "sponsor investigator chair chairman chairperson officer director lender borrower buyer seller "
+    "licensor licensee supplier customer vendor counsel attorney lawyer auditor trustee agent manager "
+    "representative executive president signatory employer employee contractor"
+).split()
+_PLACE_NOUNS = (
+    "jurisdiction jurisdictions state states country countries city cities province place location venue "
+    "seat court courts county law laws"
+).split()
+_LIST_NOUNS = (
+    "criteria requirements conditions obligations reasons factors risks events steps items types "
+    "categories elements exceptions exclusions components causes grounds duties rights measures "
+    "responsibilities procedures assessments objectives endpoints services deliverables"
+).split()
+
+
+def _words(question: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+(?:['’][a-z]+)?", question.lower())
+
+
+_BE = frozenset(
+    "is was are were be been does do did must will would shall should can could may might has have had".split()
+)
+_ARTICLES = frozenset("the a an this that these those its their each".split())
+_STOP_HEAD = frozenset(
+    "of for in on at to by from under with about after before during between per as that which who "
+    "applies apply applied used set charged paid required".split()
+)
+
+
+def _head(words: list[str], after: int) -> list[str]:
+    """The noun phrase a question asks about: the words after "what" or "which" ("what fixed
+    dollar amount", "what is the protocol number of ..."), up to a verb or a preposition."""
+    rest = words[after:]
+    if rest[:1] and rest[0] in _BE:
+        rest = rest[1:]
+    while rest[:1] and rest[0] in _ARTICLES:
+        rest = rest[1:]
+    head = []
+    for word in rest[:5]:
+        if word in _BE or word in _STOP_HEAD:
+            break
+        head.append(word)
+    return head
+
+
+def _kind_of_head(head: list[str], q: str) -> Want | None:
+    """The kind a noun phrase names, if it names one."""
+    bare = [w.removesuffix("'s").removesuffix("’s") for w in head]
+    if bare and bare[0] in _NAME_NOUNS:  # "which party bears the cost"
+        return Want.NAME
+    joined = " ".join(bare)
+    if any(w in ("ratio",) for w in bare):
+        return Want.RATIO
+    if (
+        bare
+        and bare[-1] in ("number", "no", "id", "identifier", "code")
+        and not re.search(r"\bhow many\b", q)
+    ):
+        return Want.CODE
+    if any(w in ("date", "day", "year", "month", "deadline") for w in bare):
+        return Want.DATE
+    if any(w in ("period", "duration", "timeframe", "timeline") for w in bare) or re.search(
+        r"\bnotice\b", joined
+    ):
+        return Want.DURATION
+    if any(w in ("rate", "rates", "percentage", "percent", "share", "proportion", "fraction") for w in bare):
+        return Want.PERCENT
+    if any(w in _FIGURE_NOUNS or w in ("minimum", "maximum") for w in bare):
+        return Want.FIGURE
+    if any(w in _LIST_NOUNS for w in bare):
+        return Want.LIST
+    if any(w in ("law", "laws", "jurisdiction", "governing") for w in bare) or any(
+        w in _PLACE_NOUNS[:12] for w in bare
+    ):
+        return Want.PLACE
+    if any(w in _NAME_NOUNS for w in bare):
+        return Want.NAME
+    return None
+
+
+def answer_type(question: str) -> Want:
+    """The kind of answer ``question`` asks for, from its wording alone."""
+    words = _words(question)
+    q = " ".join(words)
+    if not words:
+        return Want.TEXT
+    if re.search(r"\bhow (long|soon|often|frequently)\b", q) or re.search(
+        rf"\b(how many|what number of) {_TIME_UNIT}\b", q
+    ):
+        return Want.DURATION
+    if re.search(r"\bhow (much|large|big|high|heavy|far|low|small|old)\b", q):
+        return Want.FIGURE
+    if re.search(r"\bhow many\b", q):
+        return Want.COUNT
+    if "when" in words[:3]:  # not "... when no roles are named"
+        return Want.DATE
+    if words[0] in ("who", "whom", "whose"):
+        return Want.NAME
+    if words[0] == "where":
+        return Want.PLACE
+    if words[0] in ("list", "identify", "enumerate", "name"):
+        return Want.LIST
+    wh = next((k for k, w in enumerate(words[:4]) if w in ("what", "which")), None)
+    if wh is not None:
+        head = _head(words, wh + 1)
+        kind = _kind_of_head(head, q)
+        plural = bool(head) and head[-1].endswith("s") and not head[-1].endswith(("ss", "'s", "’s"))
+        after = words.index(head[-1], wh + 1) + 1 if head else wh + 1
+        verb = words[after] if after < len(words) else ""
+        if kind is None and words[0] in ("above", "below", "over", "under", "beyond", "up"):
+            return Want.FIGURE  # "Above what body mass index ..."
+        are = verb in ("are", "were") or words[wh + 1 : wh + 2] in (["are"], ["were"])
+        if kind in (Want.NAME, Want.PLACE, None) and plural and are:
+            return Want.LIST
+        if kind is Want.LIST and not are and not plural:
+            return Want.TEXT
+        if kind is not None:
+            return kind
+        if plural and verb in ("are", "were") or re.match(r"(?:what|which) \w+ (?:are|were) ", q):
+            return Want.LIST
+    if re.search(r"\bgovern", q) and re.search(r"\blaws?\b", q):
+        return Want.PLACE
+    return Want.TEXT
+
+
+# ---- Spans of each kind ------------------------------------------------------------------------
+
+_NUMBER_WORD = (
+    r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
+    r"hundred|thousand|a hundred|a thousand)"
+)
+_WORDS_NUMBER = rf"{_NUMBER_WORD}(?:[- ](?:and )?{_NUMBER_WORD}){{0,3}}"
+# Atomic: a number is read whole, once. (Backtracking into "123,456,789" to split it at its
+# commas made a line of comma-grouped figures take seconds.)
+_DIGITS = r"(?>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+_NUM = rf"(?:{_DIGITS}|\b{_WORDS_NUMBER}\b)(?:\s*\(\s*{_DIGITS}\s*\))?"
+_RANGE = rf"{_NUM}(?:\s*(?:to|-|–|—|and|or)\s*{_NUM})?"
+_QUALIFIER = (
+    r"(?:(?:at least|at most|up to|not (?:less|more) than|no (?:less|more|later) than|more than|less than|"
+    r"fewer than|within|approximately|about|around|over|under|above|below|a minimum of|a maximum of|"
+    r"every|each|per)\s+)?"
+)
+_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+    r"Jan\.?|Feb\.?|Mar\.?|Apr\.?|Jun\.?|Jul\.?|Aug\.?|Sept?\.?|Oct\.?|Nov\.?|Dec\.?)"
+)
+_ORDINALS = (
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+    "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
+).split()
+_ORDINAL_WORD = (
+    r"(?:(?:twenty|thirty)[- ](?:"
+    + "|".join(_ORDINALS[:9])
+    + r")|twentieth|thirtieth|"
+    + "|".join(_ORDINALS)
+    + ")"
+)
+_DATE = re.compile(
+    rf"\b(?:{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
+    rf"|(?:\d{{1,2}}(?:st|nd|rd|th)?|(?i:{_ORDINAL_WORD}))\s+(?:day\s+of\s+)?{_MONTH},?\s+\d{{4}}"
+    rf"|{_MONTH},?\s+\d{{4}}"
+    r"|\d{4}-\d{2}-\d{2}"
+    r"|\d{1,2}/\d{1,2}/\d{2,4}"
+    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?!,?\s*\d))"
+)
+_YEAR = re.compile(r"(?<![\d,.$])\b(?:1[89]|20)\d{2}\b(?!\d|%|,\d)")
+_DURATION = re.compile(rf"\b{_QUALIFIER}{_RANGE}\s*-?\s*(?:\w+\s+)?{_TIME_UNIT}\b(?:['’])?", re.IGNORECASE)
+_PERCENT = re.compile(
+    rf"(?:{_QUALIFIER})(?:(?:{_DIGITS}),\s*)*(?:(?:{_DIGITS}),?\s+(?:and|or|to)\s+)?{_NUM}\s*"
+    r"(?:%|\bpercent\b|\bper cent\b|\bpercentage points?\b)(?:\s*\(\s*\d+(?:\.\d+)?\s*%\s*\))?"
+    r"(?:\s+(?:per|a|each)\s+(?:month|year|annum|quarter|day))?",
+    re.IGNORECASE,
+)
+_CURRENCY = r"(?:US\$|C\$|A\$|\$|€|£|¥|\b(?:USD|EUR|GBP|CAD|AUD|CHF|JPY|CNY|INR|SEK|NOK|DKK)\b)"
+_SCALE = r"(?:\s*(?:million|billion|thousand|trillion|bn|mn|m|k)\b)?"
+_UNIT = (
+    r"(?:mg/kg|mg/m2|mg|micrograms?|mcg|µg|g/dL|g/L|kg/m2|kg|grams?|g\b|pg/mL|ng/mL|mL/min(?:/1\.73\s*m2)?|"
+    r"mL|ml|milliliters?|millilitres?|liters?|litres?|L\b|ounces?|oz\b|mmHg|mmol/L|degrees?(?:\s+(?:C|F|Celsius|"
+    r"Fahrenheit))?|°\s*[CF]|square[- ]f(?:oo|ee)t|sq\.?\s*ft|square met(?:er|re)s?|acres?|hectares?|miles?|"
+    r"km|kilomet(?:er|re)s?|met(?:er|re)s?|feet|foot|inches|cm|mm|cubic feet per second|CFS|work-hours?|"
+    r"hours?|shares|units|tablets|capsules|doses|beds|employees|people|persons|participants|subjects|"
+    r"patients|pages|copies|barrels|tons|tonnes|MW|kWh|GB|TB)"
+)
+_MONEY = re.compile(
+    rf"{_QUALIFIER}(?:{_CURRENCY}\s?(?:{_DIGITS}){_SCALE}(?:\s+(?:dollars|euros|pounds))?"
+    rf"|(?:{_DIGITS}|{_WORDS_NUMBER}){_SCALE}\s+(?:(?:US|U\.S\.|Canadian|Australian)\s+)?"
+    r"(?:dollars|euros|pounds|francs|yen|USD|EUR|GBP|CAD|CHF))",
+    re.IGNORECASE,
+)
+_QUANTITY = re.compile(rf"{_QUALIFIER}{_RANGE}\s*-?\s*{_UNIT}(?![a-z])", re.IGNORECASE)
+_BARE_FIGURE = re.compile(
+    r"(?<![\w.,/-])\(?\d{1,3}(?:,\d{3})+(?:\.\d+)?\)?(?![\w,/-])|(?<![\w.,/-])\d+\.\d+(?![\w.,/-])"
+)
+_COUNT = re.compile(rf"{_QUALIFIER}{_RANGE}", re.IGNORECASE)
+_RATIO = re.compile(r"\b\d+(?:\s*:\s*\d+)+\b|\b\d+ to \d+(?: to \d+)+\b")
+_CODE = re.compile(
+    r"\+?\(?\d[\d ()./-]{6,}\d"
+    r"|\b[A-Z][A-Z0-9]*(?:[-–/][A-Z0-9]+)+\b"
+    r"|\b[A-Z]{2,}\d[\w-]*\b"
+    r"|\b\d+[-–]\d+[-–]?\d*\b"
+)
+# Capitalised words that run together: a person, an organisation, a place. "of" and "the"
+# may join them ("Province of Ontario", "People's Republic of China").
+_CAPITAL_WORD = r"(?:[A-Z][\w'’.-]*[\w.]|[A-Z]\.)"
+_NAME = re.compile(
+    rf"(?:(?:Dr|Mr|Ms|Mrs|Prof|Professor|Justice|Judge|Sir|Dame)\.?\s+)?{_CAPITAL_WORD}"
+    rf"(?:(?:\s+|\s+(?i:of|of the|de|van|von|der|da|del|la|le|y|and)\s+){_CAPITAL_WORD}){{0,6}}"
+)
+_HONORIFIC = re.compile(r"^(?:Dr|Mr|Ms|Mrs|Prof|Professor|Justice|Judge|Sir|Dame)\b")
+_MONTHS_AND_DAYS = frozenset(
+    "january february march april may june july august september october november december monday "
+    "tuesday wednesday thursday friday saturday sunday".split()
+)
+_NOT_NAMES = frozenset(
+    "the this that these those a an each every any all no if in on at by for to of and or but as it its "
+    "such under upon with within where when while after before during section article schedule exhibit "
+    "appendix table figure part chapter page note see id ibid inc ltd llc co corp plc ag sa gmbh i ii iii "
+    "iv v vi vii viii ix x yes pp".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    start: int
+    end: int
+    text: str
+    strength: int  # higher: a more specific match of the kind wanted
+
+
+def _spans(text: str, want: Want, question_words: set[str], *, year_will_do: bool = True) -> list[_Span]:
+    out: list[_Span] = []
+    if want not in (Want.NAME, Want.PLACE) and not _NUMBERISH.search(text):
+        return out  # no digit and no number word: no figure, date, duration or code (and no regex to run)
+
+    def add(pattern: re.Pattern[str], strength: int) -> None:
+        if (pattern is _PERCENT and not _PERCENTISH.search(text)) or (
+            pattern is _MONEY and not _MONEYISH.search(text)
+        ):
+            return
+        for m in pattern.finditer(text):
+            value = m.group(0).strip(" ,;:")
+            if value and any(ch.isalnum() for ch in value):
+                start = m.start() + m.group(0).find(value)
+                out.append(_Span(start, start + len(value), value, strength))
+
+    if want is Want.DATE:
+        add(_DATE, 2)
+        if year_will_do:  # "when ...", "in what year": a year alone may answer; "on what date" it does not
+            add(_YEAR, 1)
+    elif want is Want.DURATION:
+        add(_DURATION, 2)
+    elif want is Want.PERCENT:
+        # A rate of money ("an hourly rate", "the fee rate") is an amount per unit.
+        money_rate = bool(question_words & _MONEY_RATE_WORDS)
+        add(_PERCENT, 1 if money_rate else 2)
+        add(_MONEY, 2 if money_rate else 1)
+    elif want is Want.FIGURE:
+        add(_MONEY, 3)
+        add(_QUANTITY, 2)
+        add(_PERCENT, 2)
+        add(_DURATION, 1)
+        add(_BARE_FIGURE, 1)
+    elif want is Want.COUNT:
+        for m in _COUNT.finditer(text):
+            value = m.group(0).strip(" ,;:")
+            if not value or _is_reference_number(text, m.start(), m.end()):
+                continue
+            # The noun counted, when the question names it ("20 subjects").
+            follow = re.match(r"\s*([A-Za-z][\w-]*)", text[m.end() :])
+            strength = 1
+            if follow and _stem(follow.group(1)) in question_words:
+                value += " " + follow.group(1)
+                strength = 3
+            elif follow and follow.group(1).lower() not in ("percent", "per", "am", "pm", "a.m", "p.m"):
+                strength = 2
+            start = m.start() + m.group(0).find(m.group(0).strip(" ,;:"))
+            out.append(_Span(start, start + len(value), value, strength))
+        out = [s for s in out if not _inside_date(text, s)]
+    elif want is Want.RATIO:
+        add(_RATIO, 2)
+    elif want is Want.CODE:
+        add(_CODE, 2)
+        out = [s for s in out if any(ch.isdigit() for ch in s.text) and not _DATE.fullmatch(s.text)]
+    elif want in (Want.NAME, Want.PLACE):
+        for m in _NAME.finditer(text):
+            name = _trim_name(m.group(0), question_words)
+            if not name:
+                continue
+            start = m.start() + m.group(0).find(name)
+            words = name.split()
+            strong = len(words) >= 2 or _HONORIFIC.match(name) or (name.isupper() and len(name) > 3)
+            if want is Want.NAME and not strong:
+                continue  # one capitalised word ("Week", "Tarrant") is too weak to name a person
+            if all(w.strip(".,").lower() in _TITLE_WORDS for w in words):
+                continue  # "Assistant Attorney General": a title, not whose it is
+            if want is Want.PLACE and any(w.strip(".,").lower() in _INSTRUMENT_WORDS for w in words):
+                continue  # "Arbitration Act of Ontario": a law's name, not a place
+            if want is Want.PLACE and len(words) == 1 and text[max(0, start - 4) : start].lower() == "the ":
+                continue  # "the Territory": a defined term, not a place's name
+            strength = 2 if strong else 1
+            out.append(_Span(start, start + len(name), name, strength))
+    return out
+
+
+# Cheap tests that say when the costly patterns may match at all.
+_NUMBERISH = re.compile(rf"\d|\b{_NUMBER_WORD}|{_ORDINAL_WORD}", re.IGNORECASE)
+_PERCENTISH = re.compile(r"%|percent|per cent", re.IGNORECASE)
+_MONEYISH = re.compile(rf"[$€£¥]|{_CURRENCY}|dollar|euro|pound|franc|\byen\b", re.IGNORECASE)
+_MONEY_RATE_WORDS = frozenset(terms("hourly daily weekly monthly fee fees price charge charged cost dollar"))
+_TITLE_WORDS = frozenset(
+    "assistant associate deputy chief attorney general solicitor counsel senior junior vice president "
+    "executive officer director manager secretary treasurer chair chairman chairperson member judge "
+    "justice circuit district magistrate clerk principal investigator lead national coordinating "
+    "medical monitor sponsor representative committee board council department office division "
+    "steering court agreement party parties customer supplier company the of and".split()
+)
+_INSTRUMENT_WORDS = frozenset(
+    "act acts rules rule convention code regulation regulations statute treaty law laws agreement "
+    "section article schedule clause".split()
+)
+
+
+def _stem(word: str) -> str:
+    found = terms(word)
+    return found[0] if found else word.lower()
+
+
+def _is_reference_number(text: str, start: int, end: int) -> bool:
+    """A number that names something ("Section 5", "Order 14", "No. 3", "5.05(b)") rather than
+    counting it."""
+    before = text[max(0, start - 14) : start]
+    if re.search(
+        r"(?:Section|Sections|Article|Order|No\.|Nos\.|Part|Page|Pages|Table|Figure|Appendix|Schedule|Exhibit|"
+        r"Rule|Chapter|Version|Visit|Week|Day|Grade|Phase|Item|Count|Form|Step|Tier|Class|Level|§+|Pp?\.)\s*$",
+        before,
+    ):
+        return True
+    after = text[end : end + 2]
+    return bool(re.match(r"\(\w|\.\d|[:/]", after)) or bool(_YEAR.fullmatch(text[start:end].strip()))
+
+
+def _inside_date(text: str, span: _Span) -> bool:
+    return any(m.start() <= span.start and span.end <= m.end() for m in _DATE.finditer(text))
+
+
+def _trim_name(name: str, question_words: set[str]) -> str:
+    words = name.split()
+    # Leading and trailing words that are not part of a name, or that the question itself says.
+    while words and (
+        words[0].lower().strip(".,") in _NOT_NAMES
+        or _stem(words[0].strip(".,")) in question_words
+        or words[0].lower() in ("of", "the", "and")
+    ):
+        words = words[1:]
+    while words and (
+        words[-1].lower().strip(".,") in _NOT_NAMES or words[-1].lower() in ("of", "the", "and")
+    ):
+        words = words[:-1]
+    if words and _stem(words[-1].strip(".,")) in question_words:
+        return ""  # "Steering Committee" for "which committee": a kind of what is asked, not a name
+    if not words or all(w.lower().strip(".,") in _MONTHS_AND_DAYS for w in words):
+        return ""
+    text = " ".join(words).strip(",;:")
+    if text.endswith(".") and len(words[-1]) > 4:  # a sentence's full stop, not "T." or "Inc."
+        text = text[:-1]
+    if len(text) < 3 or not any(ch.islower() for ch in text) and len(words) == 1 and len(text) <= 3:
+        return ""
+    return text
+
+
+# ---- What is never an answer --------------------------------------------------------------------
+
+_TOC = re.compile(r"(?:\.\s*){4,}|(?:…\s*){2,}|_{4,}\s*\d+\s*$")
+_BLANK = re.compile(
+    r"\[\s*(?:to be (?:completed|determined|agreed|confirmed|inserted|provided)|insert\b[^\]]*|tbd|tbc|"
+    r"[●•_x.\s-]*|date|name|amount|[a-z ]*\bhere)\s*\]|_{3,}|\bTBD\b|\bTBC\b",
+    re.IGNORECASE,
+)
+_BOILERPLATE = re.compile(
+    r"\bI have reviewed this\b|\bpursuant to (?:section|rule) (?:302|906|13a-14|15d-14)|\bSarbanes-Oxley\b|"
+    r"\bBased on my knowledge\b|\bI(?:,[^,]{1,60},)? (?:hereby )?certify\b|\bIN WITNESS WHEREOF\b|\bhas duly caused\b|"
+    r"\bthe undersigned\b|^\s*/s/|^\s*By:\s*$|^\s*(?:Signature|Name|Title|Date|Print|Signed)\s*:?\s*$|"
+    r"\bPage \d+ of \d+\b|\bAll rights reserved\b|\bForward-looking statements?\b|\bIndicate by check mark\b",
+    re.IGNORECASE,
+)
+# Words one of which every boilerplate pattern holds (the short-line ones are tried on short pieces).
+_BOILERPLATE_KEYS = (
+    "reviewed", "pursuant to", "sarbanes", "my knowledge", "certify", "witness whereof", "duly caused",
+    "undersigned", "/s/", "page ", "rights reserved", "forward-looking", "check mark",
+)  # fmt: skip
+_NUMBERED_HEADING = re.compile(
+    r"^(?:(?:ARTICLE|SECTION|SCHEDULE|APPENDIX|EXHIBIT|ANNEX|PART|CHAPTER|ITEM)\b|[A-Z]?\d+(?:\.\d+)*\.?\s+[A-Z])",
+    re.IGNORECASE,
+)
+
+
+@lru_cache(maxsize=32_768)
+def unusable(piece: str) -> bool:
+    """A table-of-contents line, boilerplate or a template blank: never an answer, never a quote."""
+    # Cheap tests first: most sentences hold none of what the patterns look for.
+    if (".." in piece or ". ." in piece or "…" in piece or "____" in piece) and _TOC.search(piece):
+        return True
+    if ("[" in piece or "___" in piece or "TB" in piece) and _BLANK.search(piece):
+        return True
+    lowered = piece.lower()
+    if (len(piece) <= 16 or any(key in lowered for key in _BOILERPLATE_KEYS)) and _BOILERPLATE.search(piece):
+        return True
+    return piece[-1:].isdigit() and _toc_entry(piece)
+
+
+_TOC_ENTRY = re.compile(r"^([A-Z][^.!?:;]*[A-Za-z)])\s+(\d{1,3})$")
+
+
+def _toc_entry(piece: str) -> bool:
+    """A title and a page number ("Financial Statements 1", "Risk Factors 18"): a contents
+    line even without dot leaders. (A table row has figures: "Products 60,584 63,355".)"""
+    entry = _TOC_ENTRY.match(piece)
+    return entry is not None and len(entry.group(1).split()) >= 2 and is_heading(entry.group(1))
+
+
+@lru_cache(maxsize=32_768)
+def is_heading(piece: str) -> bool:
+    """A heading or a label: short, no sentence's end, and set as a title (capitals, a number,
+    a colon at the end)."""
+    words = piece.split()
+    if not words or len(words) > 12 or piece.rstrip().endswith((".", "?", "!", ";")) and not piece.isupper():
+        return False
+    if piece.rstrip().endswith(":") or piece.isupper() or _NUMBERED_HEADING.match(piece):
+        return True
+    capitals = sum(1 for w in words if w[:1].isupper() or not w[:1].isalpha())
+    small = sum(
+        1
+        for w in words
+        if w.lower() in ("of", "and", "the", "for", "to", "in", "on", "a", "an", "or", "with")
+    )
+    return capitals + small == len(words) and len(words) <= 8
+
+
+def answer_like(text: str) -> bool:
+    """Whether ``text`` may stand as an answer: no heading, boilerplate or blank."""
+    return bool(text.strip()) and not unusable(text) and not is_heading(text)
+
+
+# ---- Reading ---------------------------------------------------------------------------------
+
+# Words that say what kind of answer is wanted, not what it is about: they rarely stand in
+# the passage that answers ("On what date ..." is answered by "... on 1 April 2025").
+_CUE_WORDS = frozenset(
+    terms(
+        "date day year month time when long many much number amount percentage percent share "
+        "rate ratio name list identify value size often soon period duration level"
+    )
+)
+_FIGURES = frozenset({Want.FIGURE, Want.PERCENT, Want.COUNT, Want.DURATION, Want.CODE, Want.RATIO})
+_CANDIDATES = 60  # sentences looked at, best first
+# Share of the question's weighted words a passage must carry: a typed answer is checked by
+# its kind as well, so it may rest on a paraphrase; a sentence answer has nothing else.
+_MIN_COVER = {True: 0.25, False: 0.4}
+_LIST_ITEMS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """A passage that may hold an answer: a sentence, or a label with what follows it."""
+
+    page_index: int
+    sentence: int
+    last: int  # index of the last sentence it takes in
+    text: str
+    value_from: int  # where the label ends and its value starts (0: no label)
+
+
+class _Reader:
+    def __init__(self, question: str, pages: Sequence[tuple[int, str]]) -> None:
+        self.question = question
+        self.pages = pages
+        self.read: list[PageTerms] = page_terms([text for _, text in pages])
+        self.want = answer_type(question)
+        self.page_index = BM25.from_counts(page.counts for page in self.read)
+        self.page_scores = self.page_index.scores(question)  # also works out each term's idf
+        # A lone letter ("Apple's" gives "apple" and "s") says nothing about what is asked.
+        asked = [t for t in dict.fromkeys(terms(question)) if len(t) > 1 or t.isdigit()]
+        self.asked = set(asked)
+        content = [t for t in asked if t not in _CUE_WORDS] or asked
+        self.weights = {t: self.page_index.idf(t) for t in content}
+        # What a "what/which X" question is about: a figure, a rate or a count of X that the
+        # document never names is not in it ("What was the dividend per share?" is not
+        # answered by the earnings per share).
+        words = _words(question)
+        wh = next((k for k, w in enumerate(words[:4]) if w in ("what", "which")), None)
+        head = set(terms(" ".join(_head(words, wh + 1)))) - _CUE_WORDS if wh is not None else set()
+        self.head = head if self.want in _FIGURES else set()
+        self.year_will_do = bool(re.search(r"\b(?:when|year)\b", question, re.IGNORECASE))
+        self.bound = next((said for asked_for, said in _BOUNDS if asked_for.search(question)), None)
+        self.total = sum(self.weights.values())
+
+    def cover(self, words: set[str]) -> float:
+        if self.total <= 0:
+            return 0.0
+        return sum(w for t, w in self.weights.items() if t in words) / self.total
+
+    def ranked(self) -> list[tuple[float, int, int]]:
+        """(weight, page index, sentence index) of the best sentences, best first; equal
+        weights in document order."""
+        scores = sentence_scores(self.read, self.question, b=0.3)
+        page_scores = self.page_scores
+
+        def weighted() -> list[tuple[float, int, int]]:
+            out: list[tuple[float, int, int]] = []
+            for j, sentence_score in enumerate(scores):
+                if sentence_score is None:
+                    continue
+                bonus = 0.1 * page_scores[j]
+                out.extend((s + bonus, j, i) for i, s in enumerate(sentence_score) if s > 0)
+            return out
+
+        return heapq.nsmallest(_CANDIDATES, weighted(), key=lambda c: (-c[0], c[1], c[2]))
+
+    def unit(self, j: int, i: int) -> _Unit:
+        """The sentence, or, for a heading or label, the label with the sentence(s) after it
+        on its page (a table row's cells, a form's value)."""
+        sentences = self.read[j].sentences
+        text = sentences[i]
+        if not is_heading(text) or i + 1 >= len(sentences):
+            if _INITIAL_END.search(text) and i + 1 < len(sentences):  # "Susan T." | "Iannaccone, MD"
+                return _Unit(j, i, i + 1, f"{text} {sentences[i + 1]}", 0)
+            return _Unit(j, i, i, text, 0)
+        last = i + 1
+        # A table row's cells: figures that follow one another.
+        while (
+            last + 1 < len(sentences)
+            and last - i < 6
+            and _is_cell(sentences[last])
+            and _is_cell(sentences[last + 1])
+        ):
+            last += 1
+        if _INITIAL_END.search(sentences[last]) and last + 1 < len(sentences):
+            last += 1
+        value = " ".join(sentences[i + 1 : last + 1])
+        return _Unit(j, i, last, f"{text} {value}", len(text) + 1)
+
+    def quote(self, unit: _Unit) -> str:
+        """The unit as the page says it (white space aside): a label and its value may have
+        marks between them that are not sentences (a "$" cell, a bullet)."""
+        sentences = self.read[unit.page_index].sentences
+        if unit.last == unit.sentence:
+            return unit.text  # the sentence, or the row of a table written in it
+        flat = " ".join(self.pages[unit.page_index][1].split())
+        first, final = sentences[unit.sentence], sentences[unit.last]
+        start = flat.find(first)
+        end = flat.find(final, start + len(first)) if start >= 0 else -1
+        if start < 0 or end < 0 or end - start > 4 * len(unit.text) + 40:
+            return unit.text
+        return flat[start : end + len(final)]
+
+    def pages_to_read(self, limit: int = 5) -> tuple[int, ...]:
+        return tuple(self.pages[i][0] for i in self.page_index.rank(self.question, limit))
+
+    def not_found(self) -> Reading:
+        pages = self.pages_to_read()
+        if not self.pages:
+            return Reading(False, "n/a")
+        where = ", ".join(str(p) for p in pages) if pages else "none shares a word with the question"
+        return Reading(False, f"Not found by the offline engine; pages to read: {where}", (), pages)
+
+    def answer(self) -> Reading:
+        if not self.pages or not self.asked or not any(page.sentences for page in self.read):
+            return self.not_found()
+        if self.head and not any(self.head & page.counts.keys() for page in self.read):
+            return self.not_found()
+        candidates = self.ranked()
+        if self.want is Want.LIST:
+            found = self._list(candidates)
+        elif self.want is Want.TEXT:
+            found = self._sentence(candidates)
+        else:
+            found = self._span(candidates)
+        return found or self.not_found()
+
+    # -- the three ways of answering --
+
+    def _units(self, candidates: list[tuple[float, int, int]]) -> list[tuple[float, _Unit]]:
+        """Candidate passages that carry enough of the question, best first, each once."""
+        out: list[tuple[float, _Unit]] = []
+        seen: set[tuple[int, int]] = set()
+        for weight, j, i in candidates:
+            unit = self.unit(j, i)
+            if (j, i) in seen or unusable(unit.text[: unit.value_from or None]):
+                continue
+            seen.add((j, i))
+            words = set(self.read[j].sentence_terms[i])
+            if i > 0 and self.want is not Want.TEXT:  # "It is chaired by ..." continues the sentence before
+                words.update(self.read[j].sentence_terms[i - 1])
+            for k in range(unit.sentence + 1, unit.last + 1):
+                words.update(self.read[j].sentence_terms[k])
+            if self.cover(words) >= _MIN_COVER[self.want not in (Want.TEXT, Want.LIST)]:
+                out.append((weight, unit))
+        return out
+
+    def _span(self, candidates: list[tuple[float, int, int]]) -> Reading | None:
+        question_words = self.asked
+        best: tuple[float, _Span, _Unit] | None = None
+        first_weight = 0.0  # of the best-ranked passage holding a span of the kind asked
+        for weight, unit in self._units(candidates):
+            if weight < first_weight * 0.3:
+                break
+            value = unit.text[unit.value_from :]
+            if unusable(value) and not unit.value_from:
+                continue
+            if not unit.value_from and _ROW_BREAK.search(value):
+                value = self._best_row(value)
+                unit = _Unit(unit.page_index, unit.sentence, unit.last, value, 0)
+            spans = [
+                s
+                for s in _spans(value, self.want, question_words, year_will_do=self.year_will_do)
+                if not _BLANK.search(s.text)
+            ]
+            if not spans:
+                continue
+            if self.want in (Want.NAME, Want.PLACE):
+                spans = _proper_first(spans, self.pages[unit.page_index][1])
+            if self.want is Want.PLACE:
+                # A place follows "in", "at", "of" or "is"; "the laws of", "seated in" say so best.
+                spans = [
+                    _Span(
+                        x.start,
+                        x.end,
+                        _bare_place(x.text),
+                        x.strength + 2 * _placed(value, x, question_words),
+                    )
+                    for x in spans
+                    if _PLACE_AFTER.search(value[max(0, x.start - 50) : x.start])
+                ]
+                if not spans:
+                    continue
+            if self.bound is not None:  # "at most" wants the span that says "up to a maximum of"
+                spans = [
+                    _Span(
+                        x.start,
+                        x.end,
+                        x.text,
+                        x.strength + (self.bound.search(value[max(0, x.start - 30) : x.end]) is not None),
+                    )
+                    for x in spans
+                ]
+            anchors = _term_positions(unit.text, question_words)
+            span = max(
+                spans,
+                key=lambda s: (
+                    s.strength,
+                    -(_distance(s, anchors, unit.value_from, self.want) // 40),
+                    -s.start,
+                ),
+            )
+            # A passage that carries more of the question counts more than one that repeats a
+            # few of its words (a table row under its section's label: "Diluted" under
+            # "Earnings per share").
+            cover = self.cover(self._words(unit))
+            score = weight * (0.25 + cover) ** 3 * (1.0 + 0.15 * span.strength)
+            first_weight = first_weight or weight
+            if best is None or score > best[0]:
+                best = (score, span, unit)
+        if best is None:
+            return None
+        _, span, unit = best
+        page = self.pages[unit.page_index][0]
+        return Reading(True, _plain_date(span.text), (Citation(page, self.quote(unit)),))
+
+    def _words(self, unit: _Unit) -> set[str]:
+        found = set(terms(unit.text))
+        if unit.sentence > 0:
+            found.update(self.read[unit.page_index].sentence_terms[unit.sentence - 1])
+        return found
+
+    def _best_row(self, table: str) -> str:
+        """The row of a table written as text ("| a | b | | c | d |") that carries most of the
+        question, read with the header row's words."""
+        rows = _ROW_BREAK.split(table)
+        header = set(terms(rows[0]))
+        best = max(
+            rows[1:] or rows,
+            key=lambda row: self.cover(header | set(terms(row))) + 0.01 * self.cover(set(terms(row))),
+        )
+        return best
+
+    def _sentence(self, candidates: list[tuple[float, int, int]]) -> Reading | None:
+        units = self._units(candidates)
+        head = _head(_words(self.question), 1) if _words(self.question)[:1] in (["what"], ["which"]) else []
+        if head and units:
+            # "What is the primary endpoint?": a sentence that says what it is comes first,
+            # among those nearly as relevant as the best.
+            said = re.compile(
+                r"\b"
+                + r"\W+".join(re.escape(w) for w in head)
+                + r"\w*\s*(?:\([^)]*\)\s*)?(?:is|are|was|will be|shall be|means|:)\s",
+                re.IGNORECASE,
+            )
+            top = units[0][0]
+            units.sort(key=lambda wu: not (wu[0] >= 0.5 * top and said.search(wu[1].text)))
+        for _, unit in units:
+            page = self.pages[unit.page_index][0]
+            if unit.value_from:  # a heading that matches: the text after it answers
+                value = self.read[unit.page_index].sentences[unit.sentence + 1]
+                if not answer_like(value):
+                    continue
+                return Reading(True, _bare_item(value), (Citation(page, value),))
+            if answer_like(unit.text):
+                return Reading(True, _bare_item(unit.text), (Citation(page, unit.text),))
+        return None
+
+    def _list(self, candidates: list[tuple[float, int, int]]) -> Reading | None:
+        for _, unit in self._units(candidates):
+            j, i = unit.page_index, unit.sentence
+            sentences = self.read[j].sentences
+            anchor = sentences[i]
+            page = self.pages[j][0]
+            if is_heading(anchor) or anchor.rstrip(" •-*").endswith(":"):
+                bulleted = anchor.rstrip().endswith(tuple(_BULLETS.strip()))
+                items: list[str] = []
+                for k in range(i + 1, min(len(sentences), i + 1 + 3 * _LIST_ITEMS)):
+                    item = sentences[k]
+                    if items and _ends_list(item):
+                        break
+                    if unusable(item) or (not items and _INTRODUCES.search(item)):
+                        continue  # "... if any of the following apply:" introduces, is not an item
+                    if not is_heading(item) or _LIST_ITEM.match(item) or items or len(item.split()) <= 4:
+                        items.append(item)
+                    if len(items) >= _LIST_ITEMS:
+                        break
+                    # Bullets set on lines of their own end each item but the last ("Death •").
+                    if bulleted and not item.rstrip().endswith(tuple(_BULLETS.strip())):
+                        break
+                if len(items) >= 2:
+                    shown = [_bare_item(item) for item in items]
+                    return Reading(True, "; ".join(shown), tuple(Citation(page, item) for item in items))
+                continue
+            if not answer_like(anchor):
+                continue
+            inline = _INLINE_LIST.search(anchor)
+            answer = inline.group(0) if inline else _bare_item(anchor)
+            return Reading(True, answer, (Citation(page, anchor),))
+        return None
+
+
+_INTRODUCES = re.compile(r"\bfollowing\b|:\s*[•▪●◦*-]?$")
+_BULLETS = " •▪●◦*-–"
+
+
+def _ends_list(item: str) -> bool:
+    """A numbered or capitalised heading, or a new label: the list before it is over."""
+    return bool(
+        _NUMBERED_HEADING.match(item)
+        or (item.isupper() and len(item) > 3)
+        or item.rstrip(_BULLETS).endswith(":")
+    )
+
+
+def _bare_item(item: str) -> str:
+    """An item without its number or bullet, for the answer (the citation keeps them)."""
+    return _LIST_ITEM.sub("", item, count=1).strip(_BULLETS)
+
+
+_INITIAL_END = re.compile(r"(?:^|\s)[A-Z]\.$")
+_ROW_BREAK = re.compile(r"(?<=\|)\s+(?=\|)")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•▪●◦]|\(?[0-9]{1,2}[.)]|\(?[a-z][.)]|\([ivx]+\))\s+")
+_INLINE_LIST = re.compile(
+    rf"{_CAPITAL_WORD}(?:\s+{_CAPITAL_WORD})*(?:,\s+{_CAPITAL_WORD}(?:\s+{_CAPITAL_WORD})*)+,?\s+(?:and|or)\s+"
+    rf"{_CAPITAL_WORD}(?:\s+{_CAPITAL_WORD})*"
+)
+
+
+# A question that asks for a bound, and how a passage states one.
+_BOUNDS = (
+    (
+        re.compile(
+            r"\b(?:at most|maximum|no more than|not more than|up to|longest|at the latest)\b", re.IGNORECASE
+        ),
+        re.compile(
+            r"\b(?:up to|maximum|at most|not (?:more|later) than|no (?:more|later) than|not exceed|cap)",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        re.compile(
+            r"\b(?:at least|minimum|no less than|not less than|shortest|at the earliest)\b", re.IGNORECASE
+        ),
+        re.compile(
+            r"\b(?:at least|minimum|not less than|no less than|no earlier than|not earlier than)",
+            re.IGNORECASE,
+        ),
+    ),
+)
+_PLACE_KINDS = frozenset("State Province Commonwealth County City Canton Republic Kingdom".split())
+
+
+def _proper_first(spans: list[_Span], page: str) -> list[_Span]:
+    """Names made of proper nouns rank first: a capitalised word that the page also writes in
+    lower case ("Steering Committee", "the committee") is a common noun set as a title."""
+    out = []
+    for span in spans:
+        words = [w.strip(".,'’") for w in span.text.split() if w[:1].isupper() and w not in _PLACE_KINDS]
+        common = sum(1 for w in words if len(w) > 1 and re.search(rf"\b{re.escape(w.lower())}\b", page))
+        strength = span.strength + (2 if common == 0 else 1 if common < len(words) else 0)
+        out.append(_Span(span.start, span.end, span.text, strength))
+    return out
+
+
+_PLACE_BEFORE = re.compile(
+    r"\b(laws?|courts?|located|seated|seat|situated|held|venue|sitting)\s+(?:\w+\s+){0,2}?(?:of|in|at|is)\s+(?:the\s+)?"
+    r"(?:(?:State|Commonwealth|Province|Republic|Kingdom|County|City|Canton)\s+of\s+(?:the\s+)?)?$",
+    re.IGNORECASE,
+)
+_PLACE_AFTER = re.compile(
+    r"\b(?:in|at|of|is|be|near|within)\s+(?:the\s+)?"
+    r"(?:(?:State|Commonwealth|Province|Republic|Kingdom|County|City|Canton)\s+of\s+(?:the\s+)?)?$",
+    re.IGNORECASE,
+)
+_PLACE_PREFIX = re.compile(
+    r"^(?:the\s+)?(?:State|Commonwealth|Province|County|City|Canton)\s+of\s+(?:the\s+)?", re.IGNORECASE
+)
+
+
+def _bare_place(text: str) -> str:
+    """ "State of New York" said as "New York" (a republic or a kingdom keeps its name)."""
+    return _PLACE_PREFIX.sub("", text) or text
+
+
+_PLACE_WORD = re.compile(r"^(?:State|Commonwealth|Province|Republic|Kingdom|County|City|Canton|Emirate)\b")
+
+
+def _placed(text: str, span: _Span, question_words: set[str]) -> int:
+    """How surely the words before a name make it the place asked for: 2 when they are the
+    question's own ("the laws of ..." for a governing law, "seated in ..." for a seat), 1 for
+    another place phrase ("courts located in ...", "State of ..."), else 0."""
+    before = _PLACE_BEFORE.search(text[max(0, span.start - 50) : span.start])
+    if before:
+        word = before.group(1).lower()
+        return 2 if {_stem(word), _stem(word.rstrip("s"))} & question_words else 1
+    return 1 if _PLACE_WORD.match(span.text) else 0
+
+
+_ORDINAL_DATE = re.compile(
+    rf"^(\d{{1,2}}|{_ORDINAL_WORD})(?:st|nd|rd|th)?\s+day\s+of\s+({_MONTH}),?\s+(\d{{4}})$", re.IGNORECASE
+)
+
+
+def _plain_date(text: str) -> str:
+    """ "the 1st (first) day of November, 2002" read as "November 1, 2002"; other spans as written."""
+    m = _ORDINAL_DATE.match(text)
+    if not m:
+        return text
+    day = m.group(1).lower().replace(" ", "-")
+    if not day.isdigit():
+        tens, _, unit = day.rpartition("-")
+        day = (
+            str((20 if tens == "twenty" else 30 if tens == "thirty" else 0) + _ORDINALS.index(unit) + 1)
+            if unit in _ORDINALS
+            else {"twentieth": "20", "thirtieth": "30"}[unit]
+        )
+    return f"{m.group(2)} {int(day)}, {m.group(3)}"
+
+
+def _is_cell(sentence: str) -> bool:
+    """A table cell holding a figure: "$", "81,797", "(1,234)", "12.5%", "—"."""
+    return bool(re.fullmatch(r"[$€£(]?\s*[\d,.]*\d[\d,.]*\s*[)%]?|[$€£—–-]", sentence.strip()))
+
+
+def _term_positions(text: str, question_words: set[str]) -> list[int]:
+    positions = []
+    for m in re.finditer(r"[^\W_]+", text):
+        if _stem(m.group(0)) in question_words:
+            positions.append(m.start())
+    return positions
+
+
+def _distance(span: _Span, anchors: list[int], value_from: int, want: Want) -> float:
+    """How far the span is from the question's words in the passage; a figure is looked for
+    after its label (a table row, "revenue was $X") before it is looked for before."""
+    if value_from:
+        return float(span.start - value_from)
+    if not anchors:
+        return float(span.start)
+    best = float("inf")
+    for at in anchors:
+        if span.start >= at:
+            gap = float(span.start - at)
+        else:
+            gap = float(at - span.end) * (1.5 if want in (Want.FIGURE, Want.PERCENT, Want.COUNT) else 1.0)
+        best = min(best, gap)
+    return best
+
+
+def read_answer(question: str, pages: Sequence[tuple[int, str]]) -> Reading:
+    """The answer to ``question`` from ``pages`` ((number, text), in prompt order)."""
+    return _Reader(question, pages).answer()

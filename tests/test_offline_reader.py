@@ -1,0 +1,273 @@
+"""The offline engine as an honest extractive reader (issue 15): the answer type a question
+wants, the short span, never a heading, boilerplate or template blank, "not found" with the
+pages to read, several citations for a list; and its evaluation set, scored."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import word_counter
+from offline_eval import EvalQuestion, counts, document_of, evaluate, load_set, sample_questions
+
+from rr_core.llm import LLMRequest, OfflineEngine
+from rr_core.outputs import AnswerOut
+from rr_core.prompts import build_layout, instructions
+from rr_core.quotes import VERIFIED, check_quote
+from rr_core.reader import Want, answer_like, answer_type, is_heading, read_answer, unusable
+from rr_core.tokens import counter_for_model
+
+
+def reply_to(question: str, texts: list[str]) -> dict:  # type: ignore[type-arg]
+    pages = list(enumerate(texts, start=1))
+    layout = build_layout(instructions("answer", question), pages, questions=[question])
+    engine = OfflineEngine(word_counter())
+    completion = engine.complete(
+        LLMRequest(prompt=layout.render(), schema=AnswerOut, model="offline", layout=layout)
+    )
+    reply: dict = json.loads(completion.text)  # type: ignore[type-arg]
+    AnswerOut.parse(completion.text)  # still readable by the one-citation parser
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("question", "want"),
+    [
+        ("When was the case argued?", Want.DATE),
+        ("On what date does the agreement take effect?", Want.DATE),
+        ("In what year was the Compact approved?", Want.DATE),
+        ("How long may the Supplier take to report a breach?", Want.DURATION),
+        ("Within how many days must the invoice be paid?", Want.DURATION),
+        ("What interest rate applies to late payments?", Want.PERCENT),
+        ("What share of the water may a state take?", Want.PERCENT),
+        ("What dropout rate was assumed when the sample size was calculated?", Want.PERCENT),
+        ("How much is the termination fee?", Want.FIGURE),
+        ("What was Uber's total revenue in 2021?", Want.FIGURE),
+        ("What fixed dollar amount is used in the liability cap?", Want.FIGURE),
+        ("How many subjects will be enrolled?", Want.COUNT),
+        ("Who chairs the Data Monitoring Committee?", Want.NAME),
+        ("Which party bears the cost of the audit?", Want.NAME),
+        ("Where is the seat of arbitration?", Want.PLACE),
+        ("Which jurisdiction's law governs this agreement?", Want.PLACE),
+        ("What are the exclusion criteria?", Want.LIST),
+        ("Which states are parties to the Compact?", Want.LIST),
+        ("What is the protocol number of the study?", Want.CODE),
+        ("In what ratio are participants randomised?", Want.RATIO),
+        ("What is the primary endpoint of the study?", Want.TEXT),
+    ],
+)
+def test_a_question_is_typed_by_its_wording(question: str, want: Want) -> None:
+    assert answer_type(question) is want
+
+
+def test_headings_toc_lines_boilerplate_and_blanks_are_never_answers() -> None:
+    for text in (
+        "Exclusion Criteria:",
+        "5.3 Exclusion Criteria",
+        "ARTICLE 26 - DISPUTE RESOLUTION",
+        "Lead Principal Investigator",
+        "Governing Law / Jurisdiction: [to be completed]",
+        "Protocol Number: TBD",
+        "SIGNATURE PAGE/STATEMENT OF COMPLIANCE ..........................2",
+        "Quantitative and Qualitative Disclosures About Market Risk 18",
+        "1. I have reviewed this quarterly report on Form 10-Q of Apple Inc.;",
+        "By: ______________________",
+    ):
+        assert not answer_like(text), text
+    assert answer_like("The Agreement is governed by the laws of the State of New York.")
+    assert is_heading("Exclusion Criteria:") and not is_heading("The fee is 4.2 million euros.")
+    assert unusable("Governing Law: [to be completed]") and not unusable("Governing law is New York law.")
+
+
+def test_a_template_blank_is_passed_over_for_the_clause_that_answers() -> None:
+    texts = [
+        "EXHIBIT C - TERM SHEET\n\nGoverning Law / Jurisdiction: [to be completed]\n\nNotices: [to be completed]",
+        "18. GOVERNING LAW\n\nThis Agreement is governed by the laws of the State of New York, without regard "
+        "to its conflict of laws rules.",
+    ]
+    reply = reply_to("What is the governing law?", texts)
+    assert reply["found"] and reply["page"] == "2" and "New York" in reply["answer"]
+    assert "[to be completed]" not in reply["quote"]
+
+
+def test_a_certification_is_never_the_answer_to_a_figure_question() -> None:
+    certification = (
+        "CERTIFICATION\n\nI, Tim Cook, certify that:\n\n1. I have reviewed this quarterly report on Form 10-Q "
+        "of Apple Inc.;\n\n2. Based on my knowledge, this report does not contain any untrue statement of a "
+        "material fact regarding research and development expenses."
+    )
+    statement = (
+        "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS\n(In millions)\nThree Months Ended\n"
+        "Operating expenses:\nResearch and development\n$\n7,442\n$\n6,797\n"
+        "Selling, general and administrative\n6,012\n5,973\nTotal operating expenses\n13,454\n12,770"
+    )
+    reply = reply_to("What were the research and development expenses?", [certification, statement])
+    assert reply["found"] and reply["answer"] == "$ 7,442" and reply["page"] == "2"
+    # The quote is the table row, as the page says it.
+    assert reply["quote"] == "Operating expenses: Research and development $ 7,442 $ 6,797"
+    assert check_quote(reply["quote"], statement).status == VERIFIED
+
+
+def test_a_table_row_is_read_under_its_section_label() -> None:
+    statement = (
+        "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS\nThree Months Ended\nOperating income\n22,998\n22,946\n"
+        "Earnings per share:\nBasic\n$\n1.27\n$\n1.20\nDiluted\n$\n1.26\n$\n1.20\n"
+    )
+    notes = (
+        "Earnings per share are computed on the weighted-average shares outstanding; see Note 3 on earnings."
+    )
+    reply = reply_to("What was diluted earnings per share?", [notes, statement])
+    assert reply["answer"] == "$ 1.26" and reply["page"] == "2" and reply["quote"] == "Diluted $ 1.26 $ 1.20"
+    # A figure of something the document never names is not in it.
+    assert reply_to("What was the dividend per share?", [notes, statement])["found"] is False
+
+
+def test_a_label_points_at_its_value() -> None:
+    page = "Study Sponsor\nElpida Therapeutics SPC\nLead Principal Investigator\nSusan T. Iannaccone, MD\nProfessor"
+    reply = reply_to("Who is the lead principal investigator?", [page])
+    assert reply["answer"] == "Susan T. Iannaccone" and reply["found"]
+    assert check_quote(reply["quote"], page).status == VERIFIED
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "span"),
+    [
+        (
+            "When does the new plant open?",
+            "The new Leeds plant is scheduled to open on 14 March 2029.",
+            "14 March 2029",
+        ),
+        (
+            "How many days' notice ends the distribution agreement?",
+            "Either party may end the distribution agreement by giving at least ninety (90) days' written notice.",
+            "at least ninety (90) days'",
+        ),
+        (
+            "What interest rate applies to overdue invoices?",
+            "Overdue invoices bear interest at 2.5 percent per month.",
+            "2.5 percent per month",
+        ),
+        (
+            "Who is the current chief financial officer?",
+            "Maria Lindqvist is the current chief financial officer.",
+            "Maria Lindqvist",
+        ),
+        (
+            "Where is the seat of arbitration?",
+            "Disputes are finally settled by arbitration seated in Rotterdam.",
+            "Rotterdam",
+        ),
+        (
+            "On what date was this agreement made?",
+            "This Agreement is made on the 1st day of November, 2002.",
+            "November 1, 2002",
+        ),
+    ],
+)
+def test_the_answer_is_the_span_of_the_kind_asked(question: str, sentence: str, span: str) -> None:
+    filler = "The weather was mild all week and the river ran high."
+    reply = reply_to(question, [filler, f"{filler} {sentence} {filler}"])
+    assert reply["answer"] == span and reply["page"] == "2" and reply["quote"] == sentence
+
+
+def test_a_long_run_of_comma_grouped_figures_is_read_at_once() -> None:
+    """Figures split at their commas every possible way took minutes for a line of 25 groups."""
+    line = "The share counts were " + ",".join(["123"] * 40) + " and the rate was 5 percent."
+    done: list[object] = []
+    worker = threading.Thread(
+        target=lambda: done.append(read_answer("What was the rate?", [(1, line)])), daemon=True
+    )
+    worker.start()
+    worker.join(timeout=120)  # generous: only a runaway match comes near it
+    assert done and getattr(done[0], "answer", "") == "5 percent"
+
+
+def test_no_answer_of_the_kind_asked_is_not_found_with_pages_to_read_best_first() -> None:
+    texts = [
+        "The audit committee meets twice a year.",
+        "The audit committee reviews the audit fee and the audit plan of the audit firm every year.",
+        "Lunch is served at noon.",
+    ]
+    reading = read_answer("When was the audit fee last increased?", list(enumerate(texts, start=1)))
+    assert not reading.found and reading.citations == ()
+    assert reading.pages_to_read == (2, 1)
+    assert reading.answer == "Not found by the offline engine; pages to read: 2, 1"
+
+
+def test_a_list_question_cites_each_item() -> None:
+    page = (
+        "5.3 Exclusion Criteria\n\nParticipants are not eligible if any of the following apply:\n\n"
+        "1. Ejection fraction below 40 percent.\n\n2. Hospitalisation for heart failure in the last 30 days.\n\n"
+        "3. Body mass index above 45 kg/m2.\n\n5.4 Other Criteria\n\nNone."
+    )
+    reply = reply_to("What are the exclusion criteria?", ["Filler page about visits.", page])
+    assert reply["found"] and len(reply["citations"]) >= 3
+    assert all(
+        c["page"] == "2" and check_quote(c["quote"], page).status == VERIFIED for c in reply["citations"]
+    )
+    assert "Body mass index above 45 kg/m2" in reply["answer"]
+    assert not any(is_heading(c["quote"]) for c in reply["citations"])
+
+
+# ---- The evaluation set (tests/data/offline_eval.csv) -----------------------------------------
+
+# Measured on this engine (the engine before issue 15, in brackets): right / not found / wrong.
+# Bundled samples, 9 questions written for the set: 7 / 0 / 2 (3 / 0 / 6).
+# ../shared documents, 32 questions: 29 / 1 / 2 (16 / 0 / 16).
+# The samples' own 33 questions: 24 / 3 / 6 (15 / 0 / 18).
+FLOORS = {"bundled": (7, 2), "shared": (29, 2), "samples": (24, 6)}  # (right at least, wrong at most)
+
+
+def _check(scored: list, floor: tuple[int, int]) -> None:  # type: ignore[type-arg]
+    tally = counts(scored)
+    assert tally["right"] >= floor[0] and tally["wrong"] <= floor[1], tally
+    counter = counter_for_model("offline")
+    for s in scored:  # never a heading, boilerplate or template blank, as answer or as quote
+        if s.reply["found"]:
+            answer, quotes = s.reply["answer"], [c["quote"] for c in s.reply["citations"]]
+            assert not unusable(answer) and all(not unusable(q) for q in quotes), s.item.question
+            assert not (answer in quotes and is_heading(answer)), (s.item.question, answer)
+            # Each citation stands on its page, word for word.
+            pages = document_of(s.item.source, counter).pages
+            for c in s.reply["citations"]:
+                assert check_quote(c["quote"], pages[int(c["page"]) - 1].text).status == VERIFIED, c
+        else:
+            assert s.reply["citations"] == [] and s.reply["page"] == "n/a"
+            assert s.reply["answer"].startswith("Not found by the offline engine; pages to read: ")
+
+
+def _bundled() -> list[EvalQuestion]:
+    return [i for i in load_set() if i.on_sample]
+
+
+def test_the_evaluation_set_is_written_as_asked() -> None:
+    items = load_set()
+    assert len(items) >= 30 and sum(1 for i in items if not i.answers) >= 5
+    assert {i.kind for i in items} >= {"date", "duration", "percent", "figure", "count", "name", "list"}
+    assert _bundled() and all(i.pages for i in items if i.answers)
+
+
+def test_the_bundled_part_of_the_evaluation_set() -> None:
+    counter = counter_for_model("offline")
+    _check(evaluate(OfflineEngine(counter), _bundled(), counter), FLOORS["bundled"])
+
+
+def test_the_samples_own_questions() -> None:
+    counter = counter_for_model("offline")
+    _check(evaluate(OfflineEngine(counter), sample_questions(), counter), FLOORS["samples"])
+
+
+@pytest.mark.shared_data
+def test_the_shared_documents_part_of_the_evaluation_set(shared_documents: Path) -> None:
+    counter = counter_for_model("offline")
+    items = [i for i in load_set() if not i.on_sample]
+    assert all((shared_documents / i.source).is_file() for i in items)
+    scored = evaluate(OfflineEngine(counter), items, counter)
+    _check(scored, FLOORS["shared"])
+    # A list question on a real protocol: each criterion its own citation.
+    (criteria,) = [
+        s for s in scored if s.item.question == "What are the exclusion criteria?" and not s.item.on_sample
+    ]
+    assert criteria.verdict == "right" and len(criteria.reply["citations"]) >= 3
