@@ -416,9 +416,10 @@ class Budget:
     the provider reports. A reservation that would take what is settled plus what is held
     above the cap is refused: the call is not sent. A provider that bills more than estimated
     raises what later calls hold: the estimate times the largest ratio seen, and at least the
-    largest bill seen (estimates that ran low once are not trusted to scale). Until one call
-    has settled, calls go one at a time, so how far bills run from the estimates is known
-    before several calls are in flight. Thread-safe.
+    largest bill seen (estimates that ran low once are not trusted to scale). Until a call
+    has come back with a bill, calls go one at a time (a call that failed unbilled tells
+    nothing of the bills), so how far bills run from the estimates is known before several
+    calls are in flight. Thread-safe.
     """
 
     def __init__(self, cap_usd: float) -> None:
@@ -428,14 +429,14 @@ class Budget:
         self._scale = 1.0
         self._largest_bill = 0.0
         self._in_flight = 0
-        self._settled_calls = 0
+        self._billed_calls = 0
         self._changed = threading.Condition()
 
     def reserve(self, estimate_usd: float, cancel: threading.Event | None = None) -> Reservation | None:
         """Hold a call's estimated cost; None when that would pass the cap (or ``cancel`` is set
         while the call waits for the first bill)."""
         with self._changed:
-            while self._settled_calls == 0 and self._in_flight > 0:
+            while self._billed_calls == 0 and self._in_flight > 0:
                 if cancel is not None and cancel.is_set():
                     return None
                 self._changed.wait(0.2)
@@ -456,16 +457,18 @@ class Budget:
         """The most a call was billed over its estimate (1: never over)."""
         return self._scale
 
-    def settle(self, reservation: Reservation, paid_usd: float) -> None:
-        """Release a reservation and count what the call cost (0 when it failed unbilled)."""
+    def settle(self, reservation: Reservation, paid_usd: float | None) -> None:
+        """Release a reservation and count what the call cost (None: it failed and brought no
+        bill; until a bill has come back, calls still go one at a time)."""
         with self._changed:
             self.held_usd = max(0.0, self.held_usd - reservation.held_usd)
-            self.settled_usd += paid_usd
             self._in_flight -= 1
-            self._settled_calls += 1
-            self._largest_bill = max(self._largest_bill, paid_usd)
-            if reservation.estimate_usd > 0 and paid_usd > reservation.estimate_usd * self._scale:
-                self._scale = paid_usd / reservation.estimate_usd
+            if paid_usd is not None:
+                self.settled_usd += paid_usd
+                self._billed_calls += 1
+                self._largest_bill = max(self._largest_bill, paid_usd)
+                if reservation.estimate_usd > 0 and paid_usd > reservation.estimate_usd * self._scale:
+                    self._scale = paid_usd / reservation.estimate_usd
             self._changed.notify_all()
 
 
@@ -658,7 +661,7 @@ class Executor:
             max_output_tokens=call.max_output_tokens,
             layout=call.layout,
         )
-        paid = 0.0
+        paid: float | None = None  # no bill until a reply comes back
         try:
             completion = self.client.complete(request)
             paid = price_usage(completion.usage, *run.plan.settings.pricing).total_usd

@@ -789,7 +789,7 @@ def test_the_budget_holds_each_call_and_learns_from_bills_above_the_estimate() -
     third = budget.reserve(0.10)
     assert third is not None
     assert budget.reserve(0.10) is None  # 0.30 paid + 0.60 held + 0.30 > 1.00: not sent
-    budget.settle(second, 0.0)  # failed unbilled: its hold is released
+    budget.settle(second, None)  # failed unbilled: its hold is released
     assert budget.reserve(0.10) is not None
     # Once bills ran above their estimates, a small call holds at least the largest bill.
     smaller = Budget(1.00)
@@ -812,3 +812,20 @@ def test_the_first_call_goes_alone_until_its_bill_is_known() -> None:
     assert budget.reserve(0.10, stop) is None and budget.held_usd == pytest.approx(0.10)
     budget.settle(first, 0.10)
     assert budget.reserve(0.10, stop) is not None  # the bill is known: no wait
+
+
+def test_a_failed_unbilled_call_does_not_open_parallel_sending() -> None:
+    from rr_core.runs import Budget
+
+    budget = Budget(10.0)
+    stop = threading.Event()
+    stop.set()
+    first = budget.reserve(0.10)
+    assert first is not None
+    budget.settle(first, None)  # failed: no bill came back
+    second = budget.reserve(0.10)
+    assert second is not None  # nothing in flight: it goes
+    # Still no bill seen: a third call waits for the second (stopped while waiting: not sent).
+    assert budget.reserve(0.10, stop) is None
+    budget.settle(second, 0.10)
+    assert budget.reserve(0.10, stop) is not None

@@ -403,3 +403,31 @@ def test_the_budget_cap_holds_with_many_calls_in_flight(stub: StubServer, docume
     assert executor.stopped and "budget cap of $0.25" in executor.stopped
     skipped = [c for t in traces for c in t.calls if c.error and "not sent" in c.error]
     assert skipped and all("budget cap" in c.error for c in skipped if c.error)
+
+
+def test_calls_go_one_at_a_time_until_a_bill_comes_back_even_after_failures(
+    stub: StubServer, document: Document
+) -> None:
+    """The first replies fail unbilled, then every reply bills far above its estimate: no
+    second call is in flight before the first bill is known, and then the cap stops the run."""
+    from rr_core.runs import Budget
+
+    seen = {"n": 0}
+    lock = threading.Lock()
+
+    def respond(path: str, body: Any) -> Reply:
+        with lock:
+            seen["n"] += 1
+            n = seen["n"]
+        if n <= 3:
+            return Reply(status=400, error_message="bad thing", error_type="invalid_request_error")
+        return Reply(usage={"input_tokens": 5_000_000, "output_tokens": 100, "total_tokens": 5_000_100})
+
+    stub.responder = respond
+    plans = [plan_for(document, "chunked-rr", "openai", question=q) for q in QUESTIONS]
+    budget = Budget(0.18)
+    with Executor(client_for("openai", stub), concurrency=8, budget=budget) as executor:
+        executor.run(document, plans)
+    assert stub.max_in_flight == 1
+    assert len(stub.requests) == 4  # three failures, one bill of $2: then nothing more
+    assert executor.stopped and "budget cap" in executor.stopped
