@@ -87,8 +87,9 @@ class CallTrace:
     latency_s: float = 0.0
     cache_key: str = ""
     cached: bool = False
-    # The temperature sent (None: none was sent, the API's default); for a stored reply, the
-    # one its reader sends.
+    # The temperature this call's request was sent with (None: none, the API's default; a
+    # server that rejects it gets the call again without); for a stored reply, the one its
+    # request was sent with.
     temperature: float | None = None
     retrieved: list[int] = field(default_factory=list)
     error: str | None = None
@@ -379,11 +380,14 @@ def run_key(plan: Plan, provider: str, model: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CachedCall:
-    """A stored reply: its text and the usage it was billed at."""
+    """A stored reply: its text, the usage it was billed at, and the temperature its request
+    was sent with (``temperature_known`` False: a reply stored before that was recorded)."""
 
     text: str
     usage: Usage
     model: str = ""
+    temperature: float | None = None
+    temperature_known: bool = False
 
 
 class CallCache(Protocol):
@@ -682,7 +686,16 @@ class Executor:
         if self.cache is None:
             return
         try:
-            self.cache.put(key, CachedCall(completion.text, completion.usage, completion.model))
+            self.cache.put(
+                key,
+                CachedCall(
+                    completion.text,
+                    completion.usage,
+                    completion.model,
+                    temperature=completion.temperature,
+                    temperature_known=True,
+                ),
+            )
         except (RRError, OSError) as exc:
             message = redact(str(exc))
             with self._count_lock:
@@ -739,9 +752,11 @@ class Executor:
                         pending.set_result(completion)
                     else:
                         pending.set_exception(_Shared())
+        # What this call's request was sent with (a stored reply says what its request had;
+        # one stored before that was recorded: what the client is configured to send).
         record.temperature = (
             completion.temperature
-            if isinstance(completion, Completion)
+            if isinstance(completion, Completion) or completion.temperature_known
             else _temperature(self.client.identity().get("temperature"))
         )
         record.latency_s = round(time.perf_counter() - started, 3)

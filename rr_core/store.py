@@ -57,11 +57,13 @@ CREATE TABLE IF NOT EXISTS calls (
     created_at TEXT NOT NULL,
     model TEXT NOT NULL,
     response TEXT NOT NULL,
-    usage TEXT NOT NULL
+    usage TEXT NOT NULL,
+    sent TEXT
 );
 """
 # Columns added after the first version; an older file gains them when opened.
 _ADDED_COLUMNS = {"run_id": "TEXT", "label": "TEXT", "cache_key": "TEXT", "questions": "INTEGER"}
+_ADDED_CALL_COLUMNS = {"sent": "TEXT"}  # what a call's request was sent with (its temperature)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +142,10 @@ class SQLiteStore:
             for column, kind in _ADDED_COLUMNS.items():
                 if column not in have:
                     db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+            have = {row[1] for row in db.execute("PRAGMA table_info(calls)")}
+            for column, kind in _ADDED_CALL_COLUMNS.items():
+                if column not in have:
+                    db.execute(f"ALTER TABLE calls ADD COLUMN {column} {kind}")
             # Runs stored before run ids existed get one from their row number.
             db.execute("UPDATE runs SET run_id = 'v1-' || id WHERE run_id IS NULL")
             db.execute("CREATE UNIQUE INDEX IF NOT EXISTS runs_run_id ON runs (run_id)")
@@ -242,23 +248,34 @@ class SQLiteStore:
         """The stored reply of a call, by its cache key."""
         with self._connect() as db:
             row = db.execute(
-                "SELECT response, usage, model FROM calls WHERE cache_key = ?", (key,)
+                "SELECT response, usage, model, sent FROM calls WHERE cache_key = ?", (key,)
             ).fetchone()
         if not row:
             return None
-        return CachedCall(text=row[0], usage=Usage(**json.loads(row[1])), model=row[2])
+        # ``sent``: what the request was sent with (NULL in rows stored before it was kept).
+        sent = json.loads(row[3]) if row[3] else None
+        temperature = sent.get("temperature") if isinstance(sent, dict) else None
+        return CachedCall(
+            text=row[0],
+            usage=Usage(**json.loads(row[1])),
+            model=row[2],
+            temperature=float(temperature) if isinstance(temperature, (int, float)) else None,
+            temperature_known=isinstance(sent, dict),
+        )
 
     def put(self, key: str, call: CachedCall) -> None:
         """Keep a call's reply under its key (the first reply for a key stays)."""
         with self._connect() as db:
             db.execute(
-                "INSERT OR IGNORE INTO calls (cache_key, created_at, model, response, usage) VALUES (?,?,?,?,?)",
+                "INSERT OR IGNORE INTO calls (cache_key, created_at, model, response, usage, sent)"
+                " VALUES (?,?,?,?,?,?)",
                 (
                     key,
                     datetime.now(UTC).isoformat(timespec="seconds"),
                     call.model,
                     call.text,
                     json.dumps(asdict(call.usage)),
+                    json.dumps({"temperature": call.temperature}) if call.temperature_known else None,
                 ),
             )
 

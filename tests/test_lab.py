@@ -8,6 +8,7 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, word_counter
@@ -1070,3 +1071,40 @@ def test_the_grid_bounds_are_checked_in_the_engine_for_every_screen() -> None:
             word_counter(),
             depths=(150,),
         )
+
+
+def test_replies_made_after_a_rejected_temperature_are_found_again_by_a_fresh_client(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stub: StubServer
+) -> None:
+    """A server that rejects the temperature: the call is repeated without it. The cache key
+    is the client's configuration, so a rerun (a fresh client) finds every reply; the per-trial
+    records say per call what was sent."""
+    import csv
+
+    from tests.stub_server import Reply
+
+    def no_temperature(path: str, body: Any) -> Reply:
+        if isinstance(body, dict) and "temperature" in body:
+            return Reply(
+                status=400,
+                error_message="Unsupported parameter: 'temperature' is not supported with this model.",
+                error_type="invalid_request_error",
+            )
+        return Reply()
+
+    stub.responder = no_temperature
+    _paid_provider(monkeypatch, stub)
+    argv = (str(_neutral_file(tmp_path)), "--provider", "openai", "--model", "gpt-4.1", *SMALL_GRID)
+    first_csv, second_csv = tmp_path / "first.csv", tmp_path / "second.csv"
+    code, first, err = _lab(capsys, *argv, "--concurrency", "1", "--trials-csv", str(first_csv))
+    assert code == 0, err
+    assert stub.requests[0].body["temperature"] == 0  # asked once, rejected, then never sent
+    assert all("temperature" not in r.body for r in stub.requests[1:])
+    sent = len(stub.requests)
+    code, second, err = _lab(capsys, *argv, "--concurrency", "1", "--trials-csv", str(second_csv))
+    assert code == 0, err
+    assert len(stub.requests) == sent and second["calls_made"] == 0  # every call found in the store
+    assert second["calls_cached"] == first["calls_made"] + first["calls_cached"]
+    for path in (first_csv, second_csv):
+        rows = list(csv.DictReader(path.open(encoding="utf-8")))
+        assert rows and {r["temperature"] for r in rows} == {"not sent"}

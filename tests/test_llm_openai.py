@@ -196,6 +196,8 @@ def test_chat_sends_temperature_zero_and_drops_it_once_the_server_rejects_it(stu
     assert "temperature" not in bodies[1] and "temperature" not in bodies[2]  # remembered
     assert first.temperature is None and second.temperature is None
     assert "response_format" in bodies[1]  # structured output was not the problem
+    # The cache identity is the configuration: the rejection changes what is sent, not the key.
+    assert client.identity() == chat_client(stub).identity() and client.identity()["temperature"] == 0.0
 
 
 def test_chat_falls_back_when_server_rejects_structured_output(stub: StubServer) -> None:

@@ -22,6 +22,7 @@ from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.stats import (
     EFFECTIVE_MARGIN,
     EFFECTIVE_RULE,
+    Score,
     SeriesSummary,
     percent,
     percent_range,
@@ -208,7 +209,7 @@ def trial_rows(
                 "is_llm": shared.get("is_llm", ""),
                 "provider": settings.provider if settings else "",
                 "model": settings.model if settings else "",
-                "temperature": shared.get("temperature", ""),
+                "temperature": _temperatures(s, shared),
                 "max_output_tokens": settings.max_output_tokens if settings else "",
                 "answer": s.answer,
                 "scored_by": "exact match" if trial and trial.exact else "fuzzy match",
@@ -228,6 +229,14 @@ def trial_rows(
             }
         )
     return rows
+
+
+def _temperatures(s: Score, shared: dict[str, Any]) -> object:
+    """What the run's calls were sent with, per call (a server may reject the temperature
+    mid-run): ``0``, ``not sent``, or both; a free engine says it is deterministic."""
+    if shared.get("is_llm") == 0:
+        return shared.get("temperature", "")
+    return " / ".join("not sent" if t is None else f"{t:g}" for t in s.temperatures)
 
 
 def trials_csv(plan: SweepPlan, result: SweepResult, *, context: dict[str, Any] | None = None) -> str:

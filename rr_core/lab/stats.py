@@ -165,6 +165,9 @@ class Score:
     would_cost_usd: float = 0.0  # what its new calls cost at the price, paid or not
     built_tokens: int = 0  # the tokens of the document built (``length`` is the one asked for)
     gold_depth: float = 0.0  # where the answer really sits, percent (``depth`` is the one asked for)
+    # The temperatures its calls that came back were sent with, each once in call order (None:
+    # none sent, the provider's default).
+    temperatures: tuple[float | None, ...] = ()
 
 
 def score(

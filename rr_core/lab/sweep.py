@@ -280,7 +280,8 @@ def score_trace(job: Job, trace: RunTrace, position: int = -1) -> Score:
     place in its plan, so the per-trial records can name its settings)."""
     outcome = trace.outcome
     usage = trace.usage
-    return score(
+    sent = tuple(dict.fromkeys(c.temperature for c in trace.calls if c.response or c.cached))
+    scored = score(
         series=job.series,
         method=job.plan.method,
         length=job.trial.length,
@@ -308,6 +309,7 @@ def score_trace(job: Job, trace: RunTrace, position: int = -1) -> Score:
         error=trace.error or "",
         would_cost_usd=trace.would_cost_usd,
     )
+    return replace(scored, temperatures=sent)
 
 
 def run_sweep(

@@ -114,10 +114,15 @@ class OpenAIClient(SDKAdapter):
         )
 
     def temperature_for(self, model: str) -> float | None:
-        """0 unless the model is one of OpenAI's reasoning models or the server rejected it."""
-        if not self._temperature or _REASONING.match(model.strip().lower()) and "-chat" not in model:
+        """0 unless the model is one of OpenAI's reasoning models (the configuration: a server
+        that rejects it changes what is sent, ``_temperature_to_send``, not this)."""
+        if _REASONING.match(model.strip().lower()) and "-chat" not in model:
             return None
         return TEMPERATURE
+
+    def _temperature_to_send(self, model: str) -> float | None:
+        """What this call sends: the configured temperature, unless the server rejected it."""
+        return self.temperature_for(model) if self._temperature else None
 
     def _rejects_temperature(self, failure: HTTPFailure) -> bool:
         if self._temperature and failure.status == 400 and "temperature" in failure.detail.lower():
@@ -126,7 +131,7 @@ class OpenAIClient(SDKAdapter):
         return False
 
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
-        temperature = self.temperature_for(model)
+        temperature = self._temperature_to_send(model)
         if self.api == "responses":
             response = self._client.responses.create(
                 model=model,

@@ -87,7 +87,10 @@ class SDKAdapter:
         self._cancel = cancel if cancel is not None else threading.Event()
 
     def identity(self) -> Identity:
-        """Provider, wire format, normalised server URL, model and the temperature sent."""
+        """Provider, wire format, normalised server URL, model and the temperature the client
+        is configured to send. Fixed for the client's configuration: a server that rejects the
+        temperature mid-run changes what is sent (each call records it), never the cache key,
+        so a fresh process finds every reply again."""
         return {
             "provider": self.name,
             "api": self.api,
@@ -97,8 +100,8 @@ class SDKAdapter:
         }
 
     def temperature_for(self, model: str) -> float | None:
-        """The temperature sent with a call to ``model``; None: none is sent (the API takes
-        none, or the model rejects it)."""
+        """The temperature the client is configured to send with a call to ``model``; None:
+        none (the API or the model takes none)."""
         return None
 
     def _rejects_temperature(self, failure: HTTPFailure) -> bool:
