@@ -1032,6 +1032,7 @@ def test_lab_exit_codes_follow_ask(
         (("--depths", "-1"), "Depth -1"),
         (("--repeats", "1000000", "--dry-run"), "Repeats 1,000,000"),
         (("--repeats", "0"), "Repeats 0"),
+        (("--lengths", "2000000", "--repeats", "100", "--methods", "baseline", "--dry-run"), "at most 50,000,000"),
         (
             (
                 "--lengths",
@@ -1060,6 +1061,8 @@ def test_the_grid_bounds_are_checked_in_the_engine_for_every_screen() -> None:
         (TrialSpec(task="planted", lengths=(-5,), repeats=1), "Length -5"),
         (TrialSpec(task="planted", lengths=(2_000,), repeats=10**6), "Repeats"),
         (TrialSpec(task="kv", lengths=(10**6,), repeats=1), "key–value pairs"),
+        (TrialSpec(task="planted", lengths=(2_000_000,), repeats=100), "tokens of test documents"),
+        (TrialSpec(task="kv", lengths=(10_000,), repeats=100), "tokens of test documents"),
     ):
         with pytest.raises(ConfigError, match=message):
             build_trials(spec, preset, neutral_document(), word_counter())

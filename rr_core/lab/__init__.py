@@ -46,6 +46,13 @@ MAX_LENGTH_TOKENS = 2_000_000
 MAX_KV_PAIRS = 10_000
 MAX_REPEATS = 100
 MAX_DISTRACTERS = 10
+# The tokens of all test documents together (trials × length): each trial is a document in
+# memory, about 5.5 bytes a token (2,000,000 tokens × 500 trials took 37 s and 5.5 GB).
+MAX_BUILT_TOKENS = 50_000_000
+# A key–value pair (two UUIDs as JSON) is about 40 tokens; a file's rows (length 0) hold a
+# few hundred pairs at most.
+KV_PAIR_TOKENS = 40
+KV_FILE_ROW_PAIRS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +140,8 @@ def build_trials(
 
 def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) -> None:
     """One-line ``ConfigError`` for lengths, depths, repeats or distracters that cannot work,
-    or a grid of more than ``MAX_TRIALS`` trials; cheap (nothing is built)."""
+    or a grid of more than ``MAX_TRIALS`` trials or ``MAX_BUILT_TOKENS`` tokens of test
+    documents; cheap (nothing is built)."""
     if spec.task == "questions":
         return  # the document and its questions: no grid
     kv = spec.task == "kv"
@@ -150,7 +158,7 @@ def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) ->
         raise ConfigError(f"Repeats {spec.repeats:,}: give 1 to {MAX_REPEATS} trials per cell.")
     if not 0 <= spec.distracters <= MAX_DISTRACTERS:
         raise ConfigError(f"Distracters {spec.distracters}: give 0 to {MAX_DISTRACTERS}.")
-    total = 0
+    total = built = 0
     for length in spec.lengths:
         points = depth_list(0 if kv else length)
         if not points:
@@ -159,10 +167,17 @@ def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) ->
             if not (math.isfinite(depth) and 0 <= depth <= 100):
                 raise ConfigError(f"Depth {depth:g}: give a percentage of the document from 0 to 100.")
         total += len(points) * spec.repeats
+        tokens = (length or KV_FILE_ROW_PAIRS) * KV_PAIR_TOKENS if kv else length
+        built += len(points) * spec.repeats * tokens
     if total > MAX_TRIALS:
         raise ConfigError(
             f"The grid makes {total:,} trials; at most {MAX_TRIALS:,} at a time. "
             "Use fewer lengths, depths or repeats."
+        )
+    if built > MAX_BUILT_TOKENS:
+        raise ConfigError(
+            f"The grid builds about {built:,} tokens of test documents (trials × length); at most "
+            f"{MAX_BUILT_TOKENS:,} at a time. Use shorter lengths, or fewer depths or repeats."
         )
 
 
@@ -179,6 +194,7 @@ def trial_notes(spec: TrialSpec, trials: Sequence[Trial]) -> list[str]:
 
 
 __all__ = [
+    "MAX_BUILT_TOKENS",
     "MAX_TRIALS",
     "TASKS",
     "Trial",
