@@ -6,7 +6,7 @@ JSON on stdout with ``--json``, a readable table without. Exit codes:
 - 2: a user mistake (a file, a setting, a missing key, a budget with no known price): one line
   on stderr, nothing run;
 - 3: a provider failure: every method of ``ask`` (every run of ``lab``) failed (or the call
-  could not be made);
+  could not be made); ``lab`` says on stderr each reason once, with how many runs it stopped;
 - 4: partly failed: some runs answered, others failed or were not sent because the budget cap
   (``--max-usd``) was reached (the errors are printed);
 - 5: not saved: ``ask --save`` printed the results but could not store them in the history, or
@@ -895,6 +895,10 @@ def _lab_exit_code(data: dict[str, Any]) -> int:
     failed = int(data["failed_runs"])
     if data.get("stopped"):
         print(f"warning: {data['stopped']}", file=sys.stderr)
+    if failed:
+        print(f"error: {failed:,} of {runs:,} runs failed:", file=sys.stderr)
+        for group in data.get("failure_reasons", []):
+            print(f"  {group['runs']:,} × {group['reason']}", file=sys.stderr)
     if runs and failed >= runs:
         return EXIT_PROVIDER
     return EXIT_PARTIAL if failed or data.get("stopped") or data.get("cancelled") else EXIT_OK

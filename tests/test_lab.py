@@ -1111,3 +1111,21 @@ def test_replies_made_after_a_rejected_temperature_are_found_again_by_a_fresh_cl
     for path in (first_csv, second_csv):
         rows = list(csv.DictReader(path.open(encoding="utf-8")))
         assert rows and {r["temperature"] for r in rows} == {"not sent"}
+
+
+def test_lab_says_on_stderr_why_runs_failed_grouped_and_counted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stub: StubServer
+) -> None:
+    from tests.stub_server import malformed
+
+    _paid_provider(monkeypatch, stub)
+    stub.responder = lambda path, body: malformed()
+    argv = (str(_neutral_file(tmp_path)), "--provider", "openai", "--model", "gpt-4.1", *SMALL_GRID)
+    code, data, err = _lab(capsys, *argv, "--concurrency", "2")
+    assert code == 3
+    runs = data["plan"]["runs"]
+    assert f"{runs:,} of {runs:,} runs failed" in err
+    groups = data["failure_reasons"]
+    assert groups and sum(g["runs"] for g in groups) == runs
+    for group in groups:  # each reason once, with its count
+        assert err.count(group["reason"]) == 1 and f"{group['runs']:,} × {group['reason']}" in err

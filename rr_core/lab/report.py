@@ -141,6 +141,7 @@ def sweep_json(
         "missing_cells": result.missing_cells,
         "failed_runs": len(result.failures),
         "failures": result.failures[:50],
+        "failure_reasons": [{"reason": reason, "runs": n} for reason, n in result.failure_reasons[:20]],
         "rules": {
             "metric": METRIC_RULE,
             "interval": INTERVAL_RULE,

@@ -9,6 +9,7 @@ missing. Closed-book and oracle run once per question, as the lower and upper bo
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -251,6 +252,12 @@ class SweepResult:
     def lengths(self) -> list[int]:
         """The lengths measured."""
         return sorted({s.length for s in self.scores})
+
+    @property
+    def failure_reasons(self) -> list[tuple[str, int]]:
+        """Why runs failed: each reason once, with how many runs it stopped, most first."""
+        counts = Counter(s.error or "unknown error" for s in (*self.scores, *self.bound_scores) if s.failed)
+        return counts.most_common()
 
     @property
     def missing_cells(self) -> list[str]:
