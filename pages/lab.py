@@ -398,8 +398,11 @@ st.subheader(md(saved["title"]))
 st.caption(
     f"{md(saved['engine'])} on {md(saved['document'])} · {plural(result.calls_made, 'call')} made, "
     f"{result.calls_cached} found in the store · "
+    + (f"{result.calls_shared} shared with a call in flight · " if result.calls_shared else "")
     + (
-        f"${result.paid_usd():.4f} paid"
+        "paid: price unknown (no price is known for this model)"
+        if result.is_llm and not plan_done.summary()["price_known"]
+        else f"${result.paid_usd():.4f} paid"
         if result.is_llm
         else f"nothing paid (the engine is free); the same calls would cost ${result.would_cost_usd():.4f}"
     )

@@ -73,6 +73,9 @@ def _check(args: argparse.Namespace) -> None:
     budget = getattr(args, "max_usd", None)
     if budget is not None and not (math.isfinite(budget) and budget >= 0):
         raise ConfigError(f"--max-usd {budget:g}: give the most to spend in US dollars, 0 or more")
+    reach = getattr(args, "reach", None)
+    if reach is not None and reach < 1:
+        raise ConfigError(f"--reach {reach}: give the tokens the simulated reader sees around instructions, 1 or more")
     variable = getattr(args, "api_key_env", None)
     if variable is not None and not (variable.isidentifier() and variable.isascii()):
         # Not echoed: it may be a key pasted by mistake.
@@ -733,14 +736,21 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             print("  (dry run: nothing sent)")
             return
         several = len({c["length"] for c in data["cells"]}) > 1
-        if data.get("is_llm"):
+        if data.get("is_llm") and not p["price_known"]:
+            money = f"paid: price unknown ({p['priced_as']}; --price-model names the model whose prices apply)"
+        elif data.get("is_llm"):
             money = f"paid ${data['paid_usd']:.4f}"
         else:
             money = (
                 f"paid $0, would cost ${data['would_cost_usd']:.4f} as {p['priced_as']}"
                 "  [not an LLM: shows the machinery, not a model's reading]"
             )
-        print(f"  calls made {data['calls_made']:,}, found in the store {data['calls_cached']:,}, {money}")
+        shared = data.get("calls_shared", 0)
+        print(
+            f"  calls made {data['calls_made']:,}, found in the store {data['calls_cached']:,}"
+            + (f", shared with a call in flight {shared:,}" if shared else "")
+            + f", {money}"
+        )
         if data.get("stopped"):
             print(f"  STOPPED: {data['stopped']}")
         for s in [*data["series"], *data["bounds"]]:

@@ -86,7 +86,8 @@ class CallTrace:
     price_known: bool = True
     latency_s: float = 0.0
     cache_key: str = ""
-    cached: bool = False
+    cached: bool = False  # not paid by this call: found in the store, or ``shared``
+    shared: bool = False  # the reply of the same call another run had in flight (never in the store)
     # The temperature this call's request was sent with (None: none, the API's default; a
     # server that rejects it gets the call again without); for a stored reply, the one its
     # request was sent with.
@@ -197,8 +198,9 @@ class RunTrace:
 
     @property
     def cached_calls(self) -> int:
-        """Calls answered from the store instead of the provider."""
-        return sum(1 for c in self.calls if c.cached)
+        """Calls answered from the store instead of the provider (not those shared with the
+        same call in flight for another run)."""
+        return sum(1 for c in self.calls if c.cached and not c.shared)
 
     @property
     def ok(self) -> bool:
@@ -512,7 +514,8 @@ class Executor:
         self._cancel = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rr-call")
         self.calls_made = 0
-        self.calls_cached = 0
+        self.calls_cached = 0  # found in the store
+        self.calls_shared = 0  # the same call in flight for another run: waited for, not paid twice
         self._count_lock = threading.Lock()
         self._inflight: dict[str, Future[Completion | CachedCall]] = {}
 
@@ -735,12 +738,16 @@ class Executor:
         if completion is None and not owner and pending is not None:
             try:
                 completion = pending.result()
+                record.shared = True
             except _Shared:
                 completion = None  # the first one failed: this one tries for itself
         if completion is not None:
             record.cached = True
             with self._count_lock:
-                self.calls_cached += 1
+                if record.shared:
+                    self.calls_shared += 1
+                else:
+                    self.calls_cached += 1
         else:
             try:
                 completion = self._call_provider(run, call, prompt, record, event, started)

@@ -1032,6 +1032,8 @@ def test_lab_exit_codes_follow_ask(
         (("--depths", "-1"), "Depth -1"),
         (("--repeats", "1000000", "--dry-run"), "Repeats 1,000,000"),
         (("--repeats", "0"), "Repeats 0"),
+        (("--reach", "-5"), "--reach -5"),
+        (("--reach", "0"), "--reach 0"),
         (("--lengths", "2000000", "--repeats", "100", "--methods", "baseline", "--dry-run"), "at most 50,000,000"),
         (
             (
@@ -1129,3 +1131,21 @@ def test_lab_says_on_stderr_why_runs_failed_grouped_and_counted(
     assert groups and sum(g["runs"] for g in groups) == runs
     for group in groups:  # each reason once, with its count
         assert err.count(group["reason"]) == 1 and f"{group['runs']:,} × {group['reason']}" in err
+
+
+@pytest.mark.parametrize("reach", [0, -5])
+def test_the_simulated_reader_refuses_a_reach_below_one(reach: int) -> None:
+    with pytest.raises(ConfigError, match=f"Reach {reach}"):
+        SimulatedReader(reach=reach)
+
+
+def test_an_unpriced_server_says_price_unknown_not_paid_zero(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, stub: StubServer
+) -> None:
+    path = str(_neutral_file(tmp_path))
+    server = ("--provider", "openai-compatible", "--base-url", stub.url, "--model", "my-local-model")
+    code = main(["lab", path, *server, *SMALL_GRID, "--no-bounds"])
+    out = capsys.readouterr().out
+    assert code == 0
+    line = next(x for x in out.splitlines() if "calls made" in x)
+    assert "price unknown" in line and "$0.0000" not in line

@@ -431,3 +431,19 @@ def test_calls_go_one_at_a_time_until_a_bill_comes_back_even_after_failures(
     assert stub.max_in_flight == 1
     assert len(stub.requests) == 4  # three failures, one bill of $2: then nothing more
     assert executor.stopped and "budget cap" in executor.stopped
+
+
+def test_a_call_shared_with_one_in_flight_is_not_counted_as_found_in_the_store(
+    stub: StubServer, document: Document, tmp_path: Any
+) -> None:
+    """Two runs send one prompt: the second waits for the first's reply. That reply was never
+    in the store: counted as shared, not as found there."""
+    stub.responder = lambda path, body: Reply(delay_s=1.0)  # long enough for the twin to wait
+    plan = plan_for(document, "baseline", "openai")
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    with Executor(client_for("openai", stub), concurrency=2, cache=store) as executor:
+        first, second = executor.run(document, [plan, plan])
+    assert len(stub.requests) == 1
+    assert executor.calls_made == 1 and executor.calls_shared == 1 and executor.calls_cached == 0
+    assert first.cached_calls == second.cached_calls == 0
+    assert sum(c.shared for t in (first, second) for c in t.calls) == 1

@@ -129,6 +129,7 @@ def sweep_json(
         "plan": plan.summary(),
         "calls_made": result.calls_made,
         "calls_cached": result.calls_cached,
+        "calls_shared": result.calls_shared,
         "paid_usd": round(result.paid_usd(), 6),
         "would_cost_usd": round(result.would_cost_usd(), 6),
         "cancelled": result.cancelled,
@@ -232,6 +233,11 @@ def trial_rows(
     return rows
 
 
+def _shared_text(shared: int) -> str:
+    """", shared with a call in flight N" when calls waited for the same call of another run."""
+    return f", shared with a call in flight {shared:,}" if shared else ""
+
+
 def _temperatures(s: Score, shared: dict[str, Any]) -> object:
     """What the run's calls were sent with, per call (a server may reject the temperature
     mid-run): ``0``, ``not sent``, or both; a free engine says it is deterministic."""
@@ -263,7 +269,9 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
     """A report: what was measured, on what, the accuracy by series and by depth with n and
     intervals, the paired differences, and the cost."""
     several_lengths = len(result.lengths) > 1
-    if result.is_llm:
+    if result.is_llm and not plan.summary()["price_known"]:
+        money = f"paid: price unknown ({md_escape(plan.priced_as)})"
+    elif result.is_llm:
         money = f"paid ${result.paid_usd():.4f} (estimated ${plan.usd:.4f} as {md_escape(plan.priced_as)})"
     else:
         money = (
@@ -276,7 +284,7 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         f"- **Document:** {md_escape(document)}",
         f"- **Engine:** {md_escape(engine)}",
         f"- **Trials:** {len(plan.trials):,}; runs {len(plan.jobs):,}; calls made {result.calls_made:,}, "
-        f"found in the store {result.calls_cached:,}; {money}",
+        f"found in the store {result.calls_cached:,}{_shared_text(result.calls_shared)}; {money}",
         *([f"- **Stopped:** {md_escape(result.stopped)}"] if result.stopped else []),
         *_protocol_lines(plan),
         *_planted_line(plan),

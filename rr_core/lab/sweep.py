@@ -202,7 +202,8 @@ class SweepResult:
     scores: list[Score] = field(default_factory=list)
     bound_scores: list[Score] = field(default_factory=list)
     calls_made: int = 0
-    calls_cached: int = 0
+    calls_cached: int = 0  # found in the store
+    calls_shared: int = 0  # the same call in flight for another run (never in the store)
     failures: list[str] = field(default_factory=list)
     cancelled: bool = False
     # Why the sweep stopped itself (the budget cap, a store that could not keep a reply).
@@ -346,9 +347,11 @@ def run_sweep(
             result.failures.append(f"{job.series} on {job.trial.id}: {item.error}")
         done += 1
         result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
+        result.calls_shared = executor.calls_shared
         if on_progress is not None:
             on_progress(done, len(jobs), result)
     result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
+    result.calls_shared = executor.calls_shared
     result.cancelled = executor.cancelled
     # Runs finish in any order; the results read in the plan's (series and cells in the order
     # the methods were chosen, the same on every run of the same sweep).

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 
-from rr_core.errors import ProviderError
+from rr_core.errors import ConfigError, ProviderError
 from rr_core.llm.base import Completion, Identity, LLMRequest, Usage
 from rr_core.llm.offline import _FILLERS, OfflineEngine
 from rr_core.prompts import INSTRUCTION_KINDS, SEPARATOR, PromptLayout
@@ -50,6 +50,8 @@ class SimulatedReader:
     max_concurrency: int | None = 1  # local Python work: calls_at_once
 
     def __init__(self, reach: int = 4_000, counter: TokenCounter | None = None) -> None:
+        if isinstance(reach, bool) or not isinstance(reach, int) or reach < 1:
+            raise ConfigError(f"Reach {reach}: give the tokens the simulated reader sees around instructions, 1 or more.")
         self.reach = reach
         self.counter = counter or counter_for_model()
         self._engine = OfflineEngine(self.counter)
