@@ -11,8 +11,10 @@ JSON on stdout with ``--json``, a readable table without. Exit codes:
   (``--max-usd``) was reached (the errors are printed);
 - 5: not saved: ``ask --save`` printed the results but could not store them in the history, or
   ``lab`` could not keep a reply in the run store (it stopped sending; what it paid is printed);
-- 130: interrupted (Ctrl-C), 143: terminated (SIGTERM): no further call is sent; replies of
-  calls in flight are waited for and kept in the run store (a hard kill loses them).
+- 130: interrupted (Ctrl-C), 143: terminated (SIGTERM): no further call is sent; the calls in
+  flight are waited for. ``lab`` keeps their replies in the run store; ``ask`` prints the
+  results with them (and with ``--save`` stores them in the history and the run store). A
+  second signal, or a hard kill, loses them.
 
 An OpenAI-compatible server gets a key only when one is given for it: ``--api-key-env VAR``
 names the environment variable that holds it (``RR_COMPAT_API_KEY`` by default, but not for a
@@ -31,7 +33,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +50,7 @@ if TYPE_CHECKING:
     from rr_core.documents import Document
     from rr_core.plans import Plan
     from rr_core.questions import Question
-    from rr_core.runs import CallEvent
+    from rr_core.runs import CallEvent, Executor
 
 # Plans, prices, the runner and the run store are imported by the commands that use them:
 # `pages` starts with only what reading a document needs. The method names are spelt out
@@ -407,7 +410,7 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.costs import context_window, price_data_version
     from rr_core.methods import parse_spec, plan_questions
     from rr_core.questions import mark_traces
-    from rr_core.runs import Budget, run_plans
+    from rr_core.runs import Budget, Executor
     from rr_core.store import open_store
 
     provider = args.provider or default_provider()
@@ -440,23 +443,27 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
 
     window = context_window(model, provider)
     budget = Budget(args.max_usd) if args.max_usd is not None else None
-    traces = run_plans(
-        document,
-        plans,
-        client,
-        concurrency=args.concurrency,
-        on_event=progress,
-        context_window=window,
-        budget=budget,
-    )
-    mark_traces(traces, questions)
-    batch, save_error = None, None
+    # With --save, the run store is also the call cache: each reply is kept as it returns, and
+    # a call asked before (same reader, same prompt) is not paid again.
+    store, save_error = None, None
     if args.save:
+        try:
+            store = open_store()
+        except LedgerError as exc:
+            save_error = str(exc)
+    with Executor(
+        client, concurrency=args.concurrency, cache=store, context_window=window, budget=budget
+    ) as executor, _stopping(executor) as stopped:
+        traces = executor.run(document, plans, progress)
+    mark_traces(traces, questions)
+    batch = None
+    if store is not None:
         try:  # paid results are printed whether or not the history can keep them
-            batch = open_store().save_batch(traces)
+            batch = store.save_batch(traces)
         except LedgerError as exc:
             save_error = str(exc)
     return {
+        "stopped_by": stopped.get("by"),
         "file": document.name,
         "questions": [q.text for q in questions],
         "question": questions[0].text,
@@ -469,6 +476,35 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
         "price_data": price_data_version(),
         "results": [t.to_dict(prompts=False) for t in traces],
     }
+
+
+@contextmanager
+def _stopping(executor: Executor) -> Iterator[dict[str, str]]:
+    """While ``ask`` runs: Ctrl-C or SIGTERM sends no further call, waits for the calls in
+    flight and lets the run end with what returned (``stopped["by"]`` says which signal); a
+    second signal stops at once."""
+    stopped: dict[str, str] = {}
+    if threading.current_thread() is not threading.main_thread():
+        yield stopped
+        return
+
+    def on_signal(signum: int, frame: object) -> None:
+        if stopped:
+            raise _Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+        stopped["by"] = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+        executor.cancel()
+        print(
+            f"{'terminated' if signum == signal.SIGTERM else 'interrupted'}: no further call is sent; "
+            "waiting for the calls in flight (a second signal stops at once and loses them)",
+            file=sys.stderr,
+        )
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stopped
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _check_ask_budget(plans: Sequence[Plan], base: RunSettings, max_usd: float) -> None:
@@ -849,12 +885,13 @@ def _main(args: argparse.Namespace) -> int:
     except RRError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except _Terminated:
-        print("terminated: no further call was sent; replies in flight are kept", file=sys.stderr)
-        return EXIT_TERMINATED
-    except KeyboardInterrupt:
-        print("interrupted: no further call was sent; replies in flight are kept", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        # ``lab`` keeps each reply in the run store as it returns (the process waits for the
+        # calls in flight before it ends); ``ask`` got here only on a second signal.
+        kept = "replies in flight are kept" if args.command == "lab" else "replies in flight are lost"
+        word = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+        print(f"{word}: no further call was sent; {kept}", file=sys.stderr)
+        return EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED
     try:
         if args.json:
             json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
@@ -873,7 +910,8 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _ask_exit_code(data: dict[str, Any]) -> int:
-    """3 when every method failed, 5 when the results could not be saved, 4 when some
+    """143 or 130 when stopped by SIGTERM or Ctrl-C (what returned was printed, and saved with
+    --save), 3 when every method failed, 5 when the results could not be saved, 4 when some
     methods failed, else 0; a save failure is also said on stderr."""
     failed = [r for r in data["results"] if r["error"]]
     if data.get("save_error"):
@@ -881,6 +919,19 @@ def _ask_exit_code(data: dict[str, Any]) -> int:
             f"warning: the results above were NOT saved to the history: {data['save_error']}",
             file=sys.stderr,
         )
+    if data.get("stopped_by"):
+        kept = (
+            f"; they were saved to the history (batch {data['batch']}) and their replies kept in the run store"
+            if data.get("batch")
+            else ""
+        )
+        word = "terminated" if data["stopped_by"] == "SIGTERM" else "interrupted"
+        print(
+            f"{word}: no further call was sent; the results above hold the replies of the calls that "
+            f"were in flight{kept}",
+            file=sys.stderr,
+        )
+        return EXIT_TERMINATED if data["stopped_by"] == "SIGTERM" else EXIT_INTERRUPTED
     if failed and len(failed) == len(data["results"]):
         return EXIT_PROVIDER
     if data.get("save_error"):

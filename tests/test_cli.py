@@ -785,3 +785,59 @@ def test_sigterm_stops_sending_and_keeps_the_replies_in_flight(tmp_path: Path, s
     assert "terminated" in said
     assert len(stub.requests) == 2  # nothing sent after SIGTERM
     assert SQLiteStore(db).calls_cached() == 2  # both replies in flight were kept
+
+
+def test_sigterm_on_ask_save_waits_for_the_calls_in_flight_prints_and_saves_them(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    """SIGTERM on ``ask --save``: nothing more is sent, the calls in flight are waited for,
+    and what returned is printed, stored in the history and kept in the run store; exit 143."""
+    import signal
+    import threading
+    import time
+
+    from rr_core.store import SQLiteStore
+    from tests.stub_server import Reply
+
+    release = threading.Event()
+
+    def gated(path: str, body: object) -> Reply:
+        release.wait(120)  # held until the process has been told to stop
+        return Reply()
+
+    stub.responder = gated
+    document = tmp_path / "planted.txt"
+    document.write_text("\f".join(planted_texts()))
+    db = tmp_path / "runs.sqlite3"
+    env = dict(os.environ, OPENAI_API_KEY="sk-test-term", OPENAI_BASE_URL=stub.url, RR_STUDIO_DB=str(db))
+    env.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken"))
+    argv = [sys.executable, "-m", "rr_core", "--json", "ask", str(document), "-q", PLANTED_QUESTION]
+    argv += ["--provider", "openai", "--model", "gpt-4.1", "--methods", "baseline,rr", "--save"]
+    process = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        limit = time.monotonic() + 120
+        while len(stub.requests) < 2 and process.poll() is None and time.monotonic() < limit:
+            time.sleep(0.05)
+        assert len(stub.requests) == 2, process.communicate(timeout=5)  # baseline, R&R's retrieval
+        process.send_signal(signal.SIGTERM)
+        assert process.stderr is not None
+        said = process.stderr.readline()  # said before the replies come
+        release.set()
+        out, err = process.communicate(timeout=120)
+    finally:
+        release.set()
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, (said, err)
+    assert "terminated" in said and "waiting for the calls in flight" in said
+    assert len(stub.requests) == 2  # R&R's answer call was not sent
+    data = json.loads(out)
+    by_method = {r["method"]: r for r in data["results"]}
+    assert by_method["baseline"]["error"] is None and by_method["baseline"]["answer"]
+    assert by_method["rr"]["error"] and "stopped" in by_method["rr"]["error"]
+    store = SQLiteStore(db)
+    assert data["batch"] and sorted(r.method for r in store.list()) == ["baseline", "rr"]
+    assert store.calls_cached() == 2  # both replies in flight kept: not paid again
+    assert f"batch {data['batch']}" in err
