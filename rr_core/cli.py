@@ -78,7 +78,9 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"--max-usd {budget:g}: give the most to spend in US dollars, 0 or more")
     reach = getattr(args, "reach", None)
     if reach is not None and reach < 1:
-        raise ConfigError(f"--reach {reach}: give the tokens the simulated reader sees around instructions, 1 or more")
+        raise ConfigError(
+            f"--reach {reach}: give the tokens the simulated reader sees around instructions, 1 or more"
+        )
     variable = getattr(args, "api_key_env", None)
     if variable is not None and not (variable.isidentifier() and variable.isascii()):
         # Not echoed: it may be a key pasted by mistake.
@@ -179,7 +181,10 @@ def _parser() -> argparse.ArgumentParser:
         help="budget cap: refuse to start above it, and send no call that would pass it",
     )
     p_ask.add_argument(
-        "--save", action="store_true", help="store the runs in the history the app shows (RR_STUDIO_DB)"
+        "--save",
+        action="store_true",
+        help="store the runs in the history the app shows (RR_STUDIO_DB), and each reply in its run store "
+        "as it returns (a call asked before is not paid again)",
     )
 
     p_lab = sub.add_parser("lab", help="measure the methods on test documents with known answers (the Lab)")
@@ -451,9 +456,12 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
             store = open_store()
         except LedgerError as exc:
             save_error = str(exc)
-    with Executor(
-        client, concurrency=args.concurrency, cache=store, context_window=window, budget=budget
-    ) as executor, _stopping(executor) as stopped:
+    with (
+        Executor(
+            client, concurrency=args.concurrency, cache=store, context_window=window, budget=budget
+        ) as executor,
+        _stopping(executor) as stopped,
+    ):
         traces = executor.run(document, plans, progress)
     mark_traces(traces, questions)
     batch = None
@@ -773,7 +781,9 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             return
         several = len({c["length"] for c in data["cells"]}) > 1
         if data.get("is_llm") and not p["price_known"]:
-            money = f"paid: price unknown ({p['priced_as']}; --price-model names the model whose prices apply)"
+            money = (
+                f"paid: price unknown ({p['priced_as']}; --price-model names the model whose prices apply)"
+            )
         elif data.get("is_llm"):
             money = f"paid ${data['paid_usd']:.4f}"
         else:

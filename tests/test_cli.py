@@ -275,6 +275,7 @@ ASK_KEYS = {
     "question",
     "batch",
     "save_error",
+    "stopped_by",
     "provider",
     "model",
     "is_llm",

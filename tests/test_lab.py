@@ -1034,7 +1034,10 @@ def test_lab_exit_codes_follow_ask(
         (("--repeats", "0"), "Repeats 0"),
         (("--reach", "-5"), "--reach -5"),
         (("--reach", "0"), "--reach 0"),
-        (("--lengths", "2000000", "--repeats", "100", "--methods", "baseline", "--dry-run"), "at most 50,000,000"),
+        (
+            ("--lengths", "2000000", "--repeats", "100", "--methods", "baseline", "--dry-run"),
+            "at most 50,000,000",
+        ),
         (
             (
                 "--lengths",

@@ -234,7 +234,7 @@ def trial_rows(
 
 
 def _shared_text(shared: int) -> str:
-    """", shared with a call in flight N" when calls waited for the same call of another run."""
+    """ ", shared with a call in flight N" when calls waited for the same call of another run."""
     return f", shared with a call in flight {shared:,}" if shared else ""
 
 

@@ -51,7 +51,9 @@ class SimulatedReader:
 
     def __init__(self, reach: int = 4_000, counter: TokenCounter | None = None) -> None:
         if isinstance(reach, bool) or not isinstance(reach, int) or reach < 1:
-            raise ConfigError(f"Reach {reach}: give the tokens the simulated reader sees around instructions, 1 or more.")
+            raise ConfigError(
+                f"Reach {reach}: give the tokens the simulated reader sees around instructions, 1 or more."
+            )
         self.reach = reach
         self.counter = counter or counter_for_model()
         self._engine = OfflineEngine(self.counter)
