@@ -438,9 +438,26 @@ def test_a_call_shared_with_one_in_flight_is_not_counted_as_found_in_the_store(
 ) -> None:
     """Two runs send one prompt: the second waits for the first's reply. That reply was never
     in the store: counted as shared, not as found there."""
-    stub.responder = lambda path, body: Reply(delay_s=1.0)  # long enough for the twin to wait
-    plan = plan_for(document, "baseline", "openai")
     store = SQLiteStore(tmp_path / "runs.sqlite3")
+    # The reply is held until both runs have looked the call up in the store (a condition, not a
+    # delay): the twin then finds the call in flight, however busy the machine.
+    looked_up = threading.Semaphore(0)
+    find = store.find
+
+    def counted_find(key: str) -> Any:
+        found = find(key)
+        looked_up.release()
+        return found
+
+    store.find = counted_find  # type: ignore[method-assign]
+
+    def respond(path: str, body: dict[str, Any]) -> Reply:
+        for _ in range(2):
+            assert looked_up.acquire(timeout=60), "the two runs never both looked the call up"
+        return Reply()
+
+    stub.responder = respond
+    plan = plan_for(document, "baseline", "openai")
     with Executor(client_for("openai", stub), concurrency=2, cache=store) as executor:
         first, second = executor.run(document, [plan, plan])
     assert len(stub.requests) == 1
