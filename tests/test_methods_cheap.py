@@ -73,7 +73,9 @@ def test_the_cheap_baselines_run_end_to_end_and_answer_from_the_document() -> No
     traces = run_plans(document, plans, OfflineEngine(word_counter()))
     for trace in traces:
         assert trace.error is None
-        assert trace.outcome.page in FEE_PAGES and "fee" in (trace.outcome.answer or "")
+        # The reader's short span, its sentence quoted from a page about the fee.
+        assert trace.outcome.page in FEE_PAGES and trace.outcome.answer
+        assert "fee" in trace.outcome.quote and trace.outcome.answer in trace.outcome.quote
         assert trace.settings.question_placement in (
             QuestionPlacement.DOCUMENT_FIRST,
             QuestionPlacement.REPEATED,
