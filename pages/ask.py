@@ -217,9 +217,12 @@ with st.expander("Compare a method with itself at other settings", expanded=bool
         + VARIANT_HINT
     )
     add_col, spec_col, button_col = st.columns([2, 2, 1], vertical_alignment="bottom")
+    variable = [m.name for m in all_methods() if m.params]
     variant_method = add_col.selectbox(
         "Method",
-        [m.name for m in all_methods() if m.params],
+        variable,
+        # The default method that has settings (R&R): the one a variant is usually of.
+        index=next((variable.index(n) for n in S.DEFAULT_METHODS if n in variable), 0),
         format_func=lambda n: get_method(n).label,
         key="w.variant_method",
     )

@@ -375,13 +375,16 @@ def test_a_variant_added_with_the_widgets_is_listed_and_removable() -> None:
 
 def test_a_variant_outside_a_settings_bounds_is_refused_at_add_naming_it() -> None:
     at = open_app()
-    at.selectbox(key="w.variant_method").set_value("rr")
+    # The method to vary starts on R&R (the method with settings worth varying).
+    assert at.selectbox(key="w.variant_method").value == "rr"
     at.text_input(key="w.variant_settings").input("k=2").run()
     at.button(key="add_variant").click().run()
     assert not at.exception
     assert at.session_state["variants"] == []
     (error,) = [e.value for e in at.error]
-    assert md("'k=2'") in error and "between 100 and 100,000" in error
+    # Named by the method's label, never by its internal spec ("'k=2' in 'rr:k=2'").
+    assert md("'k=2' for R&R") in error and "between 100 and 100,000" in error
+    assert "rr:k=2" not in error
     assert "sidebar" not in error  # the variant is at fault, not the sidebar
     assert at.button(key="run")  # the screen goes on with the methods chosen
     assert list(plan_table(at)["Method"]) == ["Baseline", "R&R"]

@@ -315,10 +315,10 @@ def test_the_bounds_send_exactly_the_pages_they_name(gold: set[int], method: str
 @pytest.mark.parametrize(
     ("spec", "needle"),
     [
-        ("rr:k=2", r"'k=2' in 'rr:k=2': Reprompt interval \(k\) must be between 100 and 100,000 tokens"),
-        ("chunked-rr:c=10", r"'c=10' in 'chunked-rr:c=10': Chunk size \(c\) must be between 500"),
-        ("rr:N=0", r"'N=0' in 'rr:N=0': Pages to retrieve \(N\) must be between 1 and 50"),
-        ("rr:k=nan", r"'k=nan' in 'rr:k=nan'"),
+        ("rr:k=2", r"'k=2' for R&R: Reprompt interval \(k\) must be between 100 and 100,000 tokens"),
+        ("chunked-rr:c=10", r"'c=10' for Chunked R&R: Chunk size \(c\) must be between 500"),
+        ("rr:N=0", r"'N=0' for R&R: Pages to retrieve \(N\) must be between 1 and 50"),
+        ("rr:k=nan", r"'k=nan' for R&R"),
     ],
 )
 def test_a_spec_outside_a_settings_bounds_is_refused_naming_the_part_at_fault(spec: str, needle: str) -> None:

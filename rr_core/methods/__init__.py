@@ -88,9 +88,10 @@ def parse_spec(spec: str, base: RunSettings) -> RunSettings:
     settings = base.but(method=method.name)
     for item in overrides:
         key, _, value = item.partition("=")
+        where = f"{item.strip()!r} for {method.label}"  # by the method's label, as screens name it
         if key.strip() == "layout" and value.strip():
             settings = settings.but(
-                question_placement=_layout(method, value.strip(), f"{item!r} in {spec!r}")
+                question_placement=_layout(method, value.strip(), where)
             )
             continue
         if key.strip() in ("style", "placement") and value.strip():
@@ -101,22 +102,22 @@ def parse_spec(spec: str, base: RunSettings) -> RunSettings:
                     else settings.but(reminder_placement=ReminderPlacement(value.strip()))
                 )
             except ValueError:
-                raise ConfigError(f"{item!r} in {spec!r}: not a reminder {key.strip()}") from None
+                raise ConfigError(f"{where}: not a reminder {key.strip()}") from None
             continue
         field = _FIELDS.get(key.strip()) or _FIELDS.get(key.strip().lower().replace("-", "_"))
         if field is None or not value.strip():
             symbols = ", ".join(p.symbol for p in PARAMS.values())
-            raise ConfigError(f"{item!r} in {spec!r}: write a setting as k=5000 (one of: {symbols})")
+            raise ConfigError(f"{where}: write a setting as k=5000 (one of: {symbols})")
         kind = type(getattr(base, field))
         try:
             number = kind(value.strip().replace(",", "").replace("_", ""))
         except ValueError:
-            raise ConfigError(f"{item!r} in {spec!r}: {value!r} is not a number") from None
+            raise ConfigError(f"{where}: {value!r} is not a number") from None
         param = PARAMS[field]
         if not param.minimum <= number <= param.maximum:  # NaN fails this too
             unit = f" {param.unit}" if param.unit else ""
             raise ConfigError(
-                f"{item!r} in {spec!r}: {param.label} ({param.symbol}) must be between "
+                f"{where}: {param.label} ({param.symbol}) must be between "
                 f"{param.minimum:,} and {param.maximum:,}{unit}"
             )
         settings = settings.but(**{field: number})
