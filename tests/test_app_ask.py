@@ -272,10 +272,21 @@ def test_not_stated_is_shown_as_such_and_scored_against_the_known_answer(
     outcome = traces[0].outcome
     assert outcome.found is False and outcome.correct is False  # the sample's document states it
     texts = markdown(cards(at)[0])
-    assert any("**Not stated in the document**" in m for m in texts)
+    assert any("**Not stated in the document** (the model found no answer in it)" in m for m in texts)
     assert not any(m.startswith("**Answer:**") or m.startswith("**Cited page") for m in texts)
     assert any("**Wrong**" in m for m in texts)
     assert not any("Quote" in c or "quote" in c for c in captions(cards(at)[0]))
+
+
+def test_the_offline_engines_not_stated_is_said_of_the_engine_not_of_a_model() -> None:
+    at = open_app(methods=["baseline"])
+    traces = run(at)
+    assert not traces[0].is_llm
+    traces[0].outcomes[0].not_stated()
+    at.run()
+    said = "\n".join(markdown(cards(at)[0]))
+    assert "**Not stated in the document** (the offline engine found no answer in it)" in said
+    assert "the model" not in said
 
 
 def test_the_downloads_are_offered_after_a_run(downloads) -> None:

@@ -143,6 +143,17 @@ def retrieved_summary(outcome: Outcome) -> str:
     return f"{plural(len(pages), 'page')}, best first: " + " → ".join(str(p) for p in pages)
 
 
+# What reads the document when it is not a model: said as what it is (the engine's own name).
+_READERS = {"offline": "the offline engine", "simulated": "the simulated reader"}
+
+
+def reader(trace: RunTrace) -> str:
+    """Who answered, in a sentence: ``the model``, or (no LLM) ``the offline engine``."""
+    if trace.is_llm:
+        return "the model"
+    return _READERS.get(trace.provider, f"the {trace.provider} engine")
+
+
 def outcome_block(trace: RunTrace, outcome: Outcome, document: Document | None) -> None:
     """One question's answer (or that the document does not state it), right/wrong, each
     citation with its quote and where the quote stands, and the retrieved pages."""
@@ -150,7 +161,7 @@ def outcome_block(trace: RunTrace, outcome: Outcome, document: Document | None) 
         st.error(md(outcome.error))
     if outcome.answer is not None and not outcome.found:
         st.markdown(
-            ":gray[:material/search_off:] **Not stated in the document** (the model found no answer in it)."
+            f":gray[:material/search_off:] **Not stated in the document** ({reader(trace)} found no answer in it)."
         )
     elif outcome.answer is not None:
         st.markdown(f"**Answer:** {md(outcome.answer)}")
@@ -173,7 +184,9 @@ def outcome_block(trace: RunTrace, outcome: Outcome, document: Document | None) 
         if several:
             st.caption(md(quotes.CHECK_MEANING))
         if not outcome.citations:
-            st.caption(":gray[:material/remove:] The model cited no passage.")
+            st.caption(
+                f":gray[:material/remove:] {reader(trace)[0].upper() + reader(trace)[1:]} cited no passage."
+            )
     # Methods that pick pages first run in more than one phase (stages): say what they picked.
     if outcome.retrieved_pages or trace.steps or len({c.stage for c in trace.calls}) > 1:
         st.markdown(f"**Retrieved:** {retrieved_summary(outcome)}")

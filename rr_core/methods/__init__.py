@@ -90,9 +90,7 @@ def parse_spec(spec: str, base: RunSettings) -> RunSettings:
         key, _, value = item.partition("=")
         where = f"{item.strip()!r} for {method.label}"  # by the method's label, as screens name it
         if key.strip() == "layout" and value.strip():
-            settings = settings.but(
-                question_placement=_layout(method, value.strip(), where)
-            )
+            settings = settings.but(question_placement=_layout(method, value.strip(), where))
             continue
         if key.strip() in ("style", "placement") and value.strip():
             try:
