@@ -64,34 +64,51 @@ if not options:
     st.stop()
 
 
+def _asked_line(t: RunTrace) -> str:
+    """What a run asked: its first question, and how many more it asked with it."""
+    more = len(t.questions) - 1
+    return f"“{short(t.question, 50)}”" + (
+        f" (+{more} more {'question' if more == 1 else 'questions'})" if more else ""
+    )
+
+
 def _option_label(option: Option) -> str:
     kind, index = option
     if kind == "run":
         t = traces[index]
-        return f"Last run: {results.title(t)} — “{short(t.question, 50)}”"
+        return f"Last run: {results.title(t)} — {_asked_line(t)}"
     s = chosen[index]
     method = get_method(s.method)
     settings = method.describe(s)
     return f"Plan at the current settings: {method.label}" + (f" ({settings})" if settings else "")
 
 
-# Open on the run whose long call carried reminders and that picked pages (R&R, as it happens);
-# before any run, on the plan of a method that reminds.
-default = next(
-    (
-        i
-        for i, (kind, ix) in enumerate(options)
-        if kind == "run" and traces[ix].retrieved_pages and any(c.reminders_after for c in traces[ix].calls)
-    ),
-    next(
+def _worth_opening(trace: RunTrace) -> tuple[bool, bool]:
+    """How much a run shows here: pages it picked (retrieval, R&R's), then a page its answer cites."""
+    retrieved = any(o.retrieved_pages for o in trace.outcomes)
+    cited = any(o.stated and any(c.page is not None for c in o.citations) for o in trace.outcomes)
+    return retrieved, cited
+
+
+# Open on the last run (its reminders or not: a short document gets none), the one that picked
+# pages and cites one first; before any run, on the plan of a method that reminds.
+runs = [i for i, (kind, _) in enumerate(options) if kind == "run"]
+default = (
+    max(runs, key=lambda i: _worth_opening(traces[options[i][1]]))  # the first of the best
+    if runs
+    else next(
         (
             i
             for i, (kind, ix) in enumerate(options)
             if kind == "plan" and get_method(chosen[ix].method).reminds
         ),
         0,
-    ),
+    )
 )
+batch = (last or {}).get("batch") if traces else None
+if state.get("doc_show_batch") != batch:  # a new run: open on it, not on what was picked before
+    state["doc_show_batch"] = batch
+    state.pop("w.doc_show", None)
 if not traces:
     info_col, link_col = st.columns([4, 1], vertical_alignment="center")
     info_col.info(
@@ -102,6 +119,30 @@ if not traces:
     link_col.page_link("pages/ask.py", label="Run it on Ask →")
 picked: Option = st.selectbox("Show", options, index=default, format_func=_option_label, key="w.doc_show")
 shown: RunTrace | None = traces[picked[1]] if picked[0] == "run" else None
+
+# A run that answered several questions: one question at a time (its citations, the pages
+# retrieved for it), the first with a cited page to start with.
+asked_index = 0
+if shown is not None and len(shown.outcomes) > 1:
+    answered = shown.outcomes
+
+    def _question_label(i: int) -> str:
+        o = answered[i]
+        said = (
+            plural(len(o.cited_pages), "cited page")
+            if o.stated and o.cited_pages
+            else ("not stated" if o.answer is not None and not o.found else "no page cited")
+        )
+        return f"Q{i + 1} of {len(answered)}. {short(o.question, 80)} — {said}"
+
+    asked_index = st.selectbox(
+        "Question",
+        range(len(answered)),
+        index=next((i for i, o in enumerate(answered) if o.stated and o.cited_pages), 0),
+        format_func=_question_label,
+        key=f"w.doc_question_{shown.run_id}",
+    )
+outcome = shown.outcomes[asked_index] if shown is not None and shown.outcomes else None
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -144,8 +185,8 @@ strip = page_strip(
     document.page_tokens,
     reminders_after=marks.reminders_after,
     chunks=marks.chunks,
-    retrieved=shown.retrieved_pages if shown else (),
-    cited=[p for o in shown.outcomes for p in o.cited_pages] if shown else (),
+    retrieved=outcome.retrieved_pages if outcome is not None else (),
+    cited=outcome.cited_pages if outcome is not None and outcome.stated else (),
 )
 ranked = sum(1 for p in strip if p.rank)
 
@@ -268,7 +309,12 @@ def strip_figure(strip: list[StripPage]) -> dict[str, Any]:
     layout: dict[str, Any] = {
         "height": 280,
         "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
-        "xaxis": {"title": {"text": "page"}, **({"dtick": 1} if len(strip) <= 40 else {})},
+        # Pages 1 to n and no further: the cited stars and reminder marks would widen it by one.
+        "xaxis": {
+            "title": {"text": "page"},
+            "range": [0.4, len(strip) + 0.6],
+            **({"dtick": 1} if len(strip) <= 40 else {}),
+        },
         "yaxis": {"title": {"text": "tokens"}, "range": [0, top * 1.15]},
         "bargap": 0.1,
         "hovermode": "closest",
@@ -304,12 +350,12 @@ st.caption(
 # ---- The page on screen -----------------------------------------------------------------
 
 
-# Each citation of the run shown (every question's, in order) that names a page: what the
-# viewer steps through, each on its page, framed, with its quote highlighted.
+# Each citation of the question shown that names a page: what the viewer steps through, each
+# on its page, framed, with its quote highlighted.
 Cited = tuple[int, Citation]  # (index of the question's outcome, the citation)
 cited_list: list[Cited] = (
-    [(q, c) for q, o in enumerate(shown.outcomes) if o.stated for c in o.citations if c.page is not None]
-    if shown is not None
+    [(asked_index, c) for c in outcome.citations if c.page is not None]
+    if outcome is not None and outcome.stated
     else []
 )
 
@@ -398,12 +444,11 @@ def page_viewer() -> None:
     pages = len(document.pages)
     state["view_page"] = min(max(int(state["view_page"]), 1), pages)
     first_cited = cited_list[0][1].page if cited_list else None
-    top = shown.retrieved_pages[0] if shown is not None and shown.retrieved_pages else None
-    batch = (last or {}).get("batch")
-    viewing = (batch, shown.run_id if shown is not None else None)
+    top = outcome.retrieved_pages[0] if outcome is not None and outcome.retrieved_pages else None
+    viewing = (batch, shown.run_id if shown is not None else None, asked_index)
     if batch is not None and state.get("viewed_batch") != viewing:
-        # A new run, or another run of it shown: open on its first citation (or the page it
-        # ranked first).
+        # A new run, another run of it or another question shown: open on its first citation
+        # (or the page it ranked first).
         state["viewed_batch"] = viewing
         state["view_citation"] = 0
         if first_cited or top:

@@ -405,3 +405,74 @@ def test_a_variant_that_cannot_run_leaves_the_other_plans_on_screen() -> None:
         "Plan at the current settings: R&R (k = 10,000 · N = 5)",
         "Plan at the current settings: R&R (k = 5,000 · N = 5)",
     ]
+
+
+# ---- which run, which question ---------------------------------------------------------------
+
+
+def test_a_run_with_no_reminder_opens_on_the_run_at_its_citation_not_on_a_plan() -> None:
+    # At k = 100,000 the sample (about 80,000 tokens) gets no reminder, as a short document
+    # gets none at the default k: the screen still opens on the run just made.
+    at = open_app(methods=["baseline", "rr"], reminder_every=100_000)
+    at.button(key="run").click().run()
+    traces = list(at.session_state["results"]["traces"])
+    assert not any(c.reminders_after for t in traces for c in t.calls)
+    at = to_document(at)
+    assert at.selectbox(key="w.doc_show").value == ("run", 1)  # R&R: it shows its retrieval
+    rr = traces[1]
+    opened_on = (
+        rr.outcome.cited_pages[0] if rr.outcome.stated and rr.outcome.cited_pages else rr.retrieved_pages[0]
+    )
+    assert at.session_state["view_page"] == opened_on
+
+
+def test_when_every_method_says_not_stated_it_opens_on_the_run_that_retrieved() -> None:
+    at = open_app(methods=["baseline", "rr"], reminder_every=100_000)
+    at.button(key="run").click().run()
+    results = at.session_state["results"]
+    for trace in results["traces"]:
+        trace.outcomes[0].not_stated()
+    results["batch"] = "all-not-stated"
+    at = to_document(at)
+    rr = results["traces"][1]
+    assert at.selectbox(key="w.doc_show").value == ("run", 1)
+    assert at.session_state["view_page"] == rr.retrieved_pages[0]
+
+
+def test_a_several_question_run_is_shown_one_question_at_a_time() -> None:
+    asked = [q.question for q in questions_middle_first("contract")[:3]]
+    at = open_app(methods=["baseline", "rr"], ask_mode="several", questions_text="\n".join(asked))
+    at.button(key="run").click().run()
+    assert not at.exception
+    traces = list(at.session_state["results"]["traces"])
+    rr_index, rr = next((i, t) for i, t in enumerate(traces) if t.method == "rr")
+    at = to_document(at)
+    show = at.selectbox(key="w.doc_show")
+    assert "(+2 more questions)" in show.format_func(show.value)
+    at.selectbox(key="w.doc_show").set_value(("run", rr_index)).run()
+    picker = at.selectbox(key=f"w.doc_question_{rr.run_id}")
+    assert len(picker.options) == 3
+    for index, outcome in enumerate(rr.outcomes):
+        at.selectbox(key=f"w.doc_question_{rr.run_id}").set_value(index).run()
+        assert not at.exception
+        assert picker.format_func(index).startswith(f"Q{index + 1} of 3. ")
+        spec = chart(at, "page_strip")
+        ranks = {x: c[1] for x, c in zip(spec["data"][0]["x"], spec["data"][0]["customdata"], strict=True)}
+        # The strip marks the pages retrieved for this question, in its own order.
+        assert [x for x, _ in sorted(((x, r) for x, r in ranks.items() if r != "—"), key=lambda p: p[1])] == (
+            outcome.retrieved_pages
+        )
+        stars = [t for t in spec["data"] if str(t.get("name", "")).startswith("cited page")]
+        cited = outcome.cited_pages if outcome.stated else []
+        assert (sorted(stars[0]["x"]) if stars else []) == sorted(cited)
+        # The viewer turns to this question's first citation (or the page ranked first for it).
+        expected = cited[0] if cited else outcome.retrieved_pages[0]
+        assert at.session_state["view_page"] == expected
+        if cited:
+            assert f"Q{index + 1}" in texts(at.markdown)
+
+
+def test_the_strip_spans_the_documents_pages_and_no_more() -> None:
+    at, _ = run_then_document(["baseline", "rr"])
+    spec = chart(at, "page_strip")
+    assert spec["layout"]["xaxis"]["range"] == [0.4, PAGES + 0.6]
