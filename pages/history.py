@@ -12,6 +12,7 @@ from pages.common.text import md, plural, short, when
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, RRError
 from rr_core.exports import to_csv, to_json, to_markdown
+from rr_core.plans import Outcome
 from rr_core.runs import RunTrace
 from rr_core.store import StoredRun, open_store
 
@@ -42,24 +43,33 @@ batch_ids = list(batches)
 by_run = {row.run_id: row for row in rows}
 
 
-def _asked(runs: list[StoredRun]) -> str:
-    """What a batch asked: its first question, and how many more it asked together."""
+def _asked(runs: list[StoredRun]) -> tuple[str, int]:
+    """What a batch asked: its first question, and how many questions in all (a run that asks
+    several at once lists the first)."""
     asked = list(dict.fromkeys(r.question for r in reversed(runs)))  # oldest run first
-    return asked[0] + (f" (+{len(asked) - 1} more)" if len(asked) > 1 else "")
+    return asked[0], max(len(asked), *(r.questions for r in runs))
 
 
+def _more(count: int) -> str:
+    """``+4 more questions`` for a run or batch of five; "" for one."""
+    return f"+{count - 1} more {'question' if count == 2 else 'questions'}" if count > 1 else ""
+
+
+listed = [_asked(runs) for runs in batches.values()]
 table = pd.DataFrame(
     [
         {
             "when": when(runs[0].created_at),
-            "question": _asked(runs),
+            # The count before the question: a long question cut at the column's edge would hide it.
+            "questions": count,
+            "question": first,
             "document": runs[0].document,
             "methods": ", ".join(dict.fromkeys(r.label for r in reversed(runs))),
             "answers": sum(1 for r in runs if r.error is None),
             "cost (USD)": round(sum(r.cost_usd for r in runs), 6),
             "provider / model": f"{runs[0].provider} / {runs[0].model}",
         }
-        for runs in batches.values()
+        for runs, (first, count) in zip(batches.values(), listed, strict=True)
     ]
 )
 st.markdown("**Questions asked** — select rows to open, export or delete them.")
@@ -68,7 +78,12 @@ event = st.dataframe(
     hide_index=True,
     width="stretch",
     height=min(38 + 35 * len(batches), 320),
-    column_config={"cost (USD)": st.column_config.NumberColumn(format="$%.5f")},
+    column_config={
+        "cost (USD)": st.column_config.NumberColumn(format="$%.5f"),
+        "questions": st.column_config.NumberColumn(
+            width=80, help="How many questions were asked together (the first is shown)"
+        ),
+    },
     on_select="rerun",
     selection_mode="multi-row",
     key="history_table",
@@ -182,7 +197,8 @@ with compare_tab:
 
     def _run_line(run_id: str) -> str:
         r = by_run[run_id]
-        return f"{r.label} · {short(r.question, 50)} · {short(r.document, 25)} · {when(r.created_at)}"
+        more = f" ({_more(r.questions)})" if r.questions > 1 else ""
+        return f"{r.label} · {short(r.question, 40)}{more} · {short(r.document, 25)} · {when(r.created_at)}"
 
     left_col, right_col = st.columns(2)
     first = left_col.selectbox("Run A", run_ids, index=0, format_func=_run_line, key="w.history_a")
@@ -191,27 +207,63 @@ with compare_tab:
     )
     a, b = (load(first), load(second)) if first and second else (None, None)
     if a is not None and b is not None:
+        # Two runs of one question each: each its own question, side by side. A run of several
+        # questions: one question at a time, the other run's answer to it (if it asked it).
+        several = len(a.questions) > 1 or len(b.questions) > 1
+        compared = list(dict.fromkeys([*a.questions, *b.questions])) if several else []
+        question = compared[0] if compared else ""
+        if several:
+            number = st.selectbox(
+                "Question compared",
+                range(len(compared)),
+                format_func=lambda i: f"Q{i + 1} of {len(compared)}. {short(compared[i], 90)}",
+                key=f"w.history_question_{first}_{second}",
+            )
+            question = compared[number or 0]
+
+        def _asks(trace: RunTrace) -> bool:
+            return not several or question in trace.questions
+
+        def _outcome(trace: RunTrace) -> Outcome | None:
+            if not several:
+                return trace.outcomes[0] if trace.outcomes else None
+            return next((o for o in trace.outcomes if o.question == question), None)
+
+        def _said(trace: RunTrace, outcome: Outcome | None) -> str:
+            if not _asks(trace):
+                return "— (not asked in this run)"
+            if outcome is None:
+                return f"— (failed: {trace.error})" if trace.error else "—"
+            return outcome.error or outcome.answer_text or "—"
+
+        oa, ob = _outcome(a), _outcome(b)
+        whole = " (whole run)" if several else ""
         facts = {
-            "question": (a.question, b.question),
+            "question": tuple(
+                (question or t.question) if _asks(t) else "— (not asked in this run)" for t in (a, b)
+            ),
+            "questions in the run": (str(len(a.questions)), str(len(b.questions))),
             "document": (a.document, b.document),
             "asked": (when(a.started_at), when(b.started_at)),
             "method": (results.title(a), results.title(b)),
-            "answer": (a.outcome.answer_text, b.outcome.answer_text),
-            "cited pages": (results.cited_pages(a.outcome, None), results.cited_pages(b.outcome, None)),
-            "quote check": (
-                results.citation_checks(a.outcome, None),
-                results.citation_checks(b.outcome, None),
-            ),
-            "retrieved pages": (
-                " ".join(map(str, a.retrieved_pages)) or "—",
-                " ".join(map(str, b.retrieved_pages)) or "—",
-            ),
-            "input tokens": (f"{a.usage.prompt_tokens:,}", f"{b.usage.prompt_tokens:,}"),
-            "output tokens": (f"{a.usage.output_tokens:,}", f"{b.usage.output_tokens:,}"),
-            "cost (USD)": (f"{a.cost_usd:.5f}", f"{b.cost_usd:.5f}"),
-            "latency (s)": (f"{a.latency_s:.2f}", f"{b.latency_s:.2f}"),
+            "answer": (_said(a, oa), _said(b, ob)),
+        }
+        if any(o is not None and o.correct is not None for o in (oa, ob)):
+            facts["right / wrong"] = tuple(
+                "not known" if o is None or o.correct is None else ("✓ right" if o.correct else "✗ wrong")
+                for o in (oa, ob)
+            )
+        facts |= {
+            "cited pages": tuple(results.cited_pages(o, None) if o else "—" for o in (oa, ob)),
+            "quote check": tuple(results.citation_checks(o, None) if o else "—" for o in (oa, ob)),
+            "retrieved pages": tuple(" ".join(map(str, o.retrieved_pages)) if o else "—" for o in (oa, ob)),
+            f"input tokens{whole}": (f"{a.usage.prompt_tokens:,}", f"{b.usage.prompt_tokens:,}"),
+            f"output tokens{whole}": (f"{a.usage.output_tokens:,}", f"{b.usage.output_tokens:,}"),
+            f"cost (USD){whole}": (f"{a.cost_usd:.5f}", f"{b.cost_usd:.5f}"),
+            f"latency (s){whole}": (f"{a.latency_s:.2f}", f"{b.latency_s:.2f}"),
             "provider / model": (f"{a.provider} / {a.model}", f"{b.provider} / {b.model}"),
         }
+        facts = {k: (v[0] or "—", v[1] or "—") for k, v in facts.items()}
         st.dataframe(
             pd.DataFrame(
                 {
@@ -225,6 +277,11 @@ with compare_tab:
             width="stretch",
             key="history_compare",
         )
+        if whole:
+            st.caption(
+                "The answer, its check and the pages are for the question compared; tokens, cost and "
+                "latency are the whole run's (every question it asked)."
+            )
 
 with export_tab:
     chosen = selected or batch_ids[:1]

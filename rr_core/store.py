@@ -86,6 +86,7 @@ class StoredRun:
     cost_usd: float
     latency_s: float
     error: str | None
+    questions: int = 1  # how many questions the run asked (``question`` is the first)
 
 
 class RunStore(Protocol):
@@ -214,7 +215,7 @@ class SQLiteStore:
         """The newest runs first."""
         columns = (
             "run_id, batch, created_at, document, question, method, COALESCE(label, method), provider, model,"
-            " answer, page, input_tokens, output_tokens, cost_usd, latency_s, error"
+            " answer, page, input_tokens, output_tokens, cost_usd, latency_s, error, COALESCE(questions, 1)"
         )
         with self._connect() as db:
             rows = db.execute(f"SELECT {columns} FROM runs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()

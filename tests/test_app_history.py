@@ -122,7 +122,9 @@ def test_several_questions_asked_together_are_one_row_named_by_the_first() -> No
     at = open_history()
     rows = table(at).to_dict("records")
     assert len(rows) == 1
-    assert rows[0]["question"] == f"{asked[0]} (+2 more)"
+    # The count in its own column, before the question (a cut-off question cannot hide it).
+    assert list(table(at).columns)[:3] == ["when", "questions", "question"]
+    assert rows[0]["questions"] == 3 and rows[0]["question"] == asked[0]
     assert rows[0]["methods"] == "Baseline, R&R" and rows[0]["answers"] == 4
 
 
@@ -310,3 +312,53 @@ def test_compare_two_runs_shows_their_question_and_document(three_questions) -> 
     assert facts["method"]["A"] == "Baseline" and facts["method"]["B"].startswith("R&R (")
     assert facts["input tokens"]["B"] == f"{last[1].usage.prompt_tokens:,}"
     assert facts["provider / model"]["same"] == "✓"
+
+
+def test_a_run_of_several_questions_counts_them_all_though_it_is_one_run() -> None:
+    asked = [q.question for q in CONTRACT[:4]]
+    ask("contract", asked, methods=("rr",))  # one run answers all four
+    at = open_history()
+    (row,) = table(at).to_dict("records")
+    assert row["questions"] == 4 and row["question"] == asked[0]
+
+
+def test_compare_runs_of_several_questions_question_by_question() -> None:
+    known = CONTRACT[:3]
+    questions = [Question(q.question, tuple(q.answers), (q.page,)) for q in known]
+    _, traces = ask("contract", questions, methods=("rr", "oracle"))
+    rr = next(t for t in traces if t.method == "rr")
+    oracle = [t for t in traces if t.method == "oracle"]  # one run a question
+    at = open_history()
+    a, b = at.selectbox(key="w.history_a"), at.selectbox(key="w.history_b")
+    # The pickers say the run asked more than its first question.
+    assert a.format_func(rr.run_id).startswith(f"R&R · {known[0].question[:30]}")
+    assert "(+2 more questions)" in a.format_func(rr.run_id)
+    assert "more question" not in a.format_func(oracle[0].run_id)
+    a.set_value(rr.run_id).run()
+    at.selectbox(key="w.history_b").set_value(oracle[1].run_id).run()
+    assert not at.exception
+
+    def facts() -> dict[str, Any]:
+        frames = [d.value for d in at.dataframe if list(d.value.columns) == ["", "A", "B", "same"]]
+        assert len(frames) == 1
+        return {row[""]: row for row in frames[0].to_dict("records")}
+
+    picker = at.selectbox(key=f"w.history_question_{rr.run_id}_{oracle[1].run_id}")
+    assert len(picker.options) == 3
+    for index, q in enumerate(known):
+        at.selectbox(key=f"w.history_question_{rr.run_id}_{oracle[1].run_id}").set_value(index).run()
+        shown = facts()
+        assert shown["question"]["A"] == q.question
+        assert shown["answer"]["A"] == rr.outcomes[index].answer_text
+        assert shown["questions in the run"]["A"] == "3" and shown["questions in the run"]["B"] == "1"
+        if index == 1:  # the Oracle run B asked this question only
+            assert shown["question"]["B"] == q.question
+            assert shown["answer"]["B"] == oracle[1].outcome.answer_text
+        else:
+            assert shown["question"]["B"] == shown["answer"]["B"] == "— (not asked in this run)"
+        # Right or wrong where the answer is known; green only against a known answer.
+        verdict = "✓ right" if rr.outcomes[index].correct else "✗ wrong"
+        assert shown["right / wrong"]["A"] == verdict
+        assert shown["retrieved pages"]["A"] == " ".join(map(str, rr.outcomes[index].retrieved_pages))
+        assert shown["input tokens (whole run)"]["A"] == f"{rr.usage.prompt_tokens:,}"
+    assert any("the whole run's" in c for c in texts(at, "caption"))
