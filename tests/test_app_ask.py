@@ -784,3 +784,29 @@ def test_an_answer_with_several_citations_shows_each_quote_and_where_it_stands(
         ":gray[:material/check:]", ":gray[:material/check:]", ":orange[:material/warning:]",
     ]  # fmt: skip
     assert sum("not whether the answer is right" in n for n in notes) == 1  # said once, not per quote
+
+
+def test_the_answers_table_fits_three_methods_at_1024_px_or_shows_one_in_full() -> None:
+    asked = KNOWN[:3]
+    at = open_app(
+        ask_mode="several",
+        questions_text="\n".join(q.question for q in asked),
+        methods=["baseline", "rr", "rag"],
+    )
+    run(at)
+
+    def widths() -> dict[str, Any]:
+        (found,) = [d for d in at.dataframe if list(d.value.columns)[:1] == ["Question"]]
+        config = json.loads(found.proto.columns)
+        return {name: config[name].get("width") for name in found.value.columns}
+
+    shown = widths()
+    assert len(shown) == 4
+    # The main column beside the sidebar is about 560 px at a 1024-px window: the question and
+    # three methods fit in it (the question column no longer takes 200 px of it).
+    assert sum(shown.values()) <= 560 and shown["Question"] < 200
+    methods = list(shown)[1:]
+    picker = at.selectbox(key="w.answers_table_methods")
+    assert picker.options[1:] == methods
+    picker.set_value(methods[1]).run()
+    assert widths() == {"Question": shown["Question"], methods[1]: "large"}

@@ -307,6 +307,17 @@ def scores(traces: Sequence[RunTrace], questions: Sequence[str]) -> list[tuple[s
     return [(name, right, known) for name, (right, known) in tally.items() if known]
 
 
+# Column widths of the question × method table, in pixels: the question and three methods fit
+# the 1024-px screen's main column (about 560 px beside the sidebar), six or more at 1440 px; a
+# cell leads with right/wrong and the page, and opens in full when selected.
+QUESTION_WIDTH = 140
+METHOD_WIDTH = 130
+ALL_METHODS = "All methods, side by side"
+METHODS_SHOWN_HELP = (
+    "One method shows its answers in a wide column; all methods show the start of each answer."
+)
+
+
 def answers_table(traces: Sequence[RunTrace], questions: Sequence[str], *, key: str) -> None:
     """The question × method table, with a score row per method where answers are known."""
     import pandas as pd  # only here: the first screen draws without pandas and pyarrow
@@ -327,6 +338,14 @@ def answers_table(traces: Sequence[RunTrace], questions: Sequence[str], *, key: 
         + "the cited page, then the answer (select a cell to read all of it)"
     )
     columns = list(dict.fromkeys(c for row in rows for c in row))
+    methods = columns[1:]
+    shown = ALL_METHODS
+    if len(methods) > 1:  # narrow columns show many methods at once; one method reads in full
+        shown = st.selectbox(
+            "Methods shown", [ALL_METHODS, *methods], key=f"w.{key}_methods", help=METHODS_SHOWN_HELP
+        )
+    focused = shown != ALL_METHODS and shown in methods
+    columns = ["Question", shown] if focused else columns
     st.dataframe(
         pd.DataFrame(rows, columns=columns).fillna(""),
         hide_index=True,
@@ -334,8 +353,11 @@ def answers_table(traces: Sequence[RunTrace], questions: Sequence[str], *, key: 
         height=min(38 + 35 * len(rows), 600),
         key=key,
         column_config={
-            "Question": st.column_config.TextColumn(width="medium", pinned=True),
-            **{name: st.column_config.TextColumn(width="medium") for name in columns[1:]},
+            "Question": st.column_config.TextColumn(width=QUESTION_WIDTH, pinned=True),
+            **{
+                name: st.column_config.TextColumn(width="large" if focused else METHOD_WIDTH)
+                for name in columns[1:]
+            },
         },
     )
 
