@@ -329,7 +329,7 @@ def test_compare_runs_of_several_questions_question_by_question() -> None:
     rr = next(t for t in traces if t.method == "rr")
     oracle = [t for t in traces if t.method == "oracle"]  # one run a question
     at = open_history()
-    a, b = at.selectbox(key="w.history_a"), at.selectbox(key="w.history_b")
+    a = at.selectbox(key="w.history_a")
     # The pickers say the run asked more than its first question.
     assert a.format_func(rr.run_id).startswith(f"R&R · {known[0].question[:30]}")
     assert "(+2 more questions)" in a.format_func(rr.run_id)
