@@ -50,11 +50,6 @@ def _asked(runs: list[StoredRun]) -> tuple[str, int]:
     return asked[0], max(len(asked), *(r.questions for r in runs))
 
 
-def _more(count: int) -> str:
-    """``+4 more questions`` for a run or batch of five; "" for one."""
-    return f"+{count - 1} more {'question' if count == 2 else 'questions'}" if count > 1 else ""
-
-
 listed = [_asked(runs) for runs in batches.values()]
 table = pd.DataFrame(
     [
@@ -89,7 +84,9 @@ event = st.dataframe(
     key="history_table",
 )
 selected = [batch_ids[i] for i in event.selection.rows if i < len(batch_ids)]
-st.caption(f"{plural(len(batches), 'question')}, {plural(len(rows), 'run')} stored in {md(store.path)}.")
+st.caption(
+    f"{plural(sum(count for _, count in listed), 'question')}, {plural(len(rows), 'run')} stored in {md(store.path)}."
+)
 
 
 def load(run_id: str) -> RunTrace | None:
@@ -197,8 +194,9 @@ with compare_tab:
 
     def _run_line(run_id: str) -> str:
         r = by_run[run_id]
-        more = f" ({_more(r.questions)})" if r.questions > 1 else ""
-        return f"{r.label} · {short(r.question, 40)}{more} · {short(r.document, 25)} · {when(r.created_at)}"
+        # The count next to the method, where a narrow picker does not cut it off.
+        count = f" ({r.questions} questions)" if r.questions > 1 else ""
+        return f"{r.label}{count} · {short(r.question, 50)} · {short(r.document, 25)} · {when(r.created_at)}"
 
     left_col, right_col = st.columns(2)
     first = left_col.selectbox("Run A", run_ids, index=0, format_func=_run_line, key="w.history_a")
@@ -276,6 +274,14 @@ with compare_tab:
             hide_index=True,
             width="stretch",
             key="history_compare",
+            # Both runs in view beside the sidebar at 1024 px (about 560 px): a long answer is cut,
+            # not run B (select a cell to read all of it).
+            column_config={
+                "": st.column_config.TextColumn(width=140, pinned=True),
+                "A": st.column_config.TextColumn(width=180),
+                "B": st.column_config.TextColumn(width=180),
+                "same": st.column_config.TextColumn(width=50),
+            },
         )
         if whole:
             st.caption(
