@@ -83,15 +83,21 @@ def _option_label(option: Option) -> str:
     return f"Plan at the current settings: {method.label}" + (f" ({settings})" if settings else "")
 
 
-def _worth_opening(trace: RunTrace) -> tuple[bool, bool]:
-    """How much a run shows here: pages it picked (retrieval, R&R's), then a page its answer cites."""
+def _worth_opening(trace: RunTrace) -> tuple[bool, bool, bool]:
+    """How much a run shows here: pages it picked (retrieval), then a method that reminds (its
+    reminders, where the document is long enough for any: R&R over ICR), then a cited page."""
     retrieved = any(o.retrieved_pages for o in trace.outcomes)
+    try:
+        reminds = get_method(trace.method).reminds
+    except RRError:  # a method no longer registered
+        reminds = False
     cited = any(o.stated and any(c.page is not None for c in o.citations) for o in trace.outcomes)
-    return retrieved, cited
+    return retrieved, reminds, cited
 
 
 # Open on the last run (its reminders or not: a short document gets none), the one that picked
-# pages and cites one first; before any run, on the plan of a method that reminds.
+# pages with reminders and cites one first (R&R); before any run, on the plan of a method that
+# reminds.
 runs = [i for i, (kind, _) in enumerate(options) if kind == "run"]
 default = (
     max(runs, key=lambda i: _worth_opening(traces[options[i][1]]))  # the first of the best

@@ -413,13 +413,14 @@ def test_a_variant_that_cannot_run_leaves_the_other_plans_on_screen() -> None:
 def test_a_run_with_no_reminder_opens_on_the_run_at_its_citation_not_on_a_plan() -> None:
     # At k = 100,000 the sample (about 80,000 tokens) gets no reminder, as a short document
     # gets none at the default k: the screen still opens on the run just made.
-    at = open_app(methods=["baseline", "rr"], reminder_every=100_000)
+    at = open_app(methods=["baseline", "icr", "rr"], reminder_every=100_000)
     at.button(key="run").click().run()
     traces = list(at.session_state["results"]["traces"])
     assert not any(c.reminders_after for t in traces for c in t.calls)
+    assert [t.method for t in traces] == ["baseline", "icr", "rr"] and traces[1].retrieved_pages
     at = to_document(at)
-    assert at.selectbox(key="w.doc_show").value == ("run", 1)  # R&R: it shows its retrieval
-    rr = traces[1]
+    assert at.selectbox(key="w.doc_show").value == ("run", 2)  # R&R: its retrieval, its reminders
+    rr = traces[2]
     opened_on = (
         rr.outcome.cited_pages[0] if rr.outcome.stated and rr.outcome.cited_pages else rr.retrieved_pages[0]
     )
