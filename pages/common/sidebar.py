@@ -21,7 +21,8 @@ PROVIDER_LABELS = {
 }
 OFFLINE_NOTE = (
     "**The offline engine is not an LLM**: it ranks pages by the question's words (BM25) and "
-    "returns the best-matching sentence. It shows how each method works and what it would cost; "
+    "quotes the passage that matches them, with a short answer of the kind asked (a date, a figure, "
+    "a name…) or 'not found' and the pages to read. It shows how each method works and what it would cost; "
     "it cannot show how a model reads. Costs are what the same tokens would cost on the model "
     "chosen below."
 )
