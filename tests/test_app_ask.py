@@ -289,6 +289,15 @@ def test_the_offline_engines_not_stated_is_said_of_the_engine_not_of_a_model() -
     assert "the model" not in said
 
 
+def test_a_free_engines_card_says_would_cost_never_cost() -> None:
+    at = open_app(methods=["baseline"])
+    traces = run(at)
+    assert not traces[0].is_llm and traces[0].paid_usd == 0
+    said = "\n".join(markdown(cards(at)[0]))
+    assert f"**Would cost:** ${traces[0].cost_usd:.4f} on the priced model (nothing paid)" in said
+    assert "**Cost:**" not in said
+
+
 def test_the_downloads_are_offered_after_a_run(downloads) -> None:
     at = open_app()
     traces = run(at)

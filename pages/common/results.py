@@ -228,8 +228,13 @@ def run_facts(trace: RunTrace) -> None:
     )
     st.markdown(
         f"**Tokens:** {usage.prompt_tokens:,} in{cached} · {usage.output_tokens:,} out  \n"
-        f"**Cost:** ${trace.cost_usd:.4f}{unknown} (estimated ${trace.estimate_usd:.4f})  \n"
-        f"**Latency:** {trace.latency_s:.2f} s · {plural(len(trace.calls), 'call')}{reused}"
+        + (
+            f"**Cost:** ${trace.cost_usd:.4f}{unknown} (estimated ${trace.estimate_usd:.4f})  \n"
+            if trace.is_llm
+            # A free engine paid nothing: what the same tokens would cost on the model priced.
+            else f"**Would cost:** ${trace.cost_usd:.4f}{unknown} on the priced model (nothing paid)  \n"
+        )
+        + f"**Latency:** {trace.latency_s:.2f} s · {plural(len(trace.calls), 'call')}{reused}"
     )
     for note in trace.notes:
         st.caption(f":material/info: {md(note)}")
