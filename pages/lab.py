@@ -238,7 +238,7 @@ with st.expander("Methods and grid", expanded=True):
     state.setdefault("lab_budget", 5.0)
     S.bound(
         st.number_input,
-        "Budget cap (USD): refuse to start above it, and send no call that would pass it",
+        "Budget cap (USD): refuse to start above it, and send no call that would pass it (0: no cap)",
         "lab_budget",
         min_value=0.0,
         step=1.0,
@@ -336,16 +336,19 @@ def _client() -> Any:
     return S.new_client()
 
 
-if not free and plan.price_assumed:
-    st.caption(
-        f"No price is known for {md(plan.priced_as)}: the budget cap cannot be kept, so it is not applied."
+unpriced = not free and (plan.price_assumed or not plan.cost.known) and float(state["lab_budget"]) > 0
+if unpriced:
+    st.warning(
+        f"No price is known for {md(plan.priced_as)}, so the budget cap could be passed unseen: name the "
+        "model whose prices the server charges under 'Price as' in the sidebar, or set the budget to 0 "
+        "(no cap) to run anyway."
     )
 
 if clicked:
     budget: Budget | None = None
     try:
-        if not free and not plan.price_assumed:
-            check_budget(plan, float(state["lab_budget"]))
+        if not free and float(state["lab_budget"]) > 0:
+            check_budget(plan, float(state["lab_budget"]))  # refuses an unknown price too
             budget = Budget(float(state["lab_budget"]))
         client = _client()
         store = open_store()

@@ -399,9 +399,21 @@ def test_the_budget_cap_stops_a_sweep_whose_bills_run_above_the_estimate() -> No
         assert any(f"${result.paid_usd():.4f} paid" in c.value for c in at.caption)
 
 
-def test_a_compatible_server_with_no_price_says_the_cap_is_not_applied() -> None:
+def test_a_compatible_server_with_no_price_refuses_a_budget_until_priced() -> None:
     with StubServer() as stub:
         at = open_lab(provider="openai-compatible", model="llama3.1", base_url=stub.url)
         small_grid(at)
-        assert any("the budget cap cannot be kept" in c.value for c in at.caption)
         assert "no price known" in summary(at)
+        assert any("could be passed unseen" in w.value for w in at.warning)
+        at.button(key="lab_run").click().run()
+        assert not at.exception
+        assert any("Nothing was sent" in e.value for e in at.error)
+        assert len(stub.requests) == 0 and "lab_result" not in at.session_state
+        # Named as the model whose prices it charges, the sweep is priced and the cap is kept.
+        at.sidebar.selectbox(key="w.compat_price_model").set_value(PRICE_MODEL).run()
+        assert not any("could be passed unseen" in w.value for w in at.warning)
+        assert "no price known" not in summary(at)
+        at.button(key="lab_run").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        result = at.session_state["lab_result"]["result"]
+        assert len(stub.requests) == result.calls_made > 0 and result.paid_usd() > 0

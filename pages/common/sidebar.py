@@ -153,6 +153,18 @@ def _engine() -> None:
         or ("http://localhost:11434/v1" if current == "openai-compatible" else "the provider's default"),
         help=f"Leave empty to use {url_variable} or the provider's default address.",
     )
+    if current == "openai-compatible":
+        # A server of one's own has no published price: name the model whose prices it charges,
+        # or it is counted as free (and a budget cannot be kept).
+        S.bound(
+            st.selectbox,
+            "Price as",
+            "compat_price_model",
+            options=["", *known_models()],
+            format_func=lambda m: m or "no price (counted as free)",
+            help="The model whose published prices this server charges. Without one, costs read "
+            "as free and the Lab refuses a budget cap it could not keep.",
+        )
     if variable and not S.api_key():
         st.warning(f"No API key: enter one above or set {variable}. Until then, runs will fail.")
     if current == "openai-compatible" and not S.base_url():

@@ -75,6 +75,7 @@ def init_state() -> None:
     state.setdefault("api_key", "")
     state.setdefault("base_url", "")
     state.setdefault("price_model", DEFAULT_PRICE_MODEL)
+    state.setdefault("compat_price_model", "")
     for key, value in parameter_defaults().items():
         state.setdefault(key, value)
     state.setdefault("concurrency", DEFAULT_CONCURRENCY.get(state["provider"], 4))
@@ -176,8 +177,19 @@ def base_settings() -> RunSettings:
         gold_pages=_pages(state["gold_pages"], "Gold pages"),
         model=model(),
         provider=provider(),
-        price_model=str(state["price_model"]) if provider() == "offline" else "",
+        price_model=price_model(),
     ).but(**values)
+
+
+def price_model() -> str:
+    """The model that prices a run when it is not the model itself: the offline engine's "Price
+    as", or the one named for an OpenAI-compatible server ("" for none)."""
+    state = st.session_state
+    if provider() == "offline":
+        return str(state["price_model"])
+    if provider() == "openai-compatible":
+        return str(state.get("compat_price_model") or "")
+    return ""
 
 
 def method_key(group: str) -> str:
