@@ -732,14 +732,21 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             usage = r["usage"]
             print(
                 f"  {label}: {usage['input_tokens'] + usage['cached_tokens'] + usage['cache_write_tokens']:,} in "
-                f"{usage['output_tokens']:,} out  ${r['cost_usd']:.4f}"
+                f"{usage['output_tokens']:,} out  "
+                + (
+                    f"${r['cost_usd']:.4f}"
+                    if data["is_llm"]
+                    else f"would cost ${r['cost_usd']:.4f} (nothing paid)"
+                )
             )
             for o in r["outcomes"]:
                 mark = "" if o["correct"] is None else ("  [right]" if o["correct"] else "  [wrong]")
                 retrieved = f"  retrieved {o['retrieved_pages']}" if o["retrieved_pages"] else ""
                 print(f"    Q: {o['question']}")
                 if o["answer"] is not None and o.get("found") is False:
-                    print(f"    A: not stated in the document{mark}{retrieved}")
+                    to_read = o.get("pages_to_read") or []
+                    said = f"not found; pages to read: {to_read}" if to_read else "not stated in the document"
+                    print(f"    A: {said}{mark}{retrieved}")
                     continue
                 print(f"    A: {o['answer']}{mark}{retrieved}")
                 for c in o.get("citations", []):

@@ -172,6 +172,14 @@ class AnswerOut(Output):
     found: bool = True
     citations: list[CitationOut] = Field(default_factory=list)
     citations_cut: int = 0  # citations beyond MAX_CITATIONS, left out
+    # Not asked of models: a reader that found nothing (the offline engine) names the pages
+    # worth reading, best first, so "not found" does not lose them.
+    pages_to_read: list[int] = Field(default_factory=list)
+
+    @field_validator("pages_to_read", mode="before")
+    @classmethod
+    def _to_read(cls, value: Any) -> list[int]:
+        return page_list(value)[:20]
 
     @model_validator(mode="before")
     @classmethod

@@ -155,6 +155,9 @@ class Outcome:
     answer: str | None = None
     found: bool = True
     citations: list[Citation] = field(default_factory=list)
+    # Not found: the pages worth reading, best first, where the reader names them (the offline
+    # engine); a model is not asked for them.
+    pages_to_read: list[int] = field(default_factory=list)
     retrieved_pages: list[int] = field(default_factory=list)
     # For methods that retrieve per part (chunks, partitions): the pages each part returned.
     retrieved_groups: list[list[int]] = field(default_factory=list)
@@ -167,7 +170,7 @@ class Outcome:
 
     def not_stated(self) -> None:
         """Record that the document does not state the answer (nothing to cite)."""
-        self.answer, self.found, self.citations = NOT_STATED, False, []
+        self.answer, self.found, self.citations, self.pages_to_read = NOT_STATED, False, [], []
 
     @property
     def stated(self) -> bool:
@@ -180,6 +183,8 @@ class Outcome:
         (whatever words the model used), "" when there is none."""
         if self.answer is None:
             return ""
+        if not self.found and self.pages_to_read:
+            return f"not found; pages to read: {', '.join(map(str, self.pages_to_read))}"
         return self.answer if self.found else NOT_STATED
 
     @property

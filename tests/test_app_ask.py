@@ -289,6 +289,16 @@ def test_the_offline_engines_not_stated_is_said_of_the_engine_not_of_a_model() -
     assert "the model" not in said
 
 
+def test_the_offline_engines_not_found_lists_the_pages_to_read() -> None:
+    at = open_app(methods=["baseline"], question="What was Apple's iPhone revenue in 2021?")
+    traces = run(at)
+    outcome = traces[0].outcome
+    assert not outcome.found and outcome.pages_to_read
+    said = "\n".join(markdown(cards(at)[0]))
+    assert "**Not found** (the offline engine found no answer). Pages to read, best first: p. " in said
+    assert "Not stated in the document" not in said
+
+
 def test_a_free_engines_card_says_would_cost_never_cost() -> None:
     at = open_app(methods=["baseline"])
     traces = run(at)

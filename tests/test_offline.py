@@ -104,6 +104,7 @@ def test_answer_is_not_found_with_pages_to_read_when_nothing_matches() -> None:
         "answer": "Not found by the offline engine; pages to read: 4",
         "found": False,
         "citations": [],
+        "pages_to_read": [4],
         "page": "n/a",
         "quote": "",
     }

@@ -467,6 +467,21 @@ def test_not_stated_is_an_answer_with_nothing_to_check(planted_document: Documen
     assert trace.to_dict()["outcomes"][0]["found"] is False
 
 
+def test_a_reader_that_found_nothing_keeps_the_pages_to_read(planted_document: Document) -> None:
+    """The offline engine's "not found" names pages worth reading: kept (those in its context),
+    shown as not found rather than as a claim that the document is silent, and read back."""
+    reply = json.dumps(
+        {"question": PLANTED_QUESTION, "answer": "Not found by the offline engine; pages to read: 2, 999, 1",
+         "found": False, "citations": [], "pages_to_read": ["2", 999, 1]}
+    )  # fmt: skip
+    (trace,) = run(planted_document, ScriptedClient([reply]), "baseline")
+    outcome = trace.outcome
+    assert outcome.found is False and outcome.pages_to_read == [2, 1]  # 999 is not a page here
+    assert outcome.answer_text == "not found; pages to read: 2, 1"
+    assert outcome.compared_answer == "n/a"  # still scored as not stated
+    assert RunTrace.from_dict(json.loads(json.dumps(trace.to_dict()))).outcome.pages_to_read == [2, 1]
+
+
 def test_a_schema_two_trace_reads_its_one_page_and_quote_as_one_citation(planted_document: Document) -> None:
     (trace,) = run(
         planted_document,

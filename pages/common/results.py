@@ -159,7 +159,14 @@ def outcome_block(trace: RunTrace, outcome: Outcome, document: Document | None) 
     citation with its quote and where the quote stands, and the retrieved pages."""
     if outcome.error:
         st.error(md(outcome.error))
-    if outcome.answer is not None and not outcome.found:
+    if outcome.answer is not None and not outcome.found and outcome.pages_to_read:
+        # A reader that found nothing says where to look, not that the document is silent.
+        to_read = ", ".join(page_ref(document, p) for p in outcome.pages_to_read)
+        st.markdown(
+            f":gray[:material/search_off:] **Not found** ({reader(trace)} found no answer). Pages to read, "
+            f"best first: {to_read}."
+        )
+    elif outcome.answer is not None and not outcome.found:
         st.markdown(
             f":gray[:material/search_off:] **Not stated in the document** ({reader(trace)} found no answer in it)."
         )

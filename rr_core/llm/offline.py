@@ -103,6 +103,7 @@ class OfflineEngine:
             "answer": reading.answer,
             "found": reading.found,
             "citations": citations,
+            "pages_to_read": list(reading.pages_to_read),
             # The first citation again, for readers of the one-citation shape.
             "page": first["page"],
             "quote": first["quote"],

@@ -328,6 +328,8 @@ def answer_outcome(
     outcome.found = parsed.found
     warnings: list[str] = []
     context = set(allowed)
+    if not parsed.found:
+        outcome.pages_to_read = [p for p in parsed.pages_to_read if p in context]
     for cited in parsed.citations:
         page = cited.page_number
         if cited.page_given:
