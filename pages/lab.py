@@ -446,7 +446,7 @@ table = pd.DataFrame(
             ),
             "Calls / trial": round(s.calls_per_trial, 1),
             "Tokens in / trial": round(s.input_per_trial),
-            "Cost (USD)": round(s.cost_usd, 5),
+            ("Would cost (USD)" if free else "Cost (USD)"): round(s.cost_usd, 5),
             "Frontier": "yes" if s.on_frontier else "",
         }
         for s in [*summaries, *bounds]

@@ -208,7 +208,9 @@ def to_markdown(traces: Sequence[RunTrace]) -> str:
             f"{md_escape(first.settings.price_model or first.model)}",
             "",
             "| Method | Provider / model | Run at | Answer | Citations | Known answer "
-            "| Retrieved pages | Input tokens | Output tokens | Cost (USD) | Settings |",
+            "| Retrieved pages | Input tokens | Output tokens | "
+            + ("Cost (USD)" if any(t.is_llm for t, _ in answers) else "Would cost (USD), nothing paid")
+            + " | Settings |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         notes = []

@@ -147,6 +147,7 @@ def test_the_simulated_reader_loses_the_middle_and_rr_does_not() -> None:
     assert by_cell[("baseline", 50.0)].reading_misses == 1  # the page was in view, the middle lost
     # The accuracy table: one row per method, baseline lower, n as trials and questions.
     table = lab_table(at)
+    assert "Would cost (USD)" in table.columns and "Cost (USD)" not in table.columns  # a free engine
     assert "Effective length" not in table.columns  # one length: nothing to say
     rows = {r["Method"].split(" (")[0]: r for r in table.to_dict("records")}
     assert set(rows) == {"Baseline", "Question last", "Prompt repeated", "R&R"}

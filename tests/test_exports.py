@@ -75,6 +75,7 @@ def test_markdown_report_cites_pages(traces: list[RunTrace]) -> None:
     assert report.startswith("# R&R Studio report")
     assert PLANTED_QUESTION in report and "planted.txt" in report
     assert "offline engine, not an LLM" in report
+    assert "| Would cost (USD), nothing paid |" in report and "| Cost (USD) |" not in report  # free engine
     for label in ("Baseline", "Reprompting", "ICR", "R&R", "Chunked ICR", "Chunked R&R"):
         assert f"| {label} |" in report
     table_rows = [line for line in report.splitlines() if line.startswith("| ") and FACT in line]
