@@ -531,7 +531,11 @@ else:
             with column, st.container(border=True):
                 results.result_card(trace, current_doc)
 
-st.markdown("**Cost by method and stage**")
+st.markdown(
+    "**Cost by method and stage**"
+    if any(t.is_llm for t in traces)
+    else "**What the same tokens would cost, by method and stage** (nothing was paid: not an LLM)"
+)
 st.plotly_chart(
     results.cost_chart(traces), width="stretch", key="cost_chart", config={"displayModeBar": False}
 )

@@ -306,6 +306,8 @@ def test_a_free_engines_card_says_would_cost_never_cost() -> None:
     said = "\n".join(markdown(cards(at)[0]))
     assert f"**Would cost:** ${traces[0].cost_usd:.4f} on the priced model (nothing paid)" in said
     assert "**Cost:**" not in said
+    assert "**Cost by method and stage**" not in markdown(at)
+    assert any(m.startswith("**What the same tokens would cost, by method and stage**") for m in markdown(at))
 
 
 def test_the_downloads_are_offered_after_a_run(downloads) -> None:

@@ -425,7 +425,7 @@ def cost_chart(traces: Sequence[RunTrace]) -> go.Figure:
         barmode="stack",
         height=320,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        yaxis_title="USD",
+        yaxis_title="USD" if any(t.is_llm for t in traces) else "USD it would cost",
         legend={"orientation": "h", "y": 1.18, "x": 0},
     )
     return fig
