@@ -77,14 +77,17 @@ class AnthropicClient(SDKAdapter):
             http_client=bounded_http_client(anthropic.DefaultHttpxClient()),
         )
 
-    def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
+    def params(self, request: LLMRequest, model: str, *, structured: bool) -> dict[str, Any]:
+        """The body of one call, as the sync call and a batch request both send it."""
         messages: list[MessageParam] = [{"role": "user", "content": request.prompt}]
+        body: dict[str, Any] = {"model": model, "max_tokens": request.max_output_tokens, "messages": messages}
+        if structured:
+            body["output_config"] = _output_config(request.schema)
+        return body
+
+    def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
         message = self._client.messages.create(
-            model=model,
-            max_tokens=request.max_output_tokens,
-            messages=messages,
-            output_config=_output_config(request.schema) if structured else anthropic.omit,
-            timeout=timeout,
+            **self.params(request, model, structured=structured), timeout=timeout
         )
         return self._from_message(message, structured)
 

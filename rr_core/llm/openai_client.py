@@ -130,31 +130,35 @@ class OpenAIClient(SDKAdapter):
             return True
         return False
 
-    def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
+    def params(self, request: LLMRequest, model: str, *, structured: bool) -> dict[str, Any]:
+        """The body of one call, as the sync call and a batch line both send it (JSON-ready:
+        no SDK sentinels)."""
         temperature = self._temperature_to_send(model)
+        body: dict[str, Any] = {"model": model}
         if self.api == "responses":
-            response = self._client.responses.create(
-                model=model,
-                input=request.prompt,
-                store=False,
-                max_output_tokens=request.max_output_tokens,
-                temperature=openai.omit if temperature is None else temperature,
-                text=_text_format(request.schema) if structured else openai.omit,
-                timeout=timeout,
-            )
-            return self._from_response(response, structured, temperature)
-        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": request.prompt}]
+            body.update(input=request.prompt, store=False, max_output_tokens=request.max_output_tokens)
+            if temperature is not None:
+                body["temperature"] = temperature
+            if structured:
+                body["text"] = _text_format(request.schema)
+            return body
         # `max_tokens`, not `max_completion_tokens`: every compatible server knows the former.
         # No `store`: it defaults to off on OpenAI and means nothing to other servers.
-        chat = self._client.chat.completions.create(
-            model=model,
-            messages=messages,
-            max_tokens=request.max_output_tokens,
-            temperature=openai.omit if temperature is None else temperature,
-            response_format=_response_format(request.schema) if structured else openai.omit,
-            timeout=timeout,
-            extra_headers=self._auth or None,
-        )
+        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": request.prompt}]
+        body.update(messages=messages, max_tokens=request.max_output_tokens)
+        if temperature is not None:
+            body["temperature"] = temperature
+        if structured:
+            body["response_format"] = _response_format(request.schema)
+        return body
+
+    def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
+        body = self.params(request, model, structured=structured)
+        temperature = body.get("temperature")
+        if self.api == "responses":
+            response = self._client.responses.create(**body, timeout=timeout)
+            return self._from_response(response, structured, temperature)
+        chat = self._client.chat.completions.create(**body, timeout=timeout, extra_headers=self._auth or None)
         return self._from_chat(chat, structured, temperature)
 
     def _from_response(self, response: Response, structured: bool, temperature: float | None) -> Completion:
