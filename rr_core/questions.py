@@ -10,10 +10,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rr_core.errors import ConfigError
 from rr_core.metrics import mark_outcome
-from rr_core.runs import RunTrace
+
+if TYPE_CHECKING:  # the questions module is read by the methods, which the runner imports
+    from rr_core.runs import RunTrace
 
 MAX_QUESTIONS = 200
 _SPLIT = re.compile(r"[|;]")

@@ -26,16 +26,18 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from rr_core.costs import estimate_cost, price_data_version, price_usage
+from rr_core.dispatch import Delivered, Dispatcher, NowSender, Outgoing
 from rr_core.documents import Document
 from rr_core.errors import (
     BudgetReached,
+    ConfigError,
     ContextTooLongError,
     LLMError,
     ResponseParseError,
@@ -43,12 +45,14 @@ from rr_core.errors import (
     RunCancelled,
     SaveFailed,
 )
+from rr_core.jobs import Job, Resolver, plan_job
 from rr_core.llm.base import Completion, LLMClient, LLMRequest, Usage, calls_at_once
 from rr_core.llm.errors_map import redact
 from rr_core.outputs import says_not_stated
 from rr_core.plans import Call, Citation, LocalStep, Outcome, Phase, PhaseResults, Plan, StepResult
 from rr_core.quotes import check_quote
 from rr_core.settings import RunSettings
+from rr_core.tokens import TokenCounter, counter_for_model
 
 DEFAULT_CONCURRENCY = 8
 # 3: an answer carries ``found`` and a list of ``citations`` (page, quote, check each); the
@@ -124,6 +128,7 @@ class RunTrace:
     settings: RunSettings
     cache_key: str = ""
     position: int = 0  # index of its plan among the plans run together
+    job_id: str = ""  # the job it ran, where it ran one
     schema_version: int = TRACE_SCHEMA_VERSION
     calls: list[CallTrace] = field(default_factory=list)
     steps: list[StepTrace] = field(default_factory=list)
@@ -481,6 +486,12 @@ class Budget:
 # ---- The executor ------------------------------------------------------------------------
 
 
+def _wait(future: Future[Delivered]) -> Future[Delivered]:
+    """The future once it is done (its result or error is read by the caller)."""
+    wait([future])
+    return future
+
+
 class _Failed(Exception):
     """Carries a failed call's record along with its error."""
 
@@ -489,8 +500,27 @@ class _Failed(Exception):
         self.record, self.error = record, error
 
 
+class Runner(Protocol):
+    """Anything that runs jobs: takes plain-data jobs, yields progress events and, as each
+    run finishes, its trace (in any order; ``RunTrace.position`` is the job's index). The
+    in-process ``Executor`` is one; a worker pool would be another."""
+
+    def stream_jobs(self, jobs: Sequence[Job]) -> Iterator[CallEvent | RunTrace]:
+        """Plan each job where it runs, run it, yield events and traces."""
+        ...
+
+    def cancel(self) -> None:
+        """Send no further calls."""
+        ...
+
+
+# What a run's planning step gives back: the document, the plan, and the source's details.
+_Prepared = tuple[Document, Plan, Mapping[str, Any]]
+
+
 class Executor:
-    """Runs plans through one client with one bounded pool, a cancel switch and events."""
+    """Runs jobs (and plans) through one client with one dispatch chain, one bounded pool, a
+    cancel switch and events: the in-process ``Runner``."""
 
     def __init__(
         self,
@@ -500,11 +530,16 @@ class Executor:
         cache: CallCache | None = None,
         context_window: int | None = None,
         budget: Budget | None = None,
+        resolver: Resolver | None = None,
+        counter: TokenCounter | None = None,
     ) -> None:
         self.client = client
+        # Plans jobs: one counter for all, or (None) the tokenizer each job names.
+        self.counter = counter
         self.concurrency = calls_at_once(client, concurrency)
         self.cache = cache
         self.context_window = context_window
+        self.resolver = resolver
         # A free engine (offline, simulated) pays nothing: no budget to keep.
         self.budget = budget if client.is_llm else None
         # Why no further call is sent, when it is not the caller's cancel: the budget cap, or
@@ -514,10 +549,18 @@ class Executor:
         self._cancel = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rr-call")
         self.calls_made = 0
-        self.calls_cached = 0  # found in the store
-        self.calls_shared = 0  # the same call in flight for another run: waited for, not paid twice
         self._count_lock = threading.Lock()
-        self._inflight: dict[str, Future[Completion | CachedCall]] = {}
+        self.dispatcher = Dispatcher(NowSender(self._pool.submit, self._call_now), cache)
+
+    @property
+    def calls_cached(self) -> int:
+        """Calls answered from the store."""
+        return self.dispatcher.cached
+
+    @property
+    def calls_shared(self) -> int:
+        """Calls that waited for the same call in flight for another run (not paid twice)."""
+        return self.dispatcher.shared
 
     # -- lifecycle --
     def cancel(self) -> None:
@@ -547,17 +590,25 @@ class Executor:
         self.close()
 
     # -- running --
-    def stream(self, document: Document, plans: Sequence[Plan]) -> Iterator[CallEvent | RunTrace]:
-        """Run the plans concurrently, yielding progress events, then each finished trace."""
-        return self.stream_jobs([(document, plan) for plan in plans])
+    def stream_jobs(self, jobs: Sequence[Job]) -> Iterator[CallEvent | RunTrace]:
+        """Plan each job where it runs (its source opened through the resolver), run them
+        concurrently, yield progress events, then each finished trace."""
+        events: queue.Queue[CallEvent | RunTrace] = queue.Queue()
+        runners = [_Run(self, index, events.put, job=job) for index, job in enumerate(jobs)]
+        return self._drive(runners, events)
 
-    def stream_jobs(self, jobs: Sequence[tuple[Document, Plan]]) -> Iterator[CallEvent | RunTrace]:
-        """Like ``stream``, each plan on its own document (the Lab's trials)."""
+    def stream_plans(self, planned: Sequence[tuple[Document, Plan]]) -> Iterator[CallEvent | RunTrace]:
+        """Like ``stream_jobs`` for plans already made (shown to the user before running)."""
         events: queue.Queue[CallEvent | RunTrace] = queue.Queue()
         runners = [
-            _Run(self, document, plan, index, events.put) for index, (document, plan) in enumerate(jobs)
+            _Run(self, index, events.put, planned=(document, plan, {}))
+            for index, (document, plan) in enumerate(planned)
         ]
         return self._drive(runners, events)
+
+    def stream(self, document: Document, plans: Sequence[Plan]) -> Iterator[CallEvent | RunTrace]:
+        """Run the plans concurrently, yielding progress events, then each finished trace."""
+        return self.stream_plans([(document, plan) for plan in plans])
 
     def run(
         self,
@@ -566,12 +617,13 @@ class Executor:
         on_event: Callable[[CallEvent], None] | None = None,
     ) -> list[RunTrace]:
         """Run the plans; traces come back in the order of ``plans``."""
-        events: queue.Queue[CallEvent | RunTrace] = queue.Queue()
-        runners = [_Run(self, document, plan, index, events.put) for index, plan in enumerate(plans)]
-        for item in self._drive(runners, events):
-            if isinstance(item, CallEvent) and on_event is not None:
+        traces: list[RunTrace | None] = [None] * len(plans)
+        for item in self.stream(document, plans):
+            if isinstance(item, RunTrace):
+                traces[item.position] = item
+            elif on_event is not None:
                 on_event(item)
-        return [r.trace for r in runners]
+        return [t for t in traces if t is not None]
 
     def _drive(
         self, runners: list[_Run], events: queue.Queue[CallEvent | RunTrace]
@@ -580,9 +632,10 @@ class Executor:
             try:
                 events.put(runner.run())
             except Exception as exc:  # noqa: BLE001 - a bug must reach the caller, not hang it
-                runner.trace.error = redact(f"Internal error: {type(exc).__name__}: {exc}")
-                runner.trace.error_kind = "InternalError"
-                events.put(runner.trace)
+                trace = runner.failed_trace()
+                trace.error = redact(f"Internal error: {type(exc).__name__}: {exc}")
+                trace.error_kind = "InternalError"
+                events.put(trace)
 
         # Runs start as others finish: a sweep of a thousand trials holds a few documents'
         # prompts at a time, not all of them (the pool bounds the calls themselves).
@@ -608,7 +661,7 @@ class Executor:
             if finished < len(runners):
                 self.cancel()
 
-    # -- one call (in the pool) --
+    # -- one call --
     def _skip(self, run: _Run, record: CallTrace, event: CallEvent, error: RRError) -> _Failed:
         record.error = str(error)
         run.emit(replace(event, status="skipped", message=str(error)))
@@ -651,9 +704,10 @@ class Executor:
             raise BudgetReached(self.stopped or "The run was stopped before this call was sent.")
         return held
 
-    def _call_provider(
-        self, run: _Run, call: Call, prompt: str, record: CallTrace, event: CallEvent, started: float
-    ) -> Completion:
+    def _call_now(self, out: Outgoing) -> Completion:
+        """The sender's call (in the pool): reserve the budget, send, settle with the bill."""
+        pending: _Pending = out.owner
+        run, call, record, event = pending.run, pending.call, pending.record, pending.event
         if self._cancel.is_set():
             raise self._skip(run, record, event, self._not_sent())
         try:
@@ -661,20 +715,13 @@ class Executor:
         except BudgetReached:
             raise self._skip(run, record, event, self._not_sent()) from None
         run.emit(event)
-        request = LLMRequest(
-            prompt=prompt,
-            schema=call.schema,
-            model=run.plan.settings.model,
-            max_output_tokens=call.max_output_tokens,
-            layout=call.layout,
-        )
         paid: float | None = None  # no bill until a reply comes back
         try:
-            completion = self.client.complete(request)
+            completion = self.client.complete(out.request)
             paid = price_usage(completion.usage, *run.plan.settings.pricing).total_usd
         except LLMError as exc:
             record.error = str(exc)
-            record.latency_s = round(time.perf_counter() - started, 3)
+            record.latency_s = round(time.perf_counter() - pending.started, 3)
             run.emit(replace(event, status="failed", message=str(exc)))
             raise _Failed(record, exc) from exc
         finally:
@@ -682,6 +729,10 @@ class Executor:
                 self.budget.settle(reservation, paid)
         with self._count_lock:
             self.calls_made += 1
+        # Kept as soon as it returns and parses (here, before this pool thread sends another
+        # call): a reply that cannot be kept stops the run before more is paid.
+        if _parses(call, completion.text):
+            self._keep(out.key, completion)
         return completion
 
     def _keep(self, key: str, completion: Completion) -> None:
@@ -705,7 +756,8 @@ class Executor:
                 self.save_error = self.save_error or message
             self._stop(f"A reply could not be kept in the run store ({message}).")
 
-    def _send(self, run: _Run, call: Call) -> tuple[CallTrace, Any]:
+    def _prepare(self, run: _Run, call: Call) -> Outgoing:
+        """The call's record, event and request, on its way into the dispatch chain."""
         prompt = call.render()
         settings = run.plan.settings
         key = call_key(self.client, settings.model, call, prompt)
@@ -726,39 +778,34 @@ class Executor:
         event = CallEvent(
             run.index, run.plan.method, run.plan.label, call.stage, call.chunk, len(record.pages), "started"
         )
-        started = time.perf_counter()
-        completion: Completion | CachedCall | None = self.cache.find(key) if self.cache is not None else None
-        # The same call already in flight (two methods, or two trials, sending one prompt):
-        # wait for its reply instead of paying for it twice.
-        with self._count_lock:
-            pending = self._inflight.get(key) if completion is None else None
-            owner = completion is None and pending is None
-            if owner:
-                pending = self._inflight[key] = Future()
-        if completion is None and not owner and pending is not None:
-            try:
-                completion = pending.result()
-                record.shared = True
-            except _Shared:
-                completion = None  # the first one failed: this one tries for itself
-        if completion is not None:
-            record.cached = True
-            with self._count_lock:
-                if record.shared:
-                    self.calls_shared += 1
-                else:
-                    self.calls_cached += 1
-        else:
-            try:
-                completion = self._call_provider(run, call, prompt, record, event, started)
-            finally:
-                if owner and pending is not None:
-                    with self._count_lock:
-                        self._inflight.pop(key, None)
-                    if completion is not None:
-                        pending.set_result(completion)
-                    else:
-                        pending.set_exception(_Shared())
+        request = LLMRequest(
+            prompt=prompt,
+            schema=call.schema,
+            model=settings.model,
+            max_output_tokens=call.max_output_tokens,
+            layout=call.layout,
+        )
+        pending = _Pending(run, call, record, event, time.perf_counter())
+        return Outgoing(key=key, request=request, owner=pending)
+
+    def _finish(self, out: Outgoing, sent: Future[Delivered]) -> tuple[CallTrace, Any]:
+        """The call's reply through the chain, priced, checked, parsed and kept."""
+        pending: _Pending = out.owner
+        run, call, record, event = pending.run, pending.call, pending.record, pending.event
+        error = sent.exception()
+        if isinstance(error, _Failed):
+            raise error
+        if isinstance(error, RRError):
+            record.error = str(error)
+            run.emit(replace(event, status="failed", message=str(error)))
+            raise _Failed(record, error)
+        if error is not None:  # a bug (in a client, say): it reaches the caller as one
+            raise error
+        delivered = sent.result()
+        completion = delivered.reply
+        settings = run.plan.settings
+        record.cached = not delivered.paid_here
+        record.shared = delivered.source == "shared"
         # What this call's request was sent with (a stored reply says what its request had;
         # one stored before that was recorded: what the client is configured to send).
         record.temperature = (
@@ -766,7 +813,7 @@ class Executor:
             if isinstance(completion, Completion) or completion.temperature_known
             else _temperature(self.client.identity().get("temperature"))
         )
-        record.latency_s = round(time.perf_counter() - started, 3)
+        record.latency_s = round(time.perf_counter() - pending.started, 3)
         record.response = completion.text[:MAX_STORED_RESPONSE_CHARS]
         record.usage = completion.usage
         cost = price_usage(completion.usage, *settings.pricing)
@@ -799,44 +846,78 @@ class Executor:
             record.error = str(exc)
             run.emit(replace(event, status="failed", message=str(exc)))
             raise _Failed(record, exc) from exc
-        if not record.cached and isinstance(completion, Completion):
-            self._keep(key, completion)
         if hasattr(parsed, "pages") and isinstance(parsed.pages, list):
             record.retrieved = [p for p in parsed.pages if isinstance(p, int)]
         run.emit(replace(event, status="cached" if record.cached else "done"))
         return record, parsed
 
 
+def _parses(call: Call, text: str) -> bool:
+    """Whether a reply is one worth keeping: not runaway, and of the shape asked for."""
+    if len(text) > MAX_STORED_RESPONSE_CHARS:
+        return False
+    try:
+        call.schema.parse(text)
+    except ResponseParseError:
+        return False
+    return True
+
+
 def _temperature(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-class _Shared(Exception):
-    """The in-flight call another run was waiting for failed."""
+@dataclass(slots=True)
+class _Pending:
+    """Who a call in the chain belongs to: its run, step, record and first event."""
+
+    run: _Run
+    call: Call
+    record: CallTrace
+    event: CallEvent
+    started: float
 
 
 class _Run:
-    """One plan's run: drives its phases, collects its trace."""
+    """One job's run: plans it (or takes the plan already made), drives its phases, collects
+    its trace."""
 
     def __init__(
         self,
         executor: Executor,
-        document: Document,
-        plan: Plan,
         index: int,
         emit: Callable[[CallEvent | RunTrace], None],
+        *,
+        job: Job | None = None,
+        planned: _Prepared | None = None,
     ) -> None:
-        self.executor, self.document, self.plan, self.index, self._emit = (
-            executor,
-            document,
-            plan,
-            index,
-            emit,
-        )
+        self.executor, self.index, self._emit = executor, index, emit
+        self.job, self._planned = job, planned
         self._lock = threading.Lock()
+        self._trace: RunTrace | None = None
+
+    @property
+    def trace(self) -> RunTrace:
+        """The run's trace (once planned)."""
+        assert self._trace is not None
+        return self._trace
+
+    def _prepare(self) -> _Prepared:
+        """The document and plan: planned here, where the job runs."""
+        if self._planned is not None:
+            return self._planned
+        job, resolver = self.job, self.executor.resolver
+        assert job is not None
+        if resolver is None:
+            raise ConfigError("This runner has no way to open a job's document (no resolver).")
+        material = resolver.open(job.source)
+        counter = self.executor.counter or counter_for_model(job.token_model)
+        plan = plan_job(job, material, counter)
+        return material.document, plan, material.details
+
+    def _start_trace(self, document: Document, plan: Plan, details: Mapping[str, Any]) -> RunTrace:
         settings = plan.settings
-        client = executor.client
-        self.trace = RunTrace(
+        trace = RunTrace(
             run_id=uuid.uuid4().hex,
             method=plan.method,
             label=plan.label,
@@ -846,10 +927,11 @@ class _Run:
             document_sha256=document.sha256,
             provider=settings.provider,
             model=settings.model,
-            is_llm=client.is_llm,
+            is_llm=self.executor.client.is_llm,
             settings=settings,
             cache_key=run_key(plan, settings.provider, settings.model),
-            position=index,
+            position=self.index,
+            job_id=self.job.id if self.job is not None else "",
             estimate_usd=plan.estimate.usd,
             price_known=plan.estimate.cost.known,
             price_source=plan.estimate.cost.source,
@@ -857,6 +939,33 @@ class _Run:
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             notes=list(plan.notes),
         )
+        if details:
+            trace.details["source"] = dict(details)
+        return trace
+
+    def failed_trace(self) -> RunTrace:
+        """The trace so far, or one made from the job when planning itself failed."""
+        if self._trace is not None:
+            return self._trace
+        job = self.job
+        settings = job.settings if job is not None else RunSettings()
+        self._trace = RunTrace(
+            run_id=uuid.uuid4().hex,
+            method=settings.method,
+            label=settings.method,
+            describe="",
+            questions=list(job.questions) if job is not None else [],
+            document=getattr(job.source, "name", "") if job is not None else "",
+            document_sha256=getattr(job.source, "sha256", "") if job is not None else "",
+            provider=settings.provider,
+            model=settings.model,
+            is_llm=self.executor.client.is_llm,
+            settings=settings,
+            position=self.index,
+            job_id=job.id if job is not None else "",
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        return self._trace
 
     def emit(self, event: CallEvent) -> None:
         self._emit(event)
@@ -867,6 +976,13 @@ class _Run:
 
     def run(self) -> RunTrace:
         started = time.perf_counter()
+        try:
+            self.document, self.plan, details = self._prepare()
+        except RRError as exc:
+            trace = self.failed_trace()
+            trace.error, trace.error_kind = str(exc), type(exc).__name__
+            return trace
+        self._trace = self._start_trace(self.document, self.plan, details)
         try:
             self._refuse_oversized()
             done: list[PhaseResults] = []
@@ -905,17 +1021,16 @@ class _Run:
             )
 
     def _run_phase(self, phase: Phase) -> PhaseResults:
+        executor = self.executor
         results: dict[str, StepResult] = {}
-        futures: dict[str, Future[tuple[CallTrace, Any]]] = {}
-        for step in phase.steps:
-            if isinstance(step, Call):
-                futures[step.id] = self.executor._pool.submit(self.executor._send, self, step)
+        outgoing = {step.id: executor._prepare(self, step) for step in phase.calls}
+        sent = {sid: executor.dispatcher.submit(out) for sid, out in outgoing.items()}
         for step in phase.steps:
             if isinstance(step, LocalStep):
                 results[step.id] = self._local(step)
         for step in phase.calls:
             try:
-                record, parsed = futures[step.id].result()
+                record, parsed = executor._finish(outgoing[step.id], _wait(sent[step.id]))
                 results[step.id] = StepResult(step, parsed)
             except _Failed as failed:
                 record = failed.record

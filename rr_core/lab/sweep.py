@@ -335,7 +335,7 @@ def run_sweep(
     result = SweepResult(is_llm=client.is_llm, engine=who if client.is_llm else f"{client.name} (not an LLM)")
     jobs = plan.jobs
     done = 0
-    for item in executor.stream_jobs([(job.trial.document, job.plan) for job in jobs]):
+    for item in executor.stream_plans([(job.trial.document, job.plan) for job in jobs]):
         if isinstance(item, CallEvent):
             if on_event is not None:
                 on_event(item)
