@@ -58,10 +58,27 @@ class Delivered:
 
 
 class Sender(Protocol):
-    """The last link: gets a call's reply from the provider."""
+    """The last link: gets a call's reply from the provider. The runner tells it when runs
+    start, wait for replies and finish (a batch sender submits once every run waits)."""
 
     def send(self, out: Outgoing) -> Future[Delivered]:
         """Start the call; the future holds its reply or its error."""
+        ...
+
+    def run_started(self) -> None:
+        """A run may send calls from now on."""
+        ...
+
+    def run_finished(self) -> None:
+        """A run sends nothing more."""
+        ...
+
+    def wait_started(self) -> None:
+        """A run waits for replies."""
+        ...
+
+    def wait_finished(self) -> None:
+        """A run has its replies."""
         ...
 
 
@@ -83,8 +100,10 @@ def _error_of(future: Future[Any]) -> BaseException | None:
 class Dispatcher:
     """Runs the chain for every call of an executor. Thread-safe."""
 
-    def __init__(self, sender: Sender, cache: Lookup | None = None) -> None:
-        self.sender, self.cache = sender, cache
+    def __init__(self, sender: Sender, cache: Lookup | None = None, *, warm: Sender | None = None) -> None:
+        # ``warm``: where the first call of a shared prefix goes when the sender is a batch
+        # (one synchronous call writes the prefix to the provider's cache; the rest read it).
+        self.sender, self.cache, self.warm = sender, cache, warm
         self._lock = threading.Lock()
         self._inflight: dict[str, Future[Delivered]] = {}
         self._warm: set[str] = set()  # prefixes whose first call has come back
@@ -132,22 +151,25 @@ class Dispatcher:
         """Send now, or after the first call of its prefix came back."""
         prefix = out.prefix
         leader: Future[Delivered] | None = None
+        leads = False
         if prefix is not None:
             with self._lock:
                 if prefix not in self._warm:
                     leader = self._leaders.get(prefix)
                     if leader is None:
                         self._leaders[prefix] = mine
+                        leads = True
                     else:
                         self.deferred += 1
         if leader is not None:
             leader.add_done_callback(lambda _: self._send(out, mine))
         else:
-            self._send(out, mine)
+            self._send(out, mine, leads=leads)
 
-    def _send(self, out: Outgoing, mine: Future[Delivered]) -> None:
+    def _send(self, out: Outgoing, mine: Future[Delivered], *, leads: bool = False) -> None:
+        sender = self.warm if leads and self.warm is not None else self.sender
         try:
-            sent = self.sender.send(out)
+            sent = sender.send(out)
         except Exception as exc:  # noqa: BLE001 - becomes the call's error
             sent = Future()
             sent.set_exception(exc)
@@ -178,6 +200,18 @@ class NowSender:
         call: Callable[[Outgoing], Completion],
     ) -> None:
         self._submit, self._call = submit, call
+
+    def run_started(self) -> None:
+        """Nothing to do: each call goes at once."""
+
+    def run_finished(self) -> None:
+        """Nothing to do: each call goes at once."""
+
+    def wait_started(self) -> None:
+        """Nothing to do: each call goes at once."""
+
+    def wait_finished(self) -> None:
+        """Nothing to do: each call goes at once."""
 
     def send(self, out: Outgoing) -> Future[Delivered]:
         """Queue the call in the pool."""
