@@ -85,7 +85,7 @@ event = st.dataframe(
 )
 selected = [batch_ids[i] for i in event.selection.rows if i < len(batch_ids)]
 st.caption(
-    f"{plural(sum(count for _, count in listed), 'question')}, {plural(len(rows), 'run')} stored in {md(store.path)}."
+    f"{plural(sum(count for _, count in listed), 'question')}, {plural(len(rows), 'run')} stored in {md(store.location)}."
 )
 
 

@@ -18,6 +18,7 @@
     │   └── ProviderError      anything else the provider said (5xx, 4xx, connection)
     ├── ResponseParseError     the model's output was not the JSON we asked for
     ├── LedgerError            the run history file cannot be read or written
+    ├── BatchConflict          a call is already waiting in an open provider batch
     ├── RunCancelled           the run was stopped before a call was sent
     └── ConfigError            settings that cannot work together
 
@@ -110,6 +111,11 @@ class ResponseParseError(RRError):
 
 class LedgerError(RRError):
     """The run history (SQLite file) could not be read or written."""
+
+
+class BatchConflict(RRError):
+    """A call key is still waiting in a provider batch: it is not submitted again until that
+    batch settles it (a call is never paid twice)."""
 
 
 class RunCancelled(RRError):

@@ -52,6 +52,8 @@ from rr_core.outputs import says_not_stated
 from rr_core.plans import Call, Citation, LocalStep, Outcome, Phase, PhaseResults, Plan, StepResult
 from rr_core.quotes import check_quote
 from rr_core.settings import RunSettings
+from rr_core.store.base import CachedCall as CachedCall
+from rr_core.store.base import CallCache as CallCache
 from rr_core.tokens import TokenCounter, counter_for_model
 
 DEFAULT_CONCURRENCY = 8
@@ -380,33 +382,6 @@ def run_key(plan: Plan, provider: str, model: str) -> str:
             model,
         ]
     )
-
-
-# ---- The call cache (the run store implements it) ---------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CachedCall:
-    """A stored reply: its text, the usage it was billed at, and the temperature its request
-    was sent with (``temperature_known`` False: a reply stored before that was recorded)."""
-
-    text: str
-    usage: Usage
-    model: str = ""
-    temperature: float | None = None
-    temperature_known: bool = False
-
-
-class CallCache(Protocol):
-    """Looks calls up by key and keeps them as they arrive."""
-
-    def find(self, key: str) -> CachedCall | None:
-        """The stored reply for this key, or None."""
-        ...
-
-    def put(self, key: str, call: CachedCall) -> None:
-        """Keep a reply under its key."""
-        ...
 
 
 # ---- The budget -------------------------------------------------------------------------

@@ -1,0 +1,67 @@
+"""The store: runs, call replies and provider batches, documents — each owned, behind protocols.
+
+Callers are typed against the seams in ``base.py`` (``Store``, ``RunStore``, ``CallCache``,
+``DocumentStore``) and get a store from ``open_store``, which picks the backend from a path or
+URL (``$RR_STUDIO_DB`` when none is given). SQLite (``sqlite.py``) is the embedded default and,
+in this build, the only backend: see ``config.py`` for the forms accepted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rr_core.store.base import (
+    BATCH_STATES,
+    ITEM_OUTCOMES,
+    LOCAL_OWNER,
+    OPEN_BATCH_STATES,
+    BatchRecord,
+    CachedCall,
+    CallCache,
+    DocumentStore,
+    RunStore,
+    Store,
+    StoredRun,
+)
+from rr_core.store.config import DB_ENV, DEFAULT_PATH, SUPPORTED_FORMS, redact_url, sqlite_path
+from rr_core.store.sqlite import MIGRATIONS, SCHEMA_VERSION, SQLiteStore
+
+__all__ = [
+    "BATCH_STATES",
+    "DB_ENV",
+    "DEFAULT_PATH",
+    "ITEM_OUTCOMES",
+    "LOCAL_OWNER",
+    "MIGRATIONS",
+    "OPEN_BATCH_STATES",
+    "SCHEMA_VERSION",
+    "SUPPORTED_FORMS",
+    "BatchRecord",
+    "CachedCall",
+    "CallCache",
+    "DocumentStore",
+    "RunStore",
+    "SQLiteStore",
+    "Store",
+    "StoredRun",
+    "default_path",
+    "open_store",
+    "redact_url",
+]
+
+
+def default_path() -> Path:
+    """The SQLite file of the default store: ``$RR_STUDIO_DB`` or ``~/.rr_studio/runs.sqlite3``.
+
+    Raises ``ConfigError`` when ``$RR_STUDIO_DB`` names a store that is not a SQLite file.
+    """
+    return sqlite_path(None)
+
+
+def open_store(url: str | Path | None = None, *, owner: str = LOCAL_OWNER) -> Store:
+    """The store at ``url`` (``None``: ``$RR_STUDIO_DB``, else the default file), as ``owner``.
+
+    A path, ``sqlite:///absolute/path``, ``sqlite:relative/path`` or ``:memory:``: SQLite.
+    ``postgresql://…`` (team mode) and any other ``scheme://`` raise ``ConfigError``.
+    """
+    return SQLiteStore(sqlite_path(url), owner=owner)

@@ -1,0 +1,198 @@
+"""What a store is, as seams: the protocols callers are typed against and the values crossing them.
+
+No database here (no sqlite3, no driver, no SDK): a backend implements these protocols in its own
+module (``sqlite.py``, the embedded default). Everything a store holds belongs to one *owner*
+(the single local user, ``"local"``, until there is sign-in): a store is opened as an owner and
+sees only that owner's rows.
+
+- ``RunStore``: runs (the History screen, ``ask --save``);
+- ``CallCache``: replies by call key, so that no call is paid twice, and the provider batches
+  those calls are waiting in (so that a restarted process resumes polling instead of submitting
+  them again);
+- ``DocumentStore``: document bytes by content hash;
+- ``Store``: one object giving all three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from rr_core.llm.base import Usage
+
+if TYPE_CHECKING:
+    from rr_core.runs import RunTrace
+
+LOCAL_OWNER = "local"  # the one user of the embedded default
+
+# A provider batch's life: submitted, in progress, then one of the four ends.
+BATCH_STATES = ("submitted", "in_progress", "ended", "expired", "failed", "canceled")
+OPEN_BATCH_STATES = ("submitted", "in_progress")  # still to be polled
+# How an item of a batch settles: "done" (its reply is stored), or released for resubmission.
+ITEM_OUTCOMES = ("done", "errored", "expired", "canceled")
+RELEASED_OUTCOMES = ("errored", "expired", "canceled")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """One stored run, as listed (the trace itself is loaded on demand)."""
+
+    run_id: str
+    batch: str
+    created_at: str
+    document: str
+    question: str
+    method: str
+    label: str
+    provider: str
+    model: str
+    answer: str | None
+    page: int | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    latency_s: float
+    error: str | None
+    questions: int = 1  # how many questions the run asked (``question`` is the first)
+
+
+@dataclass(frozen=True, slots=True)
+class CachedCall:
+    """A stored reply: its text, the usage it was billed at, and the temperature its request
+    was sent with (``temperature_known`` False: a reply stored before that was recorded)."""
+
+    text: str
+    usage: Usage
+    model: str = ""
+    temperature: float | None = None
+    temperature_known: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchRecord:
+    """A provider batch as the store keeps it: whose calls are in it is kept item by item."""
+
+    batch_id: str  # the provider's id
+    provider: str
+    label: str  # what it belongs to, e.g. "Lab sweep · planted facts" (shown in the progress view)
+    state: str  # one of BATCH_STATES
+    total: int
+    done: int = 0  # items with a stored reply
+    failed: int = 0  # items errored, expired or canceled (released for resubmission)
+    created_at: str = ""  # ISO UTC, set by the store when empty
+    updated_at: str = ""
+    owner: str = ""  # set by the store (its own owner)
+
+    def __post_init__(self) -> None:
+        if self.state not in BATCH_STATES:
+            raise ValueError(f"batch state {self.state!r} is not one of {', '.join(BATCH_STATES)}")
+        if not self.batch_id:
+            raise ValueError("a batch needs the provider's batch id")
+        if min(self.total, self.done, self.failed) < 0:
+            raise ValueError("a batch's counts cannot be negative")
+
+    @property
+    def is_open(self) -> bool:
+        """Still to be polled: submitted or in progress."""
+        return self.state in OPEN_BATCH_STATES
+
+
+class RunStore(Protocol):
+    """Runs, as the History screen, ``ask --save`` and the exports see them (the owner's only)."""
+
+    def save_batch(self, traces: Sequence[RunTrace]) -> str:
+        """Store the traces atomically under a new batch id; returns it."""
+        ...
+
+    def list(self, limit: int = 200) -> list[StoredRun]:
+        """The newest runs first."""
+        ...
+
+    def get(self, run_id: str) -> RunTrace | None:
+        """The full trace of a run, or None if it is gone (or another owner's)."""
+        ...
+
+    def delete(self, run_ids: Iterable[str]) -> int:
+        """Delete runs; returns how many existed."""
+        ...
+
+    def count(self) -> int:
+        """How many runs are stored."""
+        ...
+
+
+class CallCache(Protocol):
+    """Replies by call key, kept as they arrive, and the provider batches calls wait in.
+
+    A key is in at most one unsettled batch item at a time: ``add_batch`` refuses a key that is
+    still waiting elsewhere (``BatchConflict``), so a call is never submitted twice.
+    """
+
+    def find(self, key: str) -> CachedCall | None:
+        """The stored reply for this key, or None."""
+        ...
+
+    def put(self, key: str, call: CachedCall) -> None:
+        """Keep a reply under its key (the first reply for a key stays)."""
+        ...
+
+    def add_batch(self, batch: BatchRecord, keys: Sequence[str]) -> None:
+        """Record a submitted batch and one waiting item per call key, atomically."""
+        ...
+
+    def pending_batch(self, key: str) -> BatchRecord | None:
+        """The batch this key's call is still waiting in (not done, not released), if any."""
+        ...
+
+    def update_batch(
+        self, batch_id: str, *, state: str, done: int | None = None, failed: int | None = None
+    ) -> None:
+        """Record a batch's new state (and counts, where given)."""
+        ...
+
+    def settle_items(self, batch_id: str, outcomes: Mapping[str, str]) -> None:
+        """Settle items by key: "done" (reply stored) or "errored"/"expired"/"canceled" (released)."""
+        ...
+
+    def open_batches(self) -> list[BatchRecord]:
+        """Batches still submitted or in progress, oldest first (to resume polling)."""
+        ...
+
+    def batches(self, limit: int = 50) -> list[BatchRecord]:
+        """The newest batches first (the progress view)."""
+        ...
+
+
+class DocumentStore(Protocol):
+    """Document bytes by content hash, so any run's document can be opened again."""
+
+    def put_document(self, data: bytes, name: str) -> str:
+        """Keep the bytes (once per content); returns their sha256 hex digest."""
+        ...
+
+    def get_document(self, sha256: str) -> bytes | None:
+        """The bytes with this digest, or None."""
+        ...
+
+    def document_name(self, sha256: str) -> str | None:
+        """The file name the bytes were first kept under, or None."""
+        ...
+
+
+class Store(RunStore, CallCache, DocumentStore, Protocol):
+    """One store: runs, call replies and batches, documents, all of one owner."""
+
+    @property
+    def owner(self) -> str:
+        """Whose rows this store reads and writes."""
+        ...
+
+    @property
+    def location(self) -> str:
+        """Where it is, for display (a file path; never a password)."""
+        ...
+
+    def close(self) -> None:
+        """Release what it holds open."""
+        ...

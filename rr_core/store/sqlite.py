@@ -1,0 +1,662 @@
+"""The embedded store: one SQLite file (``$RR_STUDIO_DB`` or ``~/.rr_studio/runs.sqlite3``).
+
+It implements ``Store`` (``base.py``): runs, call replies and the provider batches they wait in,
+and documents by content hash, every row owned and every query filtered by the owner the store
+was opened as. Never holds a key (traces carry none).
+
+The schema is versioned: ``MIGRATIONS`` is the ordered list of changes, ``schema_migrations``
+records which were applied, and opening a file applies the missing ones, each in one
+transaction. A file from before versioning (no ``schema_migrations``) is upgraded in place with
+every run and reply kept (they become the local user's); a file newer than this code is refused.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rr_core.errors import BatchConflict, ConfigError, LedgerError
+from rr_core.llm.base import Usage
+from rr_core.store.base import (
+    BATCH_STATES,
+    ITEM_OUTCOMES,
+    LOCAL_OWNER,
+    OPEN_BATCH_STATES,
+    RELEASED_OUTCOMES,
+    BatchRecord,
+    CachedCall,
+    StoredRun,
+)
+from rr_core.store.config import DB_ENV, MEMORY, sqlite_path
+
+if TYPE_CHECKING:
+    from rr_core.runs import RunTrace
+
+_KEYS_PER_QUERY = 500  # keys looked up per statement (SQLite bounds the parameters of one)
+
+
+# ---- Migrations ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One change of the schema, applied once, in one transaction."""
+
+    version: int
+    description: str
+    apply: Callable[[sqlite3.Connection], None]
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _unversioned_schema(db: sqlite3.Connection) -> None:
+    """The tables as the store kept them before versioning, from the first version's on.
+
+    Idempotent: creates what is missing in a new file, adds the columns added since the first
+    version to an old one, and gives runs stored before run ids existed one from their row number.
+    """
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            batch TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            document TEXT NOT NULL,
+            document_sha256 TEXT NOT NULL,
+            question TEXT NOT NULL,
+            method TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            answer TEXT,
+            page INTEGER,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost_usd REAL NOT NULL,
+            latency_s REAL NOT NULL,
+            error TEXT,
+            trace TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at DESC)")
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS calls (
+            cache_key TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            model TEXT NOT NULL,
+            response TEXT NOT NULL,
+            usage TEXT NOT NULL,
+            sent TEXT
+        )"""
+    )
+    have = _columns(db, "runs")
+    for column, kind in {
+        "run_id": "TEXT",
+        "label": "TEXT",
+        "cache_key": "TEXT",
+        "questions": "INTEGER",
+    }.items():
+        if column not in have:
+            db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+    if "sent" not in _columns(db, "calls"):  # what a call's request was sent with (its temperature)
+        db.execute("ALTER TABLE calls ADD COLUMN sent TEXT")
+    db.execute("UPDATE runs SET run_id = 'v1-' || id WHERE run_id IS NULL")
+    db.execute("CREATE UNIQUE INDEX IF NOT EXISTS runs_run_id ON runs (run_id)")
+
+
+def _owners(db: sqlite3.Connection) -> None:
+    """Every run and reply gets an owner; the rows there were become the local user's."""
+    db.execute(f"ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT '{LOCAL_OWNER}'")
+    # A run id is unique per owner: saving a run again replaces only the owner's own row.
+    db.execute("DROP INDEX IF EXISTS runs_run_id")
+    db.execute("CREATE UNIQUE INDEX runs_owner_run_id ON runs (owner, run_id)")
+    db.execute("CREATE INDEX runs_owner_id ON runs (owner, id)")
+    # The key of ``calls`` becomes (owner, cache_key): SQLite changes a key by rebuilding.
+    db.execute(
+        f"""CREATE TABLE calls_owned (
+            owner TEXT NOT NULL DEFAULT '{LOCAL_OWNER}',
+            cache_key TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            model TEXT NOT NULL,
+            response TEXT NOT NULL,
+            usage TEXT NOT NULL,
+            sent TEXT,
+            PRIMARY KEY (owner, cache_key)
+        )"""
+    )
+    db.execute(
+        "INSERT INTO calls_owned (owner, cache_key, created_at, model, response, usage, sent)"
+        f" SELECT '{LOCAL_OWNER}', cache_key, created_at, model, response, usage, sent FROM calls"
+    )
+    db.execute("DROP TABLE calls")
+    db.execute("ALTER TABLE calls_owned RENAME TO calls")
+
+
+def _documents(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE documents (
+            owner TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            name TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY (owner, sha256)
+        )"""
+    )
+
+
+def _batches(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE batches (
+            owner TEXT NOT NULL,
+            batch_id TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            label TEXT NOT NULL,
+            state TEXT NOT NULL,
+            total INTEGER NOT NULL,
+            done INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (owner, batch_id)
+        )"""
+    )
+    db.execute("CREATE INDEX batches_owner_created ON batches (owner, created_at)")
+    db.execute(
+        """CREATE TABLE batch_items (
+            owner TEXT NOT NULL,
+            batch_id TEXT NOT NULL,
+            cache_key TEXT NOT NULL,
+            state TEXT NOT NULL DEFAULT 'submitted',
+            settled_at TEXT,
+            PRIMARY KEY (owner, batch_id, cache_key)
+        )"""
+    )
+    # The rule that keeps a call from being submitted twice, kept by the database itself.
+    db.execute(
+        "CREATE UNIQUE INDEX batch_items_one_pending ON batch_items (owner, cache_key) WHERE state = 'submitted'"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
+    Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
+    Migration(3, "documents by content hash", _documents),
+    Migration(4, "provider batches and the calls waiting in them", _batches),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+_BATCH_COLUMNS = "batch_id, provider, label, state, total, done, failed, created_at, updated_at, owner"
+
+
+def _batch(row: tuple[Any, ...]) -> BatchRecord:
+    batch_id, provider, label, state, total, done, failed, created_at, updated_at, owner = row
+    return BatchRecord(
+        batch_id=batch_id,
+        provider=provider,
+        label=label,
+        state=state,
+        total=int(total),
+        done=int(done),
+        failed=int(failed),
+        created_at=created_at,
+        updated_at=updated_at,
+        owner=owner,
+    )
+
+
+# ---- The store ----------------------------------------------------------------------------------
+
+
+class SQLiteStore:
+    """A SQLite file of one owner's runs, call replies, batches and documents; safe to share
+    between threads (and between processes, through SQLite's own locking)."""
+
+    def __init__(self, path: str | Path | None = None, owner: str = LOCAL_OWNER) -> None:
+        if not owner or owner != owner.strip():
+            raise ConfigError(f"the store's owner must be a name without surrounding spaces (got {owner!r})")
+        self.path = path if isinstance(path, Path) else sqlite_path(path)
+        self._owner = owner
+        self._lock = threading.Lock()
+        # ``:memory:`` lives in one connection, kept open; a file gets one connection per use.
+        self._memory: sqlite3.Connection | None = None
+        if str(self.path) != MEMORY:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise self._error("created", exc) from exc
+        self._migrate()
+
+    @property
+    def owner(self) -> str:
+        """Whose rows this store reads and writes."""
+        return self._owner
+
+    @property
+    def location(self) -> str:
+        """The file, for display."""
+        return str(self.path)
+
+    def close(self) -> None:
+        """Release the in-memory database (a file's connections close after each use)."""
+        with self._lock:
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None
+
+    def _error(self, verb: str, exc: Exception) -> LedgerError:
+        return LedgerError(
+            f"The run history at {self.path} could not be {verb} ({exc}). Point {DB_ENV} at a writable file."
+        )
+
+    def _open(self) -> sqlite3.Connection:
+        """A connection in autocommit mode: transactions are begun explicitly."""
+        if self._memory is not None:
+            return self._memory
+        try:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        except (sqlite3.Error, OSError) as exc:
+            raise self._error("opened", exc) from exc
+        if str(self.path) == MEMORY:
+            self._memory = db
+        return db
+
+    @contextmanager
+    def _transaction(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """One transaction, committed whole or rolled back; ``write`` takes the write lock at once
+        (so a read followed by a write cannot be overtaken by another writer)."""
+        with self._lock:
+            db = self._open()
+            try:
+                if db is not self._memory:
+                    db.execute("PRAGMA journal_mode=WAL")
+                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield db
+                except BaseException:
+                    if db.in_transaction:
+                        db.rollback()
+                    raise
+                db.commit()
+            except sqlite3.Error as exc:
+                raise self._error("read or written", exc) from exc
+            finally:
+                if db is not self._memory:
+                    db.close()
+
+    def _version(self, db: sqlite3.Connection) -> int:
+        if not db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        ).fetchone():
+            return 0
+        return int(db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0])
+
+    def _migrate(self) -> None:
+        """Apply the migrations the file lacks, each in its own transaction."""
+        with self._transaction() as db:
+            version = self._version(db)
+        self._refuse_newer(version)
+        for migration in MIGRATIONS:
+            if migration.version <= version:
+                continue
+            with self._transaction(write=True) as db:
+                # Another process may have applied it while this one waited for the lock.
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations"
+                    " (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL, description TEXT NOT NULL)"
+                )
+                version = self._version(db)
+                self._refuse_newer(version)
+                if migration.version <= version:
+                    continue
+                migration.apply(db)
+                db.execute(
+                    "INSERT INTO schema_migrations (version, applied_at, description) VALUES (?,?,?)",
+                    (migration.version, _now(), migration.description),
+                )
+                version = migration.version
+
+    def _refuse_newer(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise LedgerError(
+                f"The run history at {self.path} is at schema version {version}, written by a newer R&R Studio"
+                f" (this one knows up to version {SCHEMA_VERSION}). Update R&R Studio, or point {DB_ENV}"
+                " at another file."
+            )
+
+    def schema_version(self) -> int:
+        """The last migration applied to the file."""
+        with self._transaction() as db:
+            return self._version(db)
+
+    # ---- Runs ------------------------------------------------------------------------------------
+
+    def save_batch(self, traces: Sequence[RunTrace]) -> str:
+        """Store the traces of one question (its methods) under a new batch id, atomically."""
+        batch = uuid.uuid4().hex[:12]
+        rows = []
+        for trace in traces:
+            usage = trace.usage
+            rows.append(
+                (
+                    self._owner,
+                    trace.run_id,
+                    batch,
+                    trace.started_at,
+                    trace.document,
+                    trace.document_sha256,
+                    trace.question,
+                    len(trace.questions),
+                    trace.method,
+                    trace.label,
+                    trace.provider,
+                    trace.model,
+                    trace.answer,
+                    trace.page,
+                    usage.prompt_tokens,
+                    usage.output_tokens,
+                    trace.cost_usd,
+                    trace.latency_s,
+                    trace.error,
+                    trace.cache_key,
+                    json.dumps(trace.to_dict(), ensure_ascii=False),
+                )
+            )
+        with self._transaction(write=True) as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO runs (owner, run_id, batch, created_at, document, document_sha256, question,"
+                " questions, method, label, provider, model, answer, page, input_tokens, output_tokens,"
+                " cost_usd, latency_s, error, cache_key, trace) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                rows,
+            )
+        return batch
+
+    def list(self, limit: int = 200) -> list[StoredRun]:
+        """The newest runs first."""
+        columns = (
+            "run_id, batch, created_at, document, question, method, COALESCE(label, method), provider, model,"
+            " answer, page, input_tokens, output_tokens, cost_usd, latency_s, error, COALESCE(questions, 1)"
+        )
+        with self._transaction() as db:
+            rows = db.execute(
+                f"SELECT {columns} FROM runs WHERE owner = ? ORDER BY id DESC LIMIT ?", (self._owner, limit)
+            ).fetchall()
+        return [StoredRun(*row) for row in rows]
+
+    def get(self, run_id: str) -> RunTrace | None:
+        """The full trace of a run, or None if it is gone."""
+        from rr_core.runs import RunTrace  # the engine imports the store's seams: load it on use
+
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT trace FROM runs WHERE owner = ? AND run_id = ?", (self._owner, run_id)
+            ).fetchone()
+        if not row:
+            return None
+        try:
+            data = json.loads(row[0])
+            data.setdefault("run_id", run_id)
+            return RunTrace.from_dict(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise LedgerError(f"Run {run_id} in {self.path} is unreadable ({exc}).") from exc
+
+    def delete(self, run_ids: Iterable[str]) -> int:
+        """Delete runs, all in one transaction; returns how many existed."""
+        ids = [(self._owner, run_id) for run_id in run_ids]
+        with self._transaction(write=True) as db:
+            return sum(db.execute("DELETE FROM runs WHERE owner = ? AND run_id = ?", i).rowcount for i in ids)
+
+    def count(self) -> int:
+        """How many runs are stored."""
+        with self._transaction() as db:
+            return int(db.execute("SELECT COUNT(*) FROM runs WHERE owner = ?", (self._owner,)).fetchone()[0])
+
+    # ---- Call replies ------------------------------------------------------------------------------
+
+    def find(self, key: str) -> CachedCall | None:
+        """The stored reply of a call, by its cache key."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT response, usage, model, sent FROM calls WHERE owner = ? AND cache_key = ?",
+                (self._owner, key),
+            ).fetchone()
+        if not row:
+            return None
+        # ``sent``: what the request was sent with (NULL in rows stored before it was kept).
+        sent = json.loads(row[3]) if row[3] else None
+        temperature = sent.get("temperature") if isinstance(sent, dict) else None
+        return CachedCall(
+            text=row[0],
+            usage=Usage(**json.loads(row[1])),
+            model=row[2],
+            temperature=float(temperature) if isinstance(temperature, (int, float)) else None,
+            temperature_known=isinstance(sent, dict),
+        )
+
+    def put(self, key: str, call: CachedCall) -> None:
+        """Keep a call's reply under its key (the first reply for a key stays)."""
+        with self._transaction(write=True) as db:
+            db.execute(
+                "INSERT OR IGNORE INTO calls (owner, cache_key, created_at, model, response, usage, sent)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (
+                    self._owner,
+                    key,
+                    _now(),
+                    call.model,
+                    call.text,
+                    json.dumps(asdict(call.usage)),
+                    json.dumps({"temperature": call.temperature}) if call.temperature_known else None,
+                ),
+            )
+
+    def calls_cached(self) -> int:
+        """How many call replies are kept."""
+        with self._transaction() as db:
+            return int(db.execute("SELECT COUNT(*) FROM calls WHERE owner = ?", (self._owner,)).fetchone()[0])
+
+    # ---- Provider batches ----------------------------------------------------------------------------
+
+    def add_batch(self, batch: BatchRecord, keys: Sequence[str]) -> None:
+        """Record a submitted batch and one waiting item per call key, atomically.
+
+        Raises ``BatchConflict`` if a key is still waiting in another batch (or twice in this
+        one), or the batch is already recorded: then nothing is recorded.
+        """
+        if batch.owner not in ("", self._owner):
+            raise ValueError(f"a batch of {batch.owner!r} cannot be recorded by the store of {self._owner!r}")
+        unique = list(dict.fromkeys(keys))
+        if len(unique) != len(keys):
+            raise BatchConflict(
+                f"Batch {batch.batch_id} lists {len(keys) - len(unique)} call(s) twice; a call is submitted once."
+            )
+        if batch.total != len(unique):
+            raise ValueError(f"batch {batch.batch_id} says {batch.total} items but lists {len(unique)} calls")
+        created = batch.created_at or _now()
+        with self._transaction(write=True) as db:
+            known = db.execute(
+                "SELECT 1 FROM batches WHERE owner = ? AND batch_id = ?", (self._owner, batch.batch_id)
+            ).fetchone()
+            if known:
+                raise BatchConflict(
+                    f"Batch {batch.batch_id} is already recorded; its calls were not added again."
+                )
+            for start in range(0, len(unique), _KEYS_PER_QUERY):
+                part = unique[start : start + _KEYS_PER_QUERY]
+                waiting = db.execute(
+                    "SELECT i.cache_key, b.batch_id, b.label FROM batch_items i JOIN batches b"
+                    " ON b.owner = i.owner AND b.batch_id = i.batch_id"
+                    f" WHERE i.owner = ? AND i.state = 'submitted' AND i.cache_key IN ({','.join('?' * len(part))})",
+                    (self._owner, *part),
+                ).fetchall()
+                if waiting:
+                    key, other, label = waiting[0]
+                    more = f" (and {len(waiting) - 1} more)" if len(waiting) > 1 else ""
+                    raise BatchConflict(
+                        f"Call {key[:16]}…{more} is still waiting in batch {other} ({label}); it is not"
+                        f" submitted again in batch {batch.batch_id} until that batch settles it."
+                    )
+            db.execute(
+                f"INSERT INTO batches ({_BATCH_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    batch.batch_id,
+                    batch.provider,
+                    batch.label,
+                    batch.state,
+                    batch.total,
+                    batch.done,
+                    batch.failed,
+                    created,
+                    batch.updated_at or created,
+                    self._owner,
+                ),
+            )
+            db.executemany(
+                "INSERT INTO batch_items (owner, batch_id, cache_key, state) VALUES (?,?,?,'submitted')",
+                [(self._owner, batch.batch_id, key) for key in unique],
+            )
+
+    def pending_batch(self, key: str) -> BatchRecord | None:
+        """The batch this key's call is still waiting in (its item neither done nor released)."""
+        columns = ", ".join(f"b.{c.strip()}" for c in _BATCH_COLUMNS.split(","))
+        with self._transaction() as db:
+            row = db.execute(
+                f"SELECT {columns} FROM batch_items i JOIN batches b ON b.owner = i.owner AND b.batch_id = i.batch_id"
+                " WHERE i.owner = ? AND i.cache_key = ? AND i.state = 'submitted'",
+                (self._owner, key),
+            ).fetchone()
+        return _batch(row) if row else None
+
+    def update_batch(
+        self, batch_id: str, *, state: str, done: int | None = None, failed: int | None = None
+    ) -> None:
+        """Record a batch's new state, and its counts where given (items stay as they are: a batch
+        that ended or expired still holds the replies its items are settled from)."""
+        if state not in BATCH_STATES:
+            raise ValueError(f"batch state {state!r} is not one of {', '.join(BATCH_STATES)}")
+        if min(done or 0, failed or 0) < 0:
+            raise ValueError("a batch's counts cannot be negative")
+        with self._transaction(write=True) as db:
+            changed = db.execute(
+                "UPDATE batches SET state = ?, done = COALESCE(?, done), failed = COALESCE(?, failed), updated_at = ?"
+                " WHERE owner = ? AND batch_id = ?",
+                (state, done, failed, _now(), self._owner, batch_id),
+            ).rowcount
+            if not changed:
+                raise self._no_batch(batch_id)
+
+    def settle_items(self, batch_id: str, outcomes: Mapping[str, str]) -> None:
+        """Settle items by call key; the batch's done and failed counts are recounted from its items.
+
+        "done": the reply is stored (``put`` it first; a "done" item without a stored reply is
+        refused, since it would be paid for again); "errored", "expired", "canceled": the item is
+        released, so ``pending_batch(key)`` is None and the call may be submitted again. Items
+        already settled stay as they were settled.
+        """
+        wrong = sorted({o for o in outcomes.values() if o not in ITEM_OUTCOMES})
+        if wrong:
+            raise ValueError(f"item outcome(s) {', '.join(wrong)} not one of {', '.join(ITEM_OUTCOMES)}")
+        now = _now()
+        with self._transaction(write=True) as db:
+            if not db.execute(
+                "SELECT 1 FROM batches WHERE owner = ? AND batch_id = ?", (self._owner, batch_id)
+            ).fetchone():
+                raise self._no_batch(batch_id)
+            done = [key for key, outcome in outcomes.items() if outcome == "done"]
+            for start in range(0, len(done), _KEYS_PER_QUERY):
+                part = done[start : start + _KEYS_PER_QUERY]
+                stored = {
+                    row[0]
+                    for row in db.execute(
+                        f"SELECT cache_key FROM calls WHERE owner = ? AND cache_key IN ({','.join('?' * len(part))})",
+                        (self._owner, *part),
+                    )
+                }
+                missing = [key for key in part if key not in stored]
+                if missing:
+                    raise LedgerError(
+                        f"Batch {batch_id}: {len(missing)} item(s) marked done have no stored reply"
+                        f" (first: {missing[0][:16]}…); nothing was settled."
+                    )
+            db.executemany(
+                "UPDATE batch_items SET state = ?, settled_at = ?"
+                " WHERE owner = ? AND batch_id = ? AND cache_key = ? AND state = 'submitted'",
+                [(outcome, now, self._owner, batch_id, key) for key, outcome in outcomes.items()],
+            )
+            released = ",".join(f"'{o}'" for o in RELEASED_OUTCOMES)
+            db.execute(
+                "UPDATE batches SET"
+                " done = (SELECT COUNT(*) FROM batch_items i WHERE i.owner = batches.owner"
+                " AND i.batch_id = batches.batch_id AND i.state = 'done'),"
+                " failed = (SELECT COUNT(*) FROM batch_items i WHERE i.owner = batches.owner"
+                f" AND i.batch_id = batches.batch_id AND i.state IN ({released})),"
+                " updated_at = ? WHERE owner = ? AND batch_id = ?",
+                (now, self._owner, batch_id),
+            )
+
+    def open_batches(self) -> builtins.list[BatchRecord]:
+        """Batches still submitted or in progress, oldest first (a restarted process polls these)."""
+        states = ",".join(f"'{s}'" for s in OPEN_BATCH_STATES)
+        with self._transaction() as db:
+            rows = db.execute(
+                f"SELECT {_BATCH_COLUMNS} FROM batches WHERE owner = ? AND state IN ({states})"
+                " ORDER BY created_at, rowid",
+                (self._owner,),
+            ).fetchall()
+        return [_batch(row) for row in rows]
+
+    def batches(self, limit: int = 50) -> builtins.list[BatchRecord]:
+        """The newest batches first (the progress view)."""
+        with self._transaction() as db:
+            rows = db.execute(
+                f"SELECT {_BATCH_COLUMNS} FROM batches WHERE owner = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (self._owner, limit),
+            ).fetchall()
+        return [_batch(row) for row in rows]
+
+    def _no_batch(self, batch_id: str) -> LedgerError:
+        return LedgerError(f"No batch {batch_id} is recorded in the run history at {self.path}.")
+
+    # ---- Documents -----------------------------------------------------------------------------------
+
+    def put_document(self, data: bytes, name: str) -> str:
+        """Keep the bytes once per content (the first name given stays); returns their sha256."""
+        digest = hashlib.sha256(data).hexdigest()
+        with self._transaction(write=True) as db:
+            db.execute(
+                "INSERT OR IGNORE INTO documents (owner, sha256, name, size, created_at, data) VALUES (?,?,?,?,?,?)",
+                (self._owner, digest, name, len(data), _now(), sqlite3.Binary(data)),
+            )
+        return digest
+
+    def get_document(self, sha256: str) -> bytes | None:
+        """The bytes with this digest, or None."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT data FROM documents WHERE owner = ? AND sha256 = ?", (self._owner, sha256)
+            ).fetchone()
+        return bytes(row[0]) if row else None
+
+    def document_name(self, sha256: str) -> str | None:
+        """The file name the bytes were first kept under, or None."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT name FROM documents WHERE owner = ? AND sha256 = ?", (self._owner, sha256)
+            ).fetchone()
+        return str(row[0]) if row else None
