@@ -11,7 +11,7 @@ from pages.common import state as S
 from pages.common.text import md, plural, short, table
 from rr_core.costs import context_window
 from rr_core.documents import Document
-from rr_core.errors import LedgerError, NoTextError, PasswordRequired, RRError, WrongPassword
+from rr_core.errors import ConfigError, LedgerError, NoTextError, PasswordRequired, RRError, WrongPassword
 from rr_core.exports import to_csv, to_json, to_markdown
 from rr_core.methods import GROUP_LABELS, all_methods, get_method, parse_spec, plan_questions
 from rr_core.plans import Plan
@@ -466,7 +466,7 @@ def run() -> None:
     batch = "unsaved"
     try:
         batch = open_store().save_batch(traces)
-    except LedgerError as exc:
+    except (LedgerError, ConfigError) as exc:  # paid results are shown whether or not they can be kept
         st.warning(f"The results could not be saved to the history ({md(exc)}); they are still shown below.")
     state["results"] = {
         "batch": batch,

@@ -10,7 +10,7 @@ import streamlit as st
 from pages.common import docs, results, sidebar
 from pages.common.text import md, plural, short, when
 from rr_core.documents import Document
-from rr_core.errors import LedgerError, RRError
+from rr_core.errors import ConfigError, LedgerError, RRError
 from rr_core.exports import to_csv, to_json, to_markdown
 from rr_core.plans import Outcome
 from rr_core.runs import RunTrace
@@ -26,7 +26,7 @@ st.caption(
 try:
     store = open_store()
     rows: list[StoredRun] = store.list(limit=1000)
-except LedgerError as exc:
+except (LedgerError, ConfigError) as exc:  # a file it cannot use, or a store this build does not have
     st.error(md(exc))
     st.stop()
 

@@ -416,7 +416,7 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.methods import parse_spec, plan_questions
     from rr_core.questions import mark_traces
     from rr_core.runs import Budget, Executor
-    from rr_core.store import open_store
+    from rr_core.store import Store, open_store
 
     provider = args.provider or default_provider()
     model = args.model or DEFAULT_MODELS[provider]
@@ -450,7 +450,10 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     budget = Budget(args.max_usd) if args.max_usd is not None else None
     # With --save, the run store is also the call cache: each reply is kept as it returns, and
     # a call asked before (same reader, same prompt) is not paid again.
-    store, save_error = None, None
+    # A store this build cannot serve (RR_STUDIO_DB=postgresql://…) is a ConfigError, raised
+    # here, before anything is sent; a file it cannot use is reported after the answers.
+    store: Store | None = None
+    save_error: str | None = None
     if args.save:
         try:
             store = open_store()

@@ -197,7 +197,7 @@ def by_role(stub: StubServer, kind: str) -> dict[str, list[Any]]:
 
 def stored_bytes() -> bytes:
     """Everything in the history's files (WAL checkpointed first): what a grep would see."""
-    path = open_store().path
+    path = Path(open_store().location)
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA wal_checkpoint(FULL)")
     return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))

@@ -4,7 +4,8 @@
 - ``rr_core`` never imports streamlit (nor plotly: pictures are drawn by the screens);
 - only the provider adapters import the provider SDKs and their HTTP stack;
 - only the document loader imports pymupdf;
-- nothing outside a method's own definition names a method: the registry is the only list.
+- nothing outside a method's own definition names a method: the registry is the only list;
+- the store's seams (``rr_core/store/base.py``) import no database; only the store imports sqlite3.
 """
 
 from __future__ import annotations
@@ -112,3 +113,23 @@ def test_no_code_outside_the_method_definitions_switches_on_a_method_name() -> N
             if comparison.search(line):
                 offenders.append(f"{rel}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_the_store_seams_import_no_database_and_only_the_store_imports_sqlite() -> None:
+    """``rr_core/store/base.py`` is what callers are typed against: no driver, no backend, no SDK.
+    The SQLite driver belongs to the store package's backend alone."""
+    seams = ROOT / "rr_core" / "store" / "base.py"
+    assert _imports(seams) & ({"sqlite3", "psycopg", "psycopg2", "sqlalchemy"} | SDKS) == set()
+    backends = {
+        node.module
+        for node in ast.walk(ast.parse(seams.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rr_core.store.")
+    }
+    assert backends == set()
+    offenders = [
+        _rel(p)
+        for p in _files("rr_core", "pages", "app.py")
+        if "sqlite3" in _imports(p) and not _rel(p).startswith("rr_core/store/")
+    ]
+    assert offenders == []
+    assert "sqlite3" in _imports(ROOT / "rr_core" / "store" / "sqlite.py")  # the check looks where it is

@@ -40,7 +40,7 @@ from rr_core.planting import HostText, build_fact
 from rr_core.runs import CallEvent, Executor
 from rr_core.samples import get_sample
 from rr_core.settings import RunSettings
-from rr_core.store import SQLiteStore
+from rr_core.store import CallCache, SQLiteStore
 
 QA_FILE = ROOT.parent / "shared" / "data" / "qa" / "nq-open-oracle.jsonl.gz"
 NEUTRAL = (
@@ -738,7 +738,7 @@ def test_a_free_engine_never_reports_a_cost_as_paid() -> None:
 # ---- Never pay twice ---------------------------------------------------------------------------
 
 
-def _stub_sweep(stub: StubServer, store: SQLiteStore, cancel_after: int | None = None):  # type: ignore[no-untyped-def]
+def _stub_sweep(stub: StubServer, store: CallCache, cancel_after: int | None = None):  # type: ignore[no-untyped-def]
     counter = word_counter()
     document = neutral_document(pages=12, words_per_page=150)
     trials = planted_trials(document, PageCounts(counter), lengths=(1_500,), depths=(0, 50, 100), repeats=1)

@@ -3,22 +3,40 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import re
 import sqlite3
 import threading
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 from conftest import PAPER_METHODS, PLANTED_QUESTION, offline_traces, word_counter
 
 from rr_core.documents import Document
-from rr_core.errors import LedgerError
+from rr_core.errors import BatchConflict, ConfigError, LedgerError, RRError
 from rr_core.llm import ScriptedClient
 from rr_core.llm.base import Usage
 from rr_core.methods import plan_method
 from rr_core.runs import CachedCall, RunTrace, run_plans
 from rr_core.settings import RunSettings
-from rr_core.store import DB_ENV, RunStore, SQLiteStore, StoredRun, default_path, open_store
+from rr_core.store import (
+    DB_ENV,
+    LOCAL_OWNER,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    BatchRecord,
+    CallCache,
+    DocumentStore,
+    RunStore,
+    SQLiteStore,
+    Store,
+    StoredRun,
+    default_path,
+    open_store,
+    redact_url,
+)
 
 SECRET = "sk-test-DO-NOT-STORE-0123456789abcdef"
 
@@ -146,20 +164,33 @@ def test_the_call_cache_finds_what_was_put(tmp_path: Path) -> None:
     assert SQLiteStore(store.path).find("k2") == CachedCall("x", Usage(), "")
 
 
-def test_the_sqlite_store_is_a_run_store() -> None:
-    def use(store: RunStore) -> RunStore:
+def test_the_sqlite_store_is_a_store() -> None:
+    def runs(store: RunStore) -> RunStore:
         return store
 
-    assert use(open_store()) is not None  # a static check as much as a runtime one (mypy)
-    for name in ("save_batch", "list", "get", "delete", "find", "put"):
-        assert callable(getattr(SQLiteStore, name))
+    def calls(store: CallCache) -> CallCache:
+        return store
+
+    def documents(store: DocumentStore) -> DocumentStore:
+        return store
+
+    def whole(store: Store) -> Store:
+        return store
+
+    store = open_store()  # a static check as much as a runtime one (mypy)
+    assert runs(store) is calls(store) is documents(store) is whole(store) is store
+    assert store.owner == LOCAL_OWNER and store.location == str(default_path())
+    for protocol in (RunStore, CallCache, DocumentStore, Store):
+        members = [n for n in vars(protocol) if not n.startswith("_")]
+        assert members and all(hasattr(SQLiteStore, n) for n in members), protocol
+    store.close()
 
 
 def test_default_path_follows_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "elsewhere" / "db.sqlite3"
     monkeypatch.setenv(DB_ENV, str(target))
     assert default_path() == target
-    assert open_store().path == target and target.is_file()
+    assert open_store().location == str(target) and target.is_file()
     assert SQLiteStore().path == target
 
 
@@ -365,3 +396,400 @@ def test_concurrent_writers_in_separate_processes_lose_nothing(
         writer.join(timeout=300)
         assert writer.exitcode == 0
     assert SQLiteStore(path).count() == 40
+
+
+# ---- Owners: a store opened as one owner sees nothing of another's -------------------------------
+
+
+def test_a_store_opened_as_another_owner_sees_none_of_the_first_owners_runs(
+    tmp_path: Path, planted_document: Document
+) -> None:
+    path = tmp_path / "shared.sqlite3"
+    alice, bob = SQLiteStore(path, owner="alice"), SQLiteStore(path, owner="bob")
+    traces = offline_traces(planted_document, "baseline", "rr")
+    alice.save_batch(traces)
+    assert alice.count() == 2 and bob.count() == 0 and bob.list() == []
+    assert all(bob.get(t.run_id) is None for t in traces)
+    assert bob.delete([t.run_id for t in traces]) == 0 and alice.count() == 2  # nor delete them
+    # The same run id saved by bob is bob's own row: alice's run is not replaced.
+    (mine,) = offline_traces(planted_document, "icr")
+    mine.run_id = traces[0].run_id
+    bob.save_batch([mine])
+    assert alice.get(traces[0].run_id).method == "baseline"  # type: ignore[union-attr]
+    assert bob.get(traces[0].run_id).method == "icr"  # type: ignore[union-attr]
+    assert (alice.count(), bob.count()) == (2, 1)
+    assert open_store(path).count() == 0  # the local user is a third owner
+    assert (alice.owner, bob.owner, open_store(path).owner) == ("alice", "bob", LOCAL_OWNER)
+
+
+def test_cached_replies_are_the_owners_own(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite3"
+    alice, bob = SQLiteStore(path, owner="alice"), SQLiteStore(path, owner="bob")
+    alice.put("k", CachedCall("alice's reply: the prompt held her document", Usage(input_tokens=5), "m"))
+    assert bob.find("k") is None and bob.calls_cached() == 0
+    bob.put("k", CachedCall("bob's reply", Usage(), "m"))
+    assert alice.find("k").text.startswith("alice's")  # type: ignore[union-attr]
+    assert bob.find("k").text == "bob's reply"  # type: ignore[union-attr]
+    assert alice.calls_cached() == bob.calls_cached() == 1
+
+
+def test_an_owner_must_be_a_name(tmp_path: Path) -> None:
+    for owner in ("", " alice", "bob\n"):
+        with pytest.raises(ConfigError, match="owner"):
+            SQLiteStore(tmp_path / "runs.sqlite3", owner=owner)
+
+
+# ---- Versioned migrations ------------------------------------------------------------------------
+
+# The exact schema of a file written by the store before versioned migrations (the statements
+# SQLite recorded for it: its CREATE TABLE, and the columns it added since the first version).
+UNVERSIONED_SCHEMA = [
+    """CREATE TABLE runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    batch TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    document TEXT NOT NULL,
+    document_sha256 TEXT NOT NULL,
+    question TEXT NOT NULL,
+    method TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    answer TEXT,
+    page INTEGER,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_usd REAL NOT NULL,
+    latency_s REAL NOT NULL,
+    error TEXT,
+    trace TEXT NOT NULL
+, run_id TEXT, label TEXT, cache_key TEXT, questions INTEGER)""",
+    "CREATE INDEX runs_created ON runs (created_at DESC)",
+    """CREATE TABLE calls (
+    cache_key TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    model TEXT NOT NULL,
+    response TEXT NOT NULL,
+    usage TEXT NOT NULL,
+    sent TEXT
+)""",
+    "CREATE UNIQUE INDEX runs_run_id ON runs (run_id)",
+]
+
+
+def write_unversioned_file(path: Path, trace: RunTrace) -> None:
+    """A history file as the store wrote it before migrations were versioned: one run, one reply."""
+    usage = trace.usage
+    with sqlite3.connect(path) as db:
+        for statement in UNVERSIONED_SCHEMA:
+            db.execute(statement)
+        db.execute(
+            "INSERT OR REPLACE INTO runs (run_id, batch, created_at, document, document_sha256, question,"
+            " questions, method, label, provider, model, answer, page, input_tokens, output_tokens,"
+            " cost_usd, latency_s, error, cache_key, trace) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (trace.run_id, "oldbatch", trace.started_at, trace.document, trace.document_sha256, trace.question,
+             len(trace.questions), trace.method, trace.label, trace.provider, trace.model, trace.answer, trace.page,
+             usage.prompt_tokens, usage.output_tokens, trace.cost_usd, trace.latency_s, trace.error,
+             trace.cache_key, json.dumps(trace.to_dict(), ensure_ascii=False)),
+        )  # fmt: skip
+        db.execute(
+            "INSERT OR IGNORE INTO calls (cache_key, created_at, model, response, usage, sent) VALUES (?,?,?,?,?,?)",
+            ("key-1", "2026-11-01T10:00:00+00:00", "gpt-4.1-mini", '{"answer": "x"}',
+             json.dumps({"input_tokens": 900, "cached_tokens": 0, "cache_write_tokens": 0, "output_tokens": 7}),
+             json.dumps({"temperature": 0.0})),
+        )  # fmt: skip
+    db.close()
+
+
+def _migrations(path: Path) -> list[tuple[int, str, str]]:
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT version, applied_at, description FROM schema_migrations ORDER BY version")
+        found = [tuple(row) for row in rows]
+    db.close()
+    return found  # type: ignore[return-value]
+
+
+def test_a_file_from_before_versioned_migrations_is_upgraded_in_place_keeping_everything(
+    tmp_path: Path, planted_document: Document
+) -> None:
+    path = tmp_path / "today.sqlite3"
+    (trace,) = offline_traces(planted_document, "rr")
+    write_unversioned_file(path, trace)
+    store = SQLiteStore(path)  # as the local user
+    assert store.schema_version() == SCHEMA_VERSION == len(MIGRATIONS)
+    (row,) = store.list()
+    assert (row.run_id, row.batch, row.method, row.answer) == (trace.run_id, "oldbatch", "rr", trace.answer)
+    assert store.get(trace.run_id) == trace
+    assert store.find("key-1") == CachedCall(
+        '{"answer": "x"}', Usage(input_tokens=900, output_tokens=7), "gpt-4.1-mini", 0.0, True
+    )
+    assert SQLiteStore(path, owner="someone else").count() == 0  # the old rows are the local user's
+    applied = _migrations(path)
+    assert [v for v, _, _ in applied] == [m.version for m in MIGRATIONS]
+    assert all(when and description for _, when, description in applied)
+    # New rows go beside the old ones; opening again applies nothing more.
+    (again,) = offline_traces(planted_document, "baseline")
+    store.save_batch([again])
+    store.put("key-2", CachedCall("y", Usage(), "m"))
+    reopened = SQLiteStore(path)
+    assert reopened.count() == 2 and reopened.calls_cached() == 2 and _migrations(path) == applied
+
+
+def test_a_new_file_starts_at_the_latest_version(tmp_path: Path) -> None:
+    path = tmp_path / "new.sqlite3"
+    assert SQLiteStore(path).schema_version() == SCHEMA_VERSION
+    assert [v for v, _, _ in _migrations(path)] == list(range(1, SCHEMA_VERSION + 1))
+
+
+def test_a_file_newer_than_the_code_is_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "future.sqlite3"
+    SQLiteStore(path)
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO schema_migrations VALUES (?, '2030-01-01T00:00:00+00:00', 'from the future')",
+                   (SCHEMA_VERSION + 1,))  # fmt: skip
+    db.close()
+    with pytest.raises(LedgerError, match=f"schema version {SCHEMA_VERSION + 1}.*newer R&R Studio"):
+        SQLiteStore(path)
+
+
+def test_a_migration_that_fails_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rr_core.store.sqlite as backend
+
+    path = tmp_path / "runs.sqlite3"
+    SQLiteStore(path).put("k", CachedCall("kept", Usage(), "m"))
+
+    def half_done(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE half (x)")
+        db.execute("DELETE FROM calls")
+        raise sqlite3.OperationalError("disk I/O error")
+
+    broken = backend.Migration(SCHEMA_VERSION + 1, "a change that fails half way", half_done)
+    monkeypatch.setattr(backend, "MIGRATIONS", (*backend.MIGRATIONS, broken))
+    monkeypatch.setattr(backend, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    with pytest.raises(LedgerError, match="could not be read or written"):
+        SQLiteStore(path)
+    monkeypatch.undo()
+    store = SQLiteStore(path)
+    assert store.schema_version() == SCHEMA_VERSION and store.find("k") is not None
+    with sqlite3.connect(path) as db:
+        assert not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'half'").fetchone()
+    db.close()
+
+
+# ---- Documents by content hash -------------------------------------------------------------------
+
+
+def test_documents_are_kept_once_by_content_hash_and_are_the_owners_own(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    data = b"%PDF-1.7 a contract\x00\xff with binary bytes"
+    digest = store.put_document(data, "contract.pdf")
+    assert digest == hashlib.sha256(data).hexdigest()
+    assert store.get_document(digest) == data and store.document_name(digest) == "contract.pdf"
+    assert store.put_document(data, "renamed.pdf") == digest  # the same bytes: kept once, first name stays
+    assert store.document_name(digest) == "contract.pdf"
+    assert store.get_document("0" * 64) is None and store.document_name("0" * 64) is None
+    other = SQLiteStore(store.path, owner="bob")
+    assert other.get_document(digest) is None and other.document_name(digest) is None
+    assert other.put_document(data, "bob.pdf") == digest and other.document_name(digest) == "bob.pdf"
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 2  # one per owner
+    db.close()
+
+
+# ---- Provider batches ----------------------------------------------------------------------------
+
+
+def _batch(batch_id: str, keys: list[str], **changes: object) -> BatchRecord:
+    fields: dict[str, object] = {
+        "provider": "openai",
+        "label": "Lab sweep · planted facts",
+        "state": "submitted",
+    }
+    return BatchRecord(batch_id=batch_id, total=len(keys), **(fields | changes))  # type: ignore[arg-type]
+
+
+def test_a_batch_is_recorded_with_its_items_and_found_by_key(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    assert store.pending_batch("k1") is None and store.open_batches() == [] and store.batches() == []
+    store.add_batch(_batch("batch_1", ["k1", "k2", "k3"]), ["k1", "k2", "k3"])
+    found = store.pending_batch("k2")
+    assert found is not None and (found.batch_id, found.provider, found.state, found.total) == (
+        "batch_1", "openai", "submitted", 3,
+    )  # fmt: skip
+    assert found.label == "Lab sweep · planted facts" and found.owner == LOCAL_OWNER
+    assert found.created_at and found.created_at == found.updated_at and (found.done, found.failed) == (0, 0)
+    assert datetime.fromisoformat(found.created_at).tzinfo is not None  # UTC, stated
+    assert store.pending_batch("k4") is None
+    assert store.open_batches() == store.batches() == [found]
+    assert SQLiteStore(store.path).pending_batch("k1") == found  # a restarted process finds it
+
+
+def test_a_call_waiting_in_one_batch_is_refused_by_another_and_nothing_of_that_batch_is_kept(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    store.add_batch(_batch("batch_1", ["k1", "k2"]), ["k1", "k2"])
+    with pytest.raises(BatchConflict, match=r"still waiting in batch batch_1 \(Lab sweep · planted facts\)"):
+        store.add_batch(_batch("batch_2", ["k3", "k2"]), ["k3", "k2"])
+    assert store.pending_batch("k3") is None and [b.batch_id for b in store.batches()] == ["batch_1"]
+    with pytest.raises(BatchConflict, match="twice"):
+        store.add_batch(_batch("batch_3", ["k5", "k5"]), ["k5", "k5"])
+    with pytest.raises(BatchConflict, match="already recorded"):
+        store.add_batch(_batch("batch_1", ["k6"]), ["k6"])
+    assert store.pending_batch("k5") is None and store.pending_batch("k6") is None
+    # Far more keys than one statement looks up: the one waiting key is still found.
+    many = [f"key-{i}" for i in range(1_234)] + ["k1"]
+    with pytest.raises(BatchConflict, match="batch_1"):
+        store.add_batch(_batch("batch_4", many), many)
+    assert store.pending_batch("key-0") is None
+    assert isinstance(BatchConflict("x"), RRError)
+    # Another owner's waiting call is not this owner's: bob may submit his own.
+    bob = SQLiteStore(store.path, owner="bob")
+    assert bob.pending_batch("k1") is None and bob.batches() == []
+    bob.add_batch(_batch("batch_b", ["k1"]), ["k1"])
+    assert bob.pending_batch("k1").batch_id == "batch_b"  # type: ignore[union-attr]
+    assert store.pending_batch("k1").batch_id == "batch_1"  # type: ignore[union-attr]
+
+
+def test_settling_items_releases_the_failed_ones_and_recounts_the_batch(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    keys = ["k1", "k2", "k3", "k4", "k5"]
+    store.add_batch(_batch("batch_1", keys), keys)
+    store.update_batch("batch_1", state="in_progress", done=2)
+    (batch,) = store.open_batches()
+    assert (batch.state, batch.done, batch.failed) == ("in_progress", 2, 0)
+    # "done" only for a reply that is stored: otherwise it would be paid for again.
+    with pytest.raises(LedgerError, match="no stored reply"):
+        store.settle_items("batch_1", {"k1": "done", "k2": "errored"})
+    assert store.pending_batch("k2") is not None  # nothing was settled
+    store.put("k1", CachedCall("reply 1", Usage(output_tokens=3), "m"))
+    store.settle_items("batch_1", {"k1": "done", "k2": "errored", "k3": "expired", "k4": "canceled"})
+    assert [store.pending_batch(k) for k in ("k1", "k2", "k3", "k4")] == [None] * 4
+    assert store.pending_batch("k5").batch_id == "batch_1"  # type: ignore[union-attr]
+    (batch,) = store.batches()
+    assert (batch.state, batch.done, batch.failed) == ("in_progress", 1, 3)  # recounted from the items
+    store.settle_items("batch_1", {"k1": "errored"})  # settled already: stays done
+    assert (store.batches()[0].done, store.batches()[0].failed) == (1, 3)
+    # The released calls go out again, alone, in a new batch; the waiting one may not.
+    store.add_batch(_batch("batch_2", ["k2", "k3", "k4"]), ["k2", "k3", "k4"])
+    with pytest.raises(BatchConflict):
+        store.add_batch(_batch("batch_3", ["k5"]), ["k5"])
+    store.update_batch("batch_1", state="ended")
+    assert [b.batch_id for b in store.open_batches()] == ["batch_2"]
+    assert [b.batch_id for b in store.batches()] == ["batch_2", "batch_1"]  # newest first
+    assert store.pending_batch("k5").state == "ended"  # type: ignore[union-attr]  # its result is still to be read
+
+
+def test_batch_states_and_outcomes_are_checked(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    store.add_batch(_batch("batch_1", ["k1"]), ["k1"])
+    with pytest.raises(ValueError, match="state 'finished'"):
+        store.update_batch("batch_1", state="finished")
+    with pytest.raises(ValueError, match="outcome"):
+        store.settle_items("batch_1", {"k1": "ok"})
+    with pytest.raises(ValueError, match="state"):
+        _batch("batch_x", ["k"], state="done")
+    with pytest.raises(ValueError, match="items"):
+        store.add_batch(_batch("batch_2", ["k2", "k3"]), ["k2"])
+    with pytest.raises(LedgerError, match="No batch nope"):
+        store.update_batch("nope", state="ended")
+    with pytest.raises(LedgerError, match="No batch nope"):
+        store.settle_items("nope", {"k1": "errored"})
+    with pytest.raises(LedgerError, match="No batch batch_1"):
+        SQLiteStore(store.path, owner="bob").update_batch("batch_1", state="canceled")
+    assert store.batches()[0].state == "submitted"
+
+
+def test_open_batches_come_oldest_first(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    for n, when in enumerate(
+        ["2026-11-25T10:00:02+00:00", "2026-11-25T10:00:01+00:00", "2026-11-25T10:00:03+00:00"]
+    ):
+        store.add_batch(_batch(f"b{n}", [f"k{n}"], created_at=when), [f"k{n}"])
+    assert [b.batch_id for b in store.open_batches()] == ["b1", "b0", "b2"]
+    assert [b.batch_id for b in store.batches(limit=2)] == ["b2", "b0"]
+
+
+def test_two_processes_adding_the_same_call_to_batches_at_once_submit_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite3"
+    SQLiteStore(path)
+    outcomes: list[str] = []
+
+    def submit(n: int) -> None:
+        store = SQLiteStore(path)  # its own connection and lock: only the database keeps them apart
+        try:
+            store.add_batch(_batch(f"b{n}", ["shared", f"own-{n}"]), ["shared", f"own-{n}"])
+            outcomes.append("added")
+        except BatchConflict:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=submit, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["added"] + ["refused"] * 7
+    winner = SQLiteStore(path).pending_batch("shared")
+    assert winner is not None and [b.batch_id for b in SQLiteStore(path).batches()] == [winner.batch_id]
+
+
+# ---- Where the store is: paths and URLs ----------------------------------------------------------
+
+
+def test_open_store_takes_paths_and_sqlite_urls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planted_document: Document
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    absolute = tmp_path / "abs" / "runs.sqlite3"
+    assert open_store(f"sqlite://{absolute}").location == str(absolute) and absolute.is_file()
+    assert open_store("sqlite:rel/runs.sqlite3").location == "rel/runs.sqlite3"
+    assert (tmp_path / "rel" / "runs.sqlite3").is_file()
+    assert open_store(tmp_path / "plain.sqlite3").location == str(tmp_path / "plain.sqlite3")
+    assert open_store("plain2.sqlite3", owner="bob").owner == "bob"
+    monkeypatch.setenv(DB_ENV, f"sqlite://{tmp_path}/env.sqlite3")
+    assert default_path() == tmp_path / "env.sqlite3" and open_store().location == str(
+        tmp_path / "env.sqlite3"
+    )
+    # In memory: one store, as long as it is open; two are two.
+    memory = open_store(":memory:")
+    memory.save_batch(offline_traces(planted_document, "baseline"))
+    assert memory.count() == 1 and open_store("sqlite::memory:").count() == 0
+    memory.close()
+    assert not (tmp_path / ":memory:").exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "needle"),
+    [
+        ("postgresql://analyst:s3cret-pw@db.example.com:5432/rr", "PostgreSQL store is team mode"),
+        ("postgres://analyst:s3cret-pw@db.example.com/rr", "PostgreSQL store is team mode"),
+        ("postgresql+psycopg://db.example.com/rr?password=s3cret-pw", "PostgreSQL store is team mode"),
+        ("mysql://analyst:s3cret-pw@db.example.com/rr", "mysql:// is not a store this build has"),
+        ("sqlite://db.example.com/rr.sqlite3", "a file on this machine"),
+        ("sqlite:///tmp/rr.sqlite3?mode=ro&password=s3cret-pw", "takes no options"),
+        ("sqlite:", "name the file"),
+    ],
+)
+def test_a_store_url_this_build_cannot_serve_is_a_config_error_without_its_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, needle: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=re.escape(needle)) as given:
+        open_store(url)
+    monkeypatch.setenv(DB_ENV, url)
+    with pytest.raises(ConfigError, match=re.escape(needle)) as from_env:
+        open_store()
+    with pytest.raises(ConfigError):
+        SQLiteStore()
+    for error in (given.value, from_env.value):
+        assert "s3cret" not in str(error) and "sqlite:///absolute/path" in str(error)
+    assert str(from_env.value).startswith(f"{DB_ENV}=")
+    assert list(tmp_path.iterdir()) == []  # no folder named "postgresql:", no file: nothing made
+
+
+def test_redact_url_hides_every_form_of_password() -> None:
+    assert redact_url("postgresql://u:pw@host/db") == "postgresql://***@host/db"
+    assert redact_url("postgresql://u:p@ss/w0rd@host:5432/db") == "postgresql://***@host:5432/db"
+    assert redact_url("postgresql://host/db?user=u&password=pw&sslmode=require") == (
+        "postgresql://host/db?user=u&password=***&sslmode=require"
+    )
+    assert redact_url("/home/u/runs.sqlite3") == "/home/u/runs.sqlite3"
