@@ -362,3 +362,14 @@ def test_compare_runs_of_several_questions_question_by_question() -> None:
         assert shown["retrieved pages"]["A"] == " ".join(map(str, rr.outcomes[index].retrieved_pages))
         assert shown["input tokens (whole run)"]["A"] == f"{rr.usage.prompt_tokens:,}"
     assert any("the whole run's" in c for c in texts(at, "caption"))
+
+
+def test_a_history_in_a_store_this_build_does_not_have_is_a_message_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RR_STUDIO_DB", "postgresql://analyst:pw-0123@db.example.com/rr")
+    at = open_history()
+    (error,) = at.error
+    assert "PostgreSQL store is team mode" in error.value and "pw-0123" not in error.value
+    assert not (tmp_path / "postgresql:").exists()

@@ -632,6 +632,32 @@ def test_ask_save_with_an_unusable_store_prints_the_results_and_warns(
     assert "NOT saved to the history" in captured.err and "Traceback" not in captured.err
 
 
+@pytest.mark.parametrize("command", ["ask", "lab"])
+def test_a_postgresql_history_is_refused_before_any_call_and_makes_no_folder(
+    capsys: pytest.CaptureFixture[str],
+    planted_txt: Path,
+    stub: StubServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    """Team mode is not in this build: ``RR_STUDIO_DB=postgresql://…`` once made a SQLite file in
+    a folder named ``postgresql:``; now it is a one-line error, before anything is paid."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RR_STUDIO_DB", "postgresql://analyst:pw-0123@db.example.com/rr")
+    engine = ["--provider", "openai-compatible", "--base-url", stub.url, "--model", "llama"]
+    if command == "ask":
+        argv = ["ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "baseline", "--save", *engine]
+    else:
+        argv = ["lab", str(planted_txt), "--lengths", "1000", "--depths", "50", "--repeats", "1", *engine,
+                "--price-model", "gpt-4.1-mini"]  # fmt: skip
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert_user_error(code, captured.err, "PostgreSQL store is team mode", "RR_STUDIO_DB=postgresql://***@db")
+    assert "pw-0123" not in captured.err + captured.out
+    assert stub.requests == [] and not (tmp_path / "postgresql:").exists()
+
+
 def test_ask_with_some_methods_failed_exits_4(
     capsys: pytest.CaptureFixture[str], planted_txt: Path, stub: StubServer
 ) -> None:
