@@ -360,13 +360,25 @@ def success_body(kind: str, reply: Reply, request_body: Any, counter: int) -> di
     }
 
 
+# Anthropic's error type for a status (a Reply that names none; a batch result has no status).
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
 def error_body(kind: str, reply: Reply) -> dict[str, Any]:
     """An error reply in the wire format of ``kind``."""
     if kind == "messages":
         return {
             "type": "error",
             "error": {
-                "type": reply.error_type or "api_error",
+                "type": reply.error_type or _ANTHROPIC_ERROR_TYPES.get(reply.status, "api_error"),
                 "message": reply.error_message,
             },
         }
