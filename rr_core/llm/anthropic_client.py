@@ -202,6 +202,7 @@ class AnthropicBatch:
             )
         sdk = client._client
         batch = client.sdk_call(
+            # params() is a plain dict; the SDK types each request as its TypedDict.
             lambda t: sdk.messages.batches.create(requests=requests, timeout=t),  # type: ignore[arg-type]
             timeout_s=max(client.timeout_s, _BULK_TIMEOUT_S),
         )
