@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from rr_core.llm.base import Completion, LLMRequest, Usage
+from rr_core.llm.base import BatchAPI, Completion, LLMRequest, Usage
 from rr_core.prompts import split_tagged
 from rr_core.retrieval import STOPWORDS
 from rr_core.tokens import TokenCounter
@@ -131,6 +131,7 @@ class ReferenceEngine:
     name = "offline-reference"
     is_llm = False
     max_concurrency: int | None = 1
+    batch: BatchAPI | None = None  # a reference for answers, not for batches
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter

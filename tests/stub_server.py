@@ -12,17 +12,37 @@ the wire format of the path. Usable from tests and benchmarks alike: no pytest h
         client = OpenAIClient(model="gpt-x", api_key="sk-test", base_url=stub.url)
         ...
         assert stub.requests[-1].body["store"] is False
+
+It also speaks both providers' batch APIs (OpenAI ``/v1/files`` and ``/v1/batches``,
+Anthropic ``/v1/messages/batches``): each submitted line is answered as a sync request to its
+endpoint would be (the queue, the responder, else the default reply, usage included), but
+only when released (``release_batch_items``; ``batch_auto_complete`` answers a batch as it is
+created). ``expire_batches`` ends batches with only the released items done;
+``fail_batch_item`` forces one call's reply, ``corrupt_batch_item`` its result line;
+``batch_submissions`` counts how often each custom_id was ever submitted; result lines are
+written in shuffled order; ``enqueue_batch_api`` scripts faults of the batch calls
+themselves (an upload, a status...), which never take replies meant for the calls.
+
+    with StubServer() as stub:
+        batch_id = client.batch.submit(lines, label="sweep")
+        stub.release_batch_items(3)
+        stub.expire_batches()
+        results = list(client.batch.results(batch_id))
 """
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import json
+import random
 import re
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Self
 
@@ -340,13 +360,25 @@ def success_body(kind: str, reply: Reply, request_body: Any, counter: int) -> di
     }
 
 
+# Anthropic's error type for a status (a Reply that names none; a batch result has no status).
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
 def error_body(kind: str, reply: Reply) -> dict[str, Any]:
     """An error reply in the wire format of ``kind``."""
     if kind == "messages":
         return {
             "type": "error",
             "error": {
-                "type": reply.error_type or "api_error",
+                "type": reply.error_type or _ANTHROPIC_ERROR_TYPES.get(reply.status, "api_error"),
                 "message": reply.error_message,
             },
         }
@@ -358,6 +390,104 @@ def error_body(kind: str, reply: Reply) -> dict[str, Any]:
             "code": reply.error_code,
         }
     }
+
+
+# -- batches -------------------------------------------------------------------------------
+
+_CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_OPENAI_ENDPOINTS = {"/v1/responses": "responses", "/v1/chat/completions": "chat"}
+Route = tuple[str, str, str | None]  # (what, provider, id)
+
+
+def batch_route(method: str, path: str) -> Route | None:
+    """Which batch or file call a request is, or None: ("upload" | "file" | "content" |
+    "create" | "retrieve" | "results" | "cancel", "openai" | "anthropic", an id)."""
+    path = path.split("?", 1)[0].rstrip("/")
+    parts = path.split("/")[1:]  # "v1", ...
+    if len(parts) < 2 or parts[0] != "v1":
+        return None
+    rest = parts[1:]
+    if rest[:2] == ["messages", "batches"]:
+        tail, provider = rest[2:], "anthropic"
+    elif rest[0] == "batches":
+        tail, provider = rest[1:], "openai"
+    elif rest[0] == "files":
+        if method == "POST" and len(rest) == 1:
+            return ("upload", "openai", None)
+        if method == "GET" and len(rest) == 2:
+            return ("file", "openai", rest[1])
+        if method == "GET" and len(rest) == 3 and rest[2] == "content":
+            return ("content", "openai", rest[1])
+        return None
+    else:
+        return None
+    if method == "POST" and not tail:
+        return ("create", provider, None)
+    if method == "GET" and len(tail) == 1:
+        return ("retrieve", provider, tail[0])
+    if method == "POST" and len(tail) == 2 and tail[1] == "cancel":
+        return ("cancel", provider, tail[0])
+    if method == "GET" and len(tail) == 2 and tail[1] == "results" and provider == "anthropic":
+        return ("results", provider, tail[0])
+    return None
+
+
+def multipart_fields(content_type: str, raw: bytes) -> dict[str, tuple[str | None, bytes]]:
+    """The fields of a multipart/form-data body: name -> (filename, bytes)."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw
+    )
+    fields: dict[str, tuple[str | None, bytes]] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if name:
+            data = part.get_payload(decode=True) or b""
+            fields[str(name)] = (part.get_filename(), data if isinstance(data, bytes) else b"")
+    return fields
+
+
+@dataclass(slots=True)
+class StubBatch:
+    """One batch the stub holds: its calls in submission order and their answers so far.
+
+    ``state``: "validating" (OpenAI, until first read), "in_progress", "cancelling",
+    "completed", "expired", "cancelled" or "failed".
+    """
+
+    id: str
+    provider: Literal["openai", "anthropic"]
+    kind: str  # the wire format of its calls: responses, chat or messages
+    endpoint: str
+    items: list[tuple[str, Any]]  # (custom_id, request body)
+    created_at: float
+    input_file_id: str | None = None
+    metadata: Any = None
+    state: str = "in_progress"
+    answers: dict[str, tuple[int, Any]] = field(default_factory=dict)  # custom_id -> (status, body)
+    errors: list[dict[str, Any]] = field(default_factory=list)  # why a batch failed validation
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    results: bytes | None = None  # Anthropic's results file, once ended
+    ended_at: float | None = None
+    cancel_at: float | None = None
+
+    @property
+    def open(self) -> bool:
+        """Whether calls may still be answered."""
+        return self.state in ("validating", "in_progress")
+
+    @property
+    def ended(self) -> bool:
+        """Whether the batch is over (results written)."""
+        return self.state in ("completed", "expired", "cancelled", "failed")
+
+    def pending(self) -> list[str]:
+        """The custom_ids not answered yet, in submission order."""
+        return [cid for cid, _ in self.items if cid not in self.answers]
+
+
+def _iso(moment: float | None) -> str | None:
+    return None if moment is None else datetime.fromtimestamp(moment, UTC).isoformat().replace("+00:00", "Z")
 
 
 # -- the server ----------------------------------------------------------------------------
@@ -380,6 +510,17 @@ class StubServer:
         self._counter = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # Batches (see the module doc). All under ``_lock``; ``_changed`` wakes waiters.
+        self.files: dict[str, tuple[str, bytes]] = {}  # file id -> (purpose, bytes)
+        self.batches: dict[str, StubBatch] = {}
+        self.batch_submissions: Counter[str] = Counter()
+        self.batch_auto_complete = False
+        self.batch_shuffle = True
+        self._batch_faults: deque[Reply] = deque()
+        self._item_replies: dict[str, Reply] = {}
+        self._item_lines: dict[str, str | None] = {}
+        self._rng = random.Random(20261101)
+        self._changed = threading.Condition(self._lock)
 
     # lifecycle
     def start(self) -> Self:
@@ -456,6 +597,362 @@ class StubServer:
         with self._lock:
             return [r.body for r in self.requests if kind is None or kind_of(r.path) == kind]
 
+    # batches: controls for tests
+    def enqueue_batch_api(self, *replies: Reply) -> None:
+        """Queue replies for the batch and file calls themselves (an error status answers the
+        call with the provider's error; any other lets it through). Calls' replies are not
+        taken from here, nor these from the calls' queue."""
+        with self._lock:
+            self._batch_faults.extend(replies)
+
+    def fail_batch_item(self, custom_id: str, reply: Reply | None = None) -> None:
+        """Answer the call ``custom_id``, whenever released, with ``reply`` (default: a 400)."""
+        with self._lock:
+            self._item_replies[custom_id] = reply or Reply(
+                status=400, error_message="stub: this call was refused", error_type="invalid_request_error"
+            )
+
+    def corrupt_batch_item(self, custom_id: str, line: str | None = None) -> None:
+        """Write ``line`` verbatim as the result line of ``custom_id`` once it is answered
+        (default: JSON that names the call, in the provider's shape, with no reply in it)."""
+        with self._lock:
+            self._item_lines[custom_id] = line
+
+    def release_batch_items(self, n: int | None = None, batch_id: str | None = None) -> int:
+        """Answer the next ``n`` waiting calls (all: None), oldest batch first, or only those
+        of ``batch_id``; a batch whose calls are all answered ends. Returns how many."""
+        with self._lock:
+            released = self._release(n, batch_id)
+            self._changed.notify_all()
+            return released
+
+    def expire_batches(self, batch_id: str | None = None) -> None:
+        """End open batches (or ``batch_id``) as expired: only the calls released are done."""
+        with self._lock:
+            for batch in self.batches.values():
+                if batch.open and batch_id in (None, batch.id):
+                    self._end(batch, "expired")
+            self._changed.notify_all()
+
+    def wait_for_batches(self, count: int = 1, timeout_s: float = 30.0) -> bool:
+        """Wait until ``count`` batches were created; False if not within ``timeout_s``."""
+        return self.wait_until(lambda: len(self.batches) >= count, timeout_s)
+
+    def wait_until(self, condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
+        """Wait until ``condition()`` (read under the stub's lock) holds after a batch change."""
+        with self._changed:
+            return self._changed.wait_for(condition, timeout=timeout_s)
+
+    def batch_lines(self, kind: str | None = None) -> list[tuple[str, Any]]:
+        """Every submitted call, (custom_id, body), optionally only ``responses``/``chat``/``messages``."""
+        with self._lock:
+            return [item for b in self.batches.values() if kind in (None, b.kind) for item in b.items]
+
+    def pending_batch_items(self) -> int:
+        """Calls submitted and not answered yet, in open batches."""
+        with self._lock:
+            return sum(len(b.pending()) for b in self.batches.values() if b.open)
+
+    # batches: the provider side (called from handler threads, under the lock)
+    def _release(self, n: int | None, batch_id: str | None) -> int:
+        released = 0
+        for batch in list(self.batches.values()):
+            if (batch_id is not None and batch.id != batch_id) or not batch.open:
+                continue
+            for custom_id, body in batch.items:
+                if n is not None and released >= n:
+                    break
+                if custom_id not in batch.answers:
+                    batch.answers[custom_id] = self._answer_item(batch, custom_id, body)
+                    released += 1
+            if not batch.pending():
+                self._end(batch, "completed")
+        return released
+
+    def _line_override(self, batch: StubBatch, custom_id: str) -> str | None:
+        """The result line a test forced for ``custom_id`` (``corrupt_batch_item``), if any."""
+        if custom_id not in self._item_lines or custom_id not in batch.answers:
+            return None
+        line = self._item_lines[custom_id]
+        if line is not None:
+            return line
+        if batch.provider == "openai":
+            return json.dumps(
+                {"custom_id": custom_id, "response": {"status_code": 200, "body": {"garbled": True}}}
+            )
+        return json.dumps(
+            {"custom_id": custom_id, "result": {"type": "succeeded", "message": {"garbled": True}}}
+        )
+
+    def _answer_item(self, batch: StubBatch, custom_id: str, body: Any) -> tuple[int, Any]:
+        forced = self._item_replies.get(custom_id)
+        if forced is not None:
+            reply = forced
+        else:
+            self._counter += 1
+            scripted = self._queue.popleft() if self._queue else None
+            if scripted is None and self.responder is not None:
+                scripted = self.responder(batch.endpoint, body)
+            reply = _as_reply(scripted)
+        if reply.body is not None:
+            return reply.status, reply.body
+        if reply.status >= 400:
+            return reply.status, error_body(batch.kind, reply)
+        return reply.status, success_body(batch.kind, reply, body, self._counter)
+
+    def _end(self, batch: StubBatch, state: str) -> None:
+        """Close a batch in ``state`` and write its results."""
+        batch.state, batch.ended_at = state, time.time()
+        order = list(batch.answers)
+        if self.batch_shuffle:
+            self._rng.shuffle(order)
+        if batch.provider == "openai":
+            out, err = [], []
+            for n, custom_id in enumerate(order):
+                status, body = batch.answers[custom_id]
+                forced = self._line_override(batch, custom_id)
+                line = forced or json.dumps(
+                    {
+                        "id": f"batch_req_{batch.id}_{n}",
+                        "custom_id": custom_id,
+                        "response": {"status_code": status, "request_id": f"req_{n}", "body": body},
+                        "error": None,
+                    }
+                )
+                (out if status == 200 or forced else err).append(line)
+            if out:
+                batch.output_file_id = self._store_file("batch_output", out)
+            if err:
+                batch.error_file_id = self._store_file("batch_output", err)
+            return
+        lines = []
+        unanswered = [cid for cid, _ in batch.items if cid not in batch.answers]
+        for custom_id in order + unanswered:
+            forced = self._line_override(batch, custom_id)
+            if forced:
+                lines.append(forced)
+                continue
+            if custom_id not in batch.answers:
+                result: dict[str, Any] = {"type": "canceled" if state == "cancelled" else "expired"}
+            else:
+                status, body = batch.answers[custom_id]
+                result = (
+                    {"type": "succeeded", "message": body}
+                    if status < 400
+                    else {"type": "errored", "error": body}
+                )
+            lines.append(json.dumps({"custom_id": custom_id, "result": result}))
+        batch.results = ("\n".join(lines) + "\n").encode()
+
+    def _store_file(self, purpose: str, lines: list[str]) -> str:
+        file_id = f"file-stub{len(self.files) + 1}"
+        self.files[file_id] = (purpose, ("\n".join(lines) + "\n").encode())
+        return file_id
+
+    def _batch_call(
+        self, route: Route, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, Any, dict[str, str]]:
+        """Answer a batch or file call: (status, payload, headers)."""
+        what, provider, ident = route
+        with self._lock:
+            fault = self._batch_faults.popleft() if self._batch_faults else None
+            if fault is not None and fault.status >= 400:
+                kind = "messages" if provider == "anthropic" else "responses"
+                return fault.status, fault.body or error_body(kind, fault), dict(fault.headers)
+            if what == "upload":
+                return self._upload(headers, raw)
+            if what in ("file", "content"):
+                if ident not in self.files:
+                    return (
+                        404,
+                        error_body("responses", Reply(error_message=f"No such File object: {ident}")),
+                        {},
+                    )
+                purpose, data = self.files[ident]
+                if what == "content":
+                    return 200, data, {"content-type": "application/octet-stream"}
+                return 200, self._file_json(ident, purpose, data), {}
+            if what == "create":
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                created = self._create_openai(body) if provider == "openai" else self._create_anthropic(body)
+                self._changed.notify_all()
+                return created
+            batch = self.batches.get(ident or "")
+            if batch is None or batch.provider != provider:
+                kind = "messages" if provider == "anthropic" else "responses"
+                return (
+                    404,
+                    error_body(kind, Reply(error_message=f"No batch {ident}", error_type="not_found_error")),
+                    {},
+                )
+            if what == "cancel":
+                if batch.open:
+                    batch.state, batch.cancel_at = "cancelling", time.time()
+                self._changed.notify_all()
+                return 200, self._batch_json(batch), {}
+            if what == "results":
+                if batch.results is None:
+                    return 400, error_body("messages", Reply(error_message="Batch has not ended")), {}
+                return 200, batch.results, {"content-type": "application/binary"}
+            # retrieve: a validating batch starts, a cancelling one finishes cancelling
+            if batch.state == "validating":
+                batch.state = "in_progress"
+            elif batch.state == "cancelling":
+                self._end(batch, "cancelled")
+                self._changed.notify_all()
+            return 200, self._batch_json(batch), {}
+
+    def _upload(self, headers: dict[str, str], raw: bytes) -> tuple[int, Any, dict[str, str]]:
+        fields = multipart_fields(headers.get("content-type", ""), raw)
+        if "file" not in fields:
+            return 400, error_body("responses", Reply(error_message="No file in the upload")), {}
+        purpose = fields.get("purpose", (None, b""))[1].decode()
+        file_id = f"file-stub{len(self.files) + 1}"
+        self.files[file_id] = (purpose, fields["file"][1])
+        return 200, self._file_json(file_id, purpose, fields["file"][1], fields["file"][0]), {}
+
+    def _file_json(self, file_id: str, purpose: str, data: bytes, name: str | None = None) -> dict[str, Any]:
+        return {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(data),
+            "created_at": int(time.time()),
+            "filename": name or f"{file_id}.jsonl",
+            "purpose": purpose,
+            "status": "processed",
+        }
+
+    def _create_openai(self, body: Any) -> tuple[int, Any, dict[str, str]]:
+        body = body if isinstance(body, dict) else {}
+        file_id, endpoint = str(body.get("input_file_id")), str(body.get("endpoint"))
+        if file_id not in self.files:
+            return 404, error_body("responses", Reply(error_message=f"No such File object: {file_id}")), {}
+        batch = StubBatch(
+            id=f"batch_stub{len(self.batches) + 1}",
+            provider="openai",
+            kind=_OPENAI_ENDPOINTS.get(endpoint, "unknown"),
+            endpoint=endpoint,
+            items=[],
+            created_at=time.time(),
+            input_file_id=file_id,
+            metadata=body.get("metadata"),
+            state="validating",
+        )
+        seen: set[str] = set()
+        for number, raw in enumerate(self.files[file_id][1].decode().splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                batch.errors.append({"code": "invalid_json_line", "message": "Invalid JSON", "line": number})
+                continue
+            custom_id, url = line.get("custom_id"), line.get("url")
+            if not isinstance(custom_id, str) or custom_id in seen:
+                batch.errors.append(
+                    {"code": "duplicate_custom_id", "message": "Bad custom_id", "line": number}
+                )
+            elif url != endpoint or line.get("method") != "POST" or not isinstance(line.get("body"), dict):
+                batch.errors.append({"code": "invalid_request", "message": f"Bad url {url}", "line": number})
+            else:
+                seen.add(custom_id)
+                batch.items.append((custom_id, line["body"]))
+        self.batch_submissions.update(seen)
+        self.batches[batch.id] = batch
+        if batch.errors or endpoint not in _OPENAI_ENDPOINTS:
+            batch.state, batch.ended_at = "failed", time.time()
+        elif self.batch_auto_complete:
+            self._release(None, batch.id)
+        return 200, self._batch_json(batch), {}
+
+    def _create_anthropic(self, body: Any) -> tuple[int, Any, dict[str, str]]:
+        requests = body.get("requests") if isinstance(body, dict) else None
+        if not isinstance(requests, list) or not requests:
+            return 400, error_body("messages", Reply(error_message="requests: Field required")), {}
+        ids = [r.get("custom_id") if isinstance(r, dict) else None for r in requests]
+        bad = [i for i in ids if not isinstance(i, str) or not _CUSTOM_ID.match(i)]
+        if bad or len(set(ids)) != len(ids):
+            message = "custom_id must be unique and match ^[a-zA-Z0-9_-]{1,64}$"
+            return (
+                400,
+                error_body("messages", Reply(error_message=message, error_type="invalid_request_error")),
+                {},
+            )
+        batch = StubBatch(
+            id=f"msgbatch_stub{len(self.batches) + 1}",
+            provider="anthropic",
+            kind="messages",
+            endpoint="/v1/messages",
+            items=[(str(r["custom_id"]), r.get("params")) for r in requests],
+            created_at=time.time(),
+        )
+        self.batch_submissions.update(str(i) for i in ids)
+        self.batches[batch.id] = batch
+        if self.batch_auto_complete:
+            self._release(None, batch.id)
+        return 200, self._batch_json(batch), {}
+
+    def _batch_json(self, batch: StubBatch) -> dict[str, Any]:
+        ok = sum(1 for status, _ in batch.answers.values() if status < 400)
+        if batch.provider == "openai":
+            status_at = {
+                "completed": "completed_at",
+                "expired": "expired_at",
+                "cancelled": "cancelled_at",
+                "failed": "failed_at",
+            }
+            body: dict[str, Any] = {
+                "id": batch.id,
+                "object": "batch",
+                "endpoint": batch.endpoint,
+                "errors": {"object": "list", "data": batch.errors} if batch.errors else None,
+                "input_file_id": batch.input_file_id,
+                "completion_window": "24h",
+                "status": batch.state,
+                "output_file_id": batch.output_file_id,
+                "error_file_id": batch.error_file_id,
+                "created_at": int(batch.created_at),
+                "expires_at": int(batch.created_at) + 86_400,
+                "cancelling_at": int(batch.cancel_at) if batch.cancel_at else None,
+                "request_counts": {
+                    "total": len(batch.items),
+                    "completed": ok,
+                    "failed": len(batch.answers) - ok,
+                },
+                "metadata": batch.metadata,
+            }
+            if batch.state in status_at and batch.ended_at:
+                body[status_at[batch.state]] = int(batch.ended_at)
+            return body
+        ended = batch.ended
+        counts = {"processing": len(batch.items), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        if ended:  # Anthropic counts each call only once the whole batch has ended
+            unanswered = len(batch.items) - len(batch.answers)
+            counts = {
+                "processing": 0,
+                "succeeded": ok,
+                "errored": len(batch.answers) - ok,
+                "canceled": unanswered if batch.state == "cancelled" else 0,
+                "expired": unanswered if batch.state == "expired" else 0,
+            }
+        return {
+            "id": batch.id,
+            "type": "message_batch",
+            "processing_status": "ended"
+            if ended
+            else ("canceling" if batch.state == "cancelling" else "in_progress"),
+            "request_counts": counts,
+            "created_at": _iso(batch.created_at),
+            "expires_at": _iso(batch.created_at + 86_400),
+            "ended_at": _iso(batch.ended_at),
+            "cancel_initiated_at": _iso(batch.cancel_at),
+            "archived_at": None,
+            "results_url": f"{self.root}/v1/messages/batches/{batch.id}/results" if ended else None,
+        }
+
     # request handling (called from handler threads)
     def _record(self, request: RecordedRequest) -> tuple[Reply, int]:
         with self._lock:
@@ -503,11 +1000,31 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        route = batch_route("GET", self.path)
+        if route is not None:
+            self._batch("GET", route, b"")
+            return
         self._send(404, {"error": {"message": f"no route for GET {self.path}"}}, {})
+
+    def _batch(self, method: str, route: Route, raw: bytes) -> None:
+        """A batch or file call: recorded (it takes no reply from the calls' queue), answered."""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        try:
+            body: Any = json.loads(raw) if raw and route[0] != "upload" else None
+        except ValueError:
+            body = None
+        with self.stub._lock:
+            self.stub.requests.append(RecordedRequest(method, self.path, headers, body, raw))
+        status, payload, extra = self.stub._batch_call(route, headers, raw)
+        self._send(status, payload, extra)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        route = batch_route("POST", self.path)
+        if route is not None:
+            self._batch("POST", route, raw)
+            return
         try:
             body: Any = json.loads(raw) if raw else None
         except ValueError:

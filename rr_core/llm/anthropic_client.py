@@ -5,20 +5,36 @@ models or proxies that reject it get the call repeated once without it, and the 
 parser of the request's ``Output`` class reads the reply. ``messages.create`` takes no temperature
 (anthropic 2.12: passing one is a ``TypeError``), so none is sent and traces say so
 (``temperature`` None: the API's default).
+
+``AnthropicBatch`` (the client's ``batch``) sends many calls as one Message Batch: the very
+bodies the sync calls send, answered within 24 hours at the batch price.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import anthropic
 from anthropic.types import Message, MessageParam, OutputConfigParam
+from anthropic.types.messages import MessageBatch
 
-from rr_core.errors import ContextTooLongError, MissingKeyError, ProviderError
+from rr_core.errors import ConfigError, ContextTooLongError, LLMError, MissingKeyError, ProviderError
 from rr_core.llm import errors_map
-from rr_core.llm.base import Completion, LLMRequest, OnWait, Usage
+from rr_core.llm.base import (
+    BatchAPI,
+    BatchLine,
+    BatchResult,
+    BatchStatus,
+    Completion,
+    LLMRequest,
+    OnWait,
+    Usage,
+)
+from rr_core.llm.batch import check_lines, custom_id_in, every_call
 from rr_core.llm.config import OFFICIAL_URLS
 from rr_core.llm.deadline import bounded_http_client
 from rr_core.llm.structured import HTTPFailure, SDKAdapter, SDKErrors, completion, count
@@ -68,6 +84,7 @@ class AnthropicClient(SDKAdapter):
         # Flips to False for good once the model or a proxy rejects structured output.
         self._structured = True
         self._init_calls(max_retries=max_retries, on_wait=on_wait, cancel=cancel)
+        self.batch: BatchAPI | None = AnthropicBatch(self)
         # An explicit key keeps the SDK from looking for profiles or federation settings.
         self._client = anthropic.Anthropic(
             api_key=key,
@@ -124,6 +141,201 @@ class AnthropicClient(SDKAdapter):
         if not isinstance(exc, anthropic.APIStatusError):
             return None
         return HTTPFailure(exc.status_code, _detail(exc), exc.response.headers)
+
+
+# -- Message Batches -------------------------------------------------------------------------
+
+# Anthropic's limits for one Message Batch: requests and bytes.
+BATCH_MAX_LINES = 100_000
+BATCH_MAX_BYTES = 256 * 1024 * 1024
+# Sending or reading a whole batch may take longer than one call's deadline.
+_BULK_TIMEOUT_S = 900.0
+# An errored result names its error's type, not an HTTP status: the status that type comes with.
+_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+class AnthropicBatch:
+    """Anthropic's Message Batches for one ``AnthropicClient`` (``BatchAPI``).
+
+    Each request's ``params`` are ``client.params``, exactly what the sync call sends; results
+    come back as JSONL in any order, each call once (succeeded, errored, canceled or expired),
+    and each reply is read by the sync path's own code. Anthropic counts a batch's calls
+    only once it has ended: until then ``status`` says 0 done.
+    """
+
+    def __init__(self, client: AnthropicClient) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+        # What this object submitted: batch id -> call -> sent with structured output.
+        self._sent: dict[str, dict[str, bool]] = {}
+
+    def submit(self, lines: Sequence[BatchLine], *, label: str) -> str:
+        """Create a Message Batch of the lines (``label`` is not sent: Anthropic keeps none)."""
+        client = self._client
+        check_lines(lines, label="Anthropic's Message Batches", max_lines=BATCH_MAX_LINES)
+        structured = client._structured
+        requests: list[dict[str, Any]] = [
+            {
+                "custom_id": line.custom_id,
+                "params": client.params(
+                    line.request, line.request.model or client.model, structured=structured
+                ),
+            }
+            for line in lines
+        ]
+        size = len(json.dumps({"requests": requests}, ensure_ascii=False).encode("utf-8"))
+        if size > BATCH_MAX_BYTES:
+            raise ConfigError(
+                f"This batch is {size / 2**20:,.0f} MB; Anthropic takes at most "
+                f"{BATCH_MAX_BYTES / 2**20:,.0f} MB in one batch. Split it into several batches."
+            )
+        sdk = client._client
+        batch = client.sdk_call(
+            # params() is a plain dict; the SDK types each request as its TypedDict.
+            lambda t: sdk.messages.batches.create(requests=requests, timeout=t),  # type: ignore[arg-type]
+            timeout_s=max(client.timeout_s, _BULK_TIMEOUT_S),
+        )
+        with self._lock:
+            self._sent[batch.id] = {line.custom_id: structured for line in lines}
+        return batch.id
+
+    def status(self, batch_id: str) -> BatchStatus:
+        """The batch's state and counts, as Anthropic reports them."""
+        batch = self._retrieve(batch_id)
+        counts = batch.request_counts
+        return BatchStatus(
+            batch_id=batch_id,
+            state=_state(batch),
+            total=counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired,
+            done=counts.succeeded,
+            failed=counts.errored + counts.canceled + counts.expired,
+            provider_state=batch.processing_status,
+        )
+
+    def results(self, batch_id: str) -> Iterator[BatchResult]:
+        """Every call's result, read from the batch's results file (any order)."""
+        client = self._client
+        batch = self._retrieve(batch_id)
+        state = _state(batch)
+        if state == "in_progress":
+            raise ProviderError(
+                f"Anthropic batch {batch_id} has not ended ({batch.processing_status}): "
+                "its results are not ready.",
+                provider=client.name,
+            )
+        sdk = client._client
+        data = client.sdk_call(
+            lambda t: sdk.messages.batches.with_raw_response.results(batch_id, timeout=t).read(),
+            timeout_s=max(client.timeout_s, _BULK_TIMEOUT_S),
+        )
+        with self._lock:
+            sent = self._sent.get(batch_id)
+        found = [
+            result
+            for raw in data.decode("utf-8", errors="replace").splitlines()
+            if raw.strip() and (result := self._read_line(raw, sent)) is not None
+        ]
+        # Anthropic gives every request a line; a call this object sent and finds none for
+        # is still named (after a restart the caller knows its own calls).
+        return every_call(found, sent, missing="canceled" if state == "canceled" else "expired")
+
+    def cancel(self, batch_id: str) -> None:
+        """Ask Anthropic to cancel the batch (it goes through "canceling"); works after a stop."""
+        sdk = self._client._client
+        self._client.sdk_call(lambda t: sdk.messages.batches.cancel(batch_id, timeout=t), cancellable=False)
+
+    def _retrieve(self, batch_id: str) -> MessageBatch:
+        sdk = self._client._client
+        return self._client.sdk_call(lambda t: sdk.messages.batches.retrieve(batch_id, timeout=t))
+
+    def _read_line(self, raw: str, sent: dict[str, bool] | None) -> BatchResult | None:
+        """One line of the results file; None when it names no call."""
+        client = self._client
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            custom_id = custom_id_in(raw)
+            if custom_id is None:
+                return None
+            return BatchResult(
+                custom_id=custom_id,
+                kind="errored",
+                error=f"{_LABEL}'s result line for this call could not be read.",
+            )
+        custom_id = line.get("custom_id") if isinstance(line, dict) else None
+        if not isinstance(custom_id, str):
+            return None
+        result = line.get("result")
+        result = result if isinstance(result, dict) else {}
+        kind = result.get("type")
+        if kind in ("canceled", "expired"):
+            return BatchResult(
+                custom_id=custom_id,
+                kind=str(kind),
+                error="The batch was canceled before this call was answered."
+                if kind == "canceled"
+                else "Anthropic did not answer this call before the batch expired.",
+            )
+        if kind == "succeeded":
+            structured = sent.get(custom_id, client._structured) if sent is not None else client._structured
+            try:
+                completion = client._from_message(Message.model_validate(result.get("message")), structured)
+            except ValueError:  # pydantic's ValidationError: not a Messages reply
+                return BatchResult(
+                    custom_id=custom_id,
+                    kind="errored",
+                    error=f"{_LABEL} sent something that is not a Messages API reply for this call.",
+                )
+            except LLMError as exc:
+                return BatchResult(custom_id=custom_id, kind="errored", error=str(exc))
+            return BatchResult(custom_id=custom_id, kind="succeeded", completion=completion)
+        return BatchResult(custom_id=custom_id, kind="errored", error=self._errored(result.get("error")))
+
+    def _errored(self, response: Any) -> str:
+        """What an errored result says, worded as the sync call's error would be."""
+        client = self._client
+        error = response.get("error") if isinstance(response, dict) else None
+        error = error if isinstance(error, dict) else {}
+        detail = str(error.get("message") or "")
+        status = _ERROR_STATUS.get(str(error.get("type") or ""))
+        if status is None:
+            said = errors_map.clean_detail(detail, client._secrets) or "no reason given"
+            return f"{_LABEL} could not run this call ({said})."
+        # As the sync path does: a model or proxy that rejects structured output is not
+        # asked for it again, so this call resubmitted can succeed.
+        if errors_map.rejects_structured_output(status, detail):
+            client._structured = False
+        return str(
+            errors_map.from_status(
+                provider=client.name,
+                label=_LABEL,
+                key_hint=client._key_hint,
+                status=status,
+                detail=detail,
+                secrets=client._secrets,
+            )
+        )
+
+
+def _state(batch: MessageBatch) -> str:
+    """The normalised state: an ended batch is "canceled" when a cancel was asked for,
+    "expired" when calls expired, else "ended"."""
+    if batch.processing_status != "ended":
+        return "in_progress"
+    if batch.cancel_initiated_at is not None:
+        return "canceled"
+    return "expired" if batch.request_counts.expired else "ended"
 
 
 def _output_config(schema: type[Output]) -> OutputConfigParam:

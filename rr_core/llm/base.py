@@ -6,7 +6,7 @@ method or stage that asked: adapters and the offline engine stay method-blind.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -79,6 +79,94 @@ class Completion:
 Identity = Mapping[str, str | int | float | bool | None]
 
 
+# -- batches -------------------------------------------------------------------------------
+
+# A batch's states, normalised across providers (``BatchStatus.state``). "in_progress" is the
+# only one that is not final; "ended", "expired" and "canceled" have results; "failed" is a
+# batch the provider refused as a whole (every call in it "errored").
+BATCH_STATES = ("in_progress", "ended", "expired", "failed", "canceled")
+# What became of one call in a batch (``BatchResult.kind``).
+BATCH_RESULT_KINDS = ("succeeded", "errored", "expired", "canceled")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLine:
+    """One call of a batch: its key and its request.
+
+    ``custom_id`` is the call key (sha256 hex, 64 characters: within Anthropic's
+    ``^[a-zA-Z0-9_-]{1,64}$``); the results name each call by it.
+    """
+
+    custom_id: str
+    request: LLMRequest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchStatus:
+    """Where a submitted batch stands.
+
+    ``state`` is one of ``BATCH_STATES``; ``provider_state`` the provider's own word for it
+    (validating, finalizing, canceling...). ``done`` counts the calls that succeeded so far,
+    ``failed`` those that errored, expired or were canceled. Anthropic counts each call only
+    once the whole batch has ended: until then ``done`` stays 0.
+    """
+
+    batch_id: str
+    state: str
+    total: int
+    done: int
+    failed: int
+    provider_state: str
+
+    @property
+    def finished(self) -> bool:
+        """Whether the batch is in a final state (its results can be read)."""
+        return self.state != "in_progress"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchResult:
+    """What became of one call of a batch (``kind``: one of ``BATCH_RESULT_KINDS``).
+
+    ``completion`` is set for "succeeded" only; ``error`` says why for the others, in words
+    safe to show (keys redacted).
+    """
+
+    custom_id: str
+    kind: str
+    completion: Completion | None = None
+    error: str | None = None
+
+
+class BatchAPI(Protocol):
+    """A client's batch interface: many calls sent as one job, answered later, at the
+    provider's batch price.
+
+    ``submit`` sends the lines (each ``custom_id`` once) and returns the provider's batch id;
+    it is never retried here (a second attempt could create a second batch). ``results`` is
+    for a finished batch (``BatchStatus.finished``) and names every submitted ``custom_id``
+    exactly once, in any order; a call the provider gave no result line at all is "expired"
+    ("canceled" in a canceled batch). Failures of the batch calls themselves raise
+    ``LLMError`` as a sync call does.
+    """
+
+    def submit(self, lines: Sequence[BatchLine], *, label: str) -> str:
+        """Send ``lines`` as one batch named ``label``; the provider's batch id."""
+        ...
+
+    def status(self, batch_id: str) -> BatchStatus:
+        """Where the batch stands now."""
+        ...
+
+    def results(self, batch_id: str) -> Iterator[BatchResult]:
+        """The result of every call of a finished batch, each once, in any order."""
+        ...
+
+    def cancel(self, batch_id: str) -> None:
+        """Ask the provider to stop the batch (calls already answered stay answered)."""
+        ...
+
+
 class LLMClient(Protocol):
     """Anything that can complete a request: a provider adapter, the offline engine, a fake.
 
@@ -86,12 +174,15 @@ class LLMClient(Protocol):
     normalised server URL, model) and every setting that changes its replies (temperature,
     the simulated reader's reach, the tokenizer that counts its usage...). A stored reply is
     found again only by a client with the same identity. ``max_concurrency`` is how many calls
-    it takes at once (None: as many as the caller wants; see ``calls_at_once``).
+    it takes at once (None: as many as the caller wants; see ``calls_at_once``). ``batch`` is
+    its batch interface, declared by every client (None: it cannot batch); callers read it,
+    never probe for it.
     """
 
     name: str
     is_llm: bool
     max_concurrency: int | None
+    batch: BatchAPI | None
 
     def identity(self) -> Identity:
         """Who answers and every setting that changes the reply (the call cache keys on it)."""

@@ -6,7 +6,8 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from rr_core.llm.base import Completion, Identity, LLMRequest, Usage
+from rr_core.llm.base import BatchAPI, Completion, Identity, LLMRequest, Usage
+from rr_core.llm.batch import LocalBatch
 
 Reply = str | Exception | Callable[[LLMRequest], str]
 
@@ -15,6 +16,8 @@ class ScriptedClient:
     """Replies from a queue (text, an exception to raise, or a function of the request).
 
     When the queue is empty, ``responder`` answers; without one, the call fails loudly.
+    ``batches=True`` gives it a ``LocalBatch`` (its replies taken in order during ``submit``);
+    by default it cannot batch.
     """
 
     name = "scripted"
@@ -27,6 +30,7 @@ class ScriptedClient:
         *,
         responder: Callable[[LLMRequest], str] | None = None,
         script: str = "scripted",
+        batches: bool = False,
     ) -> None:
         # Two scripted clients share stored replies only when they say they play one script.
         self.script = script
@@ -34,6 +38,7 @@ class ScriptedClient:
         self._responder = responder
         self._lock = threading.Lock()
         self.requests: list[LLMRequest] = []
+        self.batch: BatchAPI | None = LocalBatch(self) if batches else None
 
     def identity(self) -> Identity:
         """The script it plays (``script``): the same name, the same replies."""

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from rr_core.errors import ProviderError
-from rr_core.llm.base import Completion, Identity, LLMRequest, Usage
+from rr_core.llm.base import BatchAPI, Completion, Identity, LLMRequest, Usage
+from rr_core.llm.batch import LocalBatch
 from rr_core.outputs import AnswerOut, ExtractionOut, MultiRetrievalOut, Output, RetrievalOut
 from rr_core.prompts import split_tagged
 from rr_core.reader import read_answer
@@ -52,6 +53,8 @@ class OfflineEngine:
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.counter = counter or counter_for_model()
+        # Not a provider batch: every call answered here, at once (``LocalBatch``).
+        self.batch: BatchAPI | None = LocalBatch(self)
 
     def identity(self) -> Identity:
         """The tokenizer counts the usage it reports (its replies are otherwise fixed)."""

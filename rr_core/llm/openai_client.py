@@ -8,6 +8,9 @@ for any other model gets the call repeated once without it, and the client stops
 llama.cpp) through ``base_url``; they often need no key, and some reject structured output,
 in which case the call is repeated once without it and the client stops asking.
 
+``OpenAIBatch`` (the client's ``batch``) sends many calls through OpenAI's Batch API: a JSONL
+file of the very bodies the sync calls send, answered within 24 hours at the batch price.
+
 A compatible server gets only the key given to the client: never ``OPENAI_API_KEY``, and no
 ``Authorization`` header at all without one. The deadline, retries and cancellation are
 ``SDKAdapter``'s (the SDK's own retries are off).
@@ -15,19 +18,32 @@ A compatible server gets only the key given to the client: never ``OPENAI_API_KE
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
-from typing import Any, Literal
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal, NamedTuple
 
 import openai
+from openai.types import Batch
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.chat.completion_create_params import ResponseFormat
 from openai.types.responses import Response, ResponseTextConfigParam
 
-from rr_core.errors import ConfigError, MissingKeyError, ProviderError
+from rr_core.errors import ConfigError, LLMError, MissingKeyError, ProviderError
 from rr_core.llm import errors_map
-from rr_core.llm.base import Completion, LLMRequest, OnWait, Usage
+from rr_core.llm.base import (
+    BatchAPI,
+    BatchLine,
+    BatchResult,
+    BatchStatus,
+    Completion,
+    LLMRequest,
+    OnWait,
+    Usage,
+)
+from rr_core.llm.batch import check_lines, custom_id_in, every_call
 from rr_core.llm.config import COMPAT_KEY_VAR, OFFICIAL_URLS
 from rr_core.llm.deadline import bounded_http_client
 from rr_core.llm.structured import HTTPFailure, SDKAdapter, SDKErrors, completion, count
@@ -105,6 +121,7 @@ class OpenAIClient(SDKAdapter):
         self._temperature = True
         self._auth: dict[str, Any] = {} if key else dict(_NO_AUTH)
         self._init_calls(max_retries=max_retries, on_wait=on_wait, cancel=cancel)
+        self.batch: BatchAPI | None = OpenAIBatch(self)
         self._client = openai.OpenAI(
             api_key=key or _PLACEHOLDER_KEY,
             base_url=url,
@@ -214,6 +231,279 @@ class OpenAIClient(SDKAdapter):
         if not isinstance(exc, openai.APIStatusError):
             return None
         return HTTPFailure(exc.status_code, _detail(exc), exc.response.headers)
+
+
+# -- the Batch API ---------------------------------------------------------------------------
+
+# OpenAI's limits for one batch (input file): lines and bytes.
+BATCH_MAX_LINES = 50_000
+BATCH_MAX_BYTES = 200 * 1024 * 1024
+# Uploading or downloading a batch file may take longer than one call's deadline.
+_FILE_TIMEOUT_S = 900.0
+_BATCH_STATES = {
+    "validating": "in_progress",
+    "in_progress": "in_progress",
+    "finalizing": "in_progress",
+    "cancelling": "in_progress",
+    "completed": "ended",
+    "expired": "expired",
+    "failed": "failed",
+    "cancelled": "canceled",
+}
+# Codes of a result line's `error` that say the call was never run.
+_NOT_RUN = {"batch_expired": "expired", "batch_cancelled": "canceled", "batch_canceled": "canceled"}
+
+
+class _Sent(NamedTuple):
+    """How one call of a batch was sent: with structured output, and which temperature."""
+
+    structured: bool
+    temperature: float | None
+
+
+class OpenAIBatch:
+    """OpenAI's Batch API for one ``OpenAIClient`` (``BatchAPI``).
+
+    Each line's body is ``client.params``, exactly what the sync call sends (``store=False``
+    for Responses), to ``/v1/responses`` or ``/v1/chat/completions`` as the client's API is.
+    Results come back as the output and error files, in any order; each reply is read by the
+    sync path's own code. The calls submitted are known from the batch's input file, so a new
+    process reads the results of a batch an old one submitted.
+    """
+
+    def __init__(self, client: OpenAIClient) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+        # What this object submitted (saves reading the input file back): batch id -> call -> how.
+        self._sent: dict[str, dict[str, _Sent]] = {}
+
+    @property
+    def endpoint(self) -> Literal["/v1/responses", "/v1/chat/completions"]:
+        """The endpoint every line of a batch goes to."""
+        return "/v1/responses" if self._client.api == "responses" else "/v1/chat/completions"
+
+    def submit(self, lines: Sequence[BatchLine], *, label: str) -> str:
+        """Upload the lines as a JSONL file and create a 24-hour batch of it."""
+        client = self._client
+        check_lines(lines, label="OpenAI's Batch API", max_lines=BATCH_MAX_LINES)
+        structured = client._structured
+        sent: dict[str, _Sent] = {}
+        rows: list[str] = []
+        for line in lines:
+            body = client.params(line.request, line.request.model or client.model, structured=structured)
+            temperature = body.get("temperature")
+            sent[line.custom_id] = _Sent(structured, temperature if isinstance(temperature, float) else None)
+            row = {"custom_id": line.custom_id, "method": "POST", "url": self.endpoint, "body": body}
+            rows.append(json.dumps(row, ensure_ascii=False, separators=(",", ":")))
+        data = ("\n".join(rows) + "\n").encode("utf-8")
+        if len(data) > BATCH_MAX_BYTES:
+            raise ConfigError(
+                f"This batch is {len(data) / 2**20:,.0f} MB; OpenAI takes at most "
+                f"{BATCH_MAX_BYTES / 2**20:,.0f} MB in one batch. Split it into several batches."
+            )
+        sdk, auth = client._client, client._auth or None
+        metadata = {"label": errors_map.redact(label, client._secrets)[:500]}
+        try:
+            uploaded = client.sdk_call(
+                lambda t: sdk.files.create(
+                    file=("rr-batch.jsonl", data, "application/jsonl"),
+                    purpose="batch",
+                    timeout=t,
+                    extra_headers=auth,
+                ),
+                timeout_s=max(client.timeout_s, _FILE_TIMEOUT_S),
+            )
+            batch = client.sdk_call(
+                lambda t: sdk.batches.create(
+                    input_file_id=uploaded.id,
+                    endpoint=self.endpoint,
+                    completion_window="24h",
+                    metadata=metadata,
+                    timeout=t,
+                    extra_headers=auth,
+                )
+            )
+        except ProviderError as exc:
+            raise self._no_batch_api(exc) from None
+        with self._lock:
+            self._sent[batch.id] = sent
+        return batch.id
+
+    def status(self, batch_id: str) -> BatchStatus:
+        """The batch's state and counts, as OpenAI reports them."""
+        batch = self._retrieve(batch_id)
+        counts = batch.request_counts
+        with self._lock:
+            known = len(self._sent.get(batch_id, ()))
+        return BatchStatus(
+            batch_id=batch_id,
+            state=_BATCH_STATES.get(batch.status, "in_progress"),
+            total=counts.total if counts is not None and counts.total else known,
+            done=counts.completed if counts is not None else 0,
+            failed=counts.failed if counts is not None else 0,
+            provider_state=batch.status,
+        )
+
+    def results(self, batch_id: str) -> Iterator[BatchResult]:
+        """Every call's result, read from the output and error files (any order)."""
+        client = self._client
+        batch = self._retrieve(batch_id)
+        state = _BATCH_STATES.get(batch.status, "in_progress")
+        if state == "in_progress":
+            raise ProviderError(
+                f"OpenAI batch {batch_id} has not finished ({batch.status}): its results are not ready.",
+                provider=client.name,
+            )
+        with self._lock:
+            sent = self._sent.get(batch_id)
+        if sent is None:
+            sent = self._read_input(batch.input_file_id)
+        found: list[BatchResult] = []
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if not file_id:
+                continue
+            for raw in self._download(file_id).splitlines():
+                if raw.strip():
+                    result = self._read_line(raw, sent)
+                    if result is not None:
+                        found.append(result)
+        if state == "failed":
+            why = f"OpenAI refused the batch: {_batch_errors(batch, client._secrets)}"
+            return every_call(found, sent, missing="errored", why=why)
+        return every_call(found, sent, missing="canceled" if state == "canceled" else "expired")
+
+    def cancel(self, batch_id: str) -> None:
+        """Ask OpenAI to cancel the batch (it goes through "cancelling"); works after a stop."""
+        client, sdk = self._client, self._client._client
+        client.sdk_call(
+            lambda t: sdk.batches.cancel(batch_id, timeout=t, extra_headers=client._auth or None),
+            cancellable=False,
+        )
+
+    def _retrieve(self, batch_id: str) -> Batch:
+        client, sdk = self._client, self._client._client
+        return client.sdk_call(
+            lambda t: sdk.batches.retrieve(batch_id, timeout=t, extra_headers=client._auth or None)
+        )
+
+    def _download(self, file_id: str) -> str:
+        client, sdk = self._client, self._client._client
+        content = client.sdk_call(
+            lambda t: sdk.files.content(file_id, timeout=t, extra_headers=client._auth or None),
+            timeout_s=max(client.timeout_s, _FILE_TIMEOUT_S),
+        )
+        return content.content.decode("utf-8", errors="replace")
+
+    def _read_input(self, file_id: str) -> dict[str, _Sent]:
+        """The calls of a batch another process submitted, from its input file."""
+        sent: dict[str, _Sent] = {}
+        for raw in self._download(file_id).splitlines():
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            body = line.get("body") if isinstance(line, dict) else None
+            if isinstance(body, dict) and isinstance(line.get("custom_id"), str):
+                temperature = body.get("temperature")
+                sent[line["custom_id"]] = _Sent(
+                    "text" in body or "response_format" in body,
+                    float(temperature) if isinstance(temperature, (int, float)) else None,
+                )
+        return sent
+
+    def _read_line(self, raw: str, sent: Mapping[str, _Sent]) -> BatchResult | None:
+        """One line of an output or error file; None when it names no call."""
+        client = self._client
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            custom_id = custom_id_in(raw)
+            if custom_id is None:
+                return None
+            return BatchResult(
+                custom_id=custom_id,
+                kind="errored",
+                error="OpenAI's result line for this call could not be read.",
+            )
+        custom_id = line.get("custom_id") if isinstance(line, dict) else None
+        if not isinstance(custom_id, str):
+            return None
+        response = line.get("response")
+        response = response if isinstance(response, dict) else {}
+        status, body, error = response.get("status_code"), response.get("body"), line.get("error")
+        if error or status != 200:
+            return self._failed(custom_id, status, body, error)
+        how = sent.get(custom_id) or _Sent(client._structured, client._temperature_to_send(client.model))
+        try:
+            if client.api == "responses":
+                completion = client._from_response(Response.model_validate(body), *how)
+            else:
+                completion = client._from_chat(ChatCompletion.model_validate(body), *how)
+        except ValueError:  # pydantic's ValidationError: not the reply it should be
+            kind = "Responses API" if client.api == "responses" else "Chat Completions"
+            return BatchResult(custom_id=custom_id, kind="errored", error=str(client._not_a_reply(kind)))
+        except LLMError as exc:
+            return BatchResult(custom_id=custom_id, kind="errored", error=str(exc))
+        return BatchResult(custom_id=custom_id, kind="succeeded", completion=completion)
+
+    def _failed(self, custom_id: str, status: Any, body: Any, error: Any) -> BatchResult:
+        """The result of a line that carries an error: its HTTP status and the provider's word."""
+        client = self._client
+        error = error if isinstance(error, dict) else {}
+        not_run = _NOT_RUN.get(str(error.get("code") or ""))
+        if not_run is not None:
+            said = errors_map.clean_detail(str(error.get("message") or ""), client._secrets)
+            return BatchResult(custom_id=custom_id, kind=not_run, error=said or None)
+        inner = body.get("error") if isinstance(body, dict) else None
+        detail = _said(inner) or _said(error) or (str(body) if isinstance(body, str) else "")
+        if not isinstance(status, int) or status < 400:
+            said = errors_map.clean_detail(detail, client._secrets) or "no reason given"
+            message = f"{client._label} could not run this call ({said})."
+            return BatchResult(custom_id=custom_id, kind="errored", error=message)
+        failure = HTTPFailure(status, detail, {})
+        # As the sync path does: a server that rejects structured output or a temperature
+        # is sent neither again, so this call resubmitted can succeed.
+        if errors_map.rejects_structured_output(status, detail):
+            client._structured = False
+        client._rejects_temperature(failure)
+        reason = errors_map.from_status(
+            provider=client.name,
+            label=client._label,
+            key_hint=client._key_hint,
+            status=status,
+            detail=detail,
+            secrets=client._secrets,
+        )
+        return BatchResult(custom_id=custom_id, kind="errored", error=str(reason))
+
+    def _no_batch_api(self, exc: ProviderError) -> ProviderError:
+        """A 404 or 405 to a batch call: the server has no Batch API (a compatible server)."""
+        if exc.status not in (404, 405):
+            return exc
+        return ProviderError(
+            f"{self._client._label} does not offer the Batch API (HTTP {exc.status} at "
+            f"{errors_map.safe_url(self._client.base_url)}): send these calls now instead.",
+            provider=exc.provider,
+            status=exc.status,
+        )
+
+
+def _said(error: Any) -> str:
+    """The message (with its code) of an error object in a result line."""
+    if not isinstance(error, dict) or not error.get("message"):
+        return ""
+    message, code = str(error["message"]), error.get("code")
+    return f"{message} ({code})" if code and str(code) not in message else message
+
+
+def _batch_errors(batch: Batch, secrets: tuple[str | None, ...]) -> str:
+    """What OpenAI said of a batch it refused (the first few of its errors)."""
+    errors = batch.errors.data if batch.errors is not None and batch.errors.data else []
+    parts = [
+        (f"line {e.line}: " if e.line is not None else "") + (e.message or e.code or "no reason given")
+        for e in errors[:3]
+    ]
+    return errors_map.clean_detail("; ".join(parts) or "no reason given", secrets)
 
 
 def _text_format(schema: type[Output]) -> ResponseTextConfigParam:

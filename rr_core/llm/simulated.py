@@ -14,7 +14,8 @@ import json
 import time
 
 from rr_core.errors import ConfigError, ProviderError
-from rr_core.llm.base import Completion, Identity, LLMRequest, Usage
+from rr_core.llm.base import BatchAPI, Completion, Identity, LLMRequest, Usage
+from rr_core.llm.batch import LocalBatch
 from rr_core.llm.offline import _FILLERS, OfflineEngine
 from rr_core.prompts import INSTRUCTION_KINDS, SEPARATOR, PromptLayout
 from rr_core.tokens import TokenCounter, counter_for_model
@@ -57,6 +58,8 @@ class SimulatedReader:
         self.reach = reach
         self.counter = counter or counter_for_model()
         self._engine = OfflineEngine(self.counter)
+        # Not a provider batch: every call answered here, at once (``LocalBatch``).
+        self.batch: BatchAPI | None = LocalBatch(self)
 
     def identity(self) -> Identity:
         """The reach and the tokenizer decide which pages it sees: both change its replies."""

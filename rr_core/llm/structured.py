@@ -25,11 +25,11 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from rr_core.errors import LLMError, ProviderError, RunCancelled
 from rr_core.llm import errors_map
-from rr_core.llm.base import Completion, Identity, LLMRequest, OnWait, Usage
+from rr_core.llm.base import BatchAPI, Completion, Identity, LLMRequest, OnWait, Usage
 from rr_core.llm.config import normalise_url
 from rr_core.llm.deadline import Deadline, active
 
@@ -38,6 +38,8 @@ _RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 # Waits between attempts when the server names none: 0.5 s, 1 s, 2 s, ... at most 8 s.
 _BACKOFF_S = 0.5
 _MAX_BACKOFF_S = 8.0
+
+_T = TypeVar("_T")
 
 
 class SDKErrors(NamedTuple):
@@ -65,6 +67,7 @@ class SDKAdapter:
     sdk_errors: ClassVar[SDKErrors]
     key_var: ClassVar[str]  # the environment variable that holds the key
     max_concurrency: int | None = None  # the caller's choice (calls_at_once)
+    batch: BatchAPI | None  # the adapter's batch API, set by its constructor
     name: str
     api: str  # the wire format: "responses", "chat", "messages"
     model: str
@@ -159,6 +162,31 @@ class SDKAdapter:
                     self._wait(
                         wait, f"{errors_map.retry_reason(error)}; retry {retries} of {self.max_retries}"
                     )
+
+    def sdk_call(
+        self, op: Callable[[float], _T], *, timeout_s: float | None = None, cancellable: bool = True
+    ) -> _T:
+        """``op(timeout)``, one SDK call that is not a completion (a batch upload, a status),
+        within a deadline of ``timeout_s`` (default: the client's), its errors mapped as a
+        completion's are. Tried once: a retried upload or batch creation could create a
+        second batch. ``cancellable`` False: the cancel event does not stop it (cancelling a
+        batch must work after a run was stopped)."""
+        budget = timeout_s if timeout_s is not None else self.timeout_s
+        cancel = self._cancel if cancellable else None
+        deadline = Deadline(time.monotonic() + budget, cancel)
+        with active(deadline):
+            if cancellable:
+                self._check_cancel()
+            try:
+                return op(budget)
+            except json.JSONDecodeError:
+                raise errors_map.not_json(
+                    provider=self.name, label=self._label, base_url=self.base_url
+                ) from None
+            except self.sdk_errors.base as exc:
+                if cancellable:
+                    self._check_cancel()
+                raise self._error(exc, budget) from None
 
     def _wait(self, seconds: float, reason: str) -> None:
         if self._on_wait is not None:
