@@ -14,8 +14,14 @@ move) and follows the library's rules, which the tests check against ``calc_pric
 - a missing cache-read or cache-write rate means those tokens cost the input rate;
 - tiered ("long context") rates are a cliff on the whole prompt: once the prompt exceeds a
   tier's start, *every* token of the call, output included, is billed at that tier's rate;
-- cache writes are priced at the default (5-minute) cache-write rate;
-- standard rates only: no batch, flex or priority variants.
+- cache writes are priced at the default (5-minute) cache-write rate, one-hour writes
+  (``Usage.cache_write_1h_tokens``, a part of the writes) at the one-hour rate; where the data
+  has no cache-write rate, Anthropic's published multiples of the input rate apply (1.25x for
+  5 minutes, 2x for an hour), else the input rate (the library's rule);
+- ``mode="batch"`` prices a provider batch: the data's batch rates where it has them (a
+  ``processing: batch`` price variant, which overrides only the rates it lists), else the
+  provider's published discount (``BATCH_DISCOUNT``: −50% at OpenAI and Anthropic) on every
+  rate. No flex or priority variants.
 
 Unknown models cost nothing and say so (``Cost.known`` is False); nothing here raises for a
 model it cannot price.
@@ -29,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from rr_core.llm.base import Usage
 
@@ -38,6 +44,7 @@ if TYPE_CHECKING:
     from genai_prices.types import ModelPrice, TieredPrices
 
 __all__ = [
+    "BATCH_DISCOUNT",
     "LOCAL_PROVIDERS",
     "assumed_free",
     "OVERRIDES",
@@ -51,6 +58,15 @@ __all__ = [
 ]
 
 _PER = 1_000_000.0
+
+Mode = Literal["now", "batch"]
+
+# The share of the list price a provider batch saves, as the providers publish it (OpenAI
+# Batch, Anthropic Message Batches: 50% off), for models whose price data has no batch rates.
+BATCH_DISCOUNT: dict[str, float] = {"openai": 0.5, "anthropic": 0.5}
+# Anthropic's cache-write prices as multiples of the input rate (5-minute and one-hour
+# lifetimes), for models whose price data lists none.
+ANTHROPIC_CACHE_WRITE = {"5m": 1.25, "1h": 2.0}
 
 
 # genai-prices (0.2 s to import) is loaded on the first price asked for, not with the module:
@@ -80,6 +96,7 @@ class Price:
     cache_write: float
     output: float
     source: str
+    cache_write_1h: float = 0.0  # one-hour cache writes (Anthropic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +205,9 @@ class _Rate:
                 return rate
         return self.base
 
+    def times(self, factor: float) -> _Rate:
+        return _Rate(self.base * factor, tuple((start, rate * factor) for start, rate in self.tiers))
+
 
 _ZERO_RATE = _Rate(0.0)
 
@@ -202,6 +222,7 @@ class _Rates:
     cache_write: _Rate = _ZERO_RATE
     output: _Rate = _ZERO_RATE
     tiered: bool = False
+    cache_write_1h: _Rate = _ZERO_RATE
 
 
 def _infer_provider(model: str) -> str | None:
@@ -233,8 +254,8 @@ def _unknown(model: str) -> _Rates:
 
 
 @lru_cache(maxsize=512)
-def _rates(model: str, provider: str | None, utc_day: int) -> _Rates:
-    """Resolve the rates once per (model, provider, UTC day): prices can change by date."""
+def _rates(model: str, provider: str | None, utc_day: int, mode: Mode = "now") -> _Rates:
+    """Resolve the rates once per (model, provider, UTC day, mode): prices change by date."""
     key = model.strip().lower()
     prov = provider.strip().lower() if provider else None
     if prov in LOCAL_PROVIDERS:
@@ -256,55 +277,88 @@ def _rates(model: str, provider: str | None, utc_day: int) -> _Rates:
         return _unknown(model)
     when = datetime.fromtimestamp(utc_day * 86_400 + 43_200, tz=UTC)
     model_price: ModelPrice = info.get_prices(when)
+    factor = 1.0
+    if mode == "batch":
+        batch: ModelPrice = info.get_prices(when, {"processing": "batch"})
+        if batch == model_price:  # the data has no batch rates: the published discount
+            factor = 1.0 - BATCH_DISCOUNT.get(prov or "", 0.0)
+        model_price = batch
     input_value = model_price.input_mtok
     output_value = model_price.output_mtok
     if input_value is None and output_value is None:
         return _unknown(model)  # priced per image, second or character, not per token
     input_rate = _to_rate(input_value, _ZERO_RATE)
     cached = _to_rate(model_price.cache_read_mtok, input_rate)
-    cache_write = _to_rate(model_price.cache_write_mtok, input_rate)
+    anthropic = prov == "anthropic"
+    write_5m = input_rate.times(ANTHROPIC_CACHE_WRITE["5m"]) if anthropic else input_rate
+    cache_write = _to_rate(model_price.cache_write_mtok, write_5m)
+    write_1h = input_rate.times(ANTHROPIC_CACHE_WRITE["1h"]) if anthropic else cache_write
+    cache_write_1h = _to_rate(model_price.cache_write_1h_mtok, write_1h)
     output = _to_rate(output_value, _ZERO_RATE)
-    source = _genai_source()
-    price = Price(input_rate.base, cached.base, cache_write.base, output.base, source)
-    tiered = any(rate.tiers for rate in (input_rate, cached, cache_write, output))
-    return _Rates(price, True, source, input_rate, cached, cache_write, output, tiered)
+    if factor != 1.0:
+        input_rate, cached, cache_write, cache_write_1h, output = (
+            rate.times(factor) for rate in (input_rate, cached, cache_write, cache_write_1h, output)
+        )
+    source = _genai_source() + (" (batch)" if mode == "batch" else "")
+    price = Price(input_rate.base, cached.base, cache_write.base, output.base, source, cache_write_1h.base)
+    tiered = any(rate.tiers for rate in (input_rate, cached, cache_write, cache_write_1h, output))
+    return _Rates(price, True, source, input_rate, cached, cache_write, output, tiered, cache_write_1h)
 
 
 def _today() -> int:
     return int(time.time() // 86_400)
 
 
-def price_for(model: str, provider: str | None = None) -> Price | None:
+def price_for(model: str, provider: str | None = None, *, mode: Mode = "now") -> Price | None:
     """The base per-million rates for a model, or None when it has no price data."""
-    rates = _rates(model, provider, _today())
+    rates = _rates(model, provider, _today(), mode)
     return rates.price if rates.known else None
 
 
-def price_usage(usage: Usage, model: str, provider: str | None = None) -> Cost:
-    """Price one call's (or a run's summed) usage on a model; unknown models cost 0, known=False."""
-    rates = _rates(model, provider, _today())
+def price_usage(usage: Usage, model: str, provider: str | None = None, *, mode: Mode = "now") -> Cost:
+    """Price one call's (or a run's summed) usage on a model, sent now or in a provider batch
+    (``mode``); unknown models cost 0, known=False."""
+    rates = _rates(model, provider, _today(), mode)
     prompt = usage.prompt_tokens
+    one_hour = min(usage.cache_write_1h_tokens, usage.cache_write_tokens)
     return Cost(
         usage.input_tokens * rates.input.at(prompt) / _PER,
         usage.cached_tokens * rates.cached.at(prompt) / _PER,
-        usage.cache_write_tokens * rates.cache_write.at(prompt) / _PER,
+        (
+            (usage.cache_write_tokens - one_hour) * rates.cache_write.at(prompt)
+            + one_hour * rates.cache_write_1h.at(prompt)
+        )
+        / _PER,
         usage.output_tokens * rates.output.at(prompt) / _PER,
         rates.known,
         rates.source,
     )
 
 
-def estimate_cost(input_tokens: int, output_tokens: int, model: str, provider: str | None = None) -> Cost:
-    """Estimate one call's cost before running it, counting all input as uncached."""
-    rates = _rates(model, provider, _today())
-    return Cost(
-        input_tokens * rates.input.at(input_tokens) / _PER,
-        0.0,
-        0.0,
-        output_tokens * rates.output.at(input_tokens) / _PER,
-        rates.known,
-        rates.source,
+def estimate_cost(
+    input_tokens: int,
+    output_tokens: int,
+    model: str,
+    provider: str | None = None,
+    *,
+    cached_tokens: int = 0,
+    cache_write_tokens: int = 0,
+    cache_ttl: str = "5m",
+    mode: Mode = "now",
+) -> Cost:
+    """Estimate one call's cost before running it. ``input_tokens`` is the whole prompt; of it,
+    ``cached_tokens`` are expected to be read from the prompt cache and ``cache_write_tokens``
+    written to it (with a ``cache_ttl`` lifetime); by default all input is counted as uncached."""
+    cached = max(0, min(cached_tokens, input_tokens))
+    written = max(0, min(cache_write_tokens, input_tokens - cached))
+    usage = Usage(
+        input_tokens=input_tokens - cached - written,
+        cached_tokens=cached,
+        cache_write_tokens=written,
+        output_tokens=output_tokens,
+        cache_write_1h_tokens=written if cache_ttl == "1h" else 0,
     )
+    return price_usage(usage, model, provider, mode=mode)
 
 
 def assumed_free(model: str, provider: str | None = None) -> bool:

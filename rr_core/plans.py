@@ -11,13 +11,15 @@ The executor (``rr_core.runs``) runs any plan and never asks which method made i
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from rr_core.costs import Cost, estimate_cost
+from rr_core.costs import Cost, Mode, estimate_cost
 from rr_core.documents import Document
+from rr_core.llm.base import MIN_CACHED_PREFIX_TOKENS, CacheHint, CacheTTL, min_cached_prefix
 from rr_core.outputs import NOT_STATED, Output
 from rr_core.prompts import SEPARATOR, Block, PromptLayout
 from rr_core.settings import RunSettings
@@ -76,6 +78,64 @@ class Call:
     def render(self) -> str:
         """The exact prompt text."""
         return self.layout.render()
+
+    @property
+    def prefix_tokens(self) -> int:
+        """Estimated tokens of the prompt's cacheable prefix (the layout's ``prefix_chars``):
+        its share of the prompt's characters times the prompt's tokens, and never more than
+        one token per two characters (an estimated call's tokens stand for pages its layout
+        does not hold yet)."""
+        chars = self.layout.prefix_chars()
+        total = self.layout.total_chars()
+        if chars <= 0 or total <= 0:
+            return 0
+        return min(self.prompt_tokens * chars // total, chars // 2)
+
+    def cache_hint(
+        self, document_sha256: str, ttl: CacheTTL = "5m", *, min_tokens: int = MIN_CACHED_PREFIX_TOKENS
+    ) -> CacheHint | None:
+        """Where this call's cacheable prefix ends, for the provider's prompt cache; None when
+        the prefix is shorter than the providers cache (``min_tokens``)."""
+        tokens = self.prefix_tokens
+        if tokens < min_tokens:
+            return None
+        return CacheHint(
+            prefix_chars=self.layout.prefix_chars(),
+            key=prefix_key(document_sha256, self.layout.placement.value),
+            ttl=ttl,
+            tokens=tokens,
+        )
+
+    def prefix_identity(self) -> int:
+        """Equal for two calls whose cacheable prefixes are the same text (a hash)."""
+        return hash(tuple(b.text for b in self.layout.blocks[: self.layout.prefix_blocks()]))
+
+
+def prefix_key(document_sha256: str, layout: str) -> str:
+    """The cache key of the prefixes a document shares under one layout (short: a hash)."""
+    return hashlib.sha256(f"{document_sha256}\x00{layout}".encode()).hexdigest()[:32]
+
+
+def expected_cache(
+    calls: Sequence[Call],
+    document_sha256: str = "",
+    *,
+    min_tokens: int = MIN_CACHED_PREFIX_TOKENS,
+) -> list[tuple[int, int]]:
+    """(cached tokens, cache-write tokens) expected of each call, in order, when each is sent
+    after the replies of those before it: the first call with a given prefix writes it, later
+    ones read it; a prefix shorter than ``min_tokens`` is neither (0, 0)."""
+    seen: set[int] = set()
+    out: list[tuple[int, int]] = []
+    for call in calls:
+        hint = call.cache_hint(document_sha256, min_tokens=min_tokens)
+        if hint is None:
+            out.append((0, 0))
+            continue
+        identity = call.prefix_identity()
+        out.append((hint.tokens, 0) if identity in seen else (0, hint.tokens))
+        seen.add(identity)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -254,6 +314,10 @@ class Estimate:
     output_tokens: int
     reminder_tokens: int
     cost: Cost
+    # Of ``input_tokens``, expected to be read from / written to the prompt cache (0 unless
+    # estimated with caching).
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def usd(self) -> float:
@@ -306,22 +370,45 @@ class Plan:
         return max((c.prompt_tokens for c in self.calls), default=0)
 
 
-def estimate_calls(calls: Sequence[Call], settings: RunSettings) -> Estimate:
-    """Tokens and cost of calls; priced per call (long-context tiers price each prompt)."""
-    cost = (
-        Cost()
-        if not calls
-        else sum(
-            (estimate_cost(c.prompt_tokens, c.output_tokens, *settings.pricing) for c in calls[1:]),
-            estimate_cost(calls[0].prompt_tokens, calls[0].output_tokens, *settings.pricing),
-        )
+def estimate_calls(
+    calls: Sequence[Call],
+    settings: RunSettings,
+    *,
+    caching: bool = False,
+    mode: Mode = "now",
+    ttl: CacheTTL = "5m",
+) -> Estimate:
+    """Tokens and cost of calls; priced per call (long-context tiers price each prompt).
+
+    ``caching``: the calls' shared prefixes are expected to be written once and read after
+    (``expected_cache``, with the model's shortest cached prefix); ``mode``: sent now or in a
+    provider batch (priced at its discount)."""
+    expected = (
+        expected_cache(calls, min_tokens=min_cached_prefix(settings.model))
+        if caching
+        else [(0, 0)] * len(calls)
     )
+    costs = [
+        estimate_cost(
+            c.prompt_tokens,
+            c.output_tokens,
+            *settings.pricing,
+            cached_tokens=read,
+            cache_write_tokens=written,
+            cache_ttl=ttl,
+            mode=mode,
+        )
+        for c, (read, written) in zip(calls, expected, strict=True)
+    ]
+    cost = sum(costs[1:], costs[0]) if costs else Cost()
     return Estimate(
         calls=len(calls),
         input_tokens=sum(c.prompt_tokens for c in calls),
         output_tokens=sum(c.output_tokens for c in calls),
         reminder_tokens=sum(c.reminder_tokens for c in calls),
         cost=cost,
+        cached_tokens=sum(read for read, _ in expected),
+        cache_write_tokens=sum(written for _, written in expected),
     )
 
 

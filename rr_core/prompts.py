@@ -308,6 +308,8 @@ class Instructions:
     closing: str
     preamble: str = ""
     final: str = ""
+    # False for the tags-only reminder, which points back without stating the question.
+    reminder_has_question: bool = True
 
 
 def _clean_question(question: str) -> str:
@@ -338,6 +340,7 @@ def instructions(
         closing=CLOSING.format(task_now=now, questions=q, format=fmt),
         preamble=PREAMBLE.format(task=what, follows=FOLLOWS if task in NO_DOCUMENT else FOLLOWS_DOCUMENT),
         final=FINAL.format(questions=q, format=fmt),
+        reminder_has_question=not tags_only_reminder,
     )
 
 
@@ -356,25 +359,54 @@ SEPARATOR = "\n\n"
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """One block of a prompt. Page blocks keep their page's original text in ``source``."""
+    """One block of a prompt. Page blocks keep their page's original text in ``source``.
+
+    ``per_question``: the block's text changes with the question asked (it states the question,
+    or it is one of the pages picked for it); set by ``build_layout``. The blocks before the
+    first such block are the same for every question over the document: the cacheable prefix.
+    """
 
     kind: BlockKind
     text: str
     page: int | None = None
     source: str = field(default="", repr=False)
+    per_question: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class PromptLayout:
-    """A prompt as blocks, with the question(s) and page limit its instructions state."""
+    """A prompt as blocks, with the question(s) and page limit its instructions state, and
+    the layout (``placement``) that arranged them."""
 
     blocks: tuple[Block, ...]
     questions: tuple[str, ...] = ()
     limit: int = 0
+    placement: QuestionPlacement = QuestionPlacement.BEFORE_AND_AFTER
 
     def render(self) -> str:
         """The exact prompt text."""
         return SEPARATOR.join(b.text for b in self.blocks)
+
+    def prefix_blocks(self) -> int:
+        """How many leading blocks are the same for every question (none is per question)."""
+        for i, block in enumerate(self.blocks):
+            if block.per_question:
+                return i
+        return len(self.blocks)
+
+    def prefix_chars(self) -> int:
+        """Characters of the rendered prompt that are the same for every question over the
+        document: the leading question-free blocks with the separator after each (so that the
+        rest of the prompt starts at the next block). 0 when the prompt opens with the question
+        (the R&R paper's layout)."""
+        shared = self.prefix_blocks()
+        if shared == len(self.blocks):
+            return len(self.render())
+        return sum(len(b.text) for b in self.blocks[:shared]) + shared * len(SEPARATOR)
+
+    def total_chars(self) -> int:
+        """Characters of the rendered prompt (without rendering it)."""
+        return sum(len(b.text) for b in self.blocks) + max(len(self.blocks) - 1, 0) * len(SEPARATOR)
 
     def pages(self) -> list[tuple[int, str]]:
         """(page number, original text) of every page block, in prompt order."""
@@ -395,30 +427,39 @@ def build_layout(
     questions: Sequence[str] = (),
     limit: int = 0,
     placement: QuestionPlacement = QuestionPlacement.BEFORE_AND_AFTER,
+    shared_pages: bool = False,
 ) -> PromptLayout:
     """The instructions and the tagged pages (with reminders), placed as ``placement`` says:
     by default opening instructions, the document, closing instructions (000 §3.1).
 
     ``reminders_after`` holds page numbers after which a reminder block goes; ``pages=None``
-    leaves the document out entirely (closed-book).
+    leaves the document out entirely (closed-book). ``shared_pages``: the pages are the same
+    whatever the question (the whole document, or a fixed chunk of it), not ones picked for
+    it, so they can belong to the cacheable prefix. The cache-aware layout's reminders are the
+    tags-only ones whatever ``blocks`` says: a reminder with the question would end the prefix.
     """
     after = set(reminders_after)
+    reminder_text, reminder_asks = blocks.reminder, blocks.reminder_has_question
+    if placement is QuestionPlacement.CACHE_AWARE:
+        reminder_text, reminder_asks = REMINDER_TAGS_ONLY, False
+    picked = not shared_pages
     document: list[Block] = []
     if pages is not None:
         document.append(Block("document_open", "<DOCUMENT>"))
-        document.extend(Block("reminder", blocks.reminder) for _ in range(reminders_before_document))
+        reminder = Block("reminder", reminder_text, per_question=reminder_asks)
+        document.extend(reminder for _ in range(reminders_before_document))
         for number, text in pages:
-            document.append(Block("page", tag_page(number, text), number, text))
+            document.append(Block("page", tag_page(number, text), number, text, per_question=picked))
             if number in after:
-                document.append(Block("reminder", blocks.reminder))
+                document.append(reminder)
         document.append(Block("document_close", "</DOCUMENT>"))
-    opening = Block("opening", blocks.opening)
+    opening = Block("opening", blocks.opening, per_question=True)
     arranged: list[Block]
-    closing = Block("closing", blocks.closing)
-    final = Block("closing", blocks.final)  # the question and the reply format
+    closing = Block("closing", blocks.closing, per_question=True)
+    final = Block("closing", blocks.final, per_question=True)  # the question and the reply format
     if placement is QuestionPlacement.QUERY_AWARE:
         arranged = [opening, *document, final]
-    elif placement is QuestionPlacement.QUESTION_AFTER:
+    elif placement in (QuestionPlacement.QUESTION_AFTER, QuestionPlacement.CACHE_AWARE):
         arranged = [Block("preamble", blocks.preamble), *document, final]
     elif placement is QuestionPlacement.DOCUMENT_FIRST:
         arranged = [*document, closing]
@@ -426,7 +467,7 @@ def build_layout(
         arranged = [opening, *document, closing] * 2  # the baseline prompt, twice
     else:
         arranged = [opening, *document, closing]
-    return PromptLayout(tuple(arranged), tuple(questions), limit)
+    return PromptLayout(tuple(arranged), tuple(questions), limit, placement)
 
 
 def build_prompt(

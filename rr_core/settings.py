@@ -163,7 +163,12 @@ class QuestionPlacement(StrEnum):
       the reply format again (001 §5, "query-aware contextualization");
     - ``question-after``: the task without the question, the document, then the question and
       the reply format (001 §3's headline setup: the model reads the data before it knows what
-      to look for).
+      to look for);
+    - ``cache-aware``: the question-after layout with the reminders kept: the task without the
+      question, the document with tags-only reminders (000 Table 6's ablation: they point back to
+      the instructions and carry no question), then the question and the reply format. Everything
+      before the question is the same for every question over a document: one prefix the
+      providers' prompt caches reuse. Not the paper's R&R, whose reminders repeat the question.
 
     The other two are not layouts a user picks: each is the whole prompt of one cheap
     baseline (a method), recorded so that a trace says what was sent:
@@ -176,6 +181,7 @@ class QuestionPlacement(StrEnum):
     BEFORE_AND_AFTER = "before-and-after"
     QUERY_AWARE = "query-aware"
     QUESTION_AFTER = "question-after"
+    CACHE_AWARE = "cache-aware"
     DOCUMENT_FIRST = "document-first"
     REPEATED = "repeated"
 
@@ -184,11 +190,18 @@ class QuestionPlacement(StrEnum):
         """How the layout is shown."""
         return PLACEMENT_LABELS[self]
 
+    @property
+    def reminder_style(self) -> ReminderStyle | None:
+        """The reminder style the layout imposes (None: the settings choose): the cache-aware
+        layout's reminders carry no question, or the prefix would end at the first of them."""
+        return ReminderStyle.TAGS_ONLY if self is QuestionPlacement.CACHE_AWARE else None
+
 
 LAYOUTS: tuple[QuestionPlacement, ...] = (
     QuestionPlacement.BEFORE_AND_AFTER,
     QuestionPlacement.QUERY_AWARE,
     QuestionPlacement.QUESTION_AFTER,
+    QuestionPlacement.CACHE_AWARE,
 )
 """The layouts a user chooses (the Lab's selector, ``lab --layout``, ``method:layout=…``)."""
 
@@ -202,6 +215,8 @@ PLACEMENT_LABELS: dict[QuestionPlacement, str] = {
     QuestionPlacement.BEFORE_AND_AFTER: "instructions before and after the document (the R&R paper, 000 §3.1)",
     QuestionPlacement.QUERY_AWARE: "question before and after the document (query-aware, 001 §5)",
     QuestionPlacement.QUESTION_AFTER: "the task before the document, the question after it (Lost in the Middle, 001 §3)",
+    QuestionPlacement.CACHE_AWARE: "the task before the document, tags-only reminders inside it, the question "
+    "after it: one cacheable prefix (the paper's tags-only ablation with the question last, not the paper's R&R)",
     QuestionPlacement.DOCUMENT_FIRST: "the document first, the task once at the end (the question-last method)",
     QuestionPlacement.REPEATED: "the baseline prompt twice (the repeat method)",
 }

@@ -8,6 +8,10 @@ parser of the request's ``Output`` class reads the reply. ``messages.create`` ta
 
 ``AnthropicBatch`` (the client's ``batch``) sends many calls as one Message Batch: the very
 bodies the sync calls send, answered within 24 hours at the batch price.
+
+A request's cache hint becomes a ``cache_control`` breakpoint after the stable prefix (the
+prompt split into two text blocks); usage reads cache reads and writes, the one-hour writes
+apart (``cache_creation.ephemeral_1h_input_tokens``), which cost more.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import anthropic
-from anthropic.types import Message, MessageParam, OutputConfigParam
+from anthropic.types import Message, MessageParam, OutputConfigParam, TextBlockParam
 from anthropic.types.messages import MessageBatch
 
 from rr_core.errors import ConfigError, ContextTooLongError, LLMError, MissingKeyError, ProviderError
@@ -95,20 +99,24 @@ class AnthropicClient(SDKAdapter):
         )
 
     def params(self, request: LLMRequest, model: str, *, structured: bool) -> dict[str, Any]:
-        """The body of one call, as the sync call and a batch request both send it."""
-        messages: list[MessageParam] = [{"role": "user", "content": request.prompt}]
+        """The body of one call, as the sync call and a batch request both send it.
+
+        With a cache hint, the user message is two text blocks: the stable prefix, marked as a
+        cache breakpoint with the hinted lifetime, and the rest (together, the same text)."""
+        messages: list[MessageParam] = [{"role": "user", "content": _content(request)}]
         body: dict[str, Any] = {"model": model, "max_tokens": request.max_output_tokens, "messages": messages}
         if structured:
             body["output_config"] = _output_config(request.schema)
         return body
 
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
-        message = self._client.messages.create(
-            **self.params(request, model, structured=structured), timeout=timeout
+        body = self.params(request, model, structured=structured)
+        message = self._client.messages.create(**body, timeout=timeout)
+        return self._from_message(
+            message, structured, hinted=not isinstance(body["messages"][0]["content"], str)
         )
-        return self._from_message(message, structured)
 
-    def _from_message(self, message: Message, structured: bool) -> Completion:
+    def _from_message(self, message: Message, structured: bool, *, hinted: bool = False) -> Completion:
         if not isinstance(message, Message):
             raise ProviderError(
                 f"{_LABEL} sent something that is not a Messages API reply. "
@@ -134,7 +142,13 @@ class AnthropicClient(SDKAdapter):
                 why += "; raise the maximum output tokens"
             raise errors_map.empty_output(provider=self.name, label=_LABEL, why=why)
         return completion(
-            message, text, messages_usage, structured=structured, api="messages", stop_reason=stop
+            message,
+            text,
+            messages_usage,
+            structured=structured,
+            api="messages",
+            cache_hint_sent=hinted,
+            stop_reason=stop,
         )
 
     def _http_failure(self, exc: Exception) -> HTTPFailure | None:
@@ -338,6 +352,21 @@ def _state(batch: MessageBatch) -> str:
     return "expired" if batch.request_counts.expired else "ended"
 
 
+def _content(request: LLMRequest) -> str | list[TextBlockParam]:
+    """The user message's content: the prompt as one string, or, with a cache hint, as the
+    cached prefix (a breakpoint with the hinted lifetime) and the rest."""
+    hint, prompt = request.cache, request.prompt
+    if hint is None or not 0 < hint.prefix_chars <= len(prompt):
+        return prompt
+    prefix: TextBlockParam = {
+        "type": "text",
+        "text": prompt[: hint.prefix_chars],
+        "cache_control": {"type": "ephemeral", "ttl": hint.ttl},
+    }
+    rest = prompt[hint.prefix_chars :]
+    return [prefix, {"type": "text", "text": rest}] if rest else [prefix]
+
+
 def _output_config(schema: type[Output]) -> OutputConfigParam:
     return {"format": {"type": "json_schema", "schema": schema.WIRE_SCHEMA}}
 
@@ -355,9 +384,17 @@ def _detail(exc: anthropic.APIStatusError) -> str:
 
 def messages_usage(usage: Any) -> Usage:
     """Normalise Messages usage: its ``input_tokens`` exclude cache reads and writes."""
+    split = getattr(usage, "cache_creation", None) if usage is not None else None
+    one_hour = count(split, "ephemeral_1h_input_tokens")
+    # The split by lifetime is part of the writes; a server that reports only the split
+    # still wrote what it lists.
+    written = max(
+        count(usage, "cache_creation_input_tokens"), one_hour + count(split, "ephemeral_5m_input_tokens")
+    )
     return Usage(
         input_tokens=count(usage, "input_tokens"),
         cached_tokens=count(usage, "cache_read_input_tokens"),
-        cache_write_tokens=count(usage, "cache_creation_input_tokens"),
+        cache_write_tokens=written,
         output_tokens=count(usage, "output_tokens"),
+        cache_write_1h_tokens=one_hour,
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:  # types only: reading a document needs neither pydantic nor the prompts
     from rr_core.outputs import Output
@@ -24,12 +24,15 @@ class Usage:
 
     ``input_tokens`` counts *uncached* input; ``cached_tokens`` were read from the prompt
     cache and ``cache_write_tokens`` written to it. Their sum is the whole prompt.
+    ``cache_write_1h_tokens`` is the part of ``cache_write_tokens`` written with a one-hour
+    lifetime (Anthropic's ``cache_creation.ephemeral_1h_input_tokens``), priced higher.
     """
 
     input_tokens: int = 0
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     output_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     @property
     def prompt_tokens(self) -> int:
@@ -42,7 +45,39 @@ class Usage:
             self.cached_tokens + other.cached_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.output_tokens + other.output_tokens,
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
+
+
+CacheTTL = Literal["5m", "1h"]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheHint:
+    """Where a request's stable prefix ends, for the provider's prompt cache.
+
+    ``prefix_chars``: the first characters of the prompt that are the same for every question
+    over the document (a layout's ``prefix_chars``); ``key``: a short hash of the document and
+    the layout, the same for every call that shares the prefix (OpenAI's ``prompt_cache_key``);
+    ``ttl``: how long Anthropic keeps the prefix ("5m", or "1h" for batch work); ``tokens``:
+    the prefix's estimated size, what a hit would read from the cache.
+    """
+
+    prefix_chars: int
+    key: str
+    ttl: CacheTTL = "5m"
+    tokens: int = 0
+
+
+# The shortest prefix the providers cache, in tokens: OpenAI caches from 1,024 tokens,
+# Anthropic from 1,024 (2,048 for its Haiku models).
+MIN_CACHED_PREFIX_TOKENS = 1_024
+
+
+def min_cached_prefix(model: str) -> int:
+    """The shortest prefix the provider caches for ``model``, in tokens: 1,024 (OpenAI's
+    automatic caching, most Anthropic models), 2,048 for Anthropic's Haiku models."""
+    return 2 * MIN_CACHED_PREFIX_TOKENS if "haiku" in model.lower() else MIN_CACHED_PREFIX_TOKENS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,6 +94,8 @@ class LLMRequest:
     max_output_tokens: int = 1024
     timeout_s: float = 120.0
     layout: PromptLayout | None = field(default=None, repr=False, compare=False)
+    # Where the prompt's cacheable prefix ends; None: no hint (adapters send nothing extra).
+    cache: CacheHint | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +110,9 @@ class Completion:
     # The temperature sent with the call; None when none was sent (the API's default).
     temperature: float | None = None
     raw: dict[str, object] = field(default_factory=dict)
+    # The request's cache hint went out to the provider (an adapter that cannot send one, or a
+    # server that takes none, leaves it False: no cache hit is expected of it).
+    cache_hint_sent: bool = False
 
 
 # What a client says of itself for the call cache: every setting that changes its replies.

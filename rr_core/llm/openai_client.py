@@ -11,6 +11,10 @@ in which case the call is repeated once without it and the client stops asking.
 ``OpenAIBatch`` (the client's ``batch``) sends many calls through OpenAI's Batch API: a JSONL
 file of the very bodies the sync calls send, answered within 24 hours at the batch price.
 
+Caching is automatic on OpenAI from 1,024 tokens; a request's cache hint adds
+``prompt_cache_key`` (Responses only: compatible servers may reject unknown fields, so a Chat
+Completions body gets nothing new).
+
 A compatible server gets only the key given to the client: never ``OPENAI_API_KEY``, and no
 ``Authorization`` header at all without one. The deadline, retries and cancellation are
 ``SDKAdapter``'s (the SDK's own retries are off).
@@ -158,6 +162,10 @@ class OpenAIClient(SDKAdapter):
                 body["temperature"] = temperature
             if structured:
                 body["text"] = _text_format(request.schema)
+            if request.cache is not None:
+                # Routes calls that share the prefix to the same cache; the prompt itself is
+                # unchanged (its prefix is byte-identical across them by construction).
+                body["prompt_cache_key"] = request.cache.key
             return body
         # `max_tokens`, not `max_completion_tokens`: every compatible server knows the former.
         # No `store`: it defaults to off on OpenAI and means nothing to other servers.
@@ -174,11 +182,13 @@ class OpenAIClient(SDKAdapter):
         temperature = body.get("temperature")
         if self.api == "responses":
             response = self._client.responses.create(**body, timeout=timeout)
-            return self._from_response(response, structured, temperature)
+            return self._from_response(response, structured, temperature, hinted="prompt_cache_key" in body)
         chat = self._client.chat.completions.create(**body, timeout=timeout, extra_headers=self._auth or None)
         return self._from_chat(chat, structured, temperature)
 
-    def _from_response(self, response: Response, structured: bool, temperature: float | None) -> Completion:
+    def _from_response(
+        self, response: Response, structured: bool, temperature: float | None, *, hinted: bool = False
+    ) -> Completion:
         try:
             text = response.output_text or ""
         except (AttributeError, TypeError):  # not a Responses reply at all
@@ -194,6 +204,7 @@ class OpenAIClient(SDKAdapter):
             structured=structured,
             api="responses",
             temperature=temperature,
+            cache_hint_sent=hinted,
             status=getattr(response, "status", None),
         )
 

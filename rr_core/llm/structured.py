@@ -250,6 +250,7 @@ def completion(
     structured: bool,
     api: str,
     temperature: float | None = None,
+    cache_hint_sent: bool = False,
     **notes: object,
 ) -> Completion:
     """The ``Completion`` for an SDK reply: its usage, model and id read off the reply.
@@ -263,6 +264,7 @@ def completion(
         structured=structured,
         temperature=temperature,
         raw={"id": getattr(reply, "id", ""), "api": api, **notes},
+        cache_hint_sent=cache_hint_sent,
     )
 
 

@@ -55,8 +55,12 @@ class Context:
         chunk: int | None = None,
         question: int | None = None,
         limit: int = 0,
+        shared_pages: bool = False,
     ) -> Call:
-        """One call over the given pages (or passages), with reminders where the method reminds."""
+        """One call over the given pages (or passages), with reminders where the method reminds.
+
+        ``shared_pages``: the pages do not depend on the question (the whole document, a fixed
+        chunk), so a layout that asks the question after them has a cacheable prefix."""
         asked = self.questions if question is None else (self.questions[question],)
         s = self.settings
         limit = limit or s.top_k
@@ -72,6 +76,7 @@ class Context:
             questions=asked,
             limit=limit,
             placement=s.question_placement,
+            shared_pages=shared_pages,
         )
         tokens, reminder_tokens = count_layout(layout, self.counter, self.document)
         return Call(
@@ -196,7 +201,11 @@ class Method:
             raise ConfigError("Type a question first.")
         if len(asked) > 1 and not self.several_questions:
             raise ConfigError(f"{self.label} answers one question at a time; plan it once per question.")
-        settings = settings.but(method=self.name, question_placement=self.layout_for(settings))
+        layout = self.layout_for(settings)
+        settings = settings.but(method=self.name, question_placement=layout)
+        if layout.reminder_style is not None and self.reminds:
+            # What the layout's reminders say, as the trace records it.
+            settings = settings.but(reminder_style=layout.reminder_style)
         settings.validate()
         if not document.pages:
             raise ConfigError("The document has no pages.")

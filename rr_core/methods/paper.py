@@ -28,13 +28,16 @@ from rr_core.methods.building import (
 )
 from rr_core.outputs import AnswerOut, MultiRetrievalOut, RetrievalOut
 from rr_core.plans import Call, Conclusion, Outcome, Phase, PhaseResults, Plan
-from rr_core.settings import QUESTION_FIRST
+from rr_core.settings import QUESTION_FIRST, QuestionPlacement
 
 # Reminders repeat the question inside the document: a layout that withholds the question until
-# after the document would contradict them.
+# after the document would contradict them. The cache-aware layout is the exception: its
+# reminders (tags only) carry no question.
 REMINDS_NOTE = (
-    "its reminders repeat the question inside the document, so the question cannot wait until after it"
+    "its reminders repeat the question inside the document, so the question cannot wait until after it; "
+    "only the cache-aware layout's tags-only reminders leave it out"
 )
+REMINDING_LAYOUTS = (*QUESTION_FIRST, QuestionPlacement.CACHE_AWARE)
 
 
 def one_pass(ctx: Context, *, remind: bool) -> Plan:
@@ -48,6 +51,7 @@ def one_pass(ctx: Context, *, remind: bool) -> Plan:
         schema=AnswerOut,
         output_tokens=ANSWER_OUTPUT_TOKENS,
         remind=remind,
+        shared_pages=True,
     )
 
     def conclude(results: Sequence[PhaseResults]) -> Conclusion:
@@ -74,6 +78,7 @@ def _retrieval_calls(ctx: Context, chunks: Sequence[range], *, remind: bool, chu
                 output_tokens=retrieve_output_tokens(ctx.settings.top_k) * len(ctx.questions),
                 remind=remind,
                 chunk=i if chunked else None,
+                shared_pages=True,
             )
         )
     return calls
@@ -211,7 +216,7 @@ REPROMPT = Method(
     summary="Reads the whole document in one go, with the question repeated every k tokens.",
     params=("reminder_every",),
     reminds=True,
-    layouts=QUESTION_FIRST,
+    layouts=REMINDING_LAYOUTS,
     layout_note=REMINDS_NOTE,
     planner=lambda ctx: one_pass(ctx, remind=True),
 )
@@ -232,7 +237,7 @@ RR = Method(
     summary="Picks the N most relevant pages with the question repeated every k tokens, then answers from those pages only.",
     params=("reminder_every", "top_k"),
     reminds=True,
-    layouts=QUESTION_FIRST,
+    layouts=REMINDING_LAYOUTS,
     layout_note=REMINDS_NOTE,
     several_questions=True,
     retrieves=True,
@@ -255,7 +260,7 @@ CHUNKED_RR = Method(
     summary="Like chunked ICR, with the question repeated every k tokens inside each part.",
     params=("reminder_every", "top_k", "chunk_size"),
     reminds=True,
-    layouts=QUESTION_FIRST,
+    layouts=REMINDING_LAYOUTS,
     layout_note=REMINDS_NOTE,
     several_questions=True,
     retrieves=True,
