@@ -106,9 +106,13 @@ class Call:
             tokens=tokens,
         )
 
-    def prefix_identity(self) -> int:
-        """Equal for two calls whose cacheable prefixes are the same text (a hash)."""
-        return hash(tuple(b.text for b in self.layout.blocks[: self.layout.prefix_blocks()]))
+    def prefix_digest(self) -> str:
+        """A digest of the cacheable prefix's text: equal for calls that share the prefix."""
+        digest = hashlib.sha256()
+        for block in self.layout.blocks[: self.layout.prefix_blocks()]:
+            digest.update(block.text.encode())
+            digest.update(SEPARATOR.encode())
+        return digest.hexdigest()[:32]
 
 
 def prefix_key(document_sha256: str, layout: str) -> str:
@@ -125,14 +129,14 @@ def expected_cache(
     """(cached tokens, cache-write tokens) expected of each call, in order, when each is sent
     after the replies of those before it: the first call with a given prefix writes it, later
     ones read it; a prefix shorter than ``min_tokens`` is neither (0, 0)."""
-    seen: set[int] = set()
+    seen: set[str] = set()
     out: list[tuple[int, int]] = []
     for call in calls:
         hint = call.cache_hint(document_sha256, min_tokens=min_tokens)
         if hint is None:
             out.append((0, 0))
             continue
-        identity = call.prefix_identity()
+        identity = call.prefix_digest()
         out.append((hint.tokens, 0) if identity in seen else (0, hint.tokens))
         seen.add(identity)
     return out

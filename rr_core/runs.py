@@ -65,6 +65,8 @@ TRACE_SCHEMA_VERSION = 3
 MAX_STORED_RESPONSE_CHARS = 64_000
 # A server that reports far fewer prompt tokens than were sent may have cut the prompt.
 TRUNCATION_RATIO = 0.6
+# How long a provider keeps a cached prompt prefix, by the hint's lifetime.
+CACHE_TTL_S = {"5m": 300.0, "1h": 3_600.0}
 
 
 # ---- Traces ---------------------------------------------------------------------------
@@ -89,6 +91,10 @@ class CallTrace:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     output_cost_usd: float = 0.0
+    cached_cost_usd: float = 0.0  # of cost_usd: the input read from the provider's prompt cache
+    # Prompt-cache tokens this call was expected to read (its prefix was sent before, within
+    # the cache's lifetime, and the hint went out); 0: no hit expected.
+    expected_cached_tokens: int = 0
     price_known: bool = True
     latency_s: float = 0.0
     cache_key: str = ""
@@ -215,18 +221,24 @@ class RunTrace:
         return self.error is None
 
     def cost_by_stage(self) -> dict[str, float]:
-        """Cost by stage (``retrieve``, ``answer``, ``map``, ``reduce``…) plus ``reminders``."""
+        """Cost by stage (``retrieve``, ``answer``, ``map``, ``reduce``…) plus ``reminders``
+        and ``cached`` (input read from the provider's prompt cache, apart)."""
         out: dict[str, float] = {}
-        reminders = 0.0
+        reminders = cached = 0.0
         for call in self.calls:
             prompt = call.usage.prompt_tokens
             share = call.reminder_tokens / prompt if prompt and call.reminder_tokens else 0.0
-            # Reminders are input tokens: their share of the call's input cost.
-            input_cost = call.cost_usd - call.output_cost_usd
+            # Reminders are input tokens: their share of the call's uncached input cost.
+            cached += call.cached_cost_usd
+            input_cost = call.cost_usd - call.output_cost_usd - call.cached_cost_usd
             reminders += input_cost * min(share, 1.0)
-            out[call.stage] = out.get(call.stage, 0.0) + call.cost_usd - input_cost * min(share, 1.0)
+            out[call.stage] = (
+                out.get(call.stage, 0.0) + call.cost_usd - call.cached_cost_usd - input_cost * min(share, 1.0)
+            )
         if reminders:
             out["reminders"] = reminders
+        if cached:
+            out["cached"] = cached
         return out
 
     def to_dict(self, *, prompts: bool = True) -> dict[str, Any]:
@@ -526,6 +538,8 @@ class Executor:
         self.calls_made = 0
         self._count_lock = threading.Lock()
         self.dispatcher = Dispatcher(NowSender(self._pool.submit, self._call_now), cache)
+        # Prompt-cache prefixes (``Outgoing.prefix``) a reply has come back for, and when.
+        self._warm: dict[str, float] = {}
 
     @property
     def calls_cached(self) -> int:
@@ -690,10 +704,12 @@ class Executor:
         except BudgetReached:
             raise self._skip(run, record, event, self._not_sent()) from None
         run.emit(event)
+        warm = self._warm_prefix(out)
         paid: float | None = None  # no bill until a reply comes back
         try:
             completion = self.client.complete(out.request)
             paid = price_usage(completion.usage, *run.plan.settings.pricing).total_usd
+            self._note_cache(run, out, warm, completion, record)
         except LLMError as exc:
             record.error = str(exc)
             record.latency_s = round(time.perf_counter() - pending.started, 3)
@@ -709,6 +725,32 @@ class Executor:
         if _parses(call, completion.text):
             self._keep(out.key, completion)
         return completion
+
+    def _warm_prefix(self, out: Outgoing) -> bool:
+        """Whether a reply to a call with the same cacheable prefix came back within its lifetime."""
+        hint = out.request.cache
+        if hint is None or out.prefix is None:
+            return False
+        with self._count_lock:
+            since = self._warm.get(out.prefix)
+        return since is not None and time.monotonic() - since < CACHE_TTL_S[hint.ttl]
+
+    def _note_cache(
+        self, run: _Run, out: Outgoing, warm: bool, completion: Completion, record: CallTrace
+    ) -> None:
+        """Remember a prefix the provider has now cached; say when an expected hit was not reported."""
+        hint = out.request.cache
+        if hint is None or out.prefix is None or not completion.cache_hint_sent:
+            return
+        with self._count_lock:
+            self._warm[out.prefix] = time.monotonic()
+        if warm:
+            record.expected_cached_tokens = hint.tokens
+            if completion.usage.cached_tokens == 0:
+                run.warn(
+                    f"Call {record.id}: a cache hit on ~{hint.tokens:,} tokens was expected (its prefix was sent "
+                    "before) and none was reported: those tokens were billed at the full input rate."
+                )
 
     def _keep(self, key: str, completion: Completion) -> None:
         """Store a parsed reply; when the store fails, send nothing more (it would be paid again)."""
@@ -753,15 +795,18 @@ class Executor:
         event = CallEvent(
             run.index, run.plan.method, run.plan.label, call.stage, call.chunk, len(record.pages), "started"
         )
+        hint = call.cache_hint(run.plan.document_sha256, "5m")
         request = LLMRequest(
             prompt=prompt,
             schema=call.schema,
             model=settings.model,
             max_output_tokens=call.max_output_tokens,
             layout=call.layout,
+            cache=hint,
         )
         pending = _Pending(run, call, record, event, time.perf_counter())
-        return Outgoing(key=key, request=request, owner=pending)
+        prefix = call.prefix_digest() if hint is not None else None
+        return Outgoing(key=key, request=request, prefix=prefix, owner=pending)
 
     def _finish(self, out: Outgoing, sent: Future[Delivered]) -> tuple[CallTrace, Any]:
         """The call's reply through the chain, priced, checked, parsed and kept."""
@@ -792,9 +837,10 @@ class Executor:
         record.response = completion.text[:MAX_STORED_RESPONSE_CHARS]
         record.usage = completion.usage
         cost = price_usage(completion.usage, *settings.pricing)
-        record.cost_usd, record.output_cost_usd, record.price_known = (
+        record.cost_usd, record.output_cost_usd, record.cached_cost_usd, record.price_known = (
             cost.total_usd,
             cost.output_usd,
+            cost.cached_usd,
             cost.known,
         )
         if (

@@ -496,8 +496,10 @@ def _iso(moment: float | None) -> str | None:
 class StubServer:
     """A ``ThreadingHTTPServer`` on 127.0.0.1 in a daemon thread; use as a context manager."""
 
-    def __init__(self, responder: Responder | None = None) -> None:
+    def __init__(self, responder: Responder | None = None, *, prompt_cache: bool = False) -> None:
         self.responder = responder
+        # Simulates the providers' prompt caches in default replies (``PromptCache``).
+        self.prompt_cache: PromptCache | None = PromptCache() if prompt_cache else None
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -1048,7 +1050,12 @@ class _Handler(BaseHTTPRequestHandler):
                 payload = error_body(kind, reply)
             else:
                 payload = success_body(kind, reply, body, counter)
+                cache = self.stub.prompt_cache if reply.usage == "default" else None
+                if cache is not None:
+                    payload["usage"] = cache.usage(kind, body, payload["usage"])
             self._send(reply.status, payload, reply.headers, reply.drip_s)
+            if self.stub.prompt_cache is not None and reply.status < 400:
+                self.stub.prompt_cache.replied(kind, body)
         finally:
             self.stub._done()
 
@@ -1081,3 +1088,128 @@ class _Handler(BaseHTTPRequestHandler):
                 self.stub.hangups += 1
                 return
             self.stub.dripped += 1
+
+
+# -- prompt caching ------------------------------------------------------------------------
+
+
+class PromptCache:
+    """The providers' prompt caches, simulated in default replies (``StubServer(prompt_cache=True)``).
+
+    A prefix is cached once a reply to a request carrying it has been sent (as Anthropic caches
+    only once a response has started: requests sent together all miss). Tokens are the stub's
+    (four characters each).
+
+    - Anthropic (``/v1/messages``): the user content up to its ``cache_control`` block is the
+      prefix; from the shortest cacheable size (1,024 tokens, 2,048 for Haiku models) a request
+      whose prefix was cached reports ``cache_read_input_tokens``, else it writes it
+      (``cache_creation_input_tokens``, split by lifetime in ``cache_creation``); either way
+      ``input_tokens`` is the rest.
+    - OpenAI Responses: requests with the same ``prompt_cache_key`` share a cache; a request
+      reads the longest prefix it shares with a prompt cached under its key, in 128-token
+      steps from 1,024 tokens (``input_tokens_details.cached_tokens``), and on a miss writes
+      its whole prompt in those steps (``cache_write_tokens``). Without a key nothing is read
+      (the routing a key buys is what the simulation rewards).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._anthropic: set[tuple[str, str]] = set()  # (model, prefix)
+        self._openai: dict[str, list[str]] = {}  # key -> prompts cached under it
+        self.reads = 0  # requests that read from the cache
+        self.writes = 0  # requests that wrote to it
+
+    def usage(self, kind: str, body: Any, usage: dict[str, Any]) -> dict[str, Any]:
+        """The default usage of a reply, with what the cache read and wrote."""
+        if kind == "messages":
+            return self._anthropic_usage(body, usage)
+        if kind == "responses":
+            return self._openai_usage(body, usage)
+        return usage
+
+    def replied(self, kind: str, body: Any) -> None:
+        """A reply to ``body`` has been sent: its prefix is cached from now on."""
+        with self._lock:
+            if kind == "messages" and (found := _anthropic_prefix(body)) is not None:
+                self._anthropic.add((str(body.get("model", "")), found[0]))
+            elif kind == "responses" and isinstance(body, dict) and body.get("prompt_cache_key"):
+                self._openai.setdefault(str(body["prompt_cache_key"]), []).append(prompt_of(body))
+
+    def _anthropic_usage(self, body: Any, usage: dict[str, Any]) -> dict[str, Any]:
+        found = _anthropic_prefix(body)
+        if found is None:
+            return usage
+        prefix, ttl = found
+        model = str(body.get("model", ""))
+        tokens = len(prefix) // 4
+        if tokens < (2_048 if "haiku" in model.lower() else 1_024):
+            return usage
+        total = _tokens(prompt_of(body))
+        with self._lock:
+            hit = (model, prefix) in self._anthropic
+            self.reads += hit
+            self.writes += not hit
+        out = {**usage, "input_tokens": max(total - tokens, 0)}
+        if hit:
+            return {**out, "cache_read_input_tokens": tokens, "cache_creation_input_tokens": 0}
+        split = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}
+        split[f"ephemeral_{ttl}_input_tokens"] = tokens
+        return {
+            **out,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": tokens,
+            "cache_creation": split,
+        }
+
+    def _openai_usage(self, body: Any, usage: dict[str, Any]) -> dict[str, Any]:
+        key = body.get("prompt_cache_key") if isinstance(body, dict) else None
+        if not key:
+            return usage
+        prompt = prompt_of(body)
+        with self._lock:
+            cached = list(self._openai.get(str(key), []))
+        shared = max((_common_prefix(prompt, other) for other in cached), default=0)
+        read = _in_steps(shared // 4)
+        written = 0 if read else _in_steps(_tokens(prompt))
+        with self._lock:
+            self.reads += bool(read)
+            self.writes += bool(written)
+        details = {
+            **usage.get("input_tokens_details", {}),
+            "cached_tokens": read,
+            "cache_write_tokens": written,
+        }
+        return {**usage, "input_tokens_details": details}
+
+
+def _anthropic_prefix(body: Any) -> tuple[str, str] | None:
+    """(the user content up to its cache breakpoint, the breakpoint's lifetime), or None."""
+    if not isinstance(body, dict) or not body.get("messages"):
+        return None
+    content = body["messages"][-1].get("content")
+    if not isinstance(content, list):
+        return None
+    text = ""
+    for block in content:
+        text += str(block.get("text", ""))
+        control = block.get("cache_control")
+        if isinstance(control, dict):
+            return text, str(control.get("ttl") or "5m")
+    return None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of two strings (bisection on slices)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _in_steps(tokens: int) -> int:
+    """OpenAI's cacheable size: 128-token steps from 1,024 tokens, else 0."""
+    return tokens // 128 * 128 if tokens >= 1_024 else 0

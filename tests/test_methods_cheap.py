@@ -125,7 +125,10 @@ def test_an_unknown_layout_is_refused_with_the_choices() -> None:
         # The cheap baselines' prompts are methods, not layouts of other methods.
         ("baseline:layout=repeated", "the layout is one of before-and-after, query-aware, question-after"),
         ("baseline:layout=document-first", "the layout is one of"),
-        ("rr:layout=question-after", "rr takes only before-and-after, query-aware, cache-aware (its reminders"),
+        (
+            "rr:layout=question-after",
+            "rr takes only before-and-after, query-aware, cache-aware (its reminders",
+        ),
         ("briefcontext:layout=question-after", "004 asks each group of passages with the question first"),
     ],
 )

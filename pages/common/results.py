@@ -421,6 +421,7 @@ def cost_chart(traces: Sequence[RunTrace]) -> go.Figure:
             marker_color=STAGE_COLOURS[key],
             hovertemplate="%{x}: $%{y:.5f}<extra>" + name + "</extra>",
         )
+    _cached_segment(fig, names, stages)
     fig.update_layout(
         barmode="stack",
         height=320,
@@ -429,6 +430,24 @@ def cost_chart(traces: Sequence[RunTrace]) -> go.Figure:
         legend={"orientation": "h", "y": 1.18, "x": 0},
     )
     return fig
+
+
+# Input read from the provider's prompt cache (RunTrace.cost_by_stage's "cached"), shown apart.
+CACHED_COLOUR = "#A8C5E8"
+CACHED_NAME = "cached input"
+
+
+def _cached_segment(fig: go.Figure, names: list[str], stages: list[dict[str, float]]) -> None:
+    """The cost of prompt-cache reads as a segment of its own, on top of the stages."""
+    values = [s.get("cached", 0.0) for s in stages]
+    if any(values):
+        fig.add_bar(
+            name=CACHED_NAME,
+            x=names,
+            y=values,
+            marker_color=CACHED_COLOUR,
+            hovertemplate="%{x}: $%{y:.5f}<extra>" + CACHED_NAME + "</extra>",
+        )
 
 
 def calls_rows(trace: RunTrace) -> list[dict[str, Any]]:
