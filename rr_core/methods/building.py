@@ -241,11 +241,12 @@ class Method:
             parts.append(
                 f"{param.symbol} = {value:,}" if isinstance(value, int) else f"{param.symbol} = {value:g}"
             )
-        if self.reminds and settings.reminder_style is not ReminderStyle.FULL:
-            parts.append(f"reminder: {settings.reminder_style.value}")
+        layout = self.layout_for(settings)
+        style = layout.reminder_style or settings.reminder_style  # what the reminders will say
+        if self.reminds and style is not ReminderStyle.FULL:
+            parts.append(f"reminder: {style.value}")
         if self.reminds and settings.reminder_placement is not ReminderPlacement.INTERVAL:
             parts.append(f"placement: {settings.reminder_placement.value}")
-        layout = self.layout_for(settings)
         if not self.own_layout and layout is not QuestionPlacement.BEFORE_AND_AFTER:
             parts.append(f"layout: {layout.value}")
         if self.needs_gold and settings.gold_pages:
