@@ -265,8 +265,13 @@ def default_text(body: Any) -> str:
     )
 
 
+# Counts a text's tokens in replies' usage (None: four characters a token); a benchmark sets a
+# real tokenizer here to compare estimates with bills in the same tokens.
+TOKENIZER: Callable[[str], int] | None = None
+
+
 def _tokens(text: str) -> int:
-    return max(1, len(text) // 4)
+    return max(1, TOKENIZER(text) if TOKENIZER is not None else len(text) // 4)
 
 
 def usage_for(kind: str, spec: UsageSpec, prompt: str, text: str) -> Any:
@@ -1098,7 +1103,7 @@ class PromptCache:
 
     A prefix is cached once a reply to a request carrying it has been sent (as Anthropic caches
     only once a response has started: requests sent together all miss). Tokens are the stub's
-    (four characters each).
+    (``TOKENIZER``, else four characters each).
 
     - Anthropic (``/v1/messages``): the user content up to its ``cache_control`` block is the
       prefix; from the shortest cacheable size (1,024 tokens, 2,048 for Haiku models) a request
@@ -1141,7 +1146,7 @@ class PromptCache:
             return usage
         prefix, ttl = found
         model = str(body.get("model", ""))
-        tokens = len(prefix) // 4
+        tokens = _tokens(prefix)
         if tokens < (2_048 if "haiku" in model.lower() else 1_024):
             return usage
         total = _tokens(prompt_of(body))
@@ -1169,7 +1174,7 @@ class PromptCache:
         with self._lock:
             cached = list(self._openai.get(str(key), []))
         shared = max((_common_prefix(prompt, other) for other in cached), default=0)
-        read = _in_steps(shared // 4)
+        read = _in_steps(_tokens(prompt[:shared]) if shared else 0)
         written = 0 if read else _in_steps(_tokens(prompt))
         with self._lock:
             self.reads += bool(read)
