@@ -2,8 +2,8 @@
 
 For each provider (Anthropic priced as claude-sonnet-5-5, OpenAI as gpt-4.1-mini) and each
 layout (the R&R paper's, and the cache-aware one), every method asks each question in its
-own plan. The dispatch order is the one the runner is to use: the first plan of a method
-alone, the rest once its reply has come back. The stubs simulate the providers' prompt caches
+own plan, all handed to one executor at once: its dispatch chain sends the first call of each
+shared prefix alone and the rest once its reply has come back. The stubs simulate the providers' prompt caches
 and bill in the same tokens the plans count (tiktoken where it loads). Printed per case: the
 estimate without and with expected caching, what the stubs billed, the estimate's error, the
 share of cacheable input billed as cache reads, the cost of cached input apart, and the
@@ -59,13 +59,8 @@ def document(pages: int, counter: object) -> Document:
 def run(stub: StubServer, provider: str, model: str, doc: Document, plans: list[Plan]) -> list[RunTrace]:
     url = stub.anthropic_url if provider == "anthropic" else stub.url
     client = make_client(provider, model=model, api_key="sk-bench", base_url=url, max_retries=0)
-    traces: list[RunTrace] = []
-    with Executor(client, concurrency=8) as executor:
-        for method in METHODS:
-            own = [p for p in plans if p.method == method]
-            traces += executor.run(doc, own[:1])  # one first ...
-            traces += executor.run(doc, own[1:])  # ... the rest once its reply is back
-    return traces
+    with Executor(client, concurrency=8) as executor:  # all at once: the dispatch chain orders them
+        return executor.run(doc, plans)
 
 
 def main() -> None:

@@ -56,7 +56,9 @@ if TYPE_CHECKING:
 # `pages` starts with only what reading a document needs. The method names are spelt out
 # here for the same reason (a test holds them to the registry).
 METHOD_NAMES = "baseline, reprompt, icr, rr, chunked-icr, chunked-rr, rag, briefcontext, question-last, repeat, closed-book, oracle"
-PRESET_NAMES = "quick, paper-grid, lost-in-the-middle, key-value, reprompt-interval, chunk-size, ablations, cache-aware"
+PRESET_NAMES = (
+    "quick, paper-grid, lost-in-the-middle, key-value, reprompt-interval, chunk-size, ablations, cache-aware"
+)
 
 EXIT_OK = 0
 EXIT_USAGE = 2

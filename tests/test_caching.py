@@ -443,6 +443,20 @@ def test_a_repeated_prefix_is_read_from_the_cache_and_priced_lower() -> None:
     assert first.calls[0].expected_cached_tokens == 0
 
 
+def test_questions_run_together_write_the_prefix_once_and_read_it_after() -> None:
+    """All plans at once, 8 calls in flight: the dispatch chain sends the first call of the
+    shared prefix alone, the others once its reply is back, so one write and the rest reads."""
+    document = fee_document()
+    questions = [f"What does page {n} say about the fee?" for n in range(1, 9)]
+    plans = cache_aware_plans(document, questions=questions)
+    with StubServer(prompt_cache=True) as stub, Executor(anthropic_on(stub), concurrency=8) as executor:
+        traces = executor.run(document, plans)
+        cache = stub.prompt_cache
+        assert cache is not None and (cache.writes, cache.reads) == (1, len(questions) - 1)
+    assert sum(1 for t in traces if t.calls[0].expected_cached_tokens) == len(questions) - 1
+    assert not any(t.warnings for t in traces)
+
+
 def test_a_missing_expected_hit_is_reported_on_the_run(stub: StubServer) -> None:
     """The plain stub reports no cache reads: the second call's expected hit is missing."""
     document = fee_document()
