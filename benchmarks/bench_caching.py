@@ -78,7 +78,7 @@ def main() -> None:
     print(
         "methods:",
         ", ".join(METHODS),
-        "— one plan per question; first plan of each method alone, then the rest",
+        "— one plan per question, all run at once (8 calls in flight; the chain sends each shared prefix first alone)",
     )
     header = (
         f"{'provider':<10} {'layout':<17} {'est. plain':>10} {'est. cached':>11} {'billed':>9} "
