@@ -441,6 +441,12 @@ def test_a_repeated_prefix_is_read_from_the_cache_and_priced_lower() -> None:
         assert call.cost_usd < 0.5 * first.calls[0].cost_usd
         assert not trace.warnings
     assert first.calls[0].expected_cached_tokens == 0
+    # The cost chart shows the cached input as a segment of its own, the stages without it.
+    from pages.common.results import CACHED_NAME, cost_chart
+
+    bars = {bar.name: list(bar.y) for bar in cost_chart([second]).data}
+    assert bars[CACHED_NAME] == [pytest.approx(second.calls[0].cached_cost_usd)]
+    assert sum(v[0] for v in bars.values()) == pytest.approx(second.cost_usd)
 
 
 def test_questions_run_together_write_the_prefix_once_and_read_it_after() -> None:
