@@ -18,6 +18,7 @@ from rr_core.plans import Plan
 from rr_core.questions import Question, mark_traces
 from rr_core.runs import CallEvent, Executor, RunTrace
 from rr_core.settings import DEFAULTS, PARAMS
+from rr_core.stages import stage_label
 from rr_core.store import open_store
 
 sidebar.page_setup()
@@ -417,7 +418,7 @@ def _line(event: CallEvent) -> str:
         "failed": ":red[:material/error:]",
         "skipped": ":material/block:",
     }.get(event.status, "•")
-    text = f"{icon} **{md(event.label)}** — {results.STAGE_NAMES.get(event.stage, event.stage)}{chunk} ({plural(event.pages, 'page')}): {event.status}"
+    text = f"{icon} **{md(event.label)}** — {stage_label(event.stage)}{chunk} ({plural(event.pages, 'page')}): {event.status}"
     if event.message:
         text += f" — {md(short(event.message, 160))}"
     return text
@@ -486,7 +487,7 @@ if clicked:
 
 last: dict[str, Any] | None = state.get("results")
 if last is None:
-    if S.provider() == "offline":
+    if not S.engine().is_llm:
         st.caption(
             "No key needed: the offline engine runs every method here for free. It is not an LLM, "
             "so it shows how the methods work and what they cost, not how well a model reads."

@@ -18,6 +18,7 @@ from rr_core.plans import Call, Citation, Plan
 from rr_core.questions import Question
 from rr_core.runs import CallTrace, RunTrace
 from rr_core.settings import RunSettings
+from rr_core.stages import stage_label
 from rr_core.tokens import TokenCounter
 from rr_core.viewer import (
     StripPage,
@@ -527,7 +528,7 @@ if shown is not None:
         chunk = f", part {sent.chunk}" if sent.chunk else ""
         entries.append(
             (
-                f"{i}. {results.STAGE_NAMES.get(sent.stage, sent.stage)}{chunk} — {plural(len(sent.pages), 'page')}",
+                f"{i}. {stage_label(sent.stage)}{chunk} — {plural(len(sent.pages), 'page')}",
                 known.get(sent.id),
                 sent,
             )
@@ -538,7 +539,7 @@ else:
         waits = "" if known.get(call.id) is call else " — waits for the phase before"
         entries.append(
             (
-                f"{i}. {results.STAGE_NAMES.get(call.stage, call.stage)}{chunk}{waits}",
+                f"{i}. {stage_label(call.stage)}{chunk}{waits}",
                 known.get(call.id),
                 None,
             )

@@ -12,6 +12,7 @@ from pages.common.text import md, plural, short, when
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError, RRError
 from rr_core.exports import to_csv, to_json, to_markdown
+from rr_core.llm import describe_provider
 from rr_core.plans import Outcome
 from rr_core.runs import RunTrace
 from rr_core.store import StoredRun, open_store
@@ -50,6 +51,23 @@ def _asked(runs: list[StoredRun]) -> tuple[str, int]:
     return asked[0], max(len(asked), *(r.questions for r in runs))
 
 
+# A free engine's runs (offline, simulated) paid nothing: their money is what it would cost.
+PAID, UNPAID = "cost (USD)", "would cost (USD), nothing paid"
+
+
+def _money(runs: list[StoredRun]) -> dict[str, float | None]:
+    """A batch's money column: paid, or (a free engine's) what the same tokens would cost."""
+    total = round(sum(r.cost_usd for r in runs), 6)
+    free = not any(describe_provider(r.provider).is_llm for r in runs)
+    return {PAID: None, UNPAID: total} if free else {PAID: total, UNPAID: None}
+
+
+def _cost_text(run: RunTrace) -> str:
+    if run.is_llm:
+        return f"{run.cost_usd:.5f}"
+    return f"would cost {run.cost_usd:.5f}, nothing paid"
+
+
 listed = [_asked(runs) for runs in batches.values()]
 table = pd.DataFrame(
     [
@@ -61,12 +79,14 @@ table = pd.DataFrame(
             "document": runs[0].document,
             "methods": ", ".join(dict.fromkeys(r.label for r in reversed(runs))),
             "answers": sum(1 for r in runs if r.error is None),
-            "cost (USD)": round(sum(r.cost_usd for r in runs), 6),
+            **_money(runs),
             "provider / model": f"{runs[0].provider} / {runs[0].model}",
         }
         for runs, (first, count) in zip(batches.values(), listed, strict=True)
     ]
 )
+# Only the money columns that hold something: a list of free runs shows no "cost" at all.
+table = table.drop(columns=[c for c in (PAID, UNPAID) if table[c].isna().all()])
 st.markdown("**Questions asked** — select rows to open, export or delete them.")
 event = st.dataframe(
     table,
@@ -74,7 +94,7 @@ event = st.dataframe(
     width="stretch",
     height=min(38 + 35 * len(batches), 320),
     column_config={
-        "cost (USD)": st.column_config.NumberColumn(format="$%.5f"),
+        **{c: st.column_config.NumberColumn(format="$%.5f") for c in (PAID, UNPAID) if c in table.columns},
         "questions": st.column_config.NumberColumn(
             width=80, help="How many questions were asked together (the first is shown)"
         ),
@@ -257,7 +277,7 @@ with compare_tab:
             "retrieved pages": tuple(" ".join(map(str, o.retrieved_pages)) if o else "—" for o in (oa, ob)),
             f"input tokens{whole}": (f"{a.usage.prompt_tokens:,}", f"{b.usage.prompt_tokens:,}"),
             f"output tokens{whole}": (f"{a.usage.output_tokens:,}", f"{b.usage.output_tokens:,}"),
-            f"cost (USD){whole}": (f"{a.cost_usd:.5f}", f"{b.cost_usd:.5f}"),
+            f"cost (USD){whole}": (_cost_text(a), _cost_text(b)),
             f"latency (s){whole}": (f"{a.latency_s:.2f}", f"{b.latency_s:.2f}"),
             "provider / model": (f"{a.provider} / {a.model}", f"{b.provider} / {b.model}"),
         }

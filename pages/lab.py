@@ -15,7 +15,7 @@ from pages.common.text import md, plural
 from rr_core.costs import context_window
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, RRError
-from rr_core.lab import TASKS, build_trials, trial_notes, trial_spec
+from rr_core.lab import TASKS, build_trials, get_task, trial_notes, trial_spec
 from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.presets import PRESETS, default_lengths
 from rr_core.lab.report import (
@@ -31,9 +31,8 @@ from rr_core.lab.report import (
 )
 from rr_core.lab.stats import EFFECTIVE_MARGIN, EFFECTIVE_RULE, percent, percent_range
 from rr_core.lab.sweep import SweepPlan, SweepResult, check_budget, plan_sweep, run_sweep
+from rr_core.llm import DEFAULT_PRICE_MODEL, REGISTRY, engine_client, get_provider
 from rr_core.llm.base import temperature_sent
-from rr_core.llm.offline import OfflineEngine
-from rr_core.llm.simulated import SIMULATED_LABEL, SimulatedReader
 from rr_core.methods import all_methods, get_method, parse_spec
 from rr_core.questions import Question, parse_questions
 from rr_core.runs import Budget, Executor
@@ -52,18 +51,13 @@ st.caption(
 
 # ---- Engine ----------------------------------------------------------------------------------
 
-ENGINES = {
-    "provider": "The model chosen in the sidebar",
-    "simulated": SIMULATED_LABEL,
-    "offline": "Offline engine (BM25 ranking; not an LLM)",
-}
-# The second line of every chart's title: a saved picture of a free engine cannot pass for a model's.
-CHART_NOTES = {
-    "simulated": "simulated reader — not an LLM",
-    "offline": "offline engine — not an LLM",
-}
-engine_options = ["simulated", "offline"] + (["provider"] if S.provider() != "offline" else [])
-state.setdefault("lab_engine", "provider" if S.provider() != "offline" else "simulated")
+# "provider": the model chosen in the sidebar; otherwise a free engine of the registry (the
+# simulated reader first: it is the one with a middle to lose).
+PROVIDER = "provider"
+FREE_ENGINES = sorted((p for p in REGISTRY.values() if p.free), key=lambda p: p.in_app)
+ENGINES = {PROVIDER: "The model chosen in the sidebar"} | {p.name: p.engine_label for p in FREE_ENGINES}
+engine_options = [p.name for p in FREE_ENGINES] + ([PROVIDER] if S.engine().is_llm else [])
+state.setdefault("lab_engine", PROVIDER if S.engine().is_llm else FREE_ENGINES[0].name)
 if state["lab_engine"] not in engine_options:
     state["lab_engine"] = engine_options[0]
 engine_col, preset_col = st.columns(2)
@@ -76,23 +70,15 @@ with engine_col:
         # Labels made now: a format function that read the session later would fail where
         # it is called outside a script run (AppTest formats values that way).
         format_func={
-            e: ENGINES[e] + (f": {S.provider()} / {S.model()}" if e == "provider" else "")
+            e: ENGINES[e] + (f": {S.provider()} / {S.model()}" if e == PROVIDER else "")
             for e in engine_options
         }.__getitem__,
     )
     engine = state["lab_engine"]
-    if engine == "simulated":
-        st.info(
-            "**A demonstration, not a model.** This reader can only see pages within a few thousand tokens of a "
-            "copy of the instructions, so it loses the middle of long documents by construction. It shows what "
-            "the measurement looks like and how reminders change it; to learn how *your* model reads, choose it "
-            "in the sidebar."
-        )
-    elif engine == "offline":
-        st.info(
-            "**Not an LLM.** The offline engine finds pages by the question's words wherever they sit, so it has no "
-            "middle to lose: every preset runs end to end for free, showing the machinery, not a model's behaviour."
-        )
+    # The engine that measures: the sidebar's provider, or a free engine of the registry.
+    measured = S.engine() if engine == PROVIDER else get_provider(engine)
+    if measured.lab_info:
+        st.info(measured.lab_info)
 with preset_col:
     state.setdefault("lab_preset", "quick")
     S.bound(
@@ -112,7 +98,8 @@ document: Document | None = None
 qa_path: Path | None = None
 own_questions: tuple[Question, ...] = ()
 task = preset.task
-if task in ("planted",):
+lab_task = get_task(task)
+if lab_task.needs_document:
     try:
         document = docs.active_document()
     except RRError as exc:
@@ -133,21 +120,18 @@ if task in ("planted",):
         except (RRError, UnicodeDecodeError) as exc:
             st.error(md(exc))
             st.stop()
-        task = "questions"
+        task = next(t.name for t in TASKS.values() if t.needs_questions)
+        lab_task = get_task(task)
         st.caption(
             f"{plural(len(own_questions), 'question')} read from {md(own.name)}: each is asked of the whole document."
         )
-elif task in ("passages", "kv"):
+elif lab_task.reads_file:
     qa = st.file_uploader(
-        "QA file of the Lost-in-the-Middle release (JSONL or .jsonl.gz: question, answers, ctxs marked "
-        "isgold / hasanswer; a 10-, 20- or 30-document file, or an oracle file with one passage per question)"
-        if task == "passages"
-        else "Optional: a key–value file of the Lost-in-the-Middle release (kv-retrieval-75/140/300_keys.jsonl.gz); "
-        "without one, the pairs are generated",
+        lab_task.file_prompt,
         type=["jsonl", "gz", "json"],
         key=f"w.lab_{task}_file",
     )
-    if qa is None and task == "passages":
+    if qa is None and lab_task.needs_file:
         st.info(
             "The product ships no third-party data: point it at a QA file (for example NaturalQuestions-Open's "
             "20-document file; with the oracle file, the distracters are other questions' passages ranked by BM25)."
@@ -158,7 +142,7 @@ elif task in ("passages", "kv"):
         folder.mkdir(exist_ok=True)
         qa_path = folder / Path(qa.name).name
         qa_path.write_bytes(qa.getvalue())
-        if task == "kv" and state.get("lab_kv_for") != qa.name:
+        if lab_task.pairs and state.get("lab_kv_for") != qa.name:
             state["lab_kv_for"] = qa.name
             state["lab_lengths"] = ""  # each row's own number of pairs, unless the user cuts it
 
@@ -171,7 +155,7 @@ if state["lab_methods_for"] != preset.name:
     state["lab_layout"] = preset.layout.value
     state["lab_methods"] = ", ".join(preset.series)
     start = preset.lengths or (default_lengths(document.total_tokens) if document else (10_000,))
-    state["lab_lengths"] = "" if task == "kv" and qa_path else ", ".join(f"{n}" for n in start)
+    state["lab_lengths"] = "" if lab_task.pairs and qa_path else ", ".join(f"{n}" for n in start)
     state["lab_depths"] = "" if preset.depth_step_tokens else ", ".join(f"{d:g}" for d in preset.depths)
     state["lab_repeats"] = preset.repeats
 with st.expander("Methods and grid", expanded=True):
@@ -188,11 +172,11 @@ with st.expander("Methods and grid", expanded=True):
         S.bound(
             st.text_input,
             "Lengths ("
-            + ("key–value pairs" if task == "kv" else "tokens")
-            + ("; empty: all of the file's" if task == "kv" and qa_path else "")
+            + ("key–value pairs" if lab_task.pairs else "tokens")
+            + ("; empty: all of the file's" if lab_task.pairs and qa_path else "")
             + ")",
             "lab_lengths",
-            disabled=task == "questions",
+            disabled=not lab_task.grid,
         )
     with grid_cols[1]:
         S.bound(
@@ -202,7 +186,7 @@ with st.expander("Methods and grid", expanded=True):
             placeholder="every 10k tokens (the paper's grid)"
             if preset.depth_step_tokens
             else "0, 25, 50, 75, 100",
-            disabled=task == "questions",
+            disabled=not lab_task.grid,
         )
     with grid_cols[2]:
         S.bound(st.number_input, "Repeats per cell", "lab_repeats", min_value=1, max_value=20, step=1)
@@ -211,7 +195,7 @@ with st.expander("Methods and grid", expanded=True):
         "Paraphrased questions",
         key="w.lab_paraphrase",
         help="Little word overlap with the fact: lexical search cannot shortcut it.",
-        disabled=task != "planted",
+        disabled=not lab_task.plants,
     )
     distracters = option_cols[1].slider(
         "Distracters",
@@ -220,7 +204,7 @@ with st.expander("Methods and grid", expanded=True):
         0,
         key="w.lab_distracters",
         help="Near-copies of the fact with other values, elsewhere in the document.",
-        disabled=task != "planted",
+        disabled=not lab_task.plants,
     )
     with_bounds = option_cols[2].checkbox(
         "Closed-book and oracle bounds", value=preset.bounds, key="w.lab_bounds"
@@ -261,8 +245,8 @@ except (ValueError, RRError) as exc:
     st.error(f"Methods, lengths and depths must be lists separated by commas ({md(exc)}).")
     st.stop()
 
-token_model = S.token_model() if engine == "provider" else "gpt-4.1-mini"
-counter = S.counter() if engine == "provider" else counter_for_model(token_model)
+token_model = S.token_model() if engine == PROVIDER else DEFAULT_PRICE_MODEL
+counter = S.counter() if engine == PROVIDER else counter_for_model(token_model)
 try:
     spec = trial_spec(
         preset,
@@ -287,7 +271,7 @@ except RRError as exc:
 
 run_col, summary_col = st.columns([3, 7], vertical_alignment="center")
 clicked = run_col.button("Run the measurement", type="primary", key="lab_run", width="stretch")
-free = engine != "provider"
+free = measured.free
 summary_col.markdown(
     f"**Before running:** {plural(len(plan.trials), 'trial')} × methods = {plural(len(plan.jobs), 'run')}, "
     f"about {plural(plan.calls, 'call')} and {plan.input_tokens:,} input tokens: **~${plan.usd:.2f}** as "
@@ -329,11 +313,9 @@ st.caption(
 
 
 def _client() -> Any:
-    if engine == "simulated":
-        return SimulatedReader(reach=4_000, counter=counter)
-    if engine == "offline":
-        return OfflineEngine(counter)
-    return S.new_client()
+    if engine == PROVIDER:
+        return S.new_client()
+    return engine_client(engine, model=measured.default_model, counter=counter)
 
 
 unpriced = not free and (plan.price_assumed or not plan.cost.known) and float(state["lab_budget"]) > 0
@@ -368,7 +350,7 @@ if clicked:
     st.caption(
         "Leaving this screen or pressing Stop in the top corner stops the sweep; everything finished is kept."
     )
-    window = context_window(S.model(), S.provider()) if engine == "provider" else None
+    window = context_window(S.model(), S.provider()) if engine == PROVIDER else None
     with Executor(
         client, concurrency=S.concurrency(), cache=store, context_window=window, budget=budget
     ) as executor:
@@ -378,15 +360,16 @@ if clicked:
     state["lab_result"] = {
         "plan": plan,
         "result": finished,
-        "engine": ENGINES[engine] + (f": {S.provider()} / {S.model()}" if engine == "provider" else ""),
-        "note": CHART_NOTES.get(engine, f"{S.provider()} / {S.model()}"),
+        "engine": ENGINES[engine] + (f": {S.provider()} / {S.model()}" if engine == PROVIDER else ""),
+        # The second line of every chart's title: a saved picture of a free engine cannot pass for a model's.
+        "note": measured.note or f"{S.provider()} / {S.model()}",
         "records": {
-            "engine": engine if engine != "provider" else S.provider(),
+            "engine": measured.name,
             "is_llm": int(client.is_llm),
             "seed": spec.seed,
             "temperature": temperature_sent(client),
         },
-        "document": document.name if document else TASKS[task],
+        "document": document.name if document else lab_task.label,
         "title": preset.title,
     }
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rr_core.errors import ConfigError, LedgerError, LLMError, MissingKeyError, RRError
-from rr_core.llm import DEFAULT_MODELS, PROVIDERS, default_provider, make_client
+from rr_core.llm import ALL_PROVIDERS, PROVIDERS, default_provider, engine_client, get_provider, make_client
 from rr_core.llm.config import COMPAT_KEY_VAR, command_line_compat_key
 from rr_core.quotes import check_words
 from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
@@ -232,7 +232,7 @@ def _parser() -> argparse.ArgumentParser:
         help="budget cap: refuse to start above it, and send no call that would pass it",
     )
     p_lab.add_argument("--dry-run", action="store_true", help="print the plan and its cost; send nothing")
-    p_lab.add_argument("--provider", default=None, choices=[*PROVIDERS, "simulated"])
+    p_lab.add_argument("--provider", default=None, choices=list(ALL_PROVIDERS))
     p_lab.add_argument(
         "--reach", type=int, default=4_000, help="the simulated reader sees pages this near instructions"
     )
@@ -279,7 +279,7 @@ def _given_key(args: argparse.Namespace, provider: str) -> str | None:
     """The key named by ``--api-key-env``; for a compatible server without it,
     ``RR_COMPAT_API_KEY`` unless ``OPENAI_BASE_URL`` names a server other than ``--base-url``."""
     if not args.api_key_env:
-        return command_line_compat_key(args.base_url) if provider == "openai-compatible" else None
+        return command_line_compat_key(args.base_url) if get_provider(provider).optional_key else None
     variable = args.api_key_env
     key = os.environ.get(variable, "").strip()
     if not key and args.api_key_env:
@@ -309,7 +309,7 @@ def _questions(args: argparse.Namespace) -> list[Question]:
 
 
 def _base_settings(args: argparse.Namespace, provider: str, model: str) -> RunSettings:
-    price_model = args.price_model or ("gpt-4.1-mini" if provider == "offline" else "")
+    price_model = args.price_model or get_provider(provider).default_price_model
     return RunSettings(
         reminder_every=args.interval,
         top_k=args.top_k,
@@ -397,7 +397,7 @@ def _plan_json(plan: Plan, document: Document) -> dict[str, Any]:
 def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     """The plan of one method (for one question, or several)."""
     provider = args.provider
-    model = args.model or DEFAULT_MODELS[provider]
+    model = get_provider(provider).model_or_default(args.model)
     document = _open(args, model)
     counter = counter_for_model(model)
     from rr_core.methods import parse_spec, plan_questions
@@ -421,7 +421,7 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.store import Store, open_store
 
     provider = args.provider or default_provider()
-    model = args.model or DEFAULT_MODELS[provider]
+    model = get_provider(provider).model_or_default(args.model)
     document = _open(args, model)
     counter = counter_for_model(model)
     questions = _questions(args)
@@ -432,7 +432,7 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     plans = [
         p for spec in specs for p in plan_questions(document, questions, parse_spec(spec, base), counter)
     ]
-    if args.max_usd is not None and provider != "offline":
+    if args.max_usd is not None and get_provider(provider).is_llm:
         _check_ask_budget(plans, base, args.max_usd)
     client = make_client(
         provider,
@@ -558,7 +558,6 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.lab.report import protocol, sweep_json, trials_csv
     from rr_core.lab.sweep import check_budget, plan_sweep, run_sweep
     from rr_core.llm.base import temperature_sent
-    from rr_core.llm.simulated import SimulatedReader
     from rr_core.methods import parse_spec
     from rr_core.questions import read_questions
     from rr_core.runs import Budget, Executor
@@ -566,8 +565,9 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
 
     preset = get_preset(args.preset)
     provider = args.provider or default_provider()
-    model = args.model or ("simulated" if provider == "simulated" else DEFAULT_MODELS[provider])
-    counter = counter_for_model("gpt-4.1-mini" if provider == "simulated" else model)
+    engine = get_provider(provider)
+    model = engine.model_or_default(args.model)
+    counter = counter_for_model(engine.counter_model(model))
     document = _open(args, model) if args.file else None
     questions = tuple(read_questions(Path(args.questions))) if args.questions else ()
     task = "questions" if questions else preset.task
@@ -584,7 +584,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         questions=questions,
     )
     trials = build_trials(spec, preset, document, counter, depths=_numbers(args.depths, float, "--depths"))
-    price_model = args.price_model or ("gpt-4.1-mini" if provider in ("offline", "simulated") else "")
+    price_model = args.price_model or engine.default_price_model
     layout = QuestionPlacement(args.layout) if args.layout else preset.layout
     base = RunSettings(model=model, provider=provider, price_model=price_model, question_placement=layout)
     specs = [m for m in (args.methods.split(",") if args.methods else preset.series) if m.strip()]
@@ -593,7 +593,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     check_budget(plan, args.max_usd)
     context = {
         "preset": preset.name,
-        "task": TASKS[spec.task],
+        "task": TASKS[spec.task].label,
         "file": document.name if document else (Path(args.qa_file).name if args.qa_file else None),
         "provider": provider,
         "model": model,
@@ -603,17 +603,16 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.dry_run:
         return {**context, "protocol": protocol(plan), "plan": plan.summary(), "dry_run": True}
-    if provider == "simulated":
-        client: Any = SimulatedReader(reach=args.reach, counter=counter)
-    else:
-        client = make_client(
-            provider,
-            model=model,
-            api_key=_given_key(args, provider),
-            base_url=args.base_url,
-            timeout_s=args.timeout,
-            on_wait=_waiting(args),
-        )
+    client = engine_client(
+        provider,
+        model=model,
+        counter=counter,
+        reach=args.reach,
+        api_key=_given_key(args, provider),
+        base_url=args.base_url,
+        timeout_s=args.timeout,
+        on_wait=_waiting(args),
+    )
     done = {"n": 0}
 
     def progress(finished: int, total: int, _: object) -> None:
@@ -621,7 +620,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
             done["n"] = finished
             print(f"  {finished}/{total} runs", file=sys.stderr)
 
-    window = None if provider == "simulated" else context_window(model, provider)
+    window = context_window(model, provider)
     budget = Budget(args.max_usd) if args.max_usd is not None else None
     with Executor(
         client, concurrency=args.concurrency, cache=open_store(), context_window=window, budget=budget

@@ -38,6 +38,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from rr_core.llm.base import Usage
+from rr_core.llm.providers import OFFLINE, REGISTRY, find_provider
 
 if TYPE_CHECKING:
     from genai_prices.data_snapshot import DataSnapshot
@@ -63,10 +64,8 @@ Mode = Literal["now", "batch"]
 
 # The share of the list price a provider batch saves, as the providers publish it (OpenAI
 # Batch, Anthropic Message Batches: 50% off), for models whose price data has no batch rates.
-BATCH_DISCOUNT: dict[str, float] = {"openai": 0.5, "anthropic": 0.5}
-# Anthropic's cache-write prices as multiples of the input rate (5-minute and one-hour
-# lifetimes), for models whose price data lists none.
-ANTHROPIC_CACHE_WRITE = {"5m": 1.25, "1h": 2.0}
+# (The provider registry holds each discount; this is the table of them.)
+BATCH_DISCOUNT: dict[str, float] = {p.name: p.batch_discount for p in REGISTRY.values() if p.batch_discount}
 
 
 # genai-prices (0.2 s to import) is loaded on the first price asked for, not with the module:
@@ -146,10 +145,11 @@ def _join_sources(a: str, b: str) -> str:
 LOCAL_SOURCE = "local model (free)"
 OFFLINE_SOURCE = "offline engine (free)"
 
-# Providers that run on the user's own machine or server: always free.
+# Providers that run on the user's own machine or server: always free (the registered ones,
+# and names a stored or hand-written settings file may use for one).
 LOCAL_PROVIDERS: frozenset[str] = frozenset(
     {
-        "openai-compatible",
+        *(p.name for p in REGISTRY.values() if p.local),
         "ollama",
         "vllm",
         "llama.cpp",
@@ -160,9 +160,8 @@ LOCAL_PROVIDERS: frozenset[str] = frozenset(
 )
 
 # Looked up by lower-cased model id before genai-prices; add models it lacks here.
-OVERRIDES: dict[str, Price] = {
-    "offline": Price(0.0, 0.0, 0.0, 0.0, OFFLINE_SOURCE),
-}
+_FREE_ENGINE_PRICE = Price(0.0, 0.0, 0.0, 0.0, OFFLINE_SOURCE)
+OVERRIDES: dict[str, Price] = {OFFLINE.default_model: _FREE_ENGINE_PRICE}
 _LOCAL_PRICE = Price(0.0, 0.0, 0.0, 0.0, LOCAL_SOURCE)
 
 # A short list for a model dropdown: current and popular ids, all priced by genai-prices.
@@ -260,8 +259,10 @@ def _rates(model: str, provider: str | None, utc_day: int, mode: Mode = "now") -
     prov = provider.strip().lower() if provider else None
     if prov in LOCAL_PROVIDERS:
         return _free(_LOCAL_PRICE)
-    if prov == "offline":
-        return _free(OVERRIDES.get(key, OVERRIDES["offline"]))
+    engine = find_provider(prov)
+    if engine is not None and engine.free:
+        # A free engine's own model (not a "price as" model) costs nothing.
+        return _free(OVERRIDES.get(key, _FREE_ENGINE_PRICE))
     if key in OVERRIDES:
         return _free(OVERRIDES[key])
     if not key:
@@ -289,10 +290,12 @@ def _rates(model: str, provider: str | None, utc_day: int, mode: Mode = "now") -
         return _unknown(model)  # priced per image, second or character, not per token
     input_rate = _to_rate(input_value, _ZERO_RATE)
     cached = _to_rate(model_price.cache_read_mtok, input_rate)
-    anthropic = prov == "anthropic"
-    write_5m = input_rate.times(ANTHROPIC_CACHE_WRITE["5m"]) if anthropic else input_rate
+    # A provider's published cache-write multiples (Anthropic's), where the data lists no price.
+    engine = find_provider(prov)
+    multiples = engine.cache_write_multiples if engine is not None else None
+    write_5m = input_rate.times(multiples[0]) if multiples else input_rate
     cache_write = _to_rate(model_price.cache_write_mtok, write_5m)
-    write_1h = input_rate.times(ANTHROPIC_CACHE_WRITE["1h"]) if anthropic else cache_write
+    write_1h = input_rate.times(multiples[1]) if multiples else cache_write
     cache_write_1h = _to_rate(model_price.cache_write_1h_mtok, write_1h)
     output = _to_rate(output_value, _ZERO_RATE)
     if factor != 1.0:
@@ -394,7 +397,13 @@ def context_window(model: str, provider: str | None = None) -> int | None:
     servers, the offline engine, models the data does not list)."""
     key = model.strip().lower()
     prov = provider.strip().lower() if provider else None
-    if not key or prov in LOCAL_PROVIDERS or prov == "offline" or key in OVERRIDES:
+    engine = find_provider(prov)
+    if (
+        not key
+        or prov in LOCAL_PROVIDERS
+        or (engine is not None and not engine.known_window)
+        or key in OVERRIDES
+    ):
         return None
     try:
         _, info = _snapshot().find_provider_model(key, None, prov or _infer_provider(key), None)

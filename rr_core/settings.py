@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from rr_core.errors import ConfigError
+from rr_core.llm.providers import DEFAULT_PRICE_MODEL, OFFLINE
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,8 +247,8 @@ class RunSettings:
     question_placement: QuestionPlacement = QuestionPlacement.BEFORE_AND_AFTER
     # The oracle reads only these pages (the upper bound; the user or the Lab names them).
     gold_pages: tuple[int, ...] = ()
-    model: str = "gpt-4.1-mini"
-    provider: str = "offline"
+    model: str = DEFAULT_PRICE_MODEL
+    provider: str = OFFLINE.name
     # Price the run as this model (the offline engine is free, but shows what a paid model
     # would cost for the same tokens). Empty: the model itself.
     price_model: str = ""

@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from rr_core.llm.providers import OFFLINE
+
 BUNDLED_TIKTOKEN = Path(__file__).resolve().parent / "data" / "tiktoken"
 
 # Each bundled file is named as tiktoken names its cache entry (the SHA-1 of the encoding's
@@ -163,7 +165,11 @@ def encoding_for_model(model: str) -> tuple[str, bool]:
         return "cl100k_base", False
     if "claude" in name:
         return "o200k_base", True
-    return "o200k_base", name not in {"", "offline"} and not _is_openai(name)
+    # A free engine's model id ("offline") has no tokenizer of its own: not an estimate there.
+    return "o200k_base", name not in {"", *_FREE_ENGINE_MODELS} and not _is_openai(name)
+
+
+_FREE_ENGINE_MODELS = frozenset({OFFLINE.default_model})
 
 
 def _is_openai(name: str) -> bool:

@@ -108,7 +108,11 @@ def test_one_row_per_question_newest_first(three_questions) -> None:
     for row, (_, traces) in zip(rows, reversed(three_questions), strict=True):
         assert row["methods"] == "Baseline, R&R"
         assert row["answers"] == 2
-        assert row["cost (USD)"] == pytest.approx(sum(t.cost_usd for t in traces), abs=1e-6)
+        # The offline engine paid nothing: its column says what the same tokens would cost.
+        assert "cost (USD)" not in row
+        assert row["would cost (USD), nothing paid"] == pytest.approx(
+            sum(t.cost_usd for t in traces), abs=1e-6
+        )
         assert row["provider / model"] == "offline / offline"
     assert any(c.startswith("3 questions, 6 runs stored in") for c in texts(at, "caption"))
     # Nothing selected: each tab says to select.
@@ -313,6 +317,8 @@ def test_compare_two_runs_shows_their_question_and_document(three_questions) -> 
     assert facts["method"]["A"] == "Baseline" and facts["method"]["B"].startswith("R&R (")
     assert facts["input tokens"]["B"] == f"{last[1].usage.prompt_tokens:,}"
     assert facts["provider / model"]["same"] == "✓"
+    # Offline runs paid nothing: the money row says what the tokens would cost.
+    assert facts["cost (USD)"]["B"] == f"would cost {last[1].cost_usd:.5f}, nothing paid"
 
 
 def test_a_run_of_several_questions_counts_them_all_though_it_is_one_run() -> None:

@@ -133,3 +133,134 @@ def test_the_store_seams_import_no_database_and_only_the_store_imports_sqlite() 
     ]
     assert offenders == []
     assert "sqlite3" in _imports(ROOT / "rr_core" / "store" / "sqlite.py")  # the check looks where it is
+
+
+# ---- Name switches, counted on the syntax tree ------------------------------------------------
+
+
+def _compared_literals(tree: ast.AST, *, tables: bool = True) -> list[tuple[int, str]]:
+    """Every string literal a comparison tests against (``x == "a"``, ``x in ("a", "b")``), and
+    every literal key of a table looked up by name (``{"a": ..., "b": ...}``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict) and tables:
+            found.extend(
+                (node.lineno, key.value)
+                for key in node.keys
+                if isinstance(key, ast.Constant) and isinstance(key.value, str)
+            )
+            continue
+        if not isinstance(node, ast.Compare):
+            continue
+        for operand in (node.left, *node.comparators):
+            items = operand.elts if isinstance(operand, ast.Tuple | ast.List | ast.Set) else [operand]
+            found.extend(
+                (node.lineno, item.value)
+                for item in items
+                if isinstance(item, ast.Constant) and isinstance(item.value, str)
+            )
+    return found
+
+
+def name_switches(names: set[str], *, outside: tuple[str, ...], tables: bool = True) -> list[str]:
+    """``file:line: name`` for every comparison with one of ``names`` in rr_core, the screens
+    and app.py, except under the folders (or files) of ``outside``; with ``tables``, also every
+    table keyed by one (method and stage names are also JSON fields: "answer", "repeat")."""
+    offenders = []
+    for path in _files("rr_core", "pages", "app.py"):
+        rel = _rel(path)
+        if rel.startswith(outside):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        offenders.extend(
+            f"{rel}:{line}: {value}"
+            for line, value in _compared_literals(tree, tables=tables)
+            if value in names
+        )
+    return offenders
+
+
+def _provider_names() -> set[str]:
+    from rr_core.llm.providers import REGISTRY
+
+    return set(REGISTRY)
+
+
+def _method_names() -> set[str]:
+    from rr_core.methods import all_methods
+
+    return {m.name for m in all_methods()}
+
+
+def _stage_names() -> set[str]:
+    from rr_core.stages import all_stages
+
+    return {s.name for s in all_stages()}
+
+
+def test_the_counter_sees_a_switch() -> None:
+    tree = ast.parse('if p == "offline" or q in ("openai", "x") or "anthropic" != r: pass')
+    assert sorted(v for _, v in _compared_literals(tree)) == ["anthropic", "offline", "openai", "x"]
+    table = ast.parse('LABELS = {"simulated": "a reader", "other": 1}')
+    assert sorted(v for _, v in _compared_literals(table)) == ["other", "simulated"]
+
+
+def test_no_provider_name_is_compared_outside_the_engine_package() -> None:
+    assert _provider_names() >= {"offline", "openai", "anthropic", "openai-compatible", "simulated"}
+    assert name_switches(_provider_names(), outside=("rr_core/llm/",)) == []
+
+
+def test_no_method_or_stage_name_is_compared_outside_their_registries() -> None:
+    assert name_switches(_method_names(), outside=("rr_core/methods/",), tables=False) == []
+    assert (
+        name_switches(_stage_names(), outside=("rr_core/methods/", "rr_core/stages.py"), tables=False) == []
+    )
+
+
+# ---- The engine's own layers -----------------------------------------------------------------
+
+
+def _rr_imports(path: Path) -> set[str]:
+    """The ``rr_core`` modules a file imports (``rr_core.store``, ``rr_core.llm.openai_client``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.startswith("rr_core"))
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.startswith("rr_core")
+        ):
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+def _offenders(folder: str, banned: tuple[str, ...]) -> dict[str, set[str]]:
+    out = {}
+    for path in _files(folder):
+        if not path.exists():
+            continue
+        bad = {n for n in _rr_imports(path) if n.startswith(banned)}
+        if bad:
+            out[_rel(path)] = bad
+    return out
+
+
+def test_the_provider_layer_imports_no_method_lab_run_or_store() -> None:
+    banned = ("rr_core.methods", "rr_core.lab", "rr_core.runs", "rr_core.store", "rr_core.workbench")
+    assert _offenders("rr_core/llm", banned) == {}
+
+
+def test_plans_make_no_client() -> None:
+    banned = ("rr_core.llm.openai_client", "rr_core.llm.anthropic_client", "rr_core.llm.deadline")
+    banned += ("rr_core.llm.make_client", "rr_core.llm.client_for", "rr_core.runs")
+    assert {k: v for k, v in _offenders("rr_core/plans.py", banned).items()} == {}
+
+
+def test_the_store_imports_no_sdk_adapter() -> None:
+    banned = ("rr_core.llm.openai_client", "rr_core.llm.anthropic_client", "rr_core.llm.deadline")
+    offenders = {**_offenders("rr_core/store.py", banned), **_offenders("rr_core/store", banned)}
+    assert offenders == {}

@@ -10,9 +10,10 @@ import streamlit as st
 
 from pages.common.docs import page_ref
 from pages.common.text import md, plural, table
-from rr_core import errors, quotes
+from rr_core import errors, quotes, stages
 from rr_core.documents import Document
 from rr_core.errors import RRError
+from rr_core.llm import describe_provider
 from rr_core.methods import get_method
 from rr_core.plans import Citation, Outcome
 from rr_core.runs import RunTrace
@@ -31,21 +32,6 @@ _HINTS: dict[type[Exception], str] = {
 }
 HINTS: dict[str, str] = {cls.__name__: hint for cls, hint in _HINTS.items()} | {
     "InternalError": "This is a bug in R&R Studio; the other methods' results are still valid."
-}
-STAGE_COLOURS = {
-    "rank": "#7A7A7A",
-    "retrieve": "#2F5FD0",
-    "map": "#7E57C2",
-    "reduce": "#26A69A",
-    "answer": "#4CB391",
-    "reminders": "#F2A541",
-}
-STAGE_NAMES = {
-    "retrieve": "retrieval",
-    "map": "map (read groups)",
-    "reduce": "reduce (combine)",
-    "answer": "answer",
-    "reminders": "reminder overhead",
 }
 # Cited pages (a violet: not the green or red of right and wrong, not the blue of retrieval).
 CITED_COLOUR = "#7B3FB5"
@@ -143,15 +129,12 @@ def retrieved_summary(outcome: Outcome) -> str:
     return f"{plural(len(pages), 'page')}, best first: " + " → ".join(str(p) for p in pages)
 
 
-# What reads the document when it is not a model: said as what it is (the engine's own name).
-_READERS = {"offline": "the offline engine", "simulated": "the simulated reader"}
-
-
 def reader(trace: RunTrace) -> str:
     """Who answered, in a sentence: ``the model``, or (no LLM) ``the offline engine``."""
     if trace.is_llm:
         return "the model"
-    return _READERS.get(trace.provider, f"the {trace.provider} engine")
+    info = describe_provider(trace.provider)
+    return info.reader if not info.is_llm else f"the {trace.provider} engine"
 
 
 def outcome_block(trace: RunTrace, outcome: Outcome, document: Document | None) -> None:
@@ -398,30 +381,29 @@ def answers_by_question(
                             outcome_block(trace, outcome, document)
 
 
-def cost_chart(traces: Sequence[RunTrace]) -> go.Figure:
-    """Cost by method and stage (ranking, retrieval, map, reduce, answer, reminder overhead)."""
-    # One bar per method at its settings: several questions asked one at a time add up.
+def cost_bars(traces: Sequence[RunTrace]) -> tuple[list[str], list[stages.StageBars]]:
+    """The cost chart's data: one bar per method at its settings (several questions asked one
+    at a time add up), stacked by stage in the stage registry's order."""
     by_name: dict[str, dict[str, float]] = {}
     for t in traces:
         total = by_name.setdefault(method_title(t), {})
         for stage, usd in t.cost_by_stage().items():
             total[stage] = total.get(stage, 0.0) + usd
-    names = list(by_name)
-    stages = list(by_name.values())
+    return list(by_name), stages.stacked(list(by_name.values()))
+
+
+def cost_chart(traces: Sequence[RunTrace]) -> go.Figure:
+    """Cost by method and stage (ranking, retrieval, map, reduce, answer, reminder overhead)."""
+    names, bars = cost_bars(traces)
     fig = go.Figure()
-    for key in STAGE_NAMES:  # display order
-        values = [s.get(key, 0.0) for s in stages]
-        if not any(values):
-            continue
-        name = STAGE_NAMES[key]
+    for bar in bars:
         fig.add_bar(
-            name=name,
+            name=bar.label,
             x=names,
-            y=values,
-            marker_color=STAGE_COLOURS[key],
-            hovertemplate="%{x}: $%{y:.5f}<extra>" + name + "</extra>",
+            y=list(bar.values),
+            marker_color=bar.colour,
+            hovertemplate="%{x}: $%{y:.5f}<extra>" + bar.label + "</extra>",
         )
-    _cached_segment(fig, names, stages)
     fig.update_layout(
         barmode="stack",
         height=320,
@@ -432,22 +414,10 @@ def cost_chart(traces: Sequence[RunTrace]) -> go.Figure:
     return fig
 
 
-# Input read from the provider's prompt cache (RunTrace.cost_by_stage's "cached"), shown apart.
-CACHED_COLOUR = "#A8C5E8"
-CACHED_NAME = "cached input"
-
-
-def _cached_segment(fig: go.Figure, names: list[str], stages: list[dict[str, float]]) -> None:
-    """The cost of prompt-cache reads as a segment of its own, on top of the stages."""
-    values = [s.get("cached", 0.0) for s in stages]
-    if any(values):
-        fig.add_bar(
-            name=CACHED_NAME,
-            x=names,
-            y=values,
-            marker_color=CACHED_COLOUR,
-            hovertemplate="%{x}: $%{y:.5f}<extra>" + CACHED_NAME + "</extra>",
-        )
+# Input read from the provider's prompt cache (RunTrace.cost_by_stage's "cached"): a stage of
+# the registry, drawn on top of the others.
+CACHED_COLOUR = stages.CACHED.colour
+CACHED_NAME = stages.CACHED.label
 
 
 def calls_rows(trace: RunTrace) -> list[dict[str, Any]]:
@@ -457,7 +427,7 @@ def calls_rows(trace: RunTrace) -> list[dict[str, Any]]:
         rows.append(
             {
                 "call": call.id,
-                "stage": STAGE_NAMES.get(call.stage, call.stage),
+                "stage": stages.stage_label(call.stage),
                 "chunk": str(call.chunk or ""),
                 "pages": len(call.pages),
                 "reminders": len(call.reminders_after) + call.leading_reminders,

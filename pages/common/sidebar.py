@@ -9,16 +9,10 @@ import streamlit as st
 from pages.common import state as S
 from pages.common.text import md
 from rr_core.costs import known_models, price_data_version
-from rr_core.llm import DEFAULT_MODELS, KEY_VARIABLES, PROVIDERS
+from rr_core.llm import PROVIDERS, PriceAs, ProviderInfo, get_provider
 from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle
 
 LOGO = Path(__file__).with_name("logo.svg")
-PROVIDER_LABELS = {
-    "offline": "Offline engine (no key)",
-    "openai": "OpenAI",
-    "anthropic": "Anthropic",
-    "openai-compatible": "OpenAI-compatible server",
-}
 OFFLINE_NOTE = (
     "**The offline engine is not an LLM**: it ranks pages by the question's words (BM25) and "
     "quotes the passage that matches them, with a short answer of the kind asked (a date, a figure, "
@@ -42,20 +36,18 @@ def page_setup() -> None:
 
 def _provider_changed() -> None:
     state = st.session_state
-    state["model"] = DEFAULT_MODELS.get(state["provider"], "")
-    state["concurrency"] = S.DEFAULT_CONCURRENCY.get(state["provider"], 4)
+    info = get_provider(state["provider"])
+    state["model"] = info.default_model
+    state["concurrency"] = info.concurrency
     # A key typed for one provider is never sent to another.
     state["api_key"] = ""
     state["base_url"] = ""
 
 
-def _model_options(selected_provider: str, current: str) -> list[str]:
-    if selected_provider == "anthropic":
-        options = [m for m in known_models() if m.startswith("claude")]
-    elif selected_provider == "openai":
-        options = [m for m in known_models() if not m.startswith("claude")]
-    else:
-        options = [DEFAULT_MODELS.get(selected_provider, "")]
+def _model_options(info: ProviderInfo, current: str) -> list[str]:
+    # The priced models the provider serves; a server of one's own: its default.
+    options = [m for m in known_models() if m.startswith(info.model_prefixes)] if info.model_prefixes else []
+    options = options or [info.default_model]
     return list(dict.fromkeys([current, *options] if current else options))
 
 
@@ -108,11 +100,11 @@ def _engine() -> None:
         "Provider",
         "provider",
         options=list(PROVIDERS),
-        format_func=lambda p: PROVIDER_LABELS.get(p, p),
+        format_func=lambda p: get_provider(p).label,
         on_change=_provider_changed,
     )
-    current = S.provider()
-    if current == "offline":
+    current = S.engine()
+    if current.price_as is PriceAs.REQUIRED:
         st.info(OFFLINE_NOTE)
         models = known_models()
         if st.session_state["price_model"] not in models:
@@ -134,7 +126,7 @@ def _engine() -> None:
         accept_new_options=True,
         help="Pick a model or type any model id your provider serves.",
     )
-    variable = KEY_VARIABLES.get(current)
+    variable = current.key_variable
     has_configured = bool(variable and S.configured(variable))
     S.bound(
         st.text_input,
@@ -144,16 +136,15 @@ def _engine() -> None:
         placeholder=f"using {variable}" if has_configured else ("optional" if not variable else "sk-…"),
         help="Kept in this browser session only: never written to disk, logs, history or exports.",
     )
-    url_variable = S.BASE_URL_VARIABLES[current]
+    url_variable = current.base_url_variable or ""
     S.bound(
         st.text_input,
-        "Base URL" if current == "openai-compatible" else "Base URL (optional)",
+        "Base URL" if current.needs_base_url else "Base URL (optional)",
         "base_url",
-        placeholder=S.configured(url_variable)
-        or ("http://localhost:11434/v1" if current == "openai-compatible" else "the provider's default"),
+        placeholder=S.configured(url_variable) or current.url_placeholder,
         help=f"Leave empty to use {url_variable} or the provider's default address.",
     )
-    if current == "openai-compatible":
+    if current.price_as is PriceAs.OPTIONAL:
         # A server of one's own has no published price: name the model whose prices it charges,
         # or it is counted as free (and a budget cannot be kept).
         S.bound(
@@ -167,7 +158,7 @@ def _engine() -> None:
         )
     if variable and not S.api_key():
         st.warning(f"No API key: enter one above or set {variable}. Until then, runs will fail.")
-    if current == "openai-compatible" and not S.base_url():
+    if current.needs_base_url and not S.base_url():
         st.warning("Enter the server's base URL (for Ollama: http://localhost:11434/v1).")
 
 

@@ -15,7 +15,15 @@ from typing import Any
 import streamlit as st
 
 from rr_core.errors import ConfigError, RRError
-from rr_core.llm import DEFAULT_MODELS, KEY_VARIABLES, LLMClient, make_client
+from rr_core.llm import (
+    DEFAULT_PRICE_MODEL,
+    LLMClient,
+    PriceAs,
+    ProviderInfo,
+    get_provider,
+    make_client,
+    starting_provider,
+)
 from rr_core.methods import GROUP_LABELS, all_methods, get_method, parse_spec
 from rr_core.samples import list_samples
 from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
@@ -24,16 +32,7 @@ from rr_core.tokens import TokenCounter, counter_for_model
 W = "w."  # prefix of widget keys; the plain key holds the value that persists
 
 DEFAULT_SAMPLE = "contract"
-DEFAULT_PRICE_MODEL = "gpt-4.1-mini"
 DEFAULT_METHODS = ["baseline", "rr"]
-# Calls in flight at once, by provider: the offline engine is CPU-bound (two cores);
-# hosted APIs take many; a local server usually serves one or two at a time.
-DEFAULT_CONCURRENCY = {"offline": 1, "openai": 8, "anthropic": 4, "openai-compatible": 2}
-BASE_URL_VARIABLES = {
-    "openai": "OPENAI_BASE_URL",
-    "openai-compatible": "OPENAI_BASE_URL",
-    "anthropic": "ANTHROPIC_BASE_URL",
-}
 
 
 def _secret(name: str) -> str:
@@ -50,12 +49,9 @@ def configured(variable: str) -> str:
     return os.environ.get(variable) or _secret(variable)
 
 
-def starting_provider() -> str:
+def first_provider() -> str:
     """A paid provider only when its key is configured; otherwise the offline engine."""
-    for provider in ("openai", "anthropic"):
-        if configured(KEY_VARIABLES[provider]):
-            return provider
-    return "offline"
+    return starting_provider(configured).name
 
 
 def parameter_defaults() -> dict[str, Any]:
@@ -70,15 +66,17 @@ def parameter_defaults() -> dict[str, Any]:
 def init_state() -> None:
     """Give every setting a value once per session (keys already set, e.g. by tests, stay)."""
     state = st.session_state
-    state.setdefault("provider", starting_provider())
-    state.setdefault("model", DEFAULT_MODELS.get(state["provider"], "offline"))
+    state.setdefault("provider", first_provider())
+    state.setdefault("model", get_provider(state["provider"]).default_model)
     state.setdefault("api_key", "")
     state.setdefault("base_url", "")
     state.setdefault("price_model", DEFAULT_PRICE_MODEL)
     state.setdefault("compat_price_model", "")
     for key, value in parameter_defaults().items():
         state.setdefault(key, value)
-    state.setdefault("concurrency", DEFAULT_CONCURRENCY.get(state["provider"], 4))
+    # Calls in flight at once: the offline engine is CPU-bound (two cores); hosted APIs take
+    # many; a local server usually serves one or two at a time (the registry's numbers).
+    state.setdefault("concurrency", get_provider(state["provider"]).concurrency)
     state.setdefault("source", "sample")
     state.setdefault("sample", DEFAULT_SAMPLE if DEFAULT_SAMPLE in list_samples() else list_samples()[0])
     state.setdefault("question", "")
@@ -123,9 +121,15 @@ def provider() -> str:
     return str(st.session_state["provider"])
 
 
+def engine() -> ProviderInfo:
+    """The selected provider, as the registry describes it."""
+    return get_provider(provider())
+
+
 def model() -> str:
-    """The model the provider runs (``offline`` for the offline engine)."""
-    return "offline" if provider() == "offline" else str(st.session_state["model"]).strip()
+    """The model the provider runs (``offline`` for the offline engine: a free engine runs its own)."""
+    info = engine()
+    return info.default_model if info.free else str(st.session_state["model"]).strip()
 
 
 def api_key() -> str | None:
@@ -133,7 +137,7 @@ def api_key() -> str | None:
     typed = str(st.session_state.get("api_key") or "").strip()
     if typed:
         return typed
-    variable = KEY_VARIABLES.get(provider())
+    variable = engine().key_variable
     return (configured(variable) or None) if variable else None
 
 
@@ -142,13 +146,13 @@ def base_url() -> str | None:
     typed = str(st.session_state.get("base_url") or "").strip()
     if typed:
         return typed
-    variable = BASE_URL_VARIABLES.get(provider())
+    variable = engine().base_url_variable
     return (configured(variable) or None) if variable else None
 
 
 def token_model() -> str:
     """The model whose tokenizer counts the document (the priced model when offline)."""
-    return str(st.session_state["price_model"]) if provider() == "offline" else model()
+    return str(st.session_state["price_model"]) if engine().free else model()
 
 
 def counter() -> TokenCounter:
@@ -185,9 +189,10 @@ def price_model() -> str:
     """The model that prices a run when it is not the model itself: the offline engine's "Price
     as", or the one named for an OpenAI-compatible server ("" for none)."""
     state = st.session_state
-    if provider() == "offline":
+    price_as = engine().price_as
+    if price_as is PriceAs.REQUIRED:
         return str(state["price_model"])
-    if provider() == "openai-compatible":
+    if price_as is PriceAs.OPTIONAL:
         return str(state.get("compat_price_model") or "")
     return ""
 

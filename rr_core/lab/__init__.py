@@ -12,33 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
-from rr_core.lab.haystacks import (
-    MAX_TRIALS,
-    PageCounts,
-    Trial,
-    kv_trials,
-    passage_trials,
-    planted_trials,
-    question_trials,
-    read_kv_jsonl,
-    read_qa_jsonl,
-)
+from rr_core.lab.haystacks import MAX_TRIALS, PageCounts, Trial
 from rr_core.lab.presets import Preset, default_lengths, depths_for
-from rr_core.questions import Question
+from rr_core.lab.tasks import TASKS, LabTask, TrialSpec, get_task
 from rr_core.tokens import TokenCounter
-
-TASKS = {
-    "planted": "Your document, with planted facts",
-    "passages": "The papers' protocol: passages from a QA file",
-    "kv": "Key–value retrieval (generated pairs, or a file of the Lost-in-the-Middle release)",
-    "questions": "Your own questions (CSV)",
-}
-
 
 # Bounds on a grid, checked before any trial is built (a million repeats would take minutes
 # and gigabytes just to plan): lengths in tokens (key-value: pairs), repeats, trials in all.
@@ -55,27 +35,13 @@ KV_PAIR_TOKENS = 40
 KV_FILE_ROW_PAIRS = 300
 
 
-@dataclass(frozen=True, slots=True)
-class TrialSpec:
-    """What to build trials from, and the grid."""
-
-    task: str
-    lengths: tuple[int, ...]
-    repeats: int
-    seed: int = 0
-    paraphrase: bool = False
-    distracters: int = 0
-    qa_file: Path | None = None
-    questions: tuple[Question, ...] = ()
-
-
 def trial_spec(preset: Preset, document: Document | None, **overrides: object) -> TrialSpec:
     """The trial spec of a preset on a document (lengths from the document where the preset
     leaves them open), with overrides."""
     lengths = preset.lengths or (default_lengths(document.total_tokens) if document else (10_000,))
     values: dict[str, object] = {"task": preset.task, "lengths": lengths, "repeats": preset.repeats}
     values.update({k: v for k, v in overrides.items() if v is not None})
-    if values["task"] == "kv" and values.get("qa_file") and overrides.get("lengths") is None:
+    if get_task(str(values["task"])).pairs and values.get("qa_file") and overrides.get("lengths") is None:
         values["lengths"] = (0,)  # a key–value file: each row's own number of pairs
     return TrialSpec(**values)  # type: ignore[arg-type]
 
@@ -95,56 +61,30 @@ def build_trials(
     def depth_list(length: int) -> Sequence[float]:
         return depths if depths is not None else depths_for(preset, length)
 
-    if spec.qa_file is not None and spec.task not in ("passages", "kv"):
+    task = get_task(spec.task)
+    if spec.qa_file is not None and not task.reads_file:
         raise ConfigError(
             f"{spec.qa_file.name} would not be read: a QA or key–value file is for the lost-in-the-middle "
             "and key-value presets."
         )
     check_grid(spec, depth_list)
-
-    if spec.task == "planted":
-        if document is None:
-            raise ConfigError("Planted facts need a document to plant them in.")
-        return planted_trials(
-            document,
-            cache,
-            lengths=spec.lengths,
-            depths=depth_list,
-            repeats=spec.repeats,
-            seed=spec.seed,
-            paraphrase=spec.paraphrase,
-            distracters=spec.distracters,
-        )
-    if spec.task == "passages":
-        if spec.qa_file is None:
-            raise ConfigError(
-                "The passages protocol needs a QA file in the Lost-in-the-Middle format (JSONL)."
-            )
-        items = read_qa_jsonl(spec.qa_file)
-        return passage_trials(
-            items, cache, lengths=spec.lengths, depths=depth_list, repeats=spec.repeats, seed=spec.seed
-        )
-    if spec.task == "kv":
-        rows = read_kv_jsonl(spec.qa_file) if spec.qa_file is not None else ()
-        return kv_trials(
-            cache, pairs=spec.lengths, depths=depth_list(0), repeats=spec.repeats, seed=spec.seed, rows=rows
-        )
-    if spec.task == "questions":
-        if document is None or not spec.questions:
-            raise ConfigError(
-                "Your own questions need the document and a CSV of question, answers, gold_pages."
-            )
-        return question_trials(document, spec.questions)
-    raise ConfigError(f"unknown task {spec.task!r}; choose from: {', '.join(TASKS)}")
+    if (
+        (task.needs_document and document is None)
+        or (task.needs_file and spec.qa_file is None)
+        or (task.needs_questions and not spec.questions)
+    ):
+        raise ConfigError(task.missing)
+    return task.build(spec, document, cache, depth_list)
 
 
 def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) -> None:
     """One-line ``ConfigError`` for lengths, depths, repeats or distracters that cannot work,
     or a grid of more than ``MAX_TRIALS`` trials or ``MAX_BUILT_TOKENS`` tokens of test
     documents; cheap (nothing is built)."""
-    if spec.task == "questions":
+    task = get_task(spec.task)
+    if not task.grid:
         return  # the document and its questions: no grid
-    kv = spec.task == "kv"
+    kv = task.pairs
     unit, most = ("key–value pairs", MAX_KV_PAIRS) if kv else ("tokens", MAX_LENGTH_TOKENS)
     # A key–value file's rows may be taken whole: 0 pairs means all of a row's.
     least = 0 if kv and spec.qa_file is not None else 1
@@ -197,10 +137,12 @@ __all__ = [
     "MAX_BUILT_TOKENS",
     "MAX_TRIALS",
     "TASKS",
+    "LabTask",
     "Trial",
     "TrialSpec",
     "build_trials",
     "check_grid",
+    "get_task",
     "trial_notes",
     "trial_spec",
 ]

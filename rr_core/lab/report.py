@@ -28,6 +28,7 @@ from rr_core.lab.stats import (
     percent_range,
 )
 from rr_core.lab.sweep import SweepPlan, SweepResult
+from rr_core.lab.tasks import get_task
 from rr_core.methods import get_method, spec_of
 from rr_core.settings import RunSettings
 
@@ -68,7 +69,7 @@ def protocol(plan: SweepPlan) -> dict[str, Any]:
             else own or f"set for this series (layout={used.value})"
         )
     exact = any(t.exact for t in plan.trials)
-    dropped = {t.question_id: t.dropped for t in plan.trials if t.task == "passages"}
+    dropped = {t.question_id: t.dropped for t in plan.trials if get_task(t.task).drops_passages}
     return {
         "construction": constructions,
         "construction_means": {c: CONSTRUCTIONS[c] for c in constructions},
@@ -198,7 +199,9 @@ def trial_rows(
                 "depth": s.depth,
                 "built_tokens": trial.tokens if trial else "",
                 "gold_depth": trial.gold_depth if trial else "",
-                "answer_passages_dropped": trial.dropped if trial and trial.task == "passages" else "",
+                "answer_passages_dropped": trial.dropped
+                if trial and get_task(trial.task).drops_passages
+                else "",
                 "tokens_to_end": s.tokens_after,
                 "repeat": s.repeat,
                 "seed": shared.get("seed", ""),

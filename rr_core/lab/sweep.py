@@ -30,14 +30,16 @@ from rr_core.lab.stats import (
     score,
     summarise,
 )
-from rr_core.methods import get_method
+from rr_core.lab.tasks import get_task
+from rr_core.methods import get_method, methods_in
 from rr_core.plans import Plan, estimate_calls
 from rr_core.runs import CallEvent, Executor, RunTrace
 from rr_core.settings import QuestionPlacement, RunSettings
 from rr_core.tokens import TokenCounter
 
 MAX_JOBS = 20_000
-BOUNDS = ("closed-book", "oracle")
+# The lower and upper bounds run once per question: the methods of the "bounds" group.
+BOUNDS = tuple(m.name for m in methods_in("bounds"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +91,7 @@ class SweepPlan:
     def planted_facts(self) -> tuple[int, int]:
         """Planted facts used, and how many of them replace a candidate the document itself
         could answer (it stated an accepted answer or named the fact's subject)."""
-        facts = {t.question_id: t.replanted for t in self.trials if t.task == "planted"}
+        facts = {t.question_id: t.replanted for t in self.trials if get_task(t.task).plants}
         return len(facts), sum(1 for n in facts.values() if n)
 
     def summary(self) -> dict[str, Any]:
@@ -220,7 +222,7 @@ class SweepResult:
     @property
     def closed_book(self) -> float | None:
         """The closed-book accuracy (the floor of effective length), if it was measured."""
-        return next((b.accuracy for b in self.bounds if b.method == BOUNDS[0] and b.trials), None)
+        return next((b.accuracy for b in self.bounds if get_method(b.method).floor and b.trials), None)
 
     @property
     def summaries(self) -> list[SeriesSummary]:

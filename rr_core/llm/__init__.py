@@ -11,10 +11,21 @@ from typing import TYPE_CHECKING, Any
 # client is made, so the offline engine and the screens never import them.
 from rr_core.llm.base import Completion, LLMClient, LLMRequest, OnWait, Usage
 from rr_core.llm.config import KEY_VARIABLES, PROVIDERS, Lookup, ProviderConfig, environment
+from rr_core.llm.providers import (
+    ALL_PROVIDERS,
+    DEFAULT_PRICE_MODEL,
+    REGISTRY,
+    PriceAs,
+    ProviderInfo,
+    describe_provider,
+    get_provider,
+    starting_provider,
+)
 
 if TYPE_CHECKING:
     from rr_core.llm.fake import ScriptedClient
     from rr_core.llm.offline import OFFLINE_LABEL, OfflineEngine
+    from rr_core.tokens import TokenCounter
 
 # The engine and the fake load on first use, so that what only needs the seam's types (costs,
 # the CLI's `pages`) does not load the BM25 reader.
@@ -33,39 +44,40 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-DEFAULT_MODELS = {
-    "offline": "offline",
-    "openai": "gpt-4.1-mini",
-    "anthropic": "claude-sonnet-5-5",
-    "openai-compatible": "llama3.1",
-}
+# Each engine's default model (the registry's; kept as a mapping for callers that index it).
+DEFAULT_MODELS = {name: info.default_model for name, info in REGISTRY.items()}
 
 __all__ = [
+    "ALL_PROVIDERS",
     "DEFAULT_MODELS",
+    "DEFAULT_PRICE_MODEL",
     "KEY_VARIABLES",
     "OFFLINE_LABEL",
     "PROVIDERS",
+    "REGISTRY",
     "Completion",
     "LLMClient",
     "LLMRequest",
     "OfflineEngine",
     "OnWait",
+    "PriceAs",
     "ProviderConfig",
+    "ProviderInfo",
     "ScriptedClient",
     "Usage",
     "client_for",
     "default_provider",
+    "describe_provider",
+    "engine_client",
+    "get_provider",
     "make_client",
+    "starting_provider",
 ]
 
 
 def default_provider() -> str:
     """The provider to start with: a paid one only when its key is in the environment."""
-    if os.environ.get("OPENAI_API_KEY"):
-        return "openai"
-    if os.environ.get("ANTHROPIC_API_KEY"):
-        return "anthropic"
-    return "offline"
+    return starting_provider(os.environ.get).name
 
 
 def make_client(
@@ -97,6 +109,28 @@ def make_client(
         cancel=cancel,
         configured=configured,
     )
+
+
+def engine_client(
+    provider: str,
+    *,
+    model: str,
+    counter: TokenCounter,
+    reach: int = 4_000,
+    **options: Any,
+) -> LLMClient:
+    """A client for any registered engine, the Lab's simulated reader included: the free
+    engines count with ``counter`` (the simulated reader sees pages ``reach`` tokens from a
+    copy of the instructions); a provider's client is ``make_client``'s, with ``options``."""
+    if provider == "simulated":
+        from rr_core.llm.simulated import SimulatedReader
+
+        return SimulatedReader(reach=reach, counter=counter)
+    if provider == "offline":
+        from rr_core.llm.offline import OfflineEngine
+
+        return OfflineEngine(counter)
+    return make_client(provider, model=model, **options)
 
 
 def client_for(

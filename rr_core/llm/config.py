@@ -28,20 +28,17 @@ from urllib.parse import urlsplit
 
 from rr_core.errors import ConfigError, MissingKeyError
 from rr_core.llm.errors_map import safe_url
+from rr_core.llm.providers import APP_PROVIDERS, COMPATIBLE, REGISTRY
 
 # Looks a configured setting up by its variable name: the environment, or the app's secrets.
 Lookup = Callable[[str], str | None]
 
-PROVIDERS = ("offline", "openai", "anthropic", "openai-compatible")
-OFFICIAL_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-BASE_URL_VARIABLES = {
-    "openai": "OPENAI_BASE_URL",
-    "anthropic": "ANTHROPIC_BASE_URL",
-    "openai-compatible": "OPENAI_BASE_URL",
-}
+# Derived from the registry (``rr_core.llm.providers``): the engines a run may choose.
+PROVIDERS = APP_PROVIDERS
+OFFICIAL_URLS = {p.name: url for p in REGISTRY.values() if (url := p.official_url)}
+KEY_VARIABLES = {p.name: var for p in REGISTRY.values() if (var := p.key_variable)}
+BASE_URL_VARIABLES = {p.name: var for p in REGISTRY.values() if (var := p.base_url_variable)}
 COMPAT_KEY_VAR = "RR_COMPAT_API_KEY"
-_LABELS = {"openai": "OpenAI", "anthropic": "Anthropic"}
 
 
 def environment(name: str) -> str | None:
@@ -69,12 +66,13 @@ class ProviderConfig:
         provider = self.provider
         if provider not in PROVIDERS:
             raise ConfigError(f"unknown provider {provider!r}; choose one of: {', '.join(PROVIDERS)}")
-        if provider == "offline":
+        info = REGISTRY[provider]
+        if not info.is_llm:
             return replace(self, api_key=None, base_url=None)
         given_key = (self.api_key or "").strip() or None
         given_url = (self.base_url or "").strip() or None
         configured_url = configured(BASE_URL_VARIABLES[provider])
-        if provider == "openai-compatible":
+        if info.optional_key:
             url = given_url or configured_url
             if not url:
                 raise ConfigError(
@@ -99,7 +97,7 @@ class ProviderConfig:
         key = configured(variable)
         if not key:
             raise MissingKeyError(
-                f"No {_LABELS[provider]} API key: set {variable} (in the app, or enter a key in the sidebar).",
+                f"No {info.label} API key: set {variable} (in the app, or enter a key in the sidebar).",
                 provider=provider,
             )
         return replace(self, api_key=key, base_url=given_url or configured_url)
@@ -110,7 +108,7 @@ def command_line_compat_key(base_url: str | None, configured: Lookup = environme
     ``base_url`` (``--base-url``): only when no ``OPENAI_BASE_URL`` is configured or it names
     the same server. A key configured beside a server's URL is for that server alone."""
     key = configured(COMPAT_KEY_VAR)
-    configured_url = configured(BASE_URL_VARIABLES["openai-compatible"])
+    configured_url = configured(BASE_URL_VARIABLES[COMPATIBLE.name])
     if key and base_url and configured_url and not same_server(base_url, configured_url):
         return None
     return key

@@ -17,10 +17,11 @@ from rr_core.errors import ConfigError, ProviderError
 from rr_core.llm.base import BatchAPI, Completion, Identity, LLMRequest, Usage
 from rr_core.llm.batch import LocalBatch
 from rr_core.llm.offline import _FILLERS, OfflineEngine
+from rr_core.llm.providers import SIMULATED
 from rr_core.prompts import INSTRUCTION_KINDS, SEPARATOR, PromptLayout
 from rr_core.tokens import TokenCounter, counter_for_model
 
-SIMULATED_LABEL = "Simulated reader that loses the middle (demonstration; not an LLM)"
+SIMULATED_LABEL = SIMULATED.label
 
 
 def visible_pages(layout: PromptLayout, count: TokenCounter, reach: int) -> set[int]:

@@ -41,6 +41,7 @@ __all__ = [
     "Method",
     "all_methods",
     "get_method",
+    "methods_in",
     "method_names",
     "parse_spec",
     "plan_method",
@@ -60,6 +61,11 @@ def all_methods() -> tuple[Method, ...]:
 def method_names() -> list[str]:
     """Every method's name."""
     return [m.name for m in _ALL]
+
+
+def methods_in(group: Group) -> tuple[Method, ...]:
+    """The methods of one group, in the order they are shown (``"bounds"``: the Lab's bounds)."""
+    return tuple(m for m in _ALL if m.group == group)
 
 
 def get_method(name: str) -> Method:

@@ -63,6 +63,7 @@ CLOSED_BOOK = Method(
     name="closed-book",
     label="Closed-book",
     group="bounds",
+    floor=True,
     summary="Asks the question with no document at all: what the model knows without reading (lower bound).",
     planner=_closed_book,
 )

@@ -178,6 +178,8 @@ class Method:
     reminds: bool = False  # carries reminders, so the ablation options apply
     several_questions: bool = False  # one plan serves several questions (one retrieval pass)
     needs_gold: bool = False  # reads the gold pages the user names (oracle)
+    # The lower bound: what the model knows without reading (the floor of effective length).
+    floor: bool = False
     # The layouts the method can be run with; the first is its own, used when the one asked for
     # is not among them (``layout_note`` says why). One layout: the method is that prompt.
     layouts: tuple[QuestionPlacement, ...] = LAYOUTS
