@@ -9,17 +9,16 @@ import streamlit as st
 from pages.common import docs, results, sidebar
 from pages.common import state as S
 from pages.common.text import md, plural, short, table
-from rr_core.costs import context_window
+from rr_core import workbench
 from rr_core.documents import Document
-from rr_core.errors import ConfigError, LedgerError, NoTextError, PasswordRequired, RRError, WrongPassword
+from rr_core.errors import NoTextError, PasswordRequired, RRError, WrongPassword
 from rr_core.exports import to_csv, to_json, to_markdown
 from rr_core.methods import GROUP_LABELS, all_methods, get_method, parse_spec, plan_questions
 from rr_core.plans import Plan
-from rr_core.questions import Question, mark_traces
-from rr_core.runs import CallEvent, Executor, RunTrace
+from rr_core.questions import Question
+from rr_core.runs import CallEvent, RunTrace
 from rr_core.settings import DEFAULTS, PARAMS
 from rr_core.stages import stage_label
-from rr_core.store import open_store
 
 sidebar.page_setup()
 state = st.session_state
@@ -319,25 +318,19 @@ try:
     chosen = S.chosen_settings()
     if several:  # each question's own gold pages, not the field's for all of them
         chosen = [s.but(gold_pages=()) for s in chosen]
-    plans: list[Plan] = [p for s in chosen for p in plan_questions(document, questions, s, tokens)]
+    asked = workbench.plan_ask(document, questions, chosen, tokens, window=S.engine().window())
 except RRError as exc:
     results.show_rr_error(exc)
     st.stop()
 
-calls = sum(p.estimate.calls for p in plans)
-input_tokens = sum(p.estimate.input_tokens for p in plans)
-usd = sum(p.estimate.usd for p in plans)
-priced_as = chosen[0].pricing[0]
+plans: list[Plan] = list(asked.plans)
+calls, input_tokens, usd, priced_as = asked.calls, asked.input_tokens, asked.usd, asked.priced_as
 run_col, summary_col = st.columns([1, 5], vertical_alignment="center")
 clicked = run_col.button("Run", type="primary", key="run", icon=":material/play_arrow:", width="stretch")
 summary_col.markdown(
     f"**Before running:** {plural(len(plans), 'run')}, about {plural(calls, 'call')}, "
     f"{input_tokens:,} input tokens, **~${usd:.4f}** priced as {md(priced_as)}"
-    + (
-        " (no price data for this model: shown as $0)"
-        if not all(p.estimate.cost.known for p in plans)
-        else ""
-    )
+    + (" (no price data for this model: shown as $0)" if not asked.price_known else "")
     + "."
 )
 
@@ -373,8 +366,8 @@ def _plan_table() -> str:
     return table([columns[i] for i in keep], [[row[i] for i in keep] for row in rows], numeric=columns[2:])
 
 
-window = context_window(S.model(), S.provider())
-too_long = [p for p in plans if window and p.largest_prompt > window]
+window = asked.window
+too_long = asked.too_long
 if too_long and window:
     st.warning(
         f"{md(', '.join(dict.fromkeys(p.label for p in too_long)))}: the longest prompt is about "
@@ -441,12 +434,9 @@ def run() -> None:
     except RRError as exc:
         results.show_rr_error(exc)
         return
-    with (
-        st.status(
-            f"Running {plural(len(plans), 'method')}, about {plural(calls, 'call')}…", expanded=True
-        ) as status,
-        Executor(client, concurrency=S.concurrency(), context_window=window) as executor,
-    ):
+    with st.status(
+        f"Running {plural(len(plans), 'method')}, about {plural(calls, 'call')}…", expanded=True
+    ) as status:
         lines: dict[tuple[int, str, int | None], Any] = {}
 
         def progress(event: CallEvent) -> None:
@@ -456,21 +446,20 @@ def run() -> None:
             lines[key].markdown(_line(event))
 
         # The plans that were shown are the plans that run; traces come back in their order.
-        traces = executor.run(document, plans, progress)
+        done = workbench.ask(asked, client, concurrency=S.concurrency(), on_event=progress)
+        traces = done.traces
         failed = [t for t in traces if t.error]
         status.update(
             label=f"Done: {len(traces) - len(failed)} of {plural(len(traces), 'run')} answered",
             state="error" if failed and len(failed) == len(traces) else "complete",
             expanded=False,
         )
-    mark_traces(traces, questions)
-    batch = "unsaved"
-    try:
-        batch = open_store().save_batch(traces)
-    except (LedgerError, ConfigError) as exc:  # paid results are shown whether or not they can be kept
-        st.warning(f"The results could not be saved to the history ({md(exc)}); they are still shown below.")
+    if done.save_error is not None:
+        st.warning(
+            f"The results could not be saved to the history ({md(done.save_error)}); they are still shown below."
+        )
     state["results"] = {
-        "batch": batch,
+        "batch": done.batch or "unsaved",
         "document_sha256": document.sha256,
         "document": document.name,
         "questions": [q.text for q in questions],
@@ -487,7 +476,7 @@ if clicked:
 
 last: dict[str, Any] | None = state.get("results")
 if last is None:
-    if not S.engine().is_llm:
+    if not S.provider_info().is_llm:
         st.caption(
             "No key needed: the offline engine runs every method here for free. It is not an LLM, "
             "so it shows how the methods work and what they cost, not how well a model reads."

@@ -12,10 +12,10 @@ import streamlit as st
 from pages.common import docs, labcharts, results, sidebar
 from pages.common import state as S
 from pages.common.text import md, plural
-from rr_core.costs import context_window
+from rr_core import workbench
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, RRError
-from rr_core.lab import TASKS, build_trials, get_task, trial_notes, trial_spec
+from rr_core.lab import TASKS, get_task, trial_notes, trial_spec
 from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.presets import PRESETS, default_lengths
 from rr_core.lab.report import (
@@ -30,14 +30,12 @@ from rr_core.lab.report import (
     trials_csv,
 )
 from rr_core.lab.stats import EFFECTIVE_MARGIN, EFFECTIVE_RULE, percent, percent_range
-from rr_core.lab.sweep import SweepPlan, SweepResult, check_budget, plan_sweep, run_sweep
-from rr_core.llm import DEFAULT_PRICE_MODEL, REGISTRY, engine_client, get_provider
+from rr_core.lab.sweep import SweepPlan, SweepResult
+from rr_core.llm import DEFAULT_PRICE_MODEL, REGISTRY, get_provider
 from rr_core.llm.base import temperature_sent
 from rr_core.methods import all_methods, get_method, parse_spec
 from rr_core.questions import Question, parse_questions
-from rr_core.runs import Budget, Executor
 from rr_core.settings import LAYOUTS, QuestionPlacement
-from rr_core.store import open_store
 from rr_core.tokens import counter_for_model
 
 sidebar.page_setup()
@@ -56,8 +54,8 @@ st.caption(
 PROVIDER = "provider"
 FREE_ENGINES = sorted((p for p in REGISTRY.values() if p.free), key=lambda p: p.in_app)
 ENGINES = {PROVIDER: "The model chosen in the sidebar"} | {p.name: p.engine_label for p in FREE_ENGINES}
-engine_options = [p.name for p in FREE_ENGINES] + ([PROVIDER] if S.engine().is_llm else [])
-state.setdefault("lab_engine", PROVIDER if S.engine().is_llm else FREE_ENGINES[0].name)
+engine_options = [p.name for p in FREE_ENGINES] + ([PROVIDER] if S.provider_info().is_llm else [])
+state.setdefault("lab_engine", PROVIDER if S.provider_info().is_llm else FREE_ENGINES[0].name)
 if state["lab_engine"] not in engine_options:
     state["lab_engine"] = engine_options[0]
 engine_col, preset_col = st.columns(2)
@@ -76,7 +74,7 @@ with engine_col:
     )
     engine = state["lab_engine"]
     # The engine that measures: the sidebar's provider, or a free engine of the registry.
-    measured = S.engine() if engine == PROVIDER else get_provider(engine)
+    measured = S.provider_info() if engine == PROVIDER else get_provider(engine)
     if measured.lab_info:
         st.info(measured.lab_info)
 with preset_col:
@@ -259,9 +257,15 @@ try:
         qa_file=qa_path,
         questions=own_questions,
     )
-    trials = build_trials(spec, preset, document, counter, depths=depths)
-    plan: SweepPlan = plan_sweep(
-        trials, series, counter, bounds=with_bounds, layout=QuestionPlacement(state["lab_layout"])
+    trials, plan = workbench.plan_measurement(
+        spec,
+        preset,
+        document,
+        series,
+        counter,
+        depths=depths,
+        bounds=with_bounds,
+        layout=QuestionPlacement(state["lab_layout"]),
     )
 except RRError as exc:
     results.show_rr_error(exc)
@@ -315,7 +319,7 @@ st.caption(
 def _client() -> Any:
     if engine == PROVIDER:
         return S.new_client()
-    return engine_client(engine, model=measured.default_model, counter=counter)
+    return workbench.Engine.choose(engine).client(counter)
 
 
 unpriced = not free and (plan.price_assumed or not plan.cost.known) and float(state["lab_budget"]) > 0
@@ -327,13 +331,12 @@ if unpriced:
     )
 
 if clicked:
-    budget: Budget | None = None
+    # A free engine pays nothing: no budget to keep (0: no cap).
+    max_usd = float(state["lab_budget"]) if not free and float(state["lab_budget"]) > 0 else None
     try:
-        if not free and float(state["lab_budget"]) > 0:
-            check_budget(plan, float(state["lab_budget"]))  # refuses an unknown price too
-            budget = Budget(float(state["lab_budget"]))
+        workbench.check_sweep_budget(plan, max_usd)  # refuses an unknown price too
         client = _client()
-        store = open_store()
+        store = workbench.open_history()
     except (RRError, LedgerError) as exc:
         results.show_rr_error(exc)
         st.stop()
@@ -350,11 +353,16 @@ if clicked:
     st.caption(
         "Leaving this screen or pressing Stop in the top corner stops the sweep; everything finished is kept."
     )
-    window = context_window(S.model(), S.provider()) if engine == PROVIDER else None
-    with Executor(
-        client, concurrency=S.concurrency(), cache=store, context_window=window, budget=budget
-    ) as executor:
-        finished = run_sweep(plan, executor, on_progress=progress)
+    window = S.engine().window() if engine == PROVIDER else None
+    finished = workbench.sweep(
+        plan,
+        client,
+        concurrency=S.concurrency(),
+        window=window,
+        max_usd=max_usd,
+        store=store,
+        on_progress=progress,
+    )
     bar.empty()
     live.empty()
     state["lab_result"] = {

@@ -38,8 +38,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rr_core.errors import ConfigError, LedgerError, LLMError, MissingKeyError, RRError
-from rr_core.llm import ALL_PROVIDERS, PROVIDERS, default_provider, engine_client, get_provider, make_client
+from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
+from rr_core.llm import ALL_PROVIDERS, PROVIDERS, get_provider
 from rr_core.llm.config import COMPAT_KEY_VAR, command_line_compat_key
 from rr_core.quotes import check_words
 from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
@@ -48,9 +48,12 @@ from rr_core.tokens import counter_for_model
 
 if TYPE_CHECKING:
     from rr_core.documents import Document
+    from rr_core.llm import LLMClient
     from rr_core.plans import Plan
     from rr_core.questions import Question
-    from rr_core.runs import CallEvent, Executor
+    from rr_core.runs import CallEvent, Runner
+    from rr_core.tokens import TokenCounter
+    from rr_core.workbench import Engine
 
 # Plans, prices, the runner and the run store are imported by the commands that use them:
 # `pages` starts with only what reading a document needs. The method names are spelt out
@@ -308,9 +311,8 @@ def _questions(args: argparse.Namespace) -> list[Question]:
     return questions
 
 
-def _base_settings(args: argparse.Namespace, provider: str, model: str) -> RunSettings:
-    price_model = args.price_model or get_provider(provider).default_price_model
-    return RunSettings(
+def _base_settings(args: argparse.Namespace, engine: Engine) -> RunSettings:
+    return engine.settings(
         reminder_every=args.interval,
         top_k=args.top_k,
         chunk_size=args.chunk_size,
@@ -322,9 +324,6 @@ def _base_settings(args: argparse.Namespace, provider: str, model: str) -> RunSe
         reminder_style=ReminderStyle(args.reminder_style),
         reminder_placement=ReminderPlacement(args.reminder_placement),
         reminder_pages=_pages(args.reminder_pages, "--reminder-pages"),
-        model=model,
-        provider=provider,
-        price_model=price_model,
     )
 
 
@@ -394,15 +393,21 @@ def _plan_json(plan: Plan, document: Document) -> dict[str, Any]:
     }
 
 
+def _engine(args: argparse.Namespace, provider: str | None) -> Engine:
+    """The engine named on the command line, the registry's defaults for the rest."""
+    from rr_core.workbench import Engine
+
+    return Engine.choose(provider, args.model, args.price_model)
+
+
 def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     """The plan of one method (for one question, or several)."""
-    provider = args.provider
-    model = get_provider(provider).model_or_default(args.model)
-    document = _open(args, model)
-    counter = counter_for_model(model)
+    engine = _engine(args, args.provider)
+    document = _open(args, engine.model)
+    counter = counter_for_model(engine.counting_model())
     from rr_core.methods import parse_spec, plan_questions
 
-    settings = parse_spec(args.method, _base_settings(args, provider, model))
+    settings = parse_spec(args.method, _base_settings(args, engine))
     plans = plan_questions(document, _questions(args), settings, counter)
     return {
         "file": document.name,
@@ -414,89 +419,75 @@ def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     """Run methods on a document."""
-    from rr_core.costs import context_window, price_data_version
-    from rr_core.methods import parse_spec, plan_questions
-    from rr_core.questions import mark_traces
-    from rr_core.runs import Budget, Executor
-    from rr_core.store import Store, open_store
+    from rr_core.costs import price_data_version
+    from rr_core.methods import parse_spec
+    from rr_core.workbench import ask, check_ask_budget, plan_ask
 
-    provider = args.provider or default_provider()
-    model = get_provider(provider).model_or_default(args.model)
+    engine = _engine(args, args.provider)
+    provider, model = engine.provider, engine.model
     document = _open(args, model)
-    counter = counter_for_model(model)
+    counter = counter_for_model(engine.counting_model())
     questions = _questions(args)
-    base = _base_settings(args, provider, model)
+    base = _base_settings(args, engine)
     specs = [m for m in args.methods.split(",") if m.strip()]
     if not specs:
         raise ConfigError(f"name at least one method: {METHOD_NAMES}")
-    plans = [
-        p for spec in specs for p in plan_questions(document, questions, parse_spec(spec, base), counter)
-    ]
-    if args.max_usd is not None and get_provider(provider).is_llm:
-        _check_ask_budget(plans, base, args.max_usd)
-    client = make_client(
-        provider,
-        model=model,
-        api_key=_given_key(args, provider),
-        base_url=args.base_url,
-        timeout_s=args.timeout,
-        on_wait=_waiting(args),
+    planned = plan_ask(
+        document, questions, [parse_spec(spec, base) for spec in specs], counter, window=engine.window()
     )
+    if args.max_usd is not None and engine.is_llm:
+        check_ask_budget(planned.plans, base, args.max_usd)
+    client = _client(args, engine, counter)
 
     def progress(event: CallEvent) -> None:
         if not args.json and event.status != "started":
             chunk = f" chunk {event.chunk}" if event.chunk else ""
             print(f"  {event.label}: {event.stage}{chunk} {event.status}", file=sys.stderr)
 
-    window = context_window(model, provider)
-    budget = Budget(args.max_usd) if args.max_usd is not None else None
+    stopped: dict[str, str] = {}
     # With --save, the run store is also the call cache: each reply is kept as it returns, and
     # a call asked before (same reader, same prompt) is not paid again.
-    # A store this build cannot serve (RR_STUDIO_DB=postgresql://…) is a ConfigError, raised
-    # here, before anything is sent; a file it cannot use is reported after the answers.
-    store: Store | None = None
-    save_error: str | None = None
-    if args.save:
-        try:
-            store = open_store()
-        except LedgerError as exc:
-            save_error = str(exc)
-    with (
-        Executor(
-            client, concurrency=args.concurrency, cache=store, context_window=window, budget=budget
-        ) as executor,
-        _stopping(executor) as stopped,
-    ):
-        traces = executor.run(document, plans, progress)
-    mark_traces(traces, questions)
-    batch = None
-    if store is not None:
-        try:  # paid results are printed whether or not the history can keep them
-            batch = store.save_batch(traces)
-        except LedgerError as exc:
-            save_error = str(exc)
+    result = ask(
+        planned,
+        client,
+        concurrency=args.concurrency,
+        max_usd=args.max_usd,
+        cache=args.save,
+        save=args.save,
+        on_event=progress,
+        guard=lambda runner: _stopping(runner, stopped),
+    )
     return {
         "stopped_by": stopped.get("by"),
         "file": document.name,
         "questions": [q.text for q in questions],
         "question": questions[0].text,
-        "batch": batch,
-        "save_error": save_error,
+        "batch": result.batch,
+        "save_error": result.save_error,
         "provider": provider,
         "model": model,
-        "is_llm": client.is_llm,
+        "is_llm": result.is_llm,
         "priced_as": base.pricing[0],
         "price_data": price_data_version(),
-        "results": [t.to_dict(prompts=False) for t in traces],
+        "results": [t.to_dict(prompts=False) for t in result.traces],
     }
 
 
+def _client(args: argparse.Namespace, engine: Engine, counter: TokenCounter) -> LLMClient:
+    """The engine's client with the key named by ``--api-key-env`` and ``--base-url``."""
+    from dataclasses import replace
+
+    given = replace(engine, api_key=_given_key(args, engine.provider), base_url=args.base_url)
+    return given.client(
+        counter, reach=getattr(args, "reach", 4_000), timeout_s=args.timeout, on_wait=_waiting(args)
+    )
+
+
 @contextmanager
-def _stopping(executor: Executor) -> Iterator[dict[str, str]]:
+def _stopping(executor: Runner, stopped: dict[str, str]) -> Iterator[dict[str, str]]:
     """While ``ask`` runs: Ctrl-C or SIGTERM sends no further call, waits for the calls in
     flight and lets the run end with what returned (``stopped["by"]`` says which signal); a
     second signal stops at once."""
-    stopped: dict[str, str] = {}
     if threading.current_thread() is not threading.main_thread():
         yield stopped
         return
@@ -520,27 +511,6 @@ def _stopping(executor: Executor) -> Iterator[dict[str, str]]:
             signal.signal(sig, handler)
 
 
-def _check_ask_budget(plans: Sequence[Plan], base: RunSettings, max_usd: float) -> None:
-    """Refuse, before any call, methods estimated above the budget or with no known price."""
-    from rr_core.costs import assumed_free
-    from rr_core.plans import estimate_calls
-
-    estimate = estimate_calls([c for p in plans for c in p.calls], base)
-    priced_as, provider = base.pricing
-    if assumed_free(priced_as, provider) or not estimate.cost.known:
-        raise ConfigError(
-            f"A budget of ${max_usd:.2f} was set, but no price is known for {priced_as}"
-            + (" on this server (it is counted as free)" if estimate.cost.known else "")
-            + ", so the run could pass it unseen. Nothing was sent: name the model whose prices the "
-            "server charges with --price-model MODEL, or leave out --max-usd."
-        )
-    if estimate.cost.total_usd > max_usd:
-        raise ConfigError(
-            f"The methods are estimated at ${estimate.cost.total_usd:.2f} ({estimate.calls:,} calls), above "
-            f"the budget of ${max_usd:.2f}. Nothing was sent: raise the budget or ask less."
-        )
-
-
 def _numbers(text: str | None, kind: type, what: str) -> tuple[Any, ...] | None:
     if text is None:
         return None
@@ -552,22 +522,18 @@ def _numbers(text: str | None, kind: type, what: str) -> tuple[Any, ...] | None:
 
 def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     """Plan (and unless --dry-run, run) a sweep; print the plan, then the grid with metrics."""
-    from rr_core.costs import context_window
-    from rr_core.lab import TASKS, build_trials, trial_notes, trial_spec
+    from rr_core.lab import TASKS, trial_notes, trial_spec
     from rr_core.lab.presets import get_preset
     from rr_core.lab.report import protocol, sweep_json, trials_csv
-    from rr_core.lab.sweep import check_budget, plan_sweep, run_sweep
     from rr_core.llm.base import temperature_sent
     from rr_core.methods import parse_spec
     from rr_core.questions import read_questions
-    from rr_core.runs import Budget, Executor
-    from rr_core.store import open_store
+    from rr_core.workbench import check_sweep_budget, plan_measurement, sweep
 
     preset = get_preset(args.preset)
-    provider = args.provider or default_provider()
-    engine = get_provider(provider)
-    model = engine.model_or_default(args.model)
-    counter = counter_for_model(engine.counter_model(model))
+    engine = _engine(args, args.provider)
+    provider, model = engine.provider, engine.model
+    counter = counter_for_model(engine.counting_model())
     document = _open(args, model) if args.file else None
     questions = tuple(read_questions(Path(args.questions))) if args.questions else ()
     task = "questions" if questions else preset.task
@@ -583,14 +549,22 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         qa_file=Path(args.qa_file) if args.qa_file else None,
         questions=questions,
     )
-    trials = build_trials(spec, preset, document, counter, depths=_numbers(args.depths, float, "--depths"))
-    price_model = args.price_model or engine.default_price_model
+    depths = _numbers(args.depths, float, "--depths")
     layout = QuestionPlacement(args.layout) if args.layout else preset.layout
-    base = RunSettings(model=model, provider=provider, price_model=price_model, question_placement=layout)
+    base = engine.settings(question_placement=layout)
     specs = [m for m in (args.methods.split(",") if args.methods else preset.series) if m.strip()]
     series = [parse_spec(m, base) for m in specs]
-    plan = plan_sweep(trials, series, counter, bounds=preset.bounds and not args.no_bounds, layout=layout)
-    check_budget(plan, args.max_usd)
+    trials, plan = plan_measurement(
+        spec,
+        preset,
+        document,
+        series,
+        counter,
+        depths=depths,
+        bounds=preset.bounds and not args.no_bounds,
+        layout=layout,
+    )
+    check_sweep_budget(plan, args.max_usd)
     context = {
         "preset": preset.name,
         "task": TASKS[spec.task].label,
@@ -603,16 +577,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.dry_run:
         return {**context, "protocol": protocol(plan), "plan": plan.summary(), "dry_run": True}
-    client = engine_client(
-        provider,
-        model=model,
-        counter=counter,
-        reach=args.reach,
-        api_key=_given_key(args, provider),
-        base_url=args.base_url,
-        timeout_s=args.timeout,
-        on_wait=_waiting(args),
-    )
+    client = _client(args, engine, counter)
     done = {"n": 0}
 
     def progress(finished: int, total: int, _: object) -> None:
@@ -620,12 +585,14 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
             done["n"] = finished
             print(f"  {finished}/{total} runs", file=sys.stderr)
 
-    window = context_window(model, provider)
-    budget = Budget(args.max_usd) if args.max_usd is not None else None
-    with Executor(
-        client, concurrency=args.concurrency, cache=open_store(), context_window=window, budget=budget
-    ) as executor:
-        result = run_sweep(plan, executor, on_progress=progress)
+    result = sweep(
+        plan,
+        client,
+        concurrency=args.concurrency,
+        window=engine.window(),
+        max_usd=args.max_usd,
+        on_progress=progress,
+    )
     data = {**sweep_json(plan, result, context=context), "is_llm": client.is_llm}
     if args.trials_csv:
         shared = {

@@ -264,3 +264,19 @@ def test_the_store_imports_no_sdk_adapter() -> None:
     banned = ("rr_core.llm.openai_client", "rr_core.llm.anthropic_client", "rr_core.llm.deadline")
     offenders = {**_offenders("rr_core/store.py", banned), **_offenders("rr_core/store", banned)}
     assert offenders == {}
+
+
+def test_screens_and_cli_run_work_only_through_the_workbench() -> None:
+    """Ask and the Lab reach the runner, the sweep and the client factory through
+    ``rr_core.workbench`` (one place for the runner and the store to change)."""
+    banned = (
+        "rr_core.runs.Executor",
+        "rr_core.runs.Budget",
+        "rr_core.lab.sweep.run_sweep",
+        "rr_core.lab.sweep.plan_sweep",
+        "rr_core.lab.build_trials",
+        "rr_core.llm.make_client",
+        "rr_core.llm.engine_client",
+    )
+    offenders = {**_offenders("pages", banned), **_offenders("rr_core/cli.py", banned)}
+    assert offenders == {}

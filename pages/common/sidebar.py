@@ -103,7 +103,7 @@ def _engine() -> None:
         format_func=lambda p: get_provider(p).label,
         on_change=_provider_changed,
     )
-    current = S.engine()
+    current = S.provider_info()
     if current.price_as is PriceAs.REQUIRED:
         st.info(OFFLINE_NOTE)
         models = known_models()

@@ -21,13 +21,13 @@ from rr_core.llm import (
     PriceAs,
     ProviderInfo,
     get_provider,
-    make_client,
     starting_provider,
 )
 from rr_core.methods import GROUP_LABELS, all_methods, get_method, parse_spec
 from rr_core.samples import list_samples
 from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.tokens import TokenCounter, counter_for_model
+from rr_core.workbench import Engine
 
 W = "w."  # prefix of widget keys; the plain key holds the value that persists
 
@@ -121,14 +121,26 @@ def provider() -> str:
     return str(st.session_state["provider"])
 
 
-def engine() -> ProviderInfo:
+def provider_info() -> ProviderInfo:
     """The selected provider, as the registry describes it."""
     return get_provider(provider())
 
 
+def engine() -> Engine:
+    """The engine chosen in the sidebar, with the key and server URL typed there (if any).
+
+    The key rule is the engine's (``rr_core.llm.config``), shared with the CLI: a server URL
+    typed in the sidebar only ever gets a key typed in the sidebar; the key configured for the
+    deployment (environment, secrets) goes to its own server only.
+    """
+    typed_url = str(st.session_state.get("base_url") or "").strip()
+    typed_key = str(st.session_state.get("api_key") or "").strip()
+    return Engine(provider(), model(), price_model(), api_key=typed_key or None, base_url=typed_url or None)
+
+
 def model() -> str:
     """The model the provider runs (``offline`` for the offline engine: a free engine runs its own)."""
-    info = engine()
+    info = provider_info()
     return info.default_model if info.free else str(st.session_state["model"]).strip()
 
 
@@ -137,7 +149,7 @@ def api_key() -> str | None:
     typed = str(st.session_state.get("api_key") or "").strip()
     if typed:
         return typed
-    variable = engine().key_variable
+    variable = provider_info().key_variable
     return (configured(variable) or None) if variable else None
 
 
@@ -146,13 +158,13 @@ def base_url() -> str | None:
     typed = str(st.session_state.get("base_url") or "").strip()
     if typed:
         return typed
-    variable = engine().base_url_variable
+    variable = provider_info().base_url_variable
     return (configured(variable) or None) if variable else None
 
 
 def token_model() -> str:
     """The model whose tokenizer counts the document (the priced model when offline)."""
-    return str(st.session_state["price_model"]) if engine().free else model()
+    return str(st.session_state["price_model"]) if provider_info().free else model()
 
 
 def counter() -> TokenCounter:
@@ -189,7 +201,7 @@ def price_model() -> str:
     """The model that prices a run when it is not the model itself: the offline engine's "Price
     as", or the one named for an OpenAI-compatible server ("" for none)."""
     state = st.session_state
-    price_as = engine().price_as
+    price_as = provider_info().price_as
     if price_as is PriceAs.REQUIRED:
         return str(state["price_model"])
     if price_as is PriceAs.OPTIONAL:
@@ -259,21 +271,9 @@ def methods_using(param: str) -> list[str]:
 
 
 def new_client() -> LLMClient:
-    """A fresh client for this run (never cached: clients hold connections).
-
-    The key rule is the engine's (``rr_core.llm.config``), shared with the CLI: a server URL
-    typed in the sidebar only ever gets a key typed in the sidebar; the key configured for the
-    deployment (environment, secrets) goes to its own server only.
-    """
-    typed_url = str(st.session_state.get("base_url") or "").strip()
-    typed_key = str(st.session_state.get("api_key") or "").strip()
-    return make_client(
-        provider(),
-        model=model(),
-        api_key=typed_key or None,
-        base_url=typed_url or None,
-        configured=configured,
-    )
+    """A fresh client for this run (never cached: clients hold connections), made by the
+    sidebar's engine with the configured key lookup (environment, then secrets)."""
+    return engine().client(configured=configured)
 
 
 def concurrency() -> int:

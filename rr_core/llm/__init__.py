@@ -115,12 +115,12 @@ def engine_client(
     provider: str,
     *,
     model: str,
-    counter: TokenCounter,
+    counter: TokenCounter | None = None,
     reach: int = 4_000,
     **options: Any,
 ) -> LLMClient:
     """A client for any registered engine, the Lab's simulated reader included: the free
-    engines count with ``counter`` (the simulated reader sees pages ``reach`` tokens from a
+    engines count with ``counter`` (None: their default; the simulated reader sees pages ``reach`` tokens from a
     copy of the instructions); a provider's client is ``make_client``'s, with ``options``."""
     if provider == "simulated":
         from rr_core.llm.simulated import SimulatedReader

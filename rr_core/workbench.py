@@ -1,0 +1,325 @@
+"""The application layer: the use cases the screens and the command line share.
+
+- ``Engine``: the engine a use case runs on (provider, model, the model it is priced as, a
+  key or server given for the run), with every default taken from the provider registry;
+- **ask**: ``plan_ask`` (the chosen methods planned for a document and its questions, with
+  the estimate and the context window), ``check_ask_budget``, ``ask`` (run them with the
+  store as call cache if asked, under a budget, and save them to the history);
+- **sweep**: ``plan_measurement`` (trials built and planned), ``check_sweep_budget``,
+  ``sweep`` (run through the store as call cache, under a budget).
+
+The screens and the CLI keep only what is theirs: reading widgets or arguments, and drawing
+or printing. The runner and the store are reached through ``open_runner`` and
+``open_history`` only, so a change to either lands here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+from rr_core.costs import assumed_free, context_window
+from rr_core.documents import Document
+from rr_core.errors import ConfigError, LedgerError
+from rr_core.lab import TrialSpec, build_trials
+from rr_core.lab.haystacks import Trial
+from rr_core.lab.presets import Preset
+from rr_core.lab.sweep import Progress, SweepPlan, SweepResult, check_budget, plan_sweep, run_sweep
+from rr_core.llm import (
+    LLMClient,
+    OnWait,
+    ProviderInfo,
+    default_provider,
+    engine_client,
+    get_provider,
+)
+from rr_core.llm.config import Lookup, environment
+from rr_core.methods import plan_questions
+from rr_core.plans import Plan, estimate_calls
+from rr_core.questions import Question, mark_traces
+from rr_core.runs import Budget, CallCache, CallEvent, Executor, RunTrace
+from rr_core.settings import QuestionPlacement, RunSettings
+from rr_core.store import Store, open_store
+from rr_core.tokens import TokenCounter
+
+# ---- the narrow points: the runner and the store ----------------------------------------------
+
+
+def open_runner(
+    client: LLMClient,
+    *,
+    concurrency: int,
+    cache: CallCache | None = None,
+    window: int | None = None,
+    max_usd: float | None = None,
+) -> Executor:
+    """The runner every use case runs through (the in-process executor), with the store as
+    call cache when given and a budget cap when ``max_usd`` is set."""
+    budget = Budget(max_usd) if max_usd is not None else None
+    return Executor(client, concurrency=concurrency, cache=cache, context_window=window, budget=budget)
+
+
+def open_history() -> Store:
+    """The run store: the history, and the call cache (``LedgerError`` when it cannot open;
+    ``ConfigError`` when ``RR_STUDIO_DB`` names a store this build cannot serve)."""
+    return open_store()
+
+
+# ---- the engine ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """The engine a use case runs on. ``api_key`` and ``base_url`` are those *given* for the
+    run; the configured ones are looked up when the client is made (the key rule of
+    ``rr_core.llm.config``). The key is never shown in the repr."""
+
+    provider: str
+    model: str
+    price_model: str = ""
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+
+    @classmethod
+    def choose(
+        cls,
+        provider: str | None = None,
+        model: str | None = None,
+        price_model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+    ) -> Engine:
+        """An engine with the registry's defaults for what is not given: the provider whose
+        key is configured (else the offline engine), its default model, and the model a free
+        engine is priced as."""
+        info = get_provider(provider or default_provider())
+        return cls(
+            info.name,
+            info.model_or_default(model),
+            price_model or info.default_price_model,
+            api_key=api_key,
+            base_url=base_url,
+        )
+
+    @property
+    def info(self) -> ProviderInfo:
+        """The provider as the registry describes it."""
+        return get_provider(self.provider)
+
+    @property
+    def is_llm(self) -> bool:
+        """Whether a model reads (False: a free engine, never paid)."""
+        return self.info.is_llm
+
+    def counting_model(self) -> str:
+        """The model whose tokenizer counts for a run on this engine."""
+        return self.info.counter_model(self.model)
+
+    def window(self) -> int | None:
+        """The model's context window, where the price data knows it."""
+        return context_window(self.model, self.provider)
+
+    def settings(self, **values: Any) -> RunSettings:
+        """Run settings on this engine (the method and its parameters from ``values``)."""
+        return RunSettings(model=self.model, provider=self.provider, price_model=self.price_model, **values)
+
+    def client(
+        self,
+        counter: TokenCounter | None = None,
+        *,
+        reach: int = 4_000,
+        timeout_s: float = 120.0,
+        on_wait: OnWait | None = None,
+        configured: Lookup = environment,
+    ) -> LLMClient:
+        """A fresh client (never cached: clients hold connections). A free engine counts with
+        ``counter``; the simulated reader sees ``reach`` tokens from its instructions."""
+        return engine_client(
+            self.provider,
+            model=self.model,
+            counter=counter,
+            reach=reach,
+            api_key=self.api_key,
+            base_url=self.base_url,
+            timeout_s=timeout_s,
+            on_wait=on_wait,
+            configured=configured,
+        )
+
+
+# ---- ask -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AskPlan:
+    """The chosen methods planned for a document and its questions, before any call."""
+
+    document: Document
+    questions: tuple[Question, ...]
+    settings: tuple[RunSettings, ...]  # one per method (or variant)
+    plans: tuple[Plan, ...]
+    window: int | None = None  # the model's context window, where known
+
+    @property
+    def calls(self) -> int:
+        """Calls expected in all."""
+        return sum(p.estimate.calls for p in self.plans)
+
+    @property
+    def input_tokens(self) -> int:
+        """Input tokens expected in all."""
+        return sum(p.estimate.input_tokens for p in self.plans)
+
+    @property
+    def usd(self) -> float:
+        """The estimate in US dollars (what the tokens would cost, for a free engine)."""
+        return sum(p.estimate.usd for p in self.plans)
+
+    @property
+    def priced_as(self) -> str:
+        """The model the estimate is priced as."""
+        return self.settings[0].pricing[0] if self.settings else ""
+
+    @property
+    def price_known(self) -> bool:
+        """Whether every plan's price is known."""
+        return all(p.estimate.cost.known for p in self.plans)
+
+    @property
+    def too_long(self) -> list[Plan]:
+        """The plans whose longest prompt is over the context window (refused before sending)."""
+        return [p for p in self.plans if self.window and p.largest_prompt > self.window]
+
+
+def plan_ask(
+    document: Document,
+    questions: Sequence[Question],
+    settings: Sequence[RunSettings],
+    counter: TokenCounter,
+    *,
+    window: int | None = None,
+) -> AskPlan:
+    """Plan each method (one ``RunSettings`` each) for the questions (``ConfigError`` for a
+    setting that cannot work)."""
+    plans = [p for s in settings for p in plan_questions(document, list(questions), s, counter)]
+    return AskPlan(document, tuple(questions), tuple(settings), tuple(plans), window)
+
+
+def check_ask_budget(plans: Sequence[Plan], base: RunSettings, max_usd: float) -> None:
+    """Refuse, before any call, methods estimated above the budget or with no known price."""
+    estimate = estimate_calls([c for p in plans for c in p.calls], base)
+    priced_as, provider = base.pricing
+    if assumed_free(priced_as, provider) or not estimate.cost.known:
+        raise ConfigError(
+            f"A budget of ${max_usd:.2f} was set, but no price is known for {priced_as}"
+            + (" on this server (it is counted as free)" if estimate.cost.known else "")
+            + ", so the run could pass it unseen. Nothing was sent: name the model whose prices the "
+            "server charges with --price-model MODEL, or leave out --max-usd."
+        )
+    if estimate.cost.total_usd > max_usd:
+        raise ConfigError(
+            f"The methods are estimated at ${estimate.cost.total_usd:.2f} ({estimate.calls:,} calls), above "
+            f"the budget of ${max_usd:.2f}. Nothing was sent: raise the budget or ask less."
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AskResult:
+    """What an ask gave back: the traces (in the plans' order), and where they were kept."""
+
+    traces: list[RunTrace]
+    batch: str | None  # the history's batch id; None when not saved
+    save_error: str | None  # why the history could not keep them (the results stand)
+    is_llm: bool
+
+
+# Wraps a run with the runner in hand (the CLI's signal handling stops it).
+Guard = Callable[[Executor], AbstractContextManager[Any]]
+
+
+def ask(
+    plan: AskPlan,
+    client: LLMClient,
+    *,
+    concurrency: int,
+    max_usd: float | None = None,
+    cache: bool = False,
+    save: bool = True,
+    on_event: Callable[[CallEvent], None] | None = None,
+    guard: Guard | None = None,
+) -> AskResult:
+    """Run the plans that were shown; mark the answers against known ones; save to history.
+
+    With ``cache`` the run store is also the call cache: each reply is kept as it returns,
+    and a call asked before (same reader, same prompt) is not paid again; a store this build
+    cannot serve is then a ``ConfigError`` before anything is sent. A store that cannot open
+    or save is reported in ``save_error``; paid results are returned regardless.
+    """
+    store: Store | None = None
+    save_error: str | None = None
+    if cache:
+        try:
+            store = open_history()
+        except LedgerError as exc:
+            save_error = str(exc)
+    with (
+        open_runner(
+            client, concurrency=concurrency, cache=store, window=plan.window, max_usd=max_usd
+        ) as runner,
+        guard(runner) if guard is not None else nullcontext(),
+    ):
+        traces = runner.run(plan.document, plan.plans, on_event)
+    mark_traces(traces, list(plan.questions))
+    batch = None
+    if save and save_error is None:
+        try:  # paid results are shown whether or not the history can keep them
+            batch = (store or open_history()).save_batch(traces)
+        except (LedgerError, ConfigError) as exc:
+            save_error = str(exc)
+    return AskResult(traces, batch, save_error, client.is_llm)
+
+
+# ---- sweep -----------------------------------------------------------------------------------
+
+
+def plan_measurement(
+    spec: TrialSpec,
+    preset: Preset,
+    document: Document | None,
+    series: Sequence[RunSettings],
+    counter: TokenCounter,
+    *,
+    depths: Sequence[float] | None = None,
+    bounds: bool = True,
+    layout: QuestionPlacement | None = None,
+) -> tuple[list[Trial], SweepPlan]:
+    """The trials of a spec and the sweep's plan over them, before any call (``ConfigError``
+    for a grid that cannot work or is too large)."""
+    trials = build_trials(spec, preset, document, counter, depths=depths)
+    return trials, plan_sweep(trials, series, counter, bounds=bounds, layout=layout)
+
+
+def check_sweep_budget(plan: SweepPlan, max_usd: float | None) -> None:
+    """Refuse, before any call, a sweep above the budget or with no known price to keep it."""
+    check_budget(plan, max_usd)
+
+
+def sweep(
+    plan: SweepPlan,
+    client: LLMClient,
+    *,
+    concurrency: int,
+    window: int | None = None,
+    max_usd: float | None = None,
+    store: CallCache | None = None,
+    on_progress: Progress | None = None,
+) -> SweepResult:
+    """Run every job of the sweep through the run store as call cache (``store``, or the
+    history opened here): an interrupted or repeated sweep pays only for what is missing. A
+    budget cap sends no call that would pass ``max_usd``."""
+    cache = store if store is not None else open_history()
+    with open_runner(client, concurrency=concurrency, cache=cache, window=window, max_usd=max_usd) as runner:
+        return run_sweep(plan, runner, on_progress=on_progress)

@@ -1,0 +1,150 @@
+"""The application layer the screens and the CLI share: engine defaults, ask and sweep."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from conftest import fee_document, word_counter
+
+from rr_core import workbench
+from rr_core.errors import ConfigError, LedgerError
+from rr_core.lab import TrialSpec
+from rr_core.lab.presets import PRESETS
+from rr_core.llm import ScriptedClient
+from rr_core.llm.providers import REGISTRY
+from rr_core.questions import Question
+from rr_core.runs import Executor
+from rr_core.settings import RunSettings
+from rr_core.store import open_store
+from rr_core.workbench import Engine
+
+QUESTION = Question("What is the termination fee?", ("7 million",), (11,))
+
+
+def reply(request: Any) -> str:
+    return json.dumps(
+        {
+            "question": QUESTION.text,
+            "answer": "7 million",
+            "found": True,
+            "citations": [{"page": "11", "quote": ""}],
+        }
+    )
+
+
+# ---- the engine ----------------------------------------------------------------------------------
+
+
+def test_engine_defaults_come_from_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    offline = Engine.choose()
+    assert (offline.provider, offline.model, offline.price_model) == (
+        "offline",
+        REGISTRY["offline"].default_model,
+        REGISTRY["offline"].default_price_model,
+    )
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    paid = Engine.choose()
+    assert (paid.provider, paid.model, paid.price_model) == (
+        "anthropic",
+        REGISTRY["anthropic"].default_model,
+        "",
+    )
+    assert Engine.choose("openai", "gpt-4o").model == "gpt-4o"
+    assert Engine.choose("simulated", "gpt-4o").model == "simulated"  # it runs itself
+    assert Engine.choose("offline", price_model="claude-sonnet-4-5").settings().pricing == (
+        "claude-sonnet-4-5",
+        None,
+    )
+    with pytest.raises(ConfigError, match="unknown provider"):
+        Engine.choose("mystery")
+
+
+def test_an_engines_key_is_never_shown() -> None:
+    engine = Engine.choose("openai", api_key="sk-secret-123", base_url="http://localhost:9")
+    assert "sk-secret-123" not in repr(engine) and "localhost" in repr(engine)
+
+
+def test_free_engines_make_their_own_clients() -> None:
+    for name in ("offline", "simulated"):
+        client = Engine.choose(name).client(word_counter())
+        assert not client.is_llm
+
+
+# ---- ask -----------------------------------------------------------------------------------------
+
+
+def _plan(methods: tuple[str, ...] = ("baseline",)) -> workbench.AskPlan:
+    settings = [RunSettings(method=m, model="gpt-4.1-mini", provider="openai") for m in methods]
+    return workbench.plan_ask(fee_document(), [QUESTION], settings, word_counter())
+
+
+def test_ask_plans_estimates_runs_marks_and_saves() -> None:
+    plan = _plan(("baseline", "reprompt"))
+    assert len(plan.plans) == 2 and plan.calls == sum(p.estimate.calls for p in plan.plans) > 0
+    assert plan.priced_as == "gpt-4.1-mini" and plan.price_known and plan.usd > 0
+    client = ScriptedClient(responder=reply)
+    result = workbench.ask(plan, client, concurrency=2)
+    assert [t.method for t in result.traces] == ["baseline", "reprompt"] and result.is_llm
+    assert all(t.outcome.correct for t in result.traces)  # marked against the known answer
+    assert result.save_error is None and result.batch is not None
+    assert {r.run_id for r in open_store().list()} == {t.run_id for t in result.traces}
+
+
+def test_ask_with_the_store_as_cache_pays_once() -> None:
+    first = ScriptedClient(responder=reply)
+    workbench.ask(_plan(), first, concurrency=1, cache=True)
+    again = ScriptedClient(responder=reply)
+    result = workbench.ask(_plan(), again, concurrency=1, cache=True)
+    assert len(first.requests) == 1 and again.requests == []
+    assert all(c.cached for t in result.traces for c in t.calls)
+
+
+def test_ask_keeps_paid_results_when_the_history_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> Any:
+        raise LedgerError("the disk is full")
+
+    monkeypatch.setattr(workbench, "open_history", broken)
+    result = workbench.ask(_plan(), ScriptedClient(responder=reply), concurrency=1)
+    assert result.batch is None and result.save_error == "the disk is full"
+    assert result.traces and result.traces[0].outcome.correct
+
+
+def test_ask_runs_inside_the_callers_guard() -> None:
+    seen: list[Executor] = []
+
+    @contextmanager
+    def guard(runner: Executor) -> Iterator[None]:
+        seen.append(runner)
+        yield
+
+    workbench.ask(_plan(), ScriptedClient(responder=reply), concurrency=1, save=False, guard=guard)
+    assert len(seen) == 1 and isinstance(seen[0], Executor)
+
+
+def test_ask_budget_refuses_before_any_call() -> None:
+    plan = _plan(("rr",))
+    with pytest.raises(ConfigError, match="above the budget"):
+        workbench.check_ask_budget(plan.plans, plan.settings[0], 1e-9)
+
+
+# ---- sweep ---------------------------------------------------------------------------------------
+
+
+def test_a_sweep_is_planned_checked_and_run_through_the_store() -> None:
+    engine = Engine.choose("simulated")
+    counter = word_counter()
+    spec = TrialSpec(task="kv", lengths=(20,), repeats=1)
+    series = [engine.settings(method="baseline")]
+    trials, plan = workbench.plan_measurement(spec, PRESETS["key-value"], None, series, counter, bounds=False)
+    assert trials and len(plan.jobs) == len(trials)
+    workbench.check_sweep_budget(plan, None)
+    with pytest.raises(ConfigError, match="above the budget"):
+        workbench.check_sweep_budget(plan, 1e-9)
+    first = workbench.sweep(plan, engine.client(counter), concurrency=1)
+    assert first.calls_made == plan.calls and not first.is_llm
+    again = workbench.sweep(plan, engine.client(counter), concurrency=1)
+    assert again.calls_made == 0 and again.calls_cached == plan.calls
