@@ -38,7 +38,7 @@ def _source_changed() -> None:
 
 def _sample_changed() -> None:
     # A new sample: start from its middle question rather than the last sample's.
-    questions = docs.sample_questions(state["sample"])
+    questions = docs.sample_questions(S.session().sample)
     state["question"] = questions[0].text if questions else ""
     state["questions_text"] = ""
     state["gold_pages"] = str(questions[0].page) if questions else ""
@@ -55,14 +55,16 @@ with source_col:
     )
 with pick_col:
     if state["source"] == "sample":
-        S.bound(
+        S.bind(
             st.selectbox,
             "Sample",
+            S.session(),
             "sample",
+            key="sample",
             options=docs.sample_names(),
             format_func=docs.sample_title,
             on_change=_sample_changed,
-            help=docs.sample_description(state["sample"]),
+            help=docs.sample_description(S.session().sample),
         )
     else:
         uploaded = st.file_uploader(
@@ -70,8 +72,8 @@ with pick_col:
         )
         if uploaded is not None:
             docs.remember_upload(uploaded)
-        elif state.get("upload") is not None:
-            st.caption(f"Using **{md(state['upload'].name)}** (upload another file to replace it).")
+        elif (kept := S.session().upload) is not None:
+            st.caption(f"Using **{md(kept.name)}** (upload another file to replace it).")
         else:
             st.info("Upload a document to ask about it, or switch to a sample.")
             st.stop()
@@ -79,7 +81,9 @@ with pick_col:
 
 def _password_field(message: str) -> None:
     st.warning(md(message))
-    S.bound(st.text_input, "PDF password", "upload_password", type="password")
+    S.bind(
+        st.text_input, "PDF password", S.session(), "upload_password", key="upload_password", type="password"
+    )
     st.caption("The password is used for this session only; it is never stored.")
     st.stop()
 
@@ -90,10 +94,12 @@ def _ocr_choice() -> None:
     if missing:
         st.caption(f"OCR is not available here: {md(missing)}.")
         return
-    S.bound(
+    S.bind(
         st.checkbox,
         "Read pages without text by OCR (Tesseract; a few seconds a page)",
+        S.session(),
         "upload_ocr",
+        key="upload_ocr",
         help="Scanned pages have no text for a model to read; OCR turns their images into text. It runs on this machine.",
     )
 
@@ -123,7 +129,7 @@ if state["source"] == "upload" and any(not p.has_text for p in document.pages):
 
 # ---- 2. The question(s) and the methods ----------------------------------------------------
 
-known = docs.sample_questions(state["sample"]) if state["source"] == "sample" else []
+known = docs.sample_questions(S.session().sample) if state["source"] == "sample" else []
 docs.prefill_question()  # the first visit opens ready to run
 
 mode_col, helper_col = st.columns([3, 5], vertical_alignment="bottom")
@@ -466,7 +472,7 @@ def run() -> None:
         "signature": _signature(),
         "traces": traces,
     }
-    state["scroll_to_results"] = True
+    S.session().scroll_to_results = True
 
 
 if clicked:
@@ -556,7 +562,8 @@ downloads.download_button(
 )
 if current_doc is not None:
     downloads.page_link("pages/document.py", label="See what the model saw →")
-if state.pop("scroll_to_results", False):
+if S.session().scroll_to_results:
+    S.session().scroll_to_results = False
     # Bring the results into view after a run (the page does not scroll by itself).
     st.html(
         "<script>window.parent.document.getElementById('results')?.scrollIntoView({behavior: 'smooth'});</script>",

@@ -113,8 +113,8 @@ default = (
     )
 )
 batch = (last or {}).get("batch") if traces else None
-if state.get("doc_show_batch") != batch:  # a new run: open on it, not on what was picked before
-    state["doc_show_batch"] = batch
+if S.session().doc_batch != batch:  # a new run: open on it, not on what was picked before
+    S.session().doc_batch = batch
     state.pop("w.doc_show", None)
 if not traces:
     info_col, link_col = st.columns([4, 1], vertical_alignment="center")
@@ -369,7 +369,7 @@ cited_list: list[Cited] = (
 
 def _go_to_citation(index: int) -> None:
     """Focus a citation and turn to its page (a button's callback: before the rerun draws)."""
-    state["view_citation"] = index
+    S.session().view_citation = index
     state["view_page"] = cited_list[index][1].page
 
 
@@ -378,10 +378,10 @@ def _focus(number: int) -> int | None:
     the first citation on that page; None when there are none."""
     if not cited_list:
         return None
-    index = min(max(int(state.get("view_citation", 0)), 0), len(cited_list) - 1)
+    index = min(max(S.session().view_citation, 0), len(cited_list) - 1)
     if cited_list[index][1].page != number:
         index = next((i for i, (_, c) in enumerate(cited_list) if c.page == number), index)
-    state["view_citation"] = index
+    S.session().view_citation = index
     return index
 
 
@@ -453,11 +453,11 @@ def page_viewer() -> None:
     first_cited = cited_list[0][1].page if cited_list else None
     top = outcome.retrieved_pages[0] if outcome is not None and outcome.retrieved_pages else None
     viewing = (batch, shown.run_id if shown is not None else None, asked_index)
-    if batch is not None and state.get("viewed_batch") != viewing:
+    if batch is not None and S.session().doc_viewing != viewing:
         # A new run, another run of it or another question shown: open on its first citation
         # (or the page it ranked first).
-        state["viewed_batch"] = viewing
-        state["view_citation"] = 0
+        S.session().doc_viewing = viewing
+        S.session().view_citation = 0
         if first_cited or top:
             state["view_page"] = first_cited or top
     if top and top not in {c.page for _, c in cited_list}:

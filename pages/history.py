@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import docs, results, sidebar
+from pages.common import state as S
 from pages.common.text import md, plural, short, when
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError, RRError
@@ -340,26 +341,30 @@ def _delete(batch_list: list[str]) -> None:
     try:
         gone = store.delete(run_ids)
     except LedgerError as exc:
-        state["delete_message"] = ("error", f"The runs could not be deleted ({exc}).")
+        S.session().delete_message = ("error", f"The runs could not be deleted ({exc}).")
     else:
-        state["delete_message"] = (
+        S.session().delete_message = (
             "success",
             f"Deleted {plural(gone, 'run')} of {plural(len(batch_list), 'question')}.",
         )
         # The selection is by row number: kept, it would select the rows that moved up.
         state["history_table"] = {"selection": {"rows": [], "columns": []}}
-    state.pop("confirm_delete", None)
+    S.session().confirm_delete = None
+
+
+def _cancel_delete() -> None:
+    S.session().confirm_delete = None
 
 
 with delete_tab:
-    message = state.pop("delete_message", None)
+    message, S.session().delete_message = S.session().delete_message, None
     if message:
         getattr(st, message[0])(md(message[1]))
     if not selected:
         st.caption("Select the questions to delete in the table above (several at once).")
     else:
         runs_count = sum(len(batches[b]) for b in selected)
-        if state.get("confirm_delete") == selected:
+        if S.session().confirm_delete == selected:
             st.warning(
                 f"Delete {plural(len(selected), 'question')} ({plural(runs_count, 'run')}) for good, with their "
                 "prompts and responses? This cannot be undone."
@@ -368,7 +373,7 @@ with delete_tab:
             yes.button(
                 "Yes, delete them", type="primary", key="delete_yes", on_click=_delete, args=(selected,)
             )
-            no.button("Cancel", key="delete_no", on_click=lambda: state.pop("confirm_delete", None))
+            no.button("Cancel", key="delete_no", on_click=_cancel_delete)
         elif st.button(f"Delete {plural(len(selected), 'selected question')}…", key="delete_ask"):
-            state["confirm_delete"] = selected
+            S.session().confirm_delete = selected
             st.rerun()

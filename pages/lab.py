@@ -55,15 +55,19 @@ PROVIDER = "provider"
 FREE_ENGINES = sorted((p for p in REGISTRY.values() if p.free), key=lambda p: p.in_app)
 ENGINES = {PROVIDER: "The model chosen in the sidebar"} | {p.name: p.engine_label for p in FREE_ENGINES}
 engine_options = [p.name for p in FREE_ENGINES] + ([PROVIDER] if S.provider_info().is_llm else [])
-state.setdefault("lab_engine", PROVIDER if S.provider_info().is_llm else FREE_ENGINES[0].name)
-if state["lab_engine"] not in engine_options:
-    state["lab_engine"] = engine_options[0]
+lab = S.session().lab
+if not lab.engine:
+    lab.engine = PROVIDER if S.provider_info().is_llm else FREE_ENGINES[0].name
+if lab.engine not in engine_options:
+    lab.engine = engine_options[0]
 engine_col, preset_col = st.columns(2)
 with engine_col:
-    S.bound(
+    S.bind(
         st.selectbox,
         "Measure with",
-        "lab_engine",
+        lab,
+        "engine",
+        key="lab_engine",
         options=engine_options,
         # Labels made now: a format function that read the session later would fail where
         # it is called outside a script run (AppTest formats values that way).
@@ -72,21 +76,22 @@ with engine_col:
             for e in engine_options
         }.__getitem__,
     )
-    engine = state["lab_engine"]
+    engine = lab.engine
     # The engine that measures: the sidebar's provider, or a free engine of the registry.
     measured = S.provider_info() if engine == PROVIDER else get_provider(engine)
     if measured.lab_info:
         st.info(measured.lab_info)
 with preset_col:
-    state.setdefault("lab_preset", "quick")
-    S.bound(
+    S.bind(
         st.selectbox,
         "Measurement",
-        "lab_preset",
+        lab,
+        "preset",
+        key="lab_preset",
         options=list(PRESETS),
         format_func=lambda p: PRESETS[p].title,
     )
-    preset = PRESETS[state["lab_preset"]]
+    preset = PRESETS[lab.preset]
     st.caption(md(preset.description))
     st.caption(f"**Where the question goes** ({md(preset.layout.value)}): {md(preset.why)}")
 
@@ -140,54 +145,68 @@ elif lab_task.reads_file:
         folder.mkdir(exist_ok=True)
         qa_path = folder / Path(qa.name).name
         qa_path.write_bytes(qa.getvalue())
-        if lab_task.pairs and state.get("lab_kv_for") != qa.name:
-            state["lab_kv_for"] = qa.name
-            state["lab_lengths"] = ""  # each row's own number of pairs, unless the user cuts it
+        if lab_task.pairs and lab.kv_file != qa.name:
+            lab.kv_file = qa.name
+            lab.lengths = ""  # each row's own number of pairs, unless the user cuts it
 
 # ---- The grid --------------------------------------------------------------------------------
 
-state.setdefault("lab_methods_for", "")
-if state["lab_methods_for"] != preset.name:
+if lab.grid_for != preset.name:
     # A new preset starts from its own methods, grid and question placement.
-    state["lab_methods_for"] = preset.name
-    state["lab_layout"] = preset.layout.value
-    state["lab_methods"] = ", ".join(preset.series)
+    lab.grid_for = preset.name
+    lab.layout = preset.layout.value
+    lab.methods = ", ".join(preset.series)
     start = preset.lengths or (default_lengths(document.total_tokens) if document else (10_000,))
-    state["lab_lengths"] = "" if lab_task.pairs and qa_path else ", ".join(f"{n}" for n in start)
-    state["lab_depths"] = "" if preset.depth_step_tokens else ", ".join(f"{d:g}" for d in preset.depths)
-    state["lab_repeats"] = preset.repeats
+    lab.lengths = "" if lab_task.pairs and qa_path else ", ".join(f"{n}" for n in start)
+    lab.depths = "" if preset.depth_step_tokens else ", ".join(f"{d:g}" for d in preset.depths)
+    lab.repeats = preset.repeats
 with st.expander("Methods and grid", expanded=True):
-    S.bound(
+    S.bind(
         st.text_input,
         "Methods (a method may carry its own settings: rr:k=5000)",
-        "lab_methods",
+        lab,
+        "methods",
+        key="lab_methods",
         help="Names: "
         + ", ".join(m.name for m in all_methods() if m.group != "bounds")
         + ". Closed-book and oracle run once per question as the bounds.",
     )
     grid_cols = st.columns(3)
     with grid_cols[0]:
-        S.bound(
+        S.bind(
             st.text_input,
             "Lengths ("
             + ("key–value pairs" if lab_task.pairs else "tokens")
             + ("; empty: all of the file's" if lab_task.pairs and qa_path else "")
             + ")",
-            "lab_lengths",
+            lab,
+            "lengths",
+            key="lab_lengths",
             disabled=not lab_task.grid,
         )
     with grid_cols[1]:
-        S.bound(
+        S.bind(
             st.text_input,
             "Depths (% of the document)",
-            "lab_depths",
+            lab,
+            "depths",
+            key="lab_depths",
             placeholder="every 10k tokens (the paper's grid)"
             if preset.depth_step_tokens
             else "0, 25, 50, 75, 100",
             disabled=not lab_task.grid,
         )
     with grid_cols[2]:
-        S.bound(st.number_input, "Repeats per cell", "lab_repeats", min_value=1, max_value=20, step=1)
+        S.bind(
+            st.number_input,
+            "Repeats per cell",
+            lab,
+            "repeats",
+            key="lab_repeats",
+            min_value=1,
+            max_value=20,
+            step=1,
+        )
     option_cols = st.columns(3)
     paraphrase = option_cols[0].checkbox(
         "Paraphrased questions",
@@ -207,21 +226,24 @@ with st.expander("Methods and grid", expanded=True):
     with_bounds = option_cols[2].checkbox(
         "Closed-book and oracle bounds", value=preset.bounds, key="w.lab_bounds"
     )
-    S.bound(
+    S.bind(
         st.selectbox,
         "Where the question goes",
-        "lab_layout",
+        lab,
+        "layout",
+        key="lab_layout",
         options=[p.value for p in LAYOUTS],
         format_func={p.value: p.label[0].upper() + p.label[1:] for p in LAYOUTS}.__getitem__,
         help="The preset's choice and its reason are stated under the preset. A method that cannot take "
         "it (the cheap baselines are a layout each; reminders and BriefContext need the question first) "
         "keeps its own, as stated before running.",
     )
-    state.setdefault("lab_budget", 5.0)
-    S.bound(
+    S.bind(
         st.number_input,
         "Budget cap (USD): refuse to start above it, and send no call that would pass it (0: no cap)",
-        "lab_budget",
+        lab,
+        "budget",
+        key="lab_budget",
         min_value=0.0,
         step=1.0,
         format="%.2f",
@@ -232,12 +254,12 @@ def _numbers(text: str, kind: type) -> tuple[Any, ...]:
     return tuple(kind(x.strip().replace("_", "")) for x in str(text).split(",") if x.strip())
 
 
-base = S.base_settings().but(question_placement=QuestionPlacement(state["lab_layout"]))
+base = S.base_settings().but(question_placement=QuestionPlacement(lab.layout))
 try:
-    specs = [m.strip() for m in str(state["lab_methods"]).split(",") if m.strip()]
+    specs = [m.strip() for m in lab.methods.split(",") if m.strip()]
     series = [parse_spec(m, base) for m in specs]
-    lengths: tuple[int, ...] | None = _numbers(state["lab_lengths"], int) or None
-    depth_text = str(state["lab_depths"]).strip()
+    lengths: tuple[int, ...] | None = _numbers(lab.lengths, int) or None
+    depth_text = lab.depths.strip()
     depths = _numbers(depth_text, float) if depth_text else None
 except (ValueError, RRError) as exc:
     st.error(f"Methods, lengths and depths must be lists separated by commas ({md(exc)}).")
@@ -251,7 +273,7 @@ try:
         document,
         task=task,
         lengths=lengths,
-        repeats=int(state["lab_repeats"]),
+        repeats=int(lab.repeats),
         paraphrase=bool(paraphrase),
         distracters=int(distracters),
         qa_file=qa_path,
@@ -265,7 +287,7 @@ try:
         counter,
         depths=depths,
         bounds=with_bounds,
-        layout=QuestionPlacement(state["lab_layout"]),
+        layout=QuestionPlacement(lab.layout),
     )
 except RRError as exc:
     results.show_rr_error(exc)
@@ -322,7 +344,7 @@ def _client() -> Any:
     return workbench.Engine.choose(engine).client(counter)
 
 
-unpriced = not free and (plan.price_assumed or not plan.cost.known) and float(state["lab_budget"]) > 0
+unpriced = not free and (plan.price_assumed or not plan.cost.known) and float(lab.budget) > 0
 if unpriced:
     st.warning(
         f"No price is known for {md(plan.priced_as)}, so the budget cap could be passed unseen: name the "
@@ -332,7 +354,7 @@ if unpriced:
 
 if clicked:
     # A free engine pays nothing: no budget to keep (0: no cap).
-    max_usd = float(state["lab_budget"]) if not free and float(state["lab_budget"]) > 0 else None
+    max_usd = float(lab.budget) if not free and float(lab.budget) > 0 else None
     try:
         workbench.check_sweep_budget(plan, max_usd)  # refuses an unknown price too
         client = _client()

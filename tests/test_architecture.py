@@ -280,3 +280,53 @@ def test_screens_and_cli_run_work_only_through_the_workbench() -> None:
     )
     offenders = {**_offenders("pages", banned), **_offenders("rr_core/cli.py", banned)}
     assert offenders == {}
+
+
+# The loose session keys the screens may use: the settings and results callers and tests set or
+# read from outside (the engine, the method parameters, the question and methods, the results),
+# and widget keys Streamlit owns. Everything else is a field of ``pages.common.state.Session``.
+OUTSIDE_KEYS = {
+    "provider", "model", "api_key", "base_url", "price_model", "compat_price_model", "concurrency",
+    "reminder_style", "reminder_placement", "reminder_pages", "methods", "variants", "gold_pages",
+    "question", "ask_mode", "questions_text", "source", "results", "lab_result", "view_page",
+    "prompt_download", "history_table",
+}  # fmt: skip
+
+
+def _loose_keys(tree: ast.AST) -> set[str]:
+    """Literal keys read or written on ``st.session_state`` (or ``state``, its alias)."""
+    owners = {"state", "st.session_state"}
+    keys: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Subscript)
+            and ast.unparse(node.value) in owners
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):
+            keys.add(node.slice.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "setdefault", "pop")
+            and ast.unparse(node.func.value) in owners
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            keys.add(str(node.args[0].value))
+        elif (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) in ("S.bound", "bound")
+            and len(node.args) > 2
+            and isinstance(node.args[2], ast.Constant)
+        ):
+            keys.add(str(node.args[2].value))
+    return {k for k in keys if not k.startswith("w.")}
+
+
+def test_screens_keep_their_own_state_in_the_typed_session() -> None:
+    used = {
+        _rel(p): _loose_keys(ast.parse(p.read_text(encoding="utf-8"))) - OUTSIDE_KEYS
+        for p in _files("pages", "app.py")
+    }
+    assert {k: v for k, v in used.items() if v} == {}

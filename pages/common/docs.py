@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from pages.common import state as S
+from pages.common.state import Upload
 from rr_core.documents import Document, RenderedPage, load_document, ocr_available, page_words, render_page
 from rr_core.samples import get_sample, list_samples, questions_middle_first
 from rr_core.sources import sample_document
@@ -17,16 +18,6 @@ from rr_core.viewer import Placement, place_quote
 
 UPLOAD_TYPES = ["pdf", "docx", "txt", "text", "md", "markdown", "html", "htm"]
 PAGE_WIDTH = 640  # CSS pixels of the page viewer: fits a half-width column at 1280 px
-
-
-@dataclass(frozen=True, slots=True)
-class Upload:
-    """An uploaded file, kept for the session so other screens can reopen it."""
-
-    file_id: str
-    name: str
-    sha256: str
-    data: bytes
 
 
 @st.cache_resource(max_entries=8, show_spinner="Preparing the sample document…")
@@ -44,33 +35,32 @@ def _upload(
 
 def remember_upload(file: Any) -> Upload:
     """Keep an uploaded file (once per upload: hashing 200 MB is not free)."""
-    state = st.session_state
-    previous: Upload | None = state.get("upload")
+    session = S.session()
+    previous = session.upload
     if previous is None or previous.file_id != file.file_id:
         data = file.getvalue()
-        state["upload"] = Upload(file.file_id, file.name, hashlib.sha256(data).hexdigest(), data)
-        state["upload_password"] = ""
-        state["upload_ocr"] = False
-    upload: Upload = state["upload"]
-    return upload
+        previous = session.upload = Upload(file.file_id, file.name, hashlib.sha256(data).hexdigest(), data)
+        session.upload_password = ""
+        session.upload_ocr = False
+    return previous
 
 
 def active_document() -> Document:
     """The document the screens work on (raises ``RRError`` when it cannot be read)."""
-    state = st.session_state
+    session = S.session()
     tokens = S.counter()
-    upload: Upload | None = state.get("upload")
-    if state["source"] == "upload" and upload is not None:
+    upload = session.upload
+    if st.session_state["source"] == "upload" and upload is not None:
         return _upload(
             upload.sha256,
             upload.name,
-            state["upload_password"],
+            session.upload_password,
             tokens.label,
-            bool(state.get("upload_ocr")),
+            session.upload_ocr,
             upload.data,
             tokens,
         )
-    return _sample(state["sample"], tokens.label, tokens)
+    return _sample(session.sample, tokens.label, tokens)
 
 
 def ocr_missing() -> str | None:
@@ -111,10 +101,11 @@ def prefill_question() -> None:
     """A session's first visit to Ask or Document opens ready: on a sample, the sample's
     question nearest the middle is filled in, with its gold page for the Oracle."""
     state = st.session_state
-    if state.get("question_prefilled") or state["source"] != "sample":
+    session = S.session()
+    if session.question_prefilled or state["source"] != "sample":
         return
-    state["question_prefilled"] = True
-    known = sample_questions(state["sample"])
+    session.question_prefilled = True
+    known = sample_questions(session.sample)
     if known and not str(state["question"]).strip():
         state["question"] = known[0].text
         state["gold_pages"] = str(known[0].page)
@@ -125,7 +116,7 @@ def known_answers(document: Document) -> dict[str, KnownQuestion]:
     state = st.session_state
     if state["source"] != "sample":
         return {}
-    return {" ".join(q.text.split()): q for q in sample_questions(state["sample"])}
+    return {" ".join(q.text.split()): q for q in sample_questions(S.session().sample)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,15 +1,24 @@
 """Settings in session state, and what they make: run settings, plans' inputs, a client.
 
-Each setting lives under a plain key (``"reminder_every"``) that no widget owns, so it
-survives screens that do not draw its widget (Streamlit drops a widget's key when the widget
-is not rendered). The widget uses ``"w." + key``, is seeded from the plain key before it is
-drawn, and copies its value back in ``on_change``. Tests and callers set the plain key.
+Two kinds of state live here:
+
+- the **session**: the screens' own state (the sample or upload being read, the viewer's
+  place, the Lab's grid, a pending delete…), one typed ``Session`` value under one key;
+- the **settings** callers may set from outside (the engine, the method parameters, the
+  question and methods, the results): each under a plain key (``"reminder_every"``), as
+  tests and callers set them.
+
+Either survives screens that do not draw its widget (Streamlit drops a widget's key when the
+widget is not rendered): the widget uses ``"w." + key``, is seeded from the value before it is
+drawn, and copies its value back in ``on_change`` (``bound`` for a plain key, ``bind`` for a
+field of the session).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
@@ -33,6 +42,63 @@ W = "w."  # prefix of widget keys; the plain key holds the value that persists
 
 DEFAULT_SAMPLE = "contract"
 DEFAULT_METHODS = ["baseline", "rr"]
+
+
+SESSION_KEY = "rr.session"
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """An uploaded file, kept for the session so other screens can reopen it."""
+
+    file_id: str
+    name: str
+    sha256: str
+    data: bytes
+
+
+@dataclass(slots=True)
+class LabChoices:
+    """The Lab screen's choices (the grid is refilled from a preset when the preset changes)."""
+
+    engine: str = ""  # "provider" (the sidebar's model) or a free engine of the registry
+    preset: str = "quick"
+    grid_for: str = ""  # the preset the grid was filled from
+    kv_file: str = ""  # the key–value file the lengths were cleared for
+    layout: str = ""
+    methods: str = ""
+    lengths: str = ""
+    depths: str = ""
+    repeats: int = 1
+    budget: float = 5.0
+
+
+@dataclass(slots=True)
+class Session:
+    """The screens' own state, typed, kept under one key of Streamlit's session state."""
+
+    sample: str = ""  # the sample read when the source is "sample"
+    upload: Upload | None = None
+    upload_password: str = ""
+    upload_ocr: bool = False
+    question_prefilled: bool = False  # the first visit filled in a sample's question
+    scroll_to_results: bool = False  # a run just finished: bring its results into view
+    doc_batch: str | None = None  # the run the Document screen opened on
+    doc_viewing: tuple[Any, ...] | None = None  # (batch, run, question) the viewer opened on
+    view_citation: int = 0
+    confirm_delete: list[str] | None = None  # the history batches a delete waits to confirm
+    delete_message: tuple[str, str] | None = None  # (kind, text) of the last delete
+    lab: LabChoices = field(default_factory=LabChoices)
+
+
+def session() -> Session:
+    """The session's state (made on first use)."""
+    value = st.session_state.get(SESSION_KEY)
+    if not isinstance(value, Session):
+        samples = list_samples()
+        value = Session(sample=DEFAULT_SAMPLE if DEFAULT_SAMPLE in samples else samples[0])
+        st.session_state[SESSION_KEY] = value
+    return value
 
 
 def _secret(name: str) -> str:
@@ -78,7 +144,7 @@ def init_state() -> None:
     # many; a local server usually serves one or two at a time (the registry's numbers).
     state.setdefault("concurrency", get_provider(state["provider"]).concurrency)
     state.setdefault("source", "sample")
-    state.setdefault("sample", DEFAULT_SAMPLE if DEFAULT_SAMPLE in list_samples() else list_samples()[0])
+    session()
     state.setdefault("question", "")
     state.setdefault("ask_mode", "one")
     state.setdefault("questions_text", "")
@@ -91,8 +157,6 @@ def init_state() -> None:
         )
     state.setdefault("variants", [])
     state.setdefault("gold_pages", "")
-    state.setdefault("upload_password", "")
-    state.setdefault("upload_ocr", False)
     state.setdefault("view_page", 1)
 
 
@@ -110,6 +174,21 @@ def bound(widget: Callable[..., Any], label: str, key: str, *, twin: str = "", *
 
     def changed() -> None:
         st.session_state[key] = st.session_state[widget_key]
+        if after is not None:
+            after()
+
+    return widget(label, key=widget_key, on_change=changed, **kwargs)
+
+
+def bind(widget: Callable[..., Any], label: str, owner: object, name: str, *, key: str, **kwargs: Any) -> Any:
+    """Draw ``widget`` for the field ``name`` of a session value (``owner``): the widget's key
+    is ``"w." + key``, seeded from the field before it is drawn and copied back on change."""
+    widget_key = W + key
+    st.session_state[widget_key] = getattr(owner, name)
+    after = kwargs.pop("on_change", None)
+
+    def changed() -> None:
+        setattr(owner, name, st.session_state[widget_key])
         if after is not None:
             after()
 
