@@ -93,6 +93,7 @@ with preset_col:
     )
     preset = PRESETS[lab.preset]
     st.caption(md(preset.description))
+    st.caption(f"**Measured on:** {md(get_task(preset.task).label)}.")
     st.caption(f"**Where the question goes** ({md(preset.layout.value)}): {md(preset.why)}")
 
 # ---- What to measure on ----------------------------------------------------------------------

@@ -7,6 +7,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from pages.common.state import SESSION_KEY, LabChoices, Session
+from pages.common.text import md
 from rr_core.lab.presets import PRESETS
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -40,3 +41,15 @@ def test_the_screens_state_is_one_typed_value_and_widgets_write_into_it() -> Non
     assert session.lab.methods == ", ".join(PRESETS[other].series)
     at.number_input(key="w.lab_budget").set_value(2.5).run()
     assert at.session_state[SESSION_KEY].lab.budget == 2.5
+
+
+def test_the_lab_names_each_presets_task_from_the_task_registry() -> None:
+    from rr_core.lab import TASKS
+
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/lab.py").run()
+    for name, preset in PRESETS.items():
+        at.selectbox(key="w.lab_preset").set_value(name).run()
+        assert not at.exception
+        assert f"**Measured on:** {md(TASKS[preset.task].label)}." in [c.value for c in at.caption]
