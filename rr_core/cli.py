@@ -235,6 +235,12 @@ def _parser() -> argparse.ArgumentParser:
         help="budget cap: refuse to start above it, and send no call that would pass it",
     )
     p_lab.add_argument("--dry-run", action="store_true", help="print the plan and its cost; send nothing")
+    p_lab.add_argument(
+        "--jobs-out",
+        default=None,
+        metavar="FILE",
+        help="write the sweep's jobs (one JSON object a line) to FILE, for a worker to run elsewhere",
+    )
     p_lab.add_argument("--provider", default=None, choices=list(ALL_PROVIDERS))
     p_lab.add_argument(
         "--reach", type=int, default=4_000, help="the simulated reader sees pages this near instructions"
@@ -563,8 +569,16 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         depths=depths,
         bounds=preset.bounds and not args.no_bounds,
         layout=layout,
+        tokenizer=engine.counting_model(),
     )
     check_sweep_budget(plan, args.max_usd)
+    if args.jobs_out:
+        try:
+            Path(args.jobs_out).write_text(plan.jobs_jsonl(), encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the sweep's jobs to {args.jobs_out}: {exc.strerror or exc}."
+            ) from None
     context = {
         "preset": preset.name,
         "task": TASKS[spec.task].label,
@@ -575,8 +589,16 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         "layout_why": preset.why if layout is preset.layout else "set with --layout",
         "notes": trial_notes(spec, trials),
     }
+    if args.jobs_out:
+        context["jobs_out"] = args.jobs_out
     if args.dry_run:
-        return {**context, "protocol": protocol(plan), "plan": plan.summary(), "dry_run": True}
+        return {
+            **context,
+            "protocol": protocol(plan),
+            "plan": plan.summary(),
+            "jobs": len(plan.jobs),
+            "dry_run": True,
+        }
     client = _client(args, engine, counter)
     done = {"n": 0}
 

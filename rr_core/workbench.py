@@ -5,7 +5,7 @@
 - **ask**: ``plan_ask`` (the chosen methods planned for a document and its questions, with
   the estimate and the context window), ``check_ask_budget``, ``ask`` (run them with the
   store as call cache if asked, under a budget, and save them to the history);
-- **sweep**: ``plan_measurement`` (trials built and planned), ``check_sweep_budget``,
+- **sweep**: ``plan_measurement`` (trials' recipes, each trial built, planned and dropped), ``check_sweep_budget``,
   ``sweep`` (run through the store as call cache, under a budget).
 
 The screens and the CLI keep only what is theirs: reading widgets or arguments, and drawing
@@ -23,8 +23,8 @@ from typing import Any
 from rr_core.costs import assumed_free, context_window
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError
-from rr_core.lab import TrialSpec, build_trials
-from rr_core.lab.haystacks import Trial
+from rr_core.lab import TrialSpec, trial_recipes
+from rr_core.lab.haystacks import TrialRecipe
 from rr_core.lab.presets import Preset
 from rr_core.lab.sweep import Progress, SweepPlan, SweepResult, check_budget, plan_sweep, run_sweep
 from rr_core.llm import (
@@ -295,11 +295,23 @@ def plan_measurement(
     depths: Sequence[float] | None = None,
     bounds: bool = True,
     layout: QuestionPlacement | None = None,
-) -> tuple[list[Trial], SweepPlan]:
-    """The trials of a spec and the sweep's plan over them, before any call (``ConfigError``
-    for a grid that cannot work or is too large)."""
-    trials = build_trials(spec, preset, document, counter, depths=depths)
-    return trials, plan_sweep(trials, series, counter, bounds=bounds, layout=layout)
+    tokenizer: str = "",
+) -> tuple[list[TrialRecipe], SweepPlan]:
+    """The trials' recipes of a spec and the sweep's plan over them, before any call
+    (``ConfigError`` for a grid that cannot work or is too large). Each trial is built, planned
+    and dropped in turn; its job keeps its recipe (``tokenizer``: the model ``counter`` counts
+    as, for a worker that runs the jobs elsewhere)."""
+    recipes = trial_recipes(spec, preset, document, counter, depths=depths)
+    plan = plan_sweep(
+        recipes,
+        series,
+        counter,
+        bounds=bounds,
+        layout=layout,
+        documents=(document,) if document is not None else (),
+        tokenizer=tokenizer,
+    )
+    return recipes, plan
 
 
 def check_sweep_budget(plan: SweepPlan, max_usd: float | None) -> None:

@@ -280,7 +280,7 @@ def test_each_preset_states_where_the_question_goes_and_why_and_the_sweep_uses_i
     at.button(key="lab_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     plan = at.session_state["lab_result"]["plan"]
-    placements = {job.plan.method: job.plan.settings.question_placement.value for job in plan.jobs}
+    placements = {job.settings.method: job.settings.question_placement.value for job in plan.jobs}
     assert placements["baseline"] == placements["closed-book"] == "question-after"
     assert placements["rr"] == "before-and-after"
     assert placements["question-last"] == "document-first" and placements["repeat"] == "repeated"
@@ -288,7 +288,7 @@ def test_each_preset_states_where_the_question_goes_and_why_and_the_sweep_uses_i
     at.selectbox(key="w.lab_layout").set_value("query-aware").run()
     at.button(key="lab_run").click().run()
     plan = at.session_state["lab_result"]["plan"]
-    assert {j.plan.settings.question_placement.value for j in plan.jobs if j.plan.method == "baseline"} == {
+    assert {j.settings.question_placement.value for j in plan.jobs if j.settings.method == "baseline"} == {
         "query-aware"
     }
     at.selectbox(key="w.lab_preset").set_value("lost-in-the-middle").run()

@@ -32,7 +32,7 @@ from rr_core.lab.haystacks import (
 from rr_core.lab.presets import PRESETS, get_preset
 from rr_core.lab.report import protocol, sweep_csv, sweep_json, sweep_markdown, trial_rows
 from rr_core.lab.stats import effective_length, score, wilson
-from rr_core.lab.sweep import SweepResult, check_budget, plan_sweep, run_sweep
+from rr_core.lab.sweep import LabJob, SweepResult, check_budget, plan_sweep, run_sweep
 from rr_core.llm import make_client
 from rr_core.llm.simulated import SimulatedReader
 from rr_core.methods import parse_spec
@@ -655,6 +655,12 @@ class _LastFirst:
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         return getattr(self.inner, name)
 
+    def __setattr__(self, name: str, value: object) -> None:  # the sweep sets how trials open
+        if name == "inner":
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.inner, name, value)
+
 
 def test_results_read_in_the_plans_order_whatever_order_runs_finish_in() -> None:
     # Series were listed in the order their first run finished: a second, identical sweep
@@ -668,11 +674,10 @@ def test_results_read_in_the_plans_order_whatever_order_runs_finish_in() -> None
     with Executor(SimulatedReader(reach=1_500, counter=counter), concurrency=2) as executor:
         result = run_sweep(plan, _LastFirst(executor))  # type: ignore[arg-type]
     assert [s.series.split(" (")[0] for s in result.summaries] == ["Baseline", "R&R", "Reprompting"]
-    jobs = [(j.series, j.trial.id) for j in plan.jobs if not j.bound]
-    assert [(s.series, s.trial) for s in result.scores] == jobs
-    assert [(s.series, s.trial) for s in result.bound_scores] == [
-        (j.series, j.trial.id) for j in plan.jobs if j.bound
-    ]
+    views = [LabJob.of(j) for j in plan.jobs]
+    assert not result.failures
+    assert [(s.series, s.trial) for s in result.scores] == [(j.series, j.trial) for j in views if not j.bound]
+    assert [(s.series, s.trial) for s in result.bound_scores] == [(j.series, j.trial) for j in views if j.bound]
 
 
 def test_the_lab_recovers_a_known_positional_bias_exactly() -> None:

@@ -402,7 +402,7 @@ def test_the_method_says_whether_it_retrieves() -> None:
 def test_distance_to_the_end_is_counted_from_the_answers_page() -> None:
     plan, result = small_sweep()
     for s in result.scores:
-        trial = plan.jobs[s.job].trial
+        trial = plan.maker.build(plan.jobs[s.job].source)  # built again from the job's recipe
         gold = trial.gold_pages[0]
         assert s.tokens_after == sum(p.tokens for p in trial.document.pages[gold - 1 :])
     at_end = [s for s in result.scores if s.depth == 100.0]

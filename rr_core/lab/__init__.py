@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
-from rr_core.lab.haystacks import MAX_TRIALS, PageCounts, Trial
+from rr_core.lab.haystacks import MAX_TRIALS, Trial, TrialFacts, TrialRecipe
 from rr_core.lab.presets import Preset, default_lengths, depths_for
 from rr_core.lab.tasks import TASKS, LabTask, TrialSpec, get_task
 from rr_core.tokens import TokenCounter
@@ -54,9 +54,22 @@ def build_trials(
     *,
     depths: Sequence[float] | None = None,
 ) -> list[Trial]:
-    """The trials of a spec: its test documents, questions and gold pages (``ConfigError``,
-    before any work, for a grid that cannot work or is too large: ``check_grid``)."""
-    cache = PageCounts(counter)
+    """The trials of a spec, all built: their test documents, questions and gold pages (a
+    sweep builds them one at a time from ``trial_recipes`` instead)."""
+    return [r.build(counter, document) for r in trial_recipes(spec, preset, document, counter, depths=depths)]
+
+
+def trial_recipes(
+    spec: TrialSpec,
+    preset: Preset,
+    document: Document | None,
+    counter: TokenCounter,
+    *,
+    depths: Sequence[float] | None = None,
+) -> list[TrialRecipe]:
+    """The recipes of a spec's trials, in the order the trials read (``ConfigError``, before
+    any work, for a grid that cannot work or is too large: ``check_grid``). Nothing is built:
+    a file is read (once per process), a document's pages are checked."""
 
     def depth_list(length: int) -> Sequence[float]:
         return depths if depths is not None else depths_for(preset, length)
@@ -74,7 +87,11 @@ def build_trials(
         or (task.needs_questions and not spec.questions)
     ):
         raise ConfigError(task.missing)
-    return task.build(spec, document, cache, depth_list)
+    recipes = task.recipes(spec, document, depth_list)
+    ids = [r.trial_id for r in recipes]
+    if len(set(ids)) != len(ids):
+        raise RuntimeError("bug: two test documents share a trial id")
+    return recipes
 
 
 def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) -> None:
@@ -121,7 +138,7 @@ def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) ->
         )
 
 
-def trial_notes(spec: TrialSpec, trials: Sequence[Trial]) -> list[str]:
+def trial_notes(spec: TrialSpec, trials: Sequence[Trial | TrialRecipe | TrialFacts]) -> list[str]:
     """What the built trials differ in from what was asked: repeats capped to a file's rows."""
     notes: list[str] = []
     used = len({t.repeat for t in trials})
@@ -139,10 +156,13 @@ __all__ = [
     "TASKS",
     "LabTask",
     "Trial",
+    "TrialFacts",
+    "TrialRecipe",
     "TrialSpec",
     "build_trials",
     "check_grid",
     "get_task",
     "trial_notes",
+    "trial_recipes",
     "trial_spec",
 ]

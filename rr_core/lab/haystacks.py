@@ -22,14 +22,19 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import random
+import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
 
 from rr_core.documents import Document, Page
 from rr_core.errors import ConfigError
+from rr_core.jobs import register_source
 from rr_core.metrics import contains_answer
 from rr_core.planting import HostText, PlantedFact, plant_fact
 from rr_core.questions import Question
@@ -39,13 +44,13 @@ from rr_core.tokens import TokenCounter
 Depths = Sequence[float] | Callable[[int], Sequence[float]]
 
 
-def _depths(depths: Depths, length: int) -> list[float]:
+def unique_depths(depths: Depths, length: int) -> list[float]:
     """The depths at one length, each once (a depth asked twice is one cell, not two)."""
     return list(dict.fromkeys(float(d) for d in (depths(length) if callable(depths) else depths)))
 
 
 def _cells(lengths: Sequence[int], depths: Depths) -> int:
-    return sum(len(_depths(depths, length)) for length in dict.fromkeys(lengths))
+    return sum(len(unique_depths(depths, length)) for length in dict.fromkeys(lengths))
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,7 @@ class Trial:
     exact: bool = False  # scored by exact match (key–value: the value itself), not fuzzy match
     replanted: int = 0  # planted facts: candidates rejected first (the document could answer them)
     dropped: int = 0  # passages left out because they hold an accepted answer (not the gold)
+    recipe: TrialRecipe | None = None  # what it was built from (None: made by hand)
 
     @property
     def tokens(self) -> int:
@@ -79,6 +85,76 @@ class Trial:
         if not self.gold_pages:
             return self.depth
         return depth_of(self.document.page_tokens, self.gold_pages[0] - 1)
+
+    @property
+    def tokens_after(self) -> int:
+        """Tokens from the start of the answer's page to the end of the document."""
+        pages = self.document.pages
+        first = min(self.gold_pages, default=len(pages) + 1)
+        return sum(p.tokens for p in pages[max(first - 1, 0) :])
+
+    @property
+    def facts(self) -> TrialFacts:
+        """What scoring and the reports read of the trial, without its document."""
+        return TrialFacts(
+            id=self.id,
+            task=self.task,
+            length=self.length,
+            depth=self.depth,
+            repeat=self.repeat,
+            question_id=self.question_id,
+            question=self.question,
+            answers=self.answers,
+            gold_pages=self.gold_pages,
+            construction=self.construction,
+            exact=self.exact,
+            replanted=self.replanted,
+            dropped=self.dropped,
+            tokens=self.tokens,
+            gold_depth=self.gold_depth,
+            tokens_after=self.tokens_after,
+            document_sha256=self.document.sha256,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrialFacts:
+    """A built trial without its document: what a run records for scoring (``Material.details``)
+    and what a sweep's plan keeps of each trial."""
+
+    id: str
+    task: str
+    length: int
+    depth: float
+    repeat: int
+    question_id: str
+    question: str
+    answers: tuple[str, ...]
+    gold_pages: tuple[int, ...]
+    construction: str = ""
+    exact: bool = False
+    replanted: int = 0
+    dropped: int = 0
+    tokens: int = 0  # of the document built
+    gold_depth: float = 0.0
+    tokens_after: int = 0
+    document_sha256: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The facts as JSON."""
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["answers"], data["gold_pages"] = list(self.answers), list(self.gold_pages)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrialFacts:
+        """Read ``to_dict``'s output."""
+        values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        values["answers"] = tuple(str(a) for a in values.get("answers", ()))
+        values["gold_pages"] = tuple(int(p) for p in values.get("gold_pages", ()))
+        values["depth"] = float(values.get("depth", 0.0))
+        values["gold_depth"] = float(values.get("gold_depth", values["depth"]))
+        return cls(**values)
 
 
 MAX_TRIALS = 20_000
@@ -110,16 +186,25 @@ def check_unique(trials: Sequence[Trial]) -> list[Trial]:
 class PageCounts:
     """Token counts of page texts, each text counted once however many trials reuse it."""
 
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(self, counter: TokenCounter, *, keep: int | None = None) -> None:
         self.counter = counter
         self._counts: dict[str, int] = {}
+        self._keep = keep  # None: every text counted (one build); else the most kept, oldest dropped
+        self._lock = threading.Lock()
 
     def count(self, texts: Sequence[str]) -> list[int]:
         """Token counts of the texts."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._counts))
-        if missing:
-            self._counts.update(zip(missing, self.counter.count_many(missing), strict=True))
-        return [self._counts[t] for t in texts]
+        with self._lock:
+            known = {t: n for t in texts if (n := self._counts.get(t)) is not None}
+            missing = list(dict.fromkeys(t for t in texts if t not in known))
+            if missing:
+                fresh = dict(zip(missing, self.counter.count_many(missing), strict=True))
+                known.update(fresh)
+                self._counts.update(fresh)
+                if self._keep is not None:
+                    while len(self._counts) > self._keep:
+                        self._counts.pop(next(iter(self._counts)))
+            return [known[t] for t in texts]
 
     def document(self, name: str, texts: Sequence[str]) -> Document:
         """A document of these page texts (counted from the cache)."""
@@ -190,6 +275,7 @@ def planted_trials(
     # Every cut starts at the first page, so the longest holds all the text any trial shows.
     longest = fit_length(texts, counts, max(lengths)) if lengths else []
     host = HostText(texts[i] for i in sorted(set(longest)))
+    grid = tuple(lengths), tuple(len(unique_depths(depths, length)) for length in lengths)
     trials: list[Trial] = []
     # A fact per repeat and depth (the same at every length, so lengths compare like with like):
     # trials that share a fact are not independent, so a fact a cell gives every cell more
@@ -199,42 +285,71 @@ def planted_trials(
         rng = random.Random(f"{seed}-{repeat}")
         for length in lengths:
             chosen = fit_length(texts, counts, length)
-            base = [texts[i] for i in chosen]
-            base_counts = [counts[i] for i in chosen]
-            for slot, depth in enumerate(_depths(depths, length)):
+            for slot, depth in enumerate(unique_depths(depths, length)):
                 if (repeat, slot) not in facts:
-                    facts[repeat, slot] = plant_fact(host, (seed * 1_000 + repeat) * 1_000 + slot)
-                fact, replanted = facts[repeat, slot]
-                question = fact.paraphrase if paraphrase else fact.question
-                gold = boundary_at(base_counts, depth)
-                pages = list(base)
-                # The fact opens the page at the boundary: no page is split, the fact is whole.
-                pages[gold] = f"{fact.sentence}\n\n{pages[gold]}"
-                others = [i for i in range(len(pages)) if i != gold]
-                for sentence, where in zip(
-                    fact.distracters[:distracters],
-                    rng.sample(others, min(distracters, len(others))),
-                    strict=False,
-                ):
-                    pages[where] = f"{pages[where]}\n\n{sentence}"
+                    facts[repeat, slot] = plant_fact(host, _fact_seed(seed, repeat, slot))
+                recipe = TrialRecipe(
+                    task="planted",
+                    length=length,
+                    depth=float(depth),
+                    repeat=repeat,
+                    seed=seed,
+                    slot=slot,
+                    lengths=grid[0],
+                    depth_counts=grid[1],
+                    paraphrase=paraphrase,
+                    distracters=distracters,
+                    host_sha256=document.sha256,
+                    host_name=document.name,
+                )
                 trials.append(
-                    Trial(
-                        id=f"planted-d{length}-p{depth:g}-r{repeat}",
-                        task="planted",
-                        length=length,
-                        depth=float(depth),
-                        repeat=repeat,
-                        question_id=f"fact-{seed}-{repeat}-{slot}",
-                        question=question,
-                        answers=fact.answers,
-                        gold_pages=(gold + 1,),
-                        document=cache.document(
-                            f"{document.name} · {length:,} tokens · fact at {depth:g}%", pages
-                        ),
-                        replanted=replanted,
+                    _planted_trial(
+                        recipe, document.name, [texts[i] for i in chosen], facts[repeat, slot], rng, cache
                     )
                 )
     return check_unique(trials)
+
+
+def _fact_seed(seed: int, repeat: int, slot: int) -> int:
+    return (seed * 1_000 + repeat) * 1_000 + slot
+
+
+def _planted_trial(
+    recipe: TrialRecipe,
+    name: str,
+    base: list[str],
+    planted: tuple[PlantedFact, int],
+    rng: random.Random,
+    cache: PageCounts,
+) -> Trial:
+    """One planted trial: the fact opening the page at the depth's boundary of the cut ``base``
+    (no page is split, the fact is whole), distracters on pages ``rng`` draws."""
+    fact, replanted = planted
+    question = fact.paraphrase if recipe.paraphrase else fact.question
+    gold = boundary_at(cache.count(base), recipe.depth)
+    pages = list(base)
+    pages[gold] = f"{fact.sentence}\n\n{pages[gold]}"
+    others = [i for i in range(len(pages)) if i != gold]
+    for sentence, where in zip(
+        fact.distracters[: recipe.distracters],
+        rng.sample(others, min(recipe.distracters, len(others))),
+        strict=False,
+    ):
+        pages[where] = f"{pages[where]}\n\n{sentence}"
+    return Trial(
+        id=recipe.trial_id,
+        task="planted",
+        length=recipe.length,
+        depth=recipe.depth,
+        repeat=recipe.repeat,
+        question_id=recipe.question_id,
+        question=question,
+        answers=fact.answers,
+        gold_pages=(gold + 1,),
+        document=cache.document(f"{name} · {recipe.length:,} tokens · fact at {recipe.depth:g}%", pages),
+        replanted=replanted,
+        recipe=recipe,
+    )
 
 
 OWN_CTXS = "own-ctxs"
@@ -439,100 +554,132 @@ def passage_trials(
     depths: Depths,
     repeats: int,
     seed: int = 0,
+    file: Path | None = None,
 ) -> list[Trial]:
     """The gold passage at each depth among its distracters, one passage per page, as 001 shows
     them (title and text); the distracters keep their order (most relevant first), cut to about
     ``length`` tokens. A question with its own passages uses them; otherwise other questions'
     passages ranked by BM25 (see ``CONSTRUCTIONS``). A question with no passage left to hide
     its answer among is refused: its document would be the answer alone. ``repeats`` above the
-    file's questions is capped to them (each repeat asks another question)."""
+    file's questions is capped to them (each repeat asks another question). ``file``: where
+    the items were read from (their recipes name it, so they can be built again)."""
     lengths = list(dict.fromkeys(lengths))
     check_trial_count(min(repeats, len(items)), _cells(lengths, depths))
-    rng = random.Random(seed)
-    picks = rng.sample(range(len(items)), min(repeats, len(items)))
+    picks = passage_picks(len(items), repeats, seed)
     index: list[BM25] = []
 
     def bm25() -> BM25:
         if not index:
-            index.append(BM25([f"{it.gold.title} {it.gold.text}" for it in items]))
+            index.append(passage_index(items))
         return index[0]
 
+    where, sha = (str(file), file_sha256(file)) if file is not None else ("", "")
     longest = max(lengths, default=0)
     trials: list[Trial] = []
     for repeat, picked in enumerate(picks):
-        item = items[picked]
-        own = bool(item.distracters)
-        source: Iterable[tuple[Passage, bool]] = (
-            ((p, False) for p in item.distracters) if own else _ranked_distracters(items, picked, bm25)
-        )
-        gold_tokens = cache.count([item.gold.shown()])[0]
-        # The distracters the longest document needs, in order; shorter ones take a prefix.
-        pool: list[Passage] = []
-        pool_counts: list[int] = []
-        dropped = item.left_out
-        total = gold_tokens
-        for passage, holds in source:
-            if holds:
-                dropped += 1
-                continue
-            (n,) = cache.count([passage.shown()])
-            if total + n > longest and pool:
-                break
-            pool.append(passage)
-            pool_counts.append(n)
-            total += n
-        if not pool:
-            raise ConfigError(
-                f"The question {item.question[:60]!r} has no passage without its answer to hide it among "
-                f"({dropped} hold an answer): a document of the answer alone measures nothing."
-            )
+        pool = passage_pool(items, picked, longest, bm25, cache)
         for length in lengths:
-            size = 0
-            total = gold_tokens
-            while size < len(pool) and (total + pool_counts[size] <= length or size == 0):
-                total += pool_counts[size]
-                size += 1
-            chosen, counts = pool[:size], pool_counts[:size]
-            for depth in _depths(depths, length):
-                position = boundary_at([*counts, 0], depth) if chosen else 0
-                order = [*chosen[:position], item.gold, *chosen[position:]]
-                texts = [p.shown(n) for n, p in enumerate(order, start=1)]
-                trials.append(
-                    Trial(
-                        id=f"passages-d{length}-p{depth:g}-r{repeat}",
-                        task="passages",
-                        length=length,
-                        depth=float(depth),
-                        repeat=repeat,
-                        question_id=f"qa-{picked}",
-                        question=item.question,
-                        answers=item.answers,
-                        gold_pages=(position + 1,),
-                        document=cache.document(f"{len(texts)} passages · gold at {depth:g}%", texts),
-                        construction=OWN_CTXS if own else BM25_FROM_OTHER_ROWS,
-                        dropped=dropped,
-                    )
+            for depth in unique_depths(depths, length):
+                recipe = TrialRecipe(
+                    task="passages",
+                    length=length,
+                    depth=float(depth),
+                    repeat=repeat,
+                    seed=seed,
+                    lengths=(longest,),
+                    pick=picked,
+                    file=where,
+                    file_sha256=sha,
                 )
+                trials.append(_passage_trial(recipe, items[picked], pool, cache))
     return check_unique(trials)
 
 
-def kv_trials(
-    cache: PageCounts,
-    *,
-    pairs: Sequence[int],
-    depths: Sequence[float],
-    repeats: int,
-    seed: int = 0,
-    rows: Sequence[KVRow] = (),
-) -> list[Trial]:
-    """Key–value retrieval (001 §4): ``n`` pairs, one per page, the asked pair at each depth,
-    scored by exact match on the value. Pairs are generated UUIDs, or a file's rows (its pairs
-    in their order, the asked pair moved to the depth; ``n`` = 0 keeps all of a row's pairs).
-    A row cannot give more pairs than it has, and a document needs at least one pair besides
-    the asked one: both are refused. ``repeats`` above the file's rows is capped to them."""
-    depths = list(dict.fromkeys(float(d) for d in depths))
-    wanted = list(dict.fromkeys(pairs))
-    check_trial_count(min(repeats, len(rows)) if rows else repeats, len(wanted) * len(depths))
+def passage_picks(items: int, repeats: int, seed: int) -> list[int]:
+    """The file rows a passages sweep asks, one per repeat (capped to the rows)."""
+    return random.Random(seed).sample(range(items), min(repeats, items))
+
+
+def passage_index(items: Sequence[QAItem]) -> BM25:
+    """BM25 over the items' gold passages (ranks distracters for an oracle-only file)."""
+    return BM25([f"{it.gold.title} {it.gold.text}" for it in items])
+
+
+@dataclass(frozen=True, slots=True)
+class PassagePool:
+    """The distracters a question's longest document needs, in order (shorter ones take a
+    prefix), their token counts, the gold's, and the answer-bearing passages left out."""
+
+    passages: tuple[Passage, ...]
+    counts: tuple[int, ...]
+    gold_tokens: int
+    dropped: int
+    own: bool
+
+
+def passage_pool(
+    items: Sequence[QAItem], picked: int, longest: int, bm25: Callable[[], BM25], cache: PageCounts
+) -> PassagePool:
+    """The distracters of row ``picked`` for documents up to ``longest`` tokens."""
+    item = items[picked]
+    own = bool(item.distracters)
+    source: Iterable[tuple[Passage, bool]] = (
+        ((p, False) for p in item.distracters) if own else _ranked_distracters(items, picked, bm25)
+    )
+    gold_tokens = cache.count([item.gold.shown()])[0]
+    pool: list[Passage] = []
+    pool_counts: list[int] = []
+    dropped = item.left_out
+    total = gold_tokens
+    for passage, holds in source:
+        if holds:
+            dropped += 1
+            continue
+        (n,) = cache.count([passage.shown()])
+        if total + n > longest and pool:
+            break
+        pool.append(passage)
+        pool_counts.append(n)
+        total += n
+    if not pool:
+        raise ConfigError(
+            f"The question {item.question[:60]!r} has no passage without its answer to hide it among "
+            f"({dropped} hold an answer): a document of the answer alone measures nothing."
+        )
+    return PassagePool(tuple(pool), tuple(pool_counts), gold_tokens, dropped, own)
+
+
+def _passage_trial(recipe: TrialRecipe, item: QAItem, pool: PassagePool, cache: PageCounts) -> Trial:
+    """One passages trial: the pool cut to about ``recipe.length`` tokens, the gold at the depth."""
+    size = 0
+    total = pool.gold_tokens
+    while size < len(pool.passages) and (total + pool.counts[size] <= recipe.length or size == 0):
+        total += pool.counts[size]
+        size += 1
+    chosen, counts = pool.passages[:size], pool.counts[:size]
+    position = boundary_at([*counts, 0], recipe.depth) if chosen else 0
+    order = [*chosen[:position], item.gold, *chosen[position:]]
+    texts = [p.shown(n) for n, p in enumerate(order, start=1)]
+    return Trial(
+        id=recipe.trial_id,
+        task="passages",
+        length=recipe.length,
+        depth=recipe.depth,
+        repeat=recipe.repeat,
+        question_id=recipe.question_id,
+        question=item.question,
+        answers=item.answers,
+        gold_pages=(position + 1,),
+        document=cache.document(f"{len(texts)} passages · gold at {recipe.depth:g}%", texts),
+        construction=OWN_CTXS if pool.own else BM25_FROM_OTHER_ROWS,
+        dropped=pool.dropped,
+        recipe=recipe,
+    )
+
+
+def check_kv_sizes(wanted: Sequence[int], rows: Sequence[KVRow]) -> None:
+    """Refuse sizes a key–value grid cannot build: more pairs than a file's rows have, or a
+    document without a pair besides the asked one."""
     smallest = min((len(r.records) for r in rows), default=0)
     for n in wanted:
         if rows and n > smallest:
@@ -545,58 +692,108 @@ def kv_trials(
             raise ConfigError(
                 f"Key–value retrieval needs at least 2 pairs (the asked one and others); {asked}."
             )
+
+
+def kv_picks(rows: int, repeats: int, seed: int) -> list[int]:
+    """The file rows a key–value sweep asks, one per repeat (capped to the rows)."""
+    return random.Random(f"kv-{seed}").sample(range(rows), min(repeats, rows))
+
+
+def kv_sizes(wanted: Sequence[int], row: KVRow | None) -> list[int]:
+    """The sizes of one repeat, each once (on a 75-key file, 0 — the row's own — and 75 are
+    one document)."""
+    return list(dict.fromkeys(len(row.records) if row is not None and n == 0 else n for n in wanted))
+
+
+def _generated_pairs(rng: random.Random, n: int) -> list[tuple[str, str]]:
+    return [
+        (
+            str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+        )
+        for _ in range(n)
+    ]
+
+
+def kv_trials(
+    cache: PageCounts,
+    *,
+    pairs: Sequence[int],
+    depths: Sequence[float],
+    repeats: int,
+    seed: int = 0,
+    rows: Sequence[KVRow] = (),
+    file: Path | None = None,
+) -> list[Trial]:
+    """Key–value retrieval (001 §4): ``n`` pairs, one per page, the asked pair at each depth,
+    scored by exact match on the value. Pairs are generated UUIDs, or a file's rows (its pairs
+    in their order, the asked pair moved to the depth; ``n`` = 0 keeps all of a row's pairs).
+    A row cannot give more pairs than it has, and a document needs at least one pair besides
+    the asked one: both are refused. ``repeats`` above the file's rows is capped to them.
+    ``file``: where the rows were read from (their recipes name it)."""
+    depths = list(dict.fromkeys(float(d) for d in depths))
+    wanted = list(dict.fromkeys(pairs))
+    check_trial_count(min(repeats, len(rows)) if rows else repeats, len(wanted) * len(depths))
+    check_kv_sizes(wanted, rows)
+    where, sha = (str(file), file_sha256(file)) if file is not None else ("", "")
     trials: list[Trial] = []
-    picks = random.Random(f"kv-{seed}").sample(range(len(rows)), min(repeats, len(rows))) if rows else []
+    picks = kv_picks(len(rows), repeats, seed) if rows else []
     for repeat in range(len(picks) if rows else repeats):
         rng = random.Random(f"kv-{seed}-{repeat}")
-        # Each size once: on a 75-key file, 0 (the row's own) and 75 are one document.
-        sizes = list(
-            dict.fromkeys(len(rows[picks[repeat]].records) if rows and n == 0 else n for n in wanted)
-        )
-        for n in sizes:
-            if rows:
-                row = rows[picks[repeat]]
+        row = rows[picks[repeat]] if rows else None
+        for n in kv_sizes(wanted, row):
+            if row is not None:
                 gold_pair = (row.key, row.value)
                 others = [r for r in row.records if r != gold_pair][: n - 1]
-                question_id = f"kv-file-{picks[repeat]}"
             else:
-                records = [
-                    (
-                        str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                        str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                    )
-                    for _ in range(n)
-                ]
+                records = _generated_pairs(rng, n)
                 gold_pair, others = records[0], records[1:]
-                question_id = f"kv-{seed}-{repeat}-{n}"  # one question asked at every depth
-            other_counts = cache.count([json.dumps({k: v}) for k, v in others])
             for depth in depths:
-                position = boundary_at([*other_counts, 0], depth)
-                ordered = [*others[:position], gold_pair, *others[position:]]
-                texts = [json.dumps({k: v}) for k, v in ordered]
-                key, value = gold_pair
-                trials.append(
-                    Trial(
-                        id=f"kv-n{n}-p{depth:g}-r{repeat}",
-                        task="kv",
-                        length=n,
-                        depth=depth,
-                        repeat=repeat,
-                        question_id=question_id,
-                        question=f"What is the value associated with the key {key}?",
-                        answers=(value,),
-                        gold_pages=(position + 1,),
-                        document=cache.document(f"{len(texts)} key–value pairs · key at {depth:g}%", texts),
-                        exact=True,
-                    )
+                recipe = TrialRecipe(
+                    task="kv",
+                    length=n,
+                    depth=depth,
+                    repeat=repeat,
+                    seed=seed,
+                    lengths=() if rows else tuple(wanted),
+                    pick=picks[repeat] if rows else -1,
+                    file=where,
+                    file_sha256=sha,
                 )
+                trials.append(_kv_trial(recipe, gold_pair, others, cache))
     return check_unique(trials)
 
 
-def question_trials(document: Document, questions: Iterable[Question]) -> list[Trial]:
-    """The user's own questions on the whole document; depth is where the gold page starts."""
+def _kv_trial(
+    recipe: TrialRecipe, gold_pair: tuple[str, str], others: Sequence[tuple[str, str]], cache: PageCounts
+) -> Trial:
+    """One key–value trial: the asked pair moved to the depth among the others."""
+    other_counts = cache.count([json.dumps({k: v}) for k, v in others])
+    position = boundary_at([*other_counts, 0], recipe.depth)
+    ordered = [*others[:position], gold_pair, *others[position:]]
+    texts = [json.dumps({k: v}) for k, v in ordered]
+    key, value = gold_pair
+    return Trial(
+        id=recipe.trial_id,
+        task="kv",
+        length=recipe.length,
+        depth=recipe.depth,
+        repeat=recipe.repeat,
+        question_id=recipe.question_id,
+        question=f"What is the value associated with the key {key}?",
+        answers=(value,),
+        gold_pages=(position + 1,),
+        document=cache.document(f"{len(texts)} key–value pairs · key at {recipe.depth:g}%", texts),
+        exact=True,
+        recipe=recipe,
+    )
+
+
+def question_recipes(document: Document, questions: Iterable[Question]) -> list[TrialRecipe]:
+    """The recipes of the user's own questions on the whole document (checked: each has its
+    answers and gold pages, in the document)."""
     counts = document.page_tokens
-    trials = []
+    recipes = []
     for i, q in enumerate(questions):
         if not q.answers or not q.gold_pages:
             raise ConfigError(
@@ -605,18 +802,338 @@ def question_trials(document: Document, questions: Iterable[Question]) -> list[T
         outside = [p for p in q.gold_pages if not 1 <= p <= len(document.pages)]
         if outside:
             raise ConfigError(f"Question {i + 1}: gold page {outside[0]} is not in the document.")
-        trials.append(
-            Trial(
-                id=f"own-q{i + 1}",
+        recipes.append(
+            TrialRecipe(
                 task="questions",
                 length=document.total_tokens,
                 depth=depth_of(counts, q.gold_pages[0] - 1),
-                repeat=0,
-                question_id=f"own-{i + 1}",
+                slot=i,
+                host_sha256=document.sha256,
+                host_name=document.name,
                 question=q.text,
                 answers=q.answers,
                 gold_pages=q.gold_pages,
-                document=document,
             )
         )
-    return trials
+    return recipes
+
+
+def question_trials(document: Document, questions: Iterable[Question]) -> list[Trial]:
+    """The user's own questions on the whole document; depth is where the gold page starts."""
+    return [_question_trial(recipe, document) for recipe in question_recipes(document, questions)]
+
+
+def _question_trial(recipe: TrialRecipe, document: Document) -> Trial:
+    return Trial(
+        id=recipe.trial_id,
+        task="questions",
+        length=recipe.length,
+        depth=recipe.depth,
+        repeat=0,
+        question_id=recipe.question_id,
+        question=recipe.question,
+        answers=recipe.answers,
+        gold_pages=recipe.gold_pages,
+        document=document,
+        recipe=recipe,
+    )
+
+
+# ---- Recipes: one trial at a time --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrialRecipe:
+    """Everything one trial is built from, as plain data: a job's source (``kind = "trial"``).
+
+    ``build`` makes exactly the trial the task's builder makes for this cell, without building
+    the others: what one trial takes from the rest of its grid is in the recipe (``lengths``:
+    the grid's lengths, whose longest bounds the host text a fact must be new to, or the pool
+    of passages; ``depth_counts``: the cells before this one, whose distracters the repeat's
+    random draws placed first). A file-based task names its file and the SHA-256 of its bytes
+    (a file changed since is refused); a task on the user's document names that document by
+    its SHA-256 (opened where the trial is built).
+    """
+
+    kind: ClassVar[str] = "trial"
+    task: str
+    length: int  # tokens asked for (pairs, for key–value retrieval)
+    depth: float
+    repeat: int = 0
+    seed: int = 0
+    slot: int = 0  # the depth's place at its length (planted: which fact); the question's (own)
+    lengths: tuple[int, ...] = ()
+    depth_counts: tuple[int, ...] = ()
+    paraphrase: bool = False
+    distracters: int = 0
+    pick: int = -1  # the file's row (passages; key–value from a file)
+    file: str = ""
+    file_sha256: str = ""
+    host_sha256: str = ""  # planted facts, own questions: the document
+    host_name: str = ""
+    question: str = ""  # own questions: the question, its answers and gold pages
+    answers: tuple[str, ...] = ()
+    gold_pages: tuple[int, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """A stable name of the recipe (its JSON's digest)."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:24]
+
+    @property
+    def trial_id(self) -> str:
+        """The id of the trial it builds."""
+        if self.task == "questions":
+            return f"own-q{self.slot + 1}"
+        unit = "n" if self.task == "kv" else "d"
+        return f"{self.task}-{unit}{self.length}-p{self.depth:g}-r{self.repeat}"
+
+    @property
+    def question_id(self) -> str:
+        """The question the trial asks (trials that share it are not independent)."""
+        if self.task == "planted":
+            return f"fact-{self.seed}-{self.repeat}-{self.slot}"
+        if self.task == "passages":
+            return f"qa-{self.pick}"
+        if self.task == "kv":
+            return (
+                f"kv-file-{self.pick}" if self.file_sha256 else f"kv-{self.seed}-{self.repeat}-{self.length}"
+            )
+        return f"own-{self.slot + 1}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The recipe as JSON (with ``kind``)."""
+        data: dict[str, Any] = {"kind": self.kind}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            data[name] = list(value) if isinstance(value, tuple) else value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrialRecipe:
+        """Read ``to_dict``'s output."""
+        try:
+            return cls(
+                task=str(data["task"]),
+                length=int(data["length"]),
+                depth=float(data["depth"]),
+                repeat=int(data.get("repeat", 0)),
+                seed=int(data.get("seed", 0)),
+                slot=int(data.get("slot", 0)),
+                lengths=tuple(int(n) for n in data.get("lengths", ())),
+                depth_counts=tuple(int(n) for n in data.get("depth_counts", ())),
+                paraphrase=bool(data.get("paraphrase", False)),
+                distracters=int(data.get("distracters", 0)),
+                pick=int(data.get("pick", -1)),
+                file=str(data.get("file", "")),
+                file_sha256=str(data.get("file_sha256", "")),
+                host_sha256=str(data.get("host_sha256", "")),
+                host_name=str(data.get("host_name", "")),
+                question=str(data.get("question", "")),
+                answers=tuple(str(a) for a in data.get("answers", ())),
+                gold_pages=tuple(int(p) for p in data.get("gold_pages", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"Not a trial recipe ({exc}).") from None
+
+    def build(self, counter: TokenCounter, host: Document | None = None) -> Trial:
+        """The trial (``host``: the document a planted fact or an own question is on). Inputs
+        several trials share (the parsed file, its BM25 index, the host's text) are kept per
+        process, a few at a time."""
+        if self.host_sha256 and (host is None or host.sha256 != self.host_sha256):
+            raise ConfigError(
+                f"The trial {self.trial_id} is built on {self.host_name or 'a document'} (sha256 "
+                f"{self.host_sha256[:12]}…), which is not the document given: open it again to run this."
+            )
+        from rr_core.lab.tasks import get_task  # the task registry builds on this module
+
+        task = get_task(self.task)
+        with _BUILDING:
+            cache = _SHARED_COUNTS.get(counter, lambda: PageCounts(counter, keep=SHARED_PAGE_COUNTS))
+            return task.build(self, cache, host)
+
+    def checked_file(self) -> Path:
+        """The recipe's file, refused when it is gone or its bytes changed since."""
+        path = Path(self.file)
+        if not self.file:
+            raise ConfigError(f"The recipe of {self.trial_id} names no file to build it from.")
+        try:
+            now = file_sha256(path)
+        except OSError as exc:
+            raise ConfigError(
+                f"{path.name} cannot be read for the trial {self.trial_id} ({exc.strerror or exc})."
+            ) from None
+        if now != self.file_sha256:
+            raise ConfigError(
+                f"{path.name} changed since the sweep was planned (sha256 {self.file_sha256[:12]}… then, "
+                f"{now[:12]}… now): its trials would not be the ones planned. Plan the sweep again."
+            )
+        return path
+
+
+def build_planted(recipe: TrialRecipe, cache: PageCounts, host: Document | None) -> Trial:
+    """A planted trial from its recipe, on ``host``."""
+    if host is None:
+        raise ConfigError(f"The trial {recipe.trial_id} needs the document its fact is planted in.")
+    if recipe.length not in recipe.lengths or len(recipe.depth_counts) != len(recipe.lengths):
+        raise ConfigError(f"The recipe of {recipe.trial_id} does not name its grid's lengths.")
+    texts, counts = _HOST_PAGES.get((host.sha256, cache.counter), lambda: _host_pages(host, cache))
+    longest = max(recipe.lengths)
+    key = (host.sha256, cache.counter, longest)
+    text = _HOST_TEXTS.get(
+        key, lambda: HostText(texts[i] for i in sorted(set(fit_length(texts, counts, longest))))
+    )
+    fact = _FACTS.get(
+        (*key, recipe.seed, recipe.repeat, recipe.slot),
+        lambda: plant_fact(text, _fact_seed(recipe.seed, recipe.repeat, recipe.slot)),
+    )
+    rng = random.Random(f"{recipe.seed}-{recipe.repeat}")
+    if recipe.distracters:
+        # The repeat's draws before this cell, replayed: a draw of k of n pages takes the
+        # same random numbers whatever the pages are.
+        for length, cells in zip(recipe.lengths, recipe.depth_counts, strict=True):
+            others = len(fit_length(texts, counts, length)) - 1
+            for slot in range(cells):
+                if (length, slot) == (recipe.length, recipe.slot):
+                    break
+                rng.sample(range(others), min(recipe.distracters, others))
+            else:
+                continue
+            break
+    chosen = fit_length(texts, counts, recipe.length)
+    return _planted_trial(recipe, host.name, [texts[i] for i in chosen], fact, rng, cache)
+
+
+def build_passages(recipe: TrialRecipe, cache: PageCounts, host: Document | None = None) -> Trial:
+    """A passages trial from its recipe (its file read once per process)."""
+    path = recipe.checked_file()
+    items = _QA_FILES.get((str(path), recipe.file_sha256), lambda: read_qa_jsonl(path))
+    if not 0 <= recipe.pick < len(items):
+        raise ConfigError(f"{path.name} has no row {recipe.pick + 1} for the trial {recipe.trial_id}.")
+    longest = max(recipe.lengths, default=recipe.length)
+
+    def bm25() -> BM25:
+        return _BM25.get((str(path), recipe.file_sha256), lambda: passage_index(items))
+
+    pool = _POOLS.get(
+        (str(path), recipe.file_sha256, cache.counter, recipe.pick, longest),
+        lambda: passage_pool(items, recipe.pick, longest, bm25, cache),
+    )
+    return _passage_trial(recipe, items[recipe.pick], pool, cache)
+
+
+def build_kv(recipe: TrialRecipe, cache: PageCounts, host: Document | None = None) -> Trial:
+    """A key–value trial from its recipe (generated pairs drawn again, or a file's row)."""
+    if recipe.file_sha256:
+        path = recipe.checked_file()
+        rows = _KV_FILES.get((str(path), recipe.file_sha256), lambda: read_kv_jsonl(path))
+        if not 0 <= recipe.pick < len(rows) or recipe.length > len(rows[recipe.pick].records):
+            raise ConfigError(f"{path.name} has no row {recipe.pick + 1} of {recipe.length} pairs.")
+        row = rows[recipe.pick]
+        gold_pair = (row.key, row.value)
+        others = [r for r in row.records if r != gold_pair][: recipe.length - 1]
+        return _kv_trial(recipe, gold_pair, others, cache)
+    if recipe.length not in recipe.lengths:
+        raise ConfigError(f"The recipe of {recipe.trial_id} does not name its grid's sizes.")
+    rng = random.Random(f"kv-{recipe.seed}-{recipe.repeat}")
+    for n in recipe.lengths[: recipe.lengths.index(recipe.length)]:
+        for _ in range(2 * n):  # the sizes before this one drew their pairs first
+            rng.getrandbits(128)
+    records = _generated_pairs(rng, recipe.length)
+    return _kv_trial(recipe, records[0], records[1:], cache)
+
+
+def build_question(recipe: TrialRecipe, cache: PageCounts, host: Document | None) -> Trial:
+    """One of the user's own questions on ``host``."""
+    if host is None:
+        raise ConfigError(f"The trial {recipe.trial_id} needs the document its question is asked of.")
+    return _question_trial(recipe, host)
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class _Kept(Generic[K, V]):
+    """The last few values made, by key (callers hold ``_BUILDING``)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        value = make()
+        self._items[key] = value
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+# Shared by the trials of a sweep, kept per process: building one trial is then a cut and a
+# paste, and a few hosts, files and indexes at most stay in memory.
+SHARED_PAGE_COUNTS = 100_000  # page texts whose token counts are kept, per tokenizer
+_BUILDING = threading.RLock()
+_SHARED_COUNTS: _Kept[TokenCounter, PageCounts] = _Kept(4)
+_HOST_PAGES: _Kept[tuple[str, TokenCounter], tuple[list[str], list[int]]] = _Kept(4)
+_HOST_TEXTS: _Kept[tuple[str, TokenCounter, int], HostText] = _Kept(4)
+_FACTS: _Kept[tuple[str, TokenCounter, int, int, int, int], tuple[PlantedFact, int]] = _Kept(4_096)
+_QA_FILES: _Kept[tuple[str, str], list[QAItem]] = _Kept(4)
+_KV_FILES: _Kept[tuple[str, str], list[KVRow]] = _Kept(4)
+_BM25: _Kept[tuple[str, str], BM25] = _Kept(4)
+_POOLS: _Kept[tuple[str, str, TokenCounter, int, int], PassagePool] = _Kept(1_024)
+_FILE_HASHES: _Kept[tuple[str, int, int], str] = _Kept(16)
+
+
+def forget_shared() -> None:
+    """Drop every input kept for building trials (tests; a long-lived process freeing memory)."""
+    with _BUILDING:
+        for kept in (
+            _SHARED_COUNTS,
+            _HOST_PAGES,
+            _HOST_TEXTS,
+            _FACTS,
+            _QA_FILES,
+            _KV_FILES,
+            _BM25,
+            _POOLS,
+            _FILE_HASHES,
+        ):
+            kept.clear()
+
+
+def _host_pages(host: Document, cache: PageCounts) -> tuple[list[str], list[int]]:
+    texts = [p.text for p in host.pages if p.has_text]
+    return texts, cache.count(texts)
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes (kept while its size and modification time stay)."""
+    stat = os.stat(path)
+    with _BUILDING:
+        return _FILE_HASHES.get(
+            (str(path), stat.st_size, stat.st_mtime_ns),
+            lambda: hashlib.sha256(path.read_bytes()).hexdigest(),
+        )
+
+
+def qa_items(path: Path) -> list[QAItem]:
+    """A QA file's items, read once per process while the file stays the same."""
+    sha = file_sha256(path)
+    with _BUILDING:
+        return _QA_FILES.get((str(path), sha), lambda: read_qa_jsonl(path))
+
+
+def kv_rows(path: Path) -> list[KVRow]:
+    """A key–value file's rows, read once per process while the file stays the same."""
+    sha = file_sha256(path)
+    with _BUILDING:
+        return _KV_FILES.get((str(path), sha), lambda: read_kv_jsonl(path))
+
+
+register_source(TrialRecipe.kind, TrialRecipe.from_dict)

@@ -27,7 +27,7 @@ from rr_core.lab.stats import (
     percent,
     percent_range,
 )
-from rr_core.lab.sweep import SweepPlan, SweepResult
+from rr_core.lab.sweep import LabJob, SweepPlan, SweepResult
 from rr_core.lab.tasks import get_task
 from rr_core.methods import get_method, spec_of
 from rr_core.settings import RunSettings
@@ -57,13 +57,14 @@ def protocol(plan: SweepPlan) -> dict[str, Any]:
     placements: dict[str, str] = {}
     why: dict[str, str] = {}
     for job in plan.jobs:
-        if job.series in placements:
+        series = LabJob.of(job).series
+        if series in placements:
             continue
-        used = job.plan.settings.question_placement
-        placements[job.series] = used.value
-        method = get_method(job.plan.method)
+        used = job.settings.question_placement  # as the method runs it
+        placements[series] = used.value
+        method = get_method(job.settings.method)
         own = method.layout_reason(plan.layout)
-        why[job.series] = (
+        why[series] = (
             "the sweep's layout"
             if used is plan.layout
             else own or f"set for this series (layout={used.value})"
@@ -185,8 +186,8 @@ def trial_rows(
     defaults = RunSettings()
     for s in sorted((*result.scores, *result.bound_scores), key=lambda s: s.job):
         job = plan.jobs[s.job] if 0 <= s.job < len(plan.jobs) else None
-        trial = job.trial if job is not None else None
-        settings = job.plan.settings if job is not None else None
+        trial = plan.trial(LabJob.of(job).trial) if job is not None else None
+        settings = job.settings if job is not None else None
         rows.append(
             {
                 "trial_id": s.trial,
@@ -209,7 +210,7 @@ def trial_rows(
                 "series": s.series,
                 "method_spec": spec_of(settings, defaults) if settings else s.method,
                 "question_placement": settings.question_placement.value if settings else "",
-                "bound": int(bool(job and job.bound)),
+                "bound": int(job is not None and LabJob.of(job).bound),
                 "engine": shared.get("engine", ""),
                 "is_llm": shared.get("is_llm", ""),
                 "provider": settings.provider if settings else "",
@@ -230,7 +231,7 @@ def trial_rows(
                 "output_tokens": s.output_tokens,
                 "would_cost_usd": round(s.cost_usd, 6),
                 "paid_usd": round(s.paid_usd, 6),
-                "document_sha256": trial.document.sha256 if trial else "",
+                "document_sha256": trial.document_sha256 if trial else "",
             }
         )
     return rows

@@ -1,22 +1,29 @@
 """A sweep: methods × lengths × depths × repeats on test documents with known answers.
 
-``plan_sweep`` makes every plan before any call, with the total calls, tokens and estimated
-cost, and refuses to start above a budget. ``run_sweep`` runs the plans through one
-executor whose call cache is the run store: every call is looked up by its key first and
-kept as soon as it returns, so an interrupted or repeated sweep pays only for what is
-missing. Closed-book and oracle run once per question, as the lower and upper bounds.
+``plan_sweep`` makes every run a job (plain data: a trial recipe, the method's settings and
+the question) and prices it before any call, building one trial at a time and dropping it
+once planned; it refuses to start above a budget. ``run_sweep`` runs the jobs through one
+executor (``Executor.stream_jobs``), each trial built again where its job runs, with the run
+store as call cache: every call is looked up by its key first and kept as soon as it returns,
+so an interrupted or repeated sweep pays only for what is missing. The jobs can be written
+out (``SweepPlan.jobs_jsonl``) and run elsewhere (``read_jobs``, ``run_jobs``). Closed-book
+and oracle run once per question, as the lower and upper bounds.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rr_core.costs import Cost, assumed_free
+from rr_core.costs import Cost, assumed_free, estimate_cost
+from rr_core.documents import Document
 from rr_core.errors import ConfigError
-from rr_core.lab.haystacks import Trial
+from rr_core.jobs import DocumentRef, Documents, Job, JSONValue, Material, Source, plan_job
+from rr_core.lab.haystacks import Trial, TrialFacts, TrialRecipe
 from rr_core.lab.stats import (
     Cell,
     Comparison,
@@ -32,7 +39,6 @@ from rr_core.lab.stats import (
 )
 from rr_core.lab.tasks import get_task
 from rr_core.methods import get_method, methods_in
-from rr_core.plans import Plan, estimate_calls
 from rr_core.runs import CallEvent, Executor, RunTrace
 from rr_core.settings import QuestionPlacement, RunSettings
 from rr_core.tokens import TokenCounter
@@ -43,32 +49,74 @@ BOUNDS = tuple(m.name for m in methods_in("bounds"))
 
 
 @dataclass(frozen=True, slots=True)
-class Job:
-    """One plan on one trial's document."""
+class LabJob:
+    """What the Lab keeps in a job's ``meta``: its series, whether it is a bound (closed-book
+    or oracle: run once per question, drawn as lines), its trial and its place in the sweep."""
 
-    trial: Trial
-    plan: Plan
     series: str
-    bound: bool  # closed-book or oracle: run once per question, drawn as lines
+    bound: bool
+    trial: str  # the trial's id (``SweepPlan.trial`` gives its facts)
+    position: int
 
-    @property
-    def retrieves(self) -> bool:
-        """The method answers from pages it picked first (the method says so)."""
-        return get_method(self.plan.method).retrieves
+    def meta(self) -> dict[str, JSONValue]:
+        """The job's ``meta``."""
+        return {"series": self.series, "bound": self.bound, "trial": self.trial, "position": self.position}
 
-    @property
-    def tokens_after(self) -> int:
-        """Tokens from the start of the answer's page to the end of the trial's document."""
-        pages = self.trial.document.pages
-        first = min(self.trial.gold_pages, default=len(pages) + 1)
-        return sum(p.tokens for p in pages[max(first - 1, 0) :])
+    @classmethod
+    def of(cls, job: Job) -> LabJob:
+        """The Lab's view of one of its jobs."""
+        meta = job.meta
+        return cls(
+            series=str(meta.get("series", job.settings.method)),
+            bound=bool(meta.get("bound", False)),
+            trial=str(meta.get("trial", "")),
+            position=int(str(meta.get("position", -1))),
+        )
+
+
+class TrialMaker:
+    """Builds trials from their recipes where jobs run, and opens ``"trial"`` sources for a
+    runner: ``documents`` are the documents recipes are built on (the user's, for planted
+    facts and own questions); ``built``, trials a caller already holds (used as they are)."""
+
+    def __init__(
+        self, counter: TokenCounter, documents: Sequence[Document] = (), *, built: Sequence[Trial] = ()
+    ) -> None:
+        self.counter = counter
+        self.documents = Documents(documents)
+        self._built = {t.recipe.key: t for t in built if t.recipe is not None}
+
+    def build(self, recipe: TrialRecipe) -> Trial:
+        """The recipe's trial."""
+        held = self._built.get(recipe.key)
+        if held is not None:
+            return held
+        host = None
+        if recipe.host_sha256:
+            host = self.documents.open(DocumentRef(sha256=recipe.host_sha256, name=recipe.host_name)).document
+        return recipe.build(self.counter, host)
+
+    def open(self, source: Source) -> Material:
+        """A trial source opened: its document, gold pages, and the facts scoring reads."""
+        if not isinstance(source, TrialRecipe):
+            raise ConfigError(f"Not a trial recipe: a {source.kind!r} source.")
+        trial = self.build(source)
+        return Material(trial.document, trial.gold_pages, trial.facts.to_dict())
+
+    def resolver(self) -> Documents:
+        """A resolver that opens trial recipes by building them (and the documents given)."""
+        resolver = Documents()
+        resolver.register(TrialRecipe.kind, self.open)
+        return resolver
 
 
 @dataclass(frozen=True, slots=True)
 class SweepPlan:
-    """Every job of a sweep and what it is expected to cost, before any call."""
+    """Every job of a sweep and what it is expected to cost, before any call. Jobs are plain
+    data (``rr_core.jobs.Job``: a trial recipe, the settings, the question; ``LabJob.of`` reads
+    the Lab's part): each trial is built again where its job runs."""
 
-    trials: tuple[Trial, ...]
+    trials: tuple[TrialFacts, ...]
     jobs: tuple[Job, ...]
     calls: int
     input_tokens: int
@@ -81,11 +129,18 @@ class SweepPlan:
     # Where the sweep puts the question (a method that cannot take it keeps its own, and the
     # protocol says so).
     layout: QuestionPlacement = QuestionPlacement.BEFORE_AND_AFTER
+    # Builds the trials where the jobs run (in this process), with the counter they were planned by.
+    maker: TrialMaker | None = field(default=None, compare=False, repr=False)
+    by_id: Mapping[str, TrialFacts] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def usd(self) -> float:
         """Estimated total in US dollars."""
         return self.cost.total_usd
+
+    def trial(self, trial_id: str) -> TrialFacts | None:
+        """The facts of the trial with this id."""
+        return self.by_id.get(trial_id)
 
     @property
     def planted_facts(self) -> tuple[int, int]:
@@ -101,6 +156,7 @@ class SweepPlan:
         return {
             "trials": len(self.trials),
             "runs": len(self.jobs),
+            "jobs": len(self.jobs),
             "calls": self.calls,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -110,6 +166,23 @@ class SweepPlan:
             **planted,
         }
 
+    def jobs_jsonl(self) -> str:
+        """The jobs, one JSON object a line: what a worker elsewhere runs (``read_jobs``)."""
+        return "".join(json.dumps(job.to_dict(), ensure_ascii=False) + "\n" for job in self.jobs)
+
+
+def read_jobs(text: str) -> list[Job]:
+    """Jobs from ``SweepPlan.jobs_jsonl``'s text (``ConfigError`` names a line that is not one)."""
+    jobs = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            jobs.append(Job.from_dict(json.loads(line)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"Line {number} is not a job ({exc}).") from None
+    return jobs
+
 
 def series_name(settings: RunSettings) -> str:
     """A series' name: the method and the settings it reads, e.g. ``R&R (k = 5,000 · N = 5)``."""
@@ -118,64 +191,110 @@ def series_name(settings: RunSettings) -> str:
     return method.label + (f" ({described})" if described else "")
 
 
+def _as_run(settings: RunSettings) -> RunSettings:
+    """The settings as the method runs them (a method that cannot take the layout asked for
+    keeps its own): what the job records."""
+    method = get_method(settings.method)
+    return settings.but(method=method.name, question_placement=method.layout_for(settings))
+
+
 def plan_sweep(
-    trials: Sequence[Trial],
+    trials: Sequence[TrialRecipe | Trial],
     series: Sequence[RunSettings],
     counter: TokenCounter,
     *,
     bounds: bool = True,
     layout: QuestionPlacement | None = None,
+    documents: Sequence[Document] = (),
+    tokenizer: str = "",
 ) -> SweepPlan:
-    """Plan every method on every trial, and each bound once per question. ``layout``: the
-    sweep's question placement (default: the first series'), which the bounds take too."""
+    """Every method on every trial as a job, and each bound once per question. ``layout``: the
+    sweep's question placement (default: the first series'), which the bounds take too.
+
+    Trials are recipes (built here one at a time, planned, priced, and dropped: the estimate
+    holds a few documents at a time, never all) or trials already built (kept as they are).
+    ``documents``: what the recipes are built on; ``tokenizer``: the model whose tokenizer
+    ``counter`` is, for a worker planning the jobs elsewhere."""
     if not trials:
         raise ConfigError("The sweep has no trial: choose at least one length and one depth.")
     if not series:
         raise ConfigError("Choose at least one method to measure.")
-    jobs: list[Job] = []
-    for trial in trials:
-        for settings in series:
-            if settings.method in BOUNDS:
-                continue
-            own = settings.but(gold_pages=trial.gold_pages)
-            plan = get_method(settings.method).plan(trial.document, trial.question, own, counter)
-            jobs.append(Job(trial, plan, series_name(settings), bound=False))
+    built = [t for t in trials if isinstance(t, Trial)]
+    if any(t.recipe is None for t in built):
+        raise ConfigError("A trial made by hand has no recipe to run it from.")
+    recipes = [t.recipe if isinstance(t, Trial) else t for t in trials]
+    maker = TrialMaker(counter, documents, built=built)
+    main = [(s, _as_run(s), series_name(s)) for s in series if s.method not in BOUNDS]
     layout = series[0].question_placement if layout is None else layout
-    if bounds:
-        base = series[0].but(question_placement=layout)
-        seen: set[str] = set()
-        for trial in trials:
-            if trial.question_id in seen:
-                continue
-            seen.add(trial.question_id)
-            for name in BOUNDS:
-                settings = base.but(method=name, gold_pages=trial.gold_pages)
-                plan = get_method(name).plan(trial.document, trial.question, settings, counter)
-                jobs.append(Job(trial, plan, get_method(name).label, bound=True))
-    if len(jobs) > MAX_JOBS:
+    base = series[0].but(question_placement=layout)
+    limits = [(_as_run(base.but(method=name)), get_method(name).label) for name in BOUNDS] if bounds else []
+    questions = len({r.question_id for r in recipes if r is not None})
+    total = len(recipes) * len(main) + questions * len(limits)
+    if total > MAX_JOBS:
         raise ConfigError(
-            f"The sweep would make {len(jobs):,} runs; at most {MAX_JOBS:,} at a time. Use fewer lengths, depths or repeats."
+            f"The sweep would make {total:,} runs; at most {MAX_JOBS:,} at a time. Use fewer lengths, depths or repeats."
         )
-    calls = [c for job in jobs for c in job.plan.calls]
-    estimate = estimate_calls(calls, series[0])
-    priced_as, provider = series[0].pricing
+    pricing = series[0].pricing
+    jobs: list[Job] = []
+    bound_jobs: list[Job] = []
+    facts: list[TrialFacts] = []
+    # Priced call by call in the order of the jobs (bounds last), as one list of calls would be.
+    cost, bound_costs = Cost(), []
+    calls = input_tokens = output_tokens = 0
+    seen: set[str] = set()
+    for recipe in recipes:
+        assert recipe is not None
+        trial = maker.build(recipe)
+        material = Material(trial.document, trial.gold_pages)
+        facts.append(trial.facts)
+        todo = [(settings, name, False) for _, settings, name in main]
+        if limits and trial.question_id not in seen:
+            seen.add(trial.question_id)
+            todo += [(settings, name, True) for settings, name in limits]
+        for settings, name, bound in todo:
+            position = len(recipes) * len(main) + len(bound_jobs) if bound else len(jobs)
+            job = Job(
+                id=f"{trial.id}#{position}",
+                source=recipe,
+                settings=settings,
+                questions=(trial.question,),
+                tokenizer=tokenizer,
+                meta=LabJob(name, bound, trial.id, position).meta(),
+            )
+            planned = plan_job(job, material, counter)
+            for call in planned.calls:
+                calls += 1
+                input_tokens += call.prompt_tokens
+                output_tokens += call.output_tokens
+                priced = estimate_cost(call.prompt_tokens, call.output_tokens, *pricing)
+                if bound:
+                    bound_costs.append(priced)
+                else:
+                    cost = cost + priced
+            (bound_jobs if bound else jobs).append(job)
+        del trial, material  # the next trial is built in its place
+    for priced in bound_costs:
+        cost = cost + priced
+    priced_as, provider = pricing
     assumed = assumed_free(priced_as, provider)
     return SweepPlan(
-        trials=tuple(trials),
-        jobs=tuple(jobs),
-        calls=estimate.calls,
-        input_tokens=estimate.input_tokens,
-        output_tokens=estimate.output_tokens,
-        cost=estimate.cost,
+        trials=tuple(facts),
+        jobs=(*jobs, *bound_jobs),
+        calls=calls,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost=cost,
         priced_as=(
             f"{priced_as} (no price known: counted as free on the {provider or 'local'} server)"
             if assumed
             else priced_as
-            if estimate.cost.known
+            if cost.known
             else f"{priced_as} (no price known)"
         ),
         price_assumed=assumed,
         layout=layout,
+        maker=maker,
+        by_id={t.id: t for t in facts},
     )
 
 
@@ -286,40 +405,68 @@ Progress = Callable[[int, int, SweepResult], None]
 
 
 def score_trace(job: Job, trace: RunTrace, position: int = -1) -> Score:
-    """A job's trace scored against its trial's known answer (``position``: the job's
-    place in its plan, so the per-trial records can name its settings)."""
+    """A job's trace scored against its trial's known answer, from the job and the trace alone
+    (the trial's facts are in ``trace.details["source"]``; a run that failed before its trial
+    was built has only its recipe's). ``position``: the job's place in its sweep, so the
+    per-trial records can name its settings."""
+    info = LabJob.of(job)
+    facts = _facts(job, trace)
     outcome = trace.outcome
     usage = trace.usage
+    method = get_method(job.settings.method)
     sent = tuple(dict.fromkeys(c.temperature for c in trace.calls if c.response or c.cached))
     scored = score(
-        series=job.series,
-        method=job.plan.method,
-        length=job.trial.length,
-        depth=job.trial.depth,
-        trial=job.trial.id,
-        question_id=job.trial.question_id,
+        series=info.series,
+        method=method.name,
+        length=facts.length,
+        depth=facts.depth,
+        trial=facts.id,
+        question_id=facts.question_id,
         answer=outcome.compared_answer,
-        answers=job.trial.answers,
-        gold_pages=job.trial.gold_pages,
+        answers=facts.answers,
+        gold_pages=facts.gold_pages,
         retrieved=outcome.retrieved_pages,
         cited=outcome.page,
-        retrieves=job.retrieves,
+        retrieves=method.retrieves,
         cost_usd=trace.cost_usd,
         calls=len(trace.calls),
         input_tokens=usage.prompt_tokens,
         output_tokens=usage.output_tokens,
         failed=trace.error is not None,
         paid_usd=trace.paid_usd,
-        exact=job.trial.exact,
-        repeat=job.trial.repeat,
-        tokens_after=job.tokens_after,
-        built_tokens=job.trial.tokens,
-        gold_depth=job.trial.gold_depth,
+        exact=facts.exact,
+        repeat=facts.repeat,
+        tokens_after=facts.tokens_after,
+        built_tokens=facts.tokens,
+        gold_depth=facts.gold_depth,
         job=position,
         error=trace.error or "",
         would_cost_usd=trace.would_cost_usd,
     )
     return replace(scored, temperatures=sent)
+
+
+def _facts(job: Job, trace: RunTrace) -> TrialFacts:
+    """The trial's facts the run recorded, or what the job's recipe says of its trial."""
+    recorded = trace.details.get("source")
+    if isinstance(recorded, Mapping) and "question_id" in recorded:
+        return TrialFacts.from_dict(recorded)
+    recipe = job.source
+    if not isinstance(recipe, TrialRecipe):
+        raise ConfigError(f"The job {job.id} is not a Lab trial's.")
+    return TrialFacts(
+        id=recipe.trial_id,
+        task=recipe.task,
+        length=recipe.length,
+        depth=recipe.depth,
+        repeat=recipe.repeat,
+        question_id=recipe.question_id,
+        question=job.questions[0] if job.questions else "",
+        answers=recipe.answers,
+        gold_pages=recipe.gold_pages,
+        exact=get_task(recipe.task).pairs,
+        gold_depth=recipe.depth,
+    )
 
 
 def run_sweep(
@@ -329,29 +476,47 @@ def run_sweep(
     on_progress: Progress | None = None,
     on_event: Callable[[CallEvent], None] | None = None,
 ) -> SweepResult:
-    """Run every job; scores arrive as runs finish. A failed run is kept as a failure (its
-    cell says so); a cancelled sweep keeps what finished."""
+    """Run every job of the plan, each trial built again where its job runs; scores arrive as
+    runs finish. A failed run is kept as a failure (its cell says so); a cancelled sweep keeps
+    what finished."""
+    maker = plan.maker
+    if maker is None:
+        raise ConfigError("This sweep plan cannot build its trials here: plan it again.")
+    return run_jobs(plan.jobs, executor, maker, on_progress=on_progress, on_event=on_event)
+
+
+def run_jobs(
+    jobs: Sequence[Job],
+    executor: Executor,
+    maker: TrialMaker,
+    *,
+    on_progress: Progress | None = None,
+    on_event: Callable[[CallEvent], None] | None = None,
+) -> SweepResult:
+    """Run a sweep's jobs (``SweepPlan.jobs``, or read back with ``read_jobs``) through the
+    executor, trials built by ``maker`` and planned with its counter, and score them."""
     client = executor.client
-    first = plan.jobs[0].plan.settings if plan.jobs else None
+    first = jobs[0].settings if jobs else None
     who = f"{first.provider} / {first.model}" if first is not None else client.name
     result = SweepResult(is_llm=client.is_llm, engine=who if client.is_llm else f"{client.name} (not an LLM)")
-    jobs = plan.jobs
     done = 0
-    for item in executor.stream_plans([(job.trial.document, job.plan) for job in jobs]):
-        if isinstance(item, CallEvent):
-            if on_event is not None:
-                on_event(item)
-            continue
-        job = jobs[item.position]
-        scored = score_trace(job, item, item.position)
-        (result.bound_scores if job.bound else result.scores).append(scored)
-        if item.error:
-            result.failures.append(f"{job.series} on {job.trial.id}: {item.error}")
-        done += 1
-        result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
-        result.calls_shared = executor.calls_shared
-        if on_progress is not None:
-            on_progress(done, len(jobs), result)
+    with _opening_trials(executor, maker):
+        for item in executor.stream_jobs(jobs):
+            if isinstance(item, CallEvent):
+                if on_event is not None:
+                    on_event(item)
+                continue
+            job = jobs[item.position]
+            info = LabJob.of(job)
+            scored = score_trace(job, item, item.position)
+            (result.bound_scores if info.bound else result.scores).append(scored)
+            if item.error:
+                result.failures.append(f"{info.series} on {scored.trial}: {item.error}")
+            done += 1
+            result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
+            result.calls_shared = executor.calls_shared
+            if on_progress is not None:
+                on_progress(done, len(jobs), result)
     result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
     result.calls_shared = executor.calls_shared
     result.cancelled = executor.cancelled
@@ -361,3 +526,15 @@ def run_sweep(
     result.bound_scores.sort(key=lambda s: s.job)
     result.stopped, result.save_error = executor.stopped, executor.save_error
     return result
+
+
+@contextmanager
+def _opening_trials(executor: Executor, maker: TrialMaker) -> Iterator[None]:
+    """The executor opens trial recipes with ``maker`` (and plans with its counter) while the
+    sweep runs: the trials are built in the run threads, a few at a time."""
+    saved = executor.resolver, executor.counter
+    executor.resolver, executor.counter = maker.resolver(), maker.counter
+    try:
+        yield
+    finally:
+        executor.resolver, executor.counter = saved

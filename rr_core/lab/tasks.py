@@ -1,6 +1,8 @@
 """The Lab's tasks as registered values: what each measures on, what it needs, how its trials
-are built. ``build_trials`` dispatches through the registry and the Lab screen lists it, so a
-new task is one ``LabTask`` here (and its builder in ``haystacks``).
+are made (``recipes``: one ``TrialRecipe`` per trial, nothing built) and how one trial is built
+from its recipe (``build``). ``trial_recipes`` and ``TrialRecipe.build`` dispatch through the
+registry and the Lab screen lists it, so a new task is one ``LabTask`` here (and its builder in
+``haystacks``).
 """
 
 from __future__ import annotations
@@ -14,12 +16,21 @@ from rr_core.errors import ConfigError
 from rr_core.lab.haystacks import (
     PageCounts,
     Trial,
-    kv_trials,
-    passage_trials,
-    planted_trials,
-    question_trials,
-    read_kv_jsonl,
-    read_qa_jsonl,
+    TrialRecipe,
+    build_kv,
+    build_passages,
+    build_planted,
+    build_question,
+    check_kv_sizes,
+    check_trial_count,
+    file_sha256,
+    kv_picks,
+    kv_rows,
+    kv_sizes,
+    passage_picks,
+    qa_items,
+    question_recipes,
+    unique_depths,
 )
 from rr_core.questions import Question
 
@@ -41,9 +52,11 @@ class TrialSpec:
     questions: tuple[Question, ...] = ()
 
 
-# Builds a task's trials from a spec (its needs already checked), the document (or None),
-# a page-count cache and the depths of each length.
-Builder = Callable[[TrialSpec, Document | None, PageCounts, DepthList], list[Trial]]
+# A task's recipes from a spec (its needs already checked), the document (or None) and the
+# depths of each length: one per trial, in the trials' order, nothing built.
+RecipeMaker = Callable[[TrialSpec, Document | None, DepthList], list[TrialRecipe]]
+# Builds one trial from its recipe, with a page-count cache and the document it is on (or None).
+OneBuilder = Callable[[TrialRecipe, PageCounts, Document | None], Trial]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +65,8 @@ class LabTask:
 
     name: str
     label: str
-    build: Builder
+    recipes: RecipeMaker
+    build: OneBuilder
     needs_document: bool = False  # plants in, or asks of, the active document
     reads_file: bool = False  # reads a QA or key–value file of the Lost-in-the-Middle release
     needs_file: bool = False  # ... and cannot run without one
@@ -65,45 +79,93 @@ class LabTask:
     file_prompt: str = ""  # the screen's upload label for its file
 
 
-def _planted(spec: TrialSpec, document: Document | None, cache: PageCounts, depths: DepthList) -> list[Trial]:
+def _planted(spec: TrialSpec, document: Document | None, depths: DepthList) -> list[TrialRecipe]:
     if document is None:
         raise ConfigError(TASKS["planted"].missing)
-    return planted_trials(
-        document,
-        cache,
-        lengths=spec.lengths,
-        depths=depths,
-        repeats=spec.repeats,
-        seed=spec.seed,
-        paraphrase=spec.paraphrase,
-        distracters=spec.distracters,
-    )
+    lengths = list(dict.fromkeys(spec.lengths))
+    check_trial_count(spec.repeats, sum(len(unique_depths(depths, n)) for n in lengths))
+    if not any(p.has_text for p in document.pages):
+        raise ConfigError("The document has no text to build test documents from.")
+    grid = tuple(lengths), tuple(len(unique_depths(depths, n)) for n in lengths)
+    return [
+        TrialRecipe(
+            task="planted",
+            length=length,
+            depth=depth,
+            repeat=repeat,
+            seed=spec.seed,
+            slot=slot,
+            lengths=grid[0],
+            depth_counts=grid[1],
+            paraphrase=spec.paraphrase,
+            distracters=spec.distracters,
+            host_sha256=document.sha256,
+            host_name=document.name,
+        )
+        for repeat in range(spec.repeats)
+        for length in lengths
+        for slot, depth in enumerate(unique_depths(depths, length))
+    ]
 
 
-def _passages(
-    spec: TrialSpec, document: Document | None, cache: PageCounts, depths: DepthList
-) -> list[Trial]:
+def _passages(spec: TrialSpec, document: Document | None, depths: DepthList) -> list[TrialRecipe]:
     if spec.qa_file is None:
         raise ConfigError(TASKS["passages"].missing)
-    items = read_qa_jsonl(spec.qa_file)
-    return passage_trials(
-        items, cache, lengths=spec.lengths, depths=depths, repeats=spec.repeats, seed=spec.seed
-    )
+    items = qa_items(spec.qa_file)
+    lengths = list(dict.fromkeys(spec.lengths))
+    check_trial_count(min(spec.repeats, len(items)), sum(len(unique_depths(depths, n)) for n in lengths))
+    sha = file_sha256(spec.qa_file)
+    return [
+        TrialRecipe(
+            task="passages",
+            length=length,
+            depth=depth,
+            repeat=repeat,
+            seed=spec.seed,
+            lengths=(max(lengths),),
+            pick=picked,
+            file=str(spec.qa_file),
+            file_sha256=sha,
+        )
+        for repeat, picked in enumerate(passage_picks(len(items), spec.repeats, spec.seed))
+        for length in lengths
+        for depth in unique_depths(depths, length)
+    ]
 
 
-def _kv(spec: TrialSpec, document: Document | None, cache: PageCounts, depths: DepthList) -> list[Trial]:
-    rows = read_kv_jsonl(spec.qa_file) if spec.qa_file is not None else ()
-    return kv_trials(
-        cache, pairs=spec.lengths, depths=depths(0), repeats=spec.repeats, seed=spec.seed, rows=rows
-    )
+def _kv(spec: TrialSpec, document: Document | None, depths: DepthList) -> list[TrialRecipe]:
+    rows = kv_rows(spec.qa_file) if spec.qa_file is not None else []
+    lengths = list(dict.fromkeys(spec.lengths))
+    points = unique_depths(depths(0), 0)
+    check_trial_count(min(spec.repeats, len(rows)) if rows else spec.repeats, len(lengths) * len(points))
+    check_kv_sizes(lengths, rows)
+    sha = file_sha256(spec.qa_file) if spec.qa_file is not None else ""
+    picks = kv_picks(len(rows), spec.repeats, spec.seed) if rows else []
+    recipes = []
+    for repeat in range(len(picks) if rows else spec.repeats):
+        row = rows[picks[repeat]] if rows else None
+        for n in kv_sizes(lengths, row):
+            for depth in points:
+                recipes.append(
+                    TrialRecipe(
+                        task="kv",
+                        length=n,
+                        depth=depth,
+                        repeat=repeat,
+                        seed=spec.seed,
+                        lengths=() if rows else tuple(lengths),
+                        pick=picks[repeat] if rows else -1,
+                        file=str(spec.qa_file) if rows else "",
+                        file_sha256=sha,
+                    )
+                )
+    return recipes
 
 
-def _questions(
-    spec: TrialSpec, document: Document | None, cache: PageCounts, depths: DepthList
-) -> list[Trial]:
+def _questions(spec: TrialSpec, document: Document | None, depths: DepthList) -> list[TrialRecipe]:
     if document is None:
         raise ConfigError(TASKS["questions"].missing)
-    return question_trials(document, spec.questions)
+    return question_recipes(document, spec.questions)
 
 
 TASKS: dict[str, LabTask] = {
@@ -112,7 +174,8 @@ TASKS: dict[str, LabTask] = {
         LabTask(
             name="planted",
             label="Your document, with planted facts",
-            build=_planted,
+            recipes=_planted,
+            build=build_planted,
             needs_document=True,
             plants=True,
             missing="Planted facts need a document to plant them in.",
@@ -120,7 +183,8 @@ TASKS: dict[str, LabTask] = {
         LabTask(
             name="passages",
             label="The papers' protocol: passages from a QA file",
-            build=_passages,
+            recipes=_passages,
+            build=build_passages,
             reads_file=True,
             needs_file=True,
             drops_passages=True,
@@ -132,7 +196,8 @@ TASKS: dict[str, LabTask] = {
         LabTask(
             name="kv",
             label="Key–value retrieval (generated pairs, or a file of the Lost-in-the-Middle release)",
-            build=_kv,
+            recipes=_kv,
+            build=build_kv,
             reads_file=True,
             pairs=True,
             file_prompt="Optional: a key–value file of the Lost-in-the-Middle release "
@@ -141,7 +206,8 @@ TASKS: dict[str, LabTask] = {
         LabTask(
             name="questions",
             label="Your own questions (CSV)",
-            build=_questions,
+            recipes=_questions,
+            build=build_question,
             needs_document=True,
             needs_questions=True,
             grid=False,
