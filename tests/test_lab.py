@@ -677,7 +677,9 @@ def test_results_read_in_the_plans_order_whatever_order_runs_finish_in() -> None
     views = [LabJob.of(j) for j in plan.jobs]
     assert not result.failures
     assert [(s.series, s.trial) for s in result.scores] == [(j.series, j.trial) for j in views if not j.bound]
-    assert [(s.series, s.trial) for s in result.bound_scores] == [(j.series, j.trial) for j in views if j.bound]
+    assert [(s.series, s.trial) for s in result.bound_scores] == [
+        (j.series, j.trial) for j in views if j.bound
+    ]
 
 
 def test_the_lab_recovers_a_known_positional_bias_exactly() -> None:

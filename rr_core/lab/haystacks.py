@@ -27,7 +27,7 @@ import random
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -184,31 +184,40 @@ def check_unique(trials: Sequence[Trial]) -> list[Trial]:
 
 
 class PageCounts:
-    """Token counts of page texts, each text counted once however many trials reuse it."""
+    """Token counts of page texts, each text counted once however many trials reuse it.
+    ``keep``: at most this many texts kept, the least recently used dropped first (None: all)."""
 
     def __init__(self, counter: TokenCounter, *, keep: int | None = None) -> None:
         self.counter = counter
-        self._counts: dict[str, int] = {}
-        self._keep = keep  # None: every text counted (one build); else the most kept, oldest dropped
+        self._counts: OrderedDict[str, int] = OrderedDict()
+        self._keep = keep
         self._lock = threading.Lock()
 
-    def count(self, texts: Sequence[str]) -> list[int]:
-        """Token counts of the texts."""
+    def count(self, texts: Sequence[str], *, once: Collection[int] = ()) -> list[int]:
+        """Token counts of the texts (``once``: indices of texts no other trial shows, counted
+        and not kept)."""
         with self._lock:
-            known = {t: n for t in texts if (n := self._counts.get(t)) is not None}
+            known: dict[str, int] = {}
+            for t in texts:
+                n = self._counts.get(t)
+                if n is not None:
+                    known[t] = n
+                    if self._keep is not None:
+                        self._counts.move_to_end(t)
             missing = list(dict.fromkeys(t for t in texts if t not in known))
             if missing:
                 fresh = dict(zip(missing, self.counter.count_many(missing), strict=True))
                 known.update(fresh)
-                self._counts.update(fresh)
+                skip = {texts[i] for i in once}
+                self._counts.update((t, n) for t, n in fresh.items() if t not in skip)
                 if self._keep is not None:
                     while len(self._counts) > self._keep:
-                        self._counts.pop(next(iter(self._counts)))
+                        self._counts.popitem(last=False)
             return [known[t] for t in texts]
 
-    def document(self, name: str, texts: Sequence[str]) -> Document:
-        """A document of these page texts (counted from the cache)."""
-        counts = self.count(texts)
+    def document(self, name: str, texts: Sequence[str], *, once: Collection[int] = ()) -> Document:
+        """A document of these page texts (counted from the cache; ``once`` as in ``count``)."""
+        counts = self.count(texts, once=once)
         pages = tuple(
             Page(number=i + 1, text=t, tokens=n) for i, (t, n) in enumerate(zip(texts, counts, strict=True))
         )
@@ -330,12 +339,14 @@ def _planted_trial(
     pages = list(base)
     pages[gold] = f"{fact.sentence}\n\n{pages[gold]}"
     others = [i for i in range(len(pages)) if i != gold]
+    changed = {gold}
     for sentence, where in zip(
         fact.distracters[: recipe.distracters],
         rng.sample(others, min(recipe.distracters, len(others))),
         strict=False,
     ):
         pages[where] = f"{pages[where]}\n\n{sentence}"
+        changed.add(where)
     return Trial(
         id=recipe.trial_id,
         task="planted",
@@ -346,7 +357,10 @@ def _planted_trial(
         question=question,
         answers=fact.answers,
         gold_pages=(gold + 1,),
-        document=cache.document(f"{name} · {recipe.length:,} tokens · fact at {recipe.depth:g}%", pages),
+        # The pages the fact and its distracters changed are this trial's alone: not kept.
+        document=cache.document(
+            f"{name} · {recipe.length:,} tokens · fact at {recipe.depth:g}%", pages, once=changed
+        ),
         replanted=replanted,
         recipe=recipe,
     )
@@ -1077,7 +1091,7 @@ class _Kept(Generic[K, V]):
 
 # Shared by the trials of a sweep, kept per process: building one trial is then a cut and a
 # paste, and a few hosts, files and indexes at most stay in memory.
-SHARED_PAGE_COUNTS = 100_000  # page texts whose token counts are kept, per tokenizer
+SHARED_PAGE_COUNTS = 20_000  # page texts whose token counts are kept, per tokenizer (a long host's pages)
 _BUILDING = threading.RLock()
 _SHARED_COUNTS: _Kept[TokenCounter, PageCounts] = _Kept(4)
 _HOST_PAGES: _Kept[tuple[str, TokenCounter], tuple[list[str], list[int]]] = _Kept(4)
