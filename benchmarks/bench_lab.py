@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from stub_server import StubServer  # noqa: E402
 
+from rr_core.jobs import plan_job  # noqa: E402
 from rr_core.lab import TrialSpec, build_trials  # noqa: E402
 from rr_core.lab.presets import get_preset  # noqa: E402
 from rr_core.lab.sweep import plan_sweep, run_sweep  # noqa: E402
@@ -72,10 +73,12 @@ def overhead() -> None:
         client = make_client(
             "openai", model="gpt-4.1-mini", api_key="sk-bench", base_url=stub.url, max_retries=0
         )
+        assert plan.maker is not None
+        planned = [plan_job(job, plan.maker.open(job.source), counter) for job in plan.jobs]
         requests = [
             LLMRequest(prompt=c.render(), schema=c.schema, model="gpt-4.1-mini", layout=c.layout)
-            for job in plan.jobs
-            for c in job.plan.calls
+            for p in planned
+            for c in p.calls
         ]
         client.complete(requests[0])  # warm the connection
         bare, lab, repeat = [], [], []
