@@ -776,6 +776,8 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 f"  planted facts {p['planted_facts']:,}, {p['facts_regenerated']:,} drawn again "
                 "(the document itself stated an answer or named the subject)"
             )
+        if data.get("jobs_out"):
+            print(f"  {p['jobs']:,} jobs written to {data['jobs_out']} (one JSON object a line)")
         if data.get("dry_run"):
             print("  (dry run: nothing sent)")
             return

@@ -21,6 +21,7 @@ from test_lab import (
     write_jsonl_gz,
 )
 
+from rr_core.cli import main
 from rr_core.documents import Document, load_document
 from rr_core.errors import ConfigError
 from rr_core.jobs import Job, source_from_dict
@@ -374,3 +375,42 @@ def test_reading_jobs_names_a_line_that_is_not_one() -> None:
             '{"schema_version": 1, "id": "x", "source": {"kind": "document", "sha256": "0"}, '
             '"settings": {}, "questions": ["q?"]}\n{"id": 3}\n'
         )
+
+
+def test_jobs_out_to_a_folder_that_does_not_exist_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _neutral_file(tmp_path)
+    target = tmp_path / "missing" / "jobs.jsonl"
+    code = main(
+        [
+            "lab",
+            str(path),
+            "--provider",
+            "simulated",
+            "--lengths",
+            "2000",
+            "--dry-run",
+            "--jobs-out",
+            str(target),
+        ]
+    )
+    _, err = capsys.readouterr()
+    assert code == 2 and "cannot write the sweep's jobs" in err and not target.exists()
+    written = tmp_path / "jobs.jsonl"
+    code = main(
+        [
+            "lab",
+            str(path),
+            "--provider",
+            "simulated",
+            "--lengths",
+            "2000",
+            "--dry-run",
+            "--jobs-out",
+            str(written),
+        ]
+    )
+    out, _ = capsys.readouterr()
+    assert code == 0 and f"jobs written to {written}" in out
+    assert len(read_jobs(written.read_text(encoding="utf-8"))) == len(written.read_text().splitlines()) > 0
