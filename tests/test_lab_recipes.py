@@ -414,3 +414,20 @@ def test_jobs_out_to_a_folder_that_does_not_exist_is_a_one_line_error(
     out, _ = capsys.readouterr()
     assert code == 0 and f"jobs written to {written}" in out
     assert len(read_jobs(written.read_text(encoding="utf-8"))) == len(written.read_text().splitlines()) > 0
+
+
+def test_a_file_changed_between_planning_and_running_fails_each_run_with_the_reason(tmp_path: Path) -> None:
+    path = write_jsonl_gz(tmp_path / "twenty.jsonl.gz", twenty_document_rows(3))
+    counter = word_counter()
+    spec = TrialSpec(task="passages", lengths=(400,), repeats=2, qa_file=path)
+    recipes = trial_recipes(spec, get_preset("lost-in-the-middle"), None, counter, depths=[0.0, 100.0])
+    plan = plan_sweep(recipes, [parse_spec("baseline", BASE)], counter, bounds=False)
+    write_jsonl_gz(path, twenty_document_rows(4))
+    with Executor(SimulatedReader(reach=1_500, counter=counter), concurrency=2) as executor:
+        result = run_sweep(plan, executor)
+    assert executor.calls_made == 0 and len(result.scores) == len(plan.jobs) == 4
+    # Scored from the job's recipe alone: each failure names its trial and why.
+    assert all(s.failed for s in result.scores)
+    assert [s.trial for s in result.scores] == [r.trial_id for r in recipes]
+    assert all("changed since the sweep was planned" in f for f in result.failures)
+    assert result.failure_reasons[0][1] == 4

@@ -15,6 +15,10 @@ tokens, one question, its accepted answers and the page that holds them, planted
   oracle-only file, other questions' passages ranked by BM25), answer-bearing ones left out.
 - ``kv_trials``: key–value retrieval (001 §4): pairs one per page, generated or from a file.
 - ``question_trials``: the user's own questions (question, answers, gold page) on the document.
+
+Each trial carries its ``TrialRecipe``: plain data (a job's source) from which that one trial
+is built again, exactly, without the others (``TrialRecipe.build``); what trials share (a
+parsed file, its BM25 index, the host's text and facts) is kept per process, a few at a time.
 """
 
 from __future__ import annotations

@@ -220,9 +220,9 @@ def plan_sweep(
     if not series:
         raise ConfigError("Choose at least one method to measure.")
     built = [t for t in trials if isinstance(t, Trial)]
-    if any(t.recipe is None for t in built):
+    recipes = [t if isinstance(t, TrialRecipe) else t.recipe for t in trials]
+    if any(r is None for r in recipes):
         raise ConfigError("A trial made by hand has no recipe to run it from.")
-    recipes = [t.recipe if isinstance(t, Trial) else t for t in trials]
     maker = TrialMaker(counter, documents, built=built)
     main = [(s, _as_run(s), series_name(s)) for s in series if s.method not in BOUNDS]
     layout = series[0].question_placement if layout is None else layout
