@@ -10,7 +10,7 @@ from conftest import fee_document, offline_traces, word_counter
 from rr_core.costs import context_window, price_usage
 from rr_core.errors import ConfigError
 from rr_core.lab import TASKS, TrialSpec, build_trials
-from rr_core.lab.haystacks import Trial
+from rr_core.lab.haystacks import Trial, TrialRecipe
 from rr_core.lab.presets import PRESETS
 from rr_core.lab.sweep import BOUNDS, SweepResult
 from rr_core.lab.tasks import LabTask
@@ -116,15 +116,33 @@ def test_an_unknown_stage_still_renders_after_the_known_ones() -> None:
 
 def test_build_trials_dispatches_through_the_task_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[TrialSpec] = []
+    built: list[TrialRecipe] = []
 
-    def build(spec, document, cache, depths) -> list[Trial]:  # type: ignore[no-untyped-def]
+    def recipes(spec, document, depths) -> list[TrialRecipe]:  # type: ignore[no-untyped-def]
         made.append(spec)
-        return []
+        return [TrialRecipe(task="echo", length=1_000, depth=50.0)]
 
-    task = LabTask(name="echo", label="A task of the test", build=build)
+    def build(recipe, cache, host) -> Trial:  # type: ignore[no-untyped-def]
+        built.append(recipe)
+        return Trial(
+            id=recipe.trial_id,
+            task="echo",
+            length=recipe.length,
+            depth=recipe.depth,
+            repeat=0,
+            question_id="echo-1",
+            question="What?",
+            answers=("this",),
+            gold_pages=(1,),
+            document=cache.document("echo", ["this"]),
+            recipe=recipe,
+        )
+
+    task = LabTask(name="echo", label="A task of the test", recipes=recipes, build=build)
     monkeypatch.setitem(TASKS, "echo", task)
     spec = TrialSpec(task="echo", lengths=(1_000,), repeats=1)
-    assert build_trials(spec, PRESETS["quick"], None, word_counter()) == [] and made == [spec]
+    (trial,) = build_trials(spec, PRESETS["quick"], None, word_counter())
+    assert made == [spec] and built == [trial.recipe] and trial.document.pages[0].text == "this"
     with pytest.raises(ConfigError, match="unknown task 'nothing'"):
         build_trials(
             TrialSpec(task="nothing", lengths=(1_000,), repeats=1), PRESETS["quick"], None, word_counter()
