@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from rr_core.costs import estimate_cost, price_data_version, price_usage
+from rr_core.batching import BatchProgress, BatchSender
 from rr_core.dispatch import Delivered, Dispatcher, NowSender, Outgoing
 from rr_core.documents import Document
 from rr_core.errors import (
@@ -98,6 +99,8 @@ class CallTrace:
     price_known: bool = True
     latency_s: float = 0.0
     cache_key: str = ""
+    # "now" (sent at once, at the list price) or "batch" (in a provider batch, at its price).
+    mode: str = "now"
     cached: bool = False  # not paid by this call: found in the store, or ``shared``
     shared: bool = False  # the reply of the same call another run had in flight (never in the store)
     # The temperature this call's request was sent with (None: none, the API's default; a
@@ -430,11 +433,14 @@ class Budget:
         self._billed_calls = 0
         self._changed = threading.Condition()
 
-    def reserve(self, estimate_usd: float, cancel: threading.Event | None = None) -> Reservation | None:
+    def reserve(
+        self, estimate_usd: float, cancel: threading.Event | None = None, *, one_at_first: bool = True
+    ) -> Reservation | None:
         """Hold a call's estimated cost; None when that would pass the cap (or ``cancel`` is set
-        while the call waits for the first bill)."""
+        while the call waits for the first bill). ``one_at_first`` False: do not wait for a
+        first bill (a batch's calls are all committed at once; they hold their worst case)."""
         with self._changed:
-            while self._billed_calls == 0 and self._in_flight > 0:
+            while one_at_first and self._billed_calls == 0 and self._in_flight > 0:
                 if cancel is not None and cancel.is_set():
                     return None
                 self._changed.wait(0.2)
@@ -473,12 +479,6 @@ class Budget:
 # ---- The executor ------------------------------------------------------------------------
 
 
-def _wait(future: Future[Delivered]) -> Future[Delivered]:
-    """The future once it is done (its result or error is read by the caller)."""
-    wait([future])
-    return future
-
-
 class _Failed(Exception):
     """Carries a failed call's record along with its error."""
 
@@ -487,12 +487,20 @@ class _Failed(Exception):
         self.record, self.error = record, error
 
 
+# What a runner yields: a call's progress, a batch's progress, a finished run.
+RunnerEvent = CallEvent | BatchProgress | RunTrace
+# Runs waiting together in batch mode (each a sleeping thread).
+BATCH_ACTIVE_RUNS = 2_000
+# What a batch call's prompt may run over its planned count, for the budget's worst case.
+BATCH_PROMPT_MARGIN = 1.1
+
+
 class Runner(Protocol):
     """Anything that runs jobs: takes plain-data jobs, yields progress events and, as each
     run finishes, its trace (in any order; ``RunTrace.position`` is the job's index). The
     in-process ``Executor`` is one; a worker pool would be another."""
 
-    def stream_jobs(self, jobs: Sequence[Job]) -> Iterator[CallEvent | RunTrace]:
+    def stream_jobs(self, jobs: Sequence[Job]) -> Iterator[RunnerEvent]:
         """Plan each job where it runs, run it, yield events and traces."""
         ...
 
@@ -519,6 +527,9 @@ class Executor:
         budget: Budget | None = None,
         resolver: Resolver | None = None,
         counter: TokenCounter | None = None,
+        mode: str = "now",
+        batch_label: str = "",
+        poll_s: float = 30.0,
     ) -> None:
         self.client = client
         # Plans jobs: one counter for all, or (None) the tokenizer each job names.
@@ -537,9 +548,45 @@ class Executor:
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rr-call")
         self.calls_made = 0
         self._count_lock = threading.Lock()
-        self.dispatcher = Dispatcher(NowSender(self._pool.submit, self._call_now), cache)
         # Prompt-cache prefixes (``Outgoing.prefix``) a reply has come back for, and when.
         self._warm: dict[str, float] = {}
+        self.mode = mode
+        now = NowSender(self._pool.submit, self._call_now)
+        self.batcher: BatchSender | None = None
+        if mode == "batch":
+            self.batcher = self._batch_sender(batch_label, poll_s)
+            self.dispatcher = Dispatcher(self.batcher, cache, warm=now)
+        elif mode == "now":
+            self.dispatcher = Dispatcher(now, cache)
+        else:
+            raise ConfigError(f"unknown mode {mode!r}; choose now or batch")
+        self._events: queue.Queue[RunnerEvent] | None = None
+
+    def _batch_sender(self, label: str, poll_s: float) -> BatchSender:
+        api, ledger = self.client.batch, self.cache
+        if api is None:
+            raise ConfigError(
+                f"{self.client.name} cannot take batches; choose mode now (or a provider that batches)."
+            )
+        if ledger is None:
+            raise ConfigError("Batch mode needs the run store, where a batch is recorded until its replies come.")
+        return BatchSender(
+            api,
+            ledger,
+            provider=self.client.name,
+            label=label or "R&R Studio",
+            keep=self._keep_checked,
+            admit=lambda out: self._admit(out, batch=True),
+            bill=self._bill,
+            cancel=self._cancel,
+            on_progress=self._batch_progress,
+            poll_s=poll_s,
+        )
+
+    def _batch_progress(self, progress: BatchProgress) -> None:
+        events = self._events
+        if events is not None:
+            events.put(progress)
 
     @property
     def calls_cached(self) -> int:
@@ -569,7 +616,10 @@ class Executor:
         self._cancel.set()
 
     def close(self) -> None:
-        """Stop the pool (after the calls in flight)."""
+        """Stop the pool (after the calls in flight) and the batch sender (its batches go on at
+        the provider and are recorded: a later run polls them instead of paying again)."""
+        if self.batcher is not None:
+            self.batcher.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> Executor:
@@ -579,23 +629,23 @@ class Executor:
         self.close()
 
     # -- running --
-    def stream_jobs(self, jobs: Sequence[Job]) -> Iterator[CallEvent | RunTrace]:
+    def stream_jobs(self, jobs: Sequence[Job]) -> Iterator[RunnerEvent]:
         """Plan each job where it runs (its source opened through the resolver), run them
         concurrently, yield progress events, then each finished trace."""
-        events: queue.Queue[CallEvent | RunTrace] = queue.Queue()
+        events: queue.Queue[RunnerEvent] = queue.Queue()
         runners = [_Run(self, index, events.put, job=job) for index, job in enumerate(jobs)]
         return self._drive(runners, events)
 
-    def stream_plans(self, planned: Sequence[tuple[Document, Plan]]) -> Iterator[CallEvent | RunTrace]:
+    def stream_plans(self, planned: Sequence[tuple[Document, Plan]]) -> Iterator[RunnerEvent]:
         """Like ``stream_jobs`` for plans already made (shown to the user before running)."""
-        events: queue.Queue[CallEvent | RunTrace] = queue.Queue()
+        events: queue.Queue[RunnerEvent] = queue.Queue()
         runners = [
             _Run(self, index, events.put, planned=(document, plan, {}))
             for index, (document, plan) in enumerate(planned)
         ]
         return self._drive(runners, events)
 
-    def stream(self, document: Document, plans: Sequence[Plan]) -> Iterator[CallEvent | RunTrace]:
+    def stream(self, document: Document, plans: Sequence[Plan]) -> Iterator[RunnerEvent]:
         """Run the plans concurrently, yielding progress events, then each finished trace."""
         return self.stream_plans([(document, plan) for plan in plans])
 
@@ -610,13 +660,14 @@ class Executor:
         for item in self.stream(document, plans):
             if isinstance(item, RunTrace):
                 traces[item.position] = item
-            elif on_event is not None:
+            elif isinstance(item, CallEvent) and on_event is not None:
                 on_event(item)
         return [t for t in traces if t is not None]
 
-    def _drive(
-        self, runners: list[_Run], events: queue.Queue[CallEvent | RunTrace]
-    ) -> Iterator[CallEvent | RunTrace]:
+    def _drive(self, runners: list[_Run], events: queue.Queue[RunnerEvent]) -> Iterator[RunnerEvent]:
+        self._events = events
+        sender = self.dispatcher.sender
+
         def work(runner: _Run) -> None:
             try:
                 events.put(runner.run())
@@ -625,14 +676,19 @@ class Executor:
                 trace.error = redact(f"Internal error: {type(exc).__name__}: {exc}")
                 trace.error_kind = "InternalError"
                 events.put(trace)
+            finally:
+                sender.run_finished()
 
         # Runs start as others finish: a sweep of a thousand trials holds a few documents'
         # prompts at a time, not all of them (the pool bounds the calls themselves).
         waiting = list(reversed(runners))
-        active_limit = max(4, 2 * self.concurrency)
+        # A batch holds every run's calls at once: many runs wait together (threads that
+        # mostly sleep), so one batch carries a whole phase of a sweep.
+        active_limit = BATCH_ACTIVE_RUNS if self.batcher is not None else max(4, 2 * self.concurrency)
 
         def start_next() -> None:
             if waiting:
+                sender.run_started()
                 threading.Thread(target=work, args=(waiting.pop(),), daemon=True).start()
 
         for _ in range(min(active_limit, len(runners))):
@@ -662,12 +718,24 @@ class Executor:
         kind = SaveFailed if self.save_error else BudgetReached
         return kind(f"{self.stopped} This call was not sent.")
 
-    def _reserve(self, run: _Run, call: Call) -> Reservation | None:
-        """Hold the call's estimated cost; raises BudgetReached (and stops) when it would pass."""
+    def _reserve(self, run: _Run, call: Call, *, batch: bool = False) -> Reservation | None:
+        """Hold the call's estimated cost; raises BudgetReached (and stops) when it would pass.
+
+        A batch's calls are committed together, before any bill: each holds its worst case
+        (its prompt with a margin, and every output token it may write) at the batch price.
+        """
         if self.budget is None:
             return None
-        estimate = estimate_cost(call.prompt_tokens, call.output_tokens, *run.plan.settings.pricing)
-        held = self.budget.reserve(estimate.total_usd, self._cancel) if estimate.known else None
+        pricing = run.plan.settings.pricing
+        if batch:
+            estimate = estimate_cost(
+                int(call.prompt_tokens * BATCH_PROMPT_MARGIN), call.max_output_tokens, *pricing, mode="batch"
+            )
+        else:
+            estimate = estimate_cost(call.prompt_tokens, call.output_tokens, *pricing)
+        held = (
+            self.budget.reserve(estimate.total_usd, self._cancel, one_at_first=not batch) if estimate.known else None
+        )
         if held is None and not self._cancel.is_set():
             budget = self.budget
             if not estimate.known:
@@ -693,22 +761,51 @@ class Executor:
             raise BudgetReached(self.stopped or "The run was stopped before this call was sent.")
         return held
 
-    def _call_now(self, out: Outgoing) -> Completion:
-        """The sender's call (in the pool): reserve the budget, send, settle with the bill."""
+    def _admit(self, out: Outgoing, *, batch: bool = False) -> None:
+        """Before a call is sent (now or in a batch): not after a cancel, and only with its
+        cost held in the budget (``_Failed`` refuses it, and it is not sent)."""
         pending: _Pending = out.owner
-        run, call, record, event = pending.run, pending.call, pending.record, pending.event
+        run, record, event = pending.run, pending.record, pending.event
         if self._cancel.is_set():
             raise self._skip(run, record, event, self._not_sent())
         try:
-            reservation = self._reserve(run, call)
+            pending.reservation = self._reserve(run, pending.call, batch=batch)
         except BudgetReached:
             raise self._skip(run, record, event, self._not_sent()) from None
         run.emit(event)
+
+    def _bill(self, out: Outgoing, completion: Completion | None, *, mode: str = "batch") -> None:
+        """A call came back (with its bill) or failed (none): settle what it held."""
+        pending: _Pending = out.owner
+        paid = (
+            price_usage(completion.usage, *pending.run.plan.settings.pricing, mode=mode).total_usd
+            if completion is not None
+            else None
+        )
+        reservation, pending.reservation = pending.reservation, None
+        if reservation is not None and self.budget is not None:
+            self.budget.settle(reservation, paid)
+        if completion is not None:
+            with self._count_lock:
+                self.calls_made += 1
+
+    def _keep_checked(self, out: Outgoing, completion: Completion) -> bool:
+        """Keep a batch's reply that parses, as it arrives; True when kept."""
+        pending: _Pending = out.owner
+        if not _parses(pending.call, completion.text):
+            return False
+        self._keep(out.key, completion)
+        return self.save_error is None
+
+    def _call_now(self, out: Outgoing) -> Completion:
+        """The sender's call (in the pool): admitted, sent, billed."""
+        pending: _Pending = out.owner
+        run, call, record, event = pending.run, pending.call, pending.record, pending.event
+        self._admit(out)
         warm = self._warm_prefix(out)
-        paid: float | None = None  # no bill until a reply comes back
+        completion: Completion | None = None
         try:
             completion = self.client.complete(out.request)
-            paid = price_usage(completion.usage, *run.plan.settings.pricing).total_usd
             self._note_cache(run, out, warm, completion, record)
         except LLMError as exc:
             record.error = str(exc)
@@ -716,10 +813,7 @@ class Executor:
             run.emit(replace(event, status="failed", message=str(exc)))
             raise _Failed(record, exc) from exc
         finally:
-            if reservation is not None and self.budget is not None:
-                self.budget.settle(reservation, paid)
-        with self._count_lock:
-            self.calls_made += 1
+            self._bill(out, completion, mode="now")
         # Kept as soon as it returns and parses (here, before this pool thread sends another
         # call): a reply that cannot be kept stops the run before more is paid.
         if _parses(call, completion.text):
@@ -826,6 +920,7 @@ class Executor:
         settings = run.plan.settings
         record.cached = not delivered.paid_here
         record.shared = delivered.source == "shared"
+        record.mode = "batch" if delivered.source == "batch" else "now"
         # What this call's request was sent with (a stored reply says what its request had;
         # one stored before that was recorded: what the client is configured to send).
         record.temperature = (
@@ -836,7 +931,7 @@ class Executor:
         record.latency_s = round(time.perf_counter() - pending.started, 3)
         record.response = completion.text[:MAX_STORED_RESPONSE_CHARS]
         record.usage = completion.usage
-        cost = price_usage(completion.usage, *settings.pricing)
+        cost = price_usage(completion.usage, *settings.pricing, mode=record.mode)
         record.cost_usd, record.output_cost_usd, record.cached_cost_usd, record.price_known = (
             cost.total_usd,
             cost.output_usd,
@@ -897,6 +992,7 @@ class _Pending:
     record: CallTrace
     event: CallEvent
     started: float
+    reservation: Reservation | None = None
 
 
 class _Run:
@@ -1049,9 +1145,16 @@ class _Run:
         for step in phase.steps:
             if isinstance(step, LocalStep):
                 results[step.id] = self._local(step)
+        if sent:
+            sender = executor.dispatcher.sender
+            sender.wait_started()
+            try:
+                wait(list(sent.values()))
+            finally:
+                sender.wait_finished()
         for step in phase.calls:
             try:
-                record, parsed = executor._finish(outgoing[step.id], _wait(sent[step.id]))
+                record, parsed = executor._finish(outgoing[step.id], sent[step.id])
                 results[step.id] = StepResult(step, parsed)
             except _Failed as failed:
                 record = failed.record

@@ -1,0 +1,340 @@
+"""The batch sender: the dispatch chain's last link when a run is sent as provider batches.
+
+Calls are collected while the runs plan and send; once every active run is waiting for
+replies (nothing more can be added now) the collected calls go out as **one** provider batch
+(OpenAI Batch, Anthropic Message Batches: half price). The batch's id and its items (call
+keys) are written to the ledger at once, so a process that is stopped and started again finds
+each call's batch by its key and **polls it instead of submitting the call again**. Replies
+arrive when the batch ends; each is checked, kept in the call cache, and handed to the run
+waiting for it. Items that expired or were canceled are submitted again, alone, in the next
+batch; errored items fail their call with the provider's message.
+
+Nothing here names a provider: the client's ``batch`` capability does the wire work.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rr_core.dispatch import Delivered, Outgoing
+from rr_core.errors import LLMError, ProviderError, RRError, RunCancelled
+from rr_core.llm.base import BatchAPI, BatchLine, BatchResult, BatchStatus, Completion
+from rr_core.store.base import BatchRecord
+
+# Items a provider takes in one batch (OpenAI 50,000; Anthropic 100,000): the smaller.
+MAX_BATCH_ITEMS = 50_000
+# An expired or canceled item is submitted again at most this many times.
+RESUBMISSIONS = 2
+TERMINAL = ("ended", "expired", "failed", "canceled")
+
+
+class BatchLedger(Protocol):
+    """The part of the call cache that keeps batch state (``rr_core.store``)."""
+
+    def add_batch(self, batch: BatchRecord, keys: Sequence[str]) -> None:
+        """Record a submitted batch and its items."""
+        ...
+
+    def pending_batch(self, key: str) -> BatchRecord | None:
+        """The batch still holding this call, if any."""
+        ...
+
+    def update_batch(self, batch_id: str, *, state: str, done: int | None = None, failed: int | None = None) -> None:
+        """Record a batch's state and counts."""
+        ...
+
+    def settle_items(self, batch_id: str, outcomes: Mapping[str, str]) -> None:
+        """Record items' outcomes; any but ``done`` releases the item."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BatchProgress:
+    """Where a batch stands, for progress views (the CLI, the Lab)."""
+
+    batch_id: str
+    label: str
+    state: str
+    total: int
+    done: int
+    failed: int
+    waiting_s: float
+    resumed: bool = False  # a batch submitted by an earlier process, polled again
+
+
+@dataclass(slots=True)
+class _Item:
+    out: Outgoing | None  # None: a result for a call no run is waiting on yet
+    future: Future[Delivered] = field(default_factory=Future)
+    reply: Completion | None = None  # a reply that came before any run asked for it
+    attempts: int = 0
+    batch_id: str = ""  # the batch it is in
+
+
+class BatchSender:
+    """Collects calls into provider batches and delivers their replies (thread-safe).
+
+    ``keep(out, completion)`` checks a reply against the call's shape and stores it in the
+    call cache (True when kept);
+    ``admit(out)`` reserves the call's budget before it joins a batch (it raises to refuse);
+    ``bill(out, completion)`` settles that reservation when the reply (or its failure) comes.
+    """
+
+    def __init__(
+        self,
+        api: BatchAPI,
+        ledger: BatchLedger,
+        *,
+        provider: str,
+        label: str,
+        keep: Callable[[Outgoing, Completion], bool],
+        admit: Callable[[Outgoing], None] = lambda out: None,
+        bill: Callable[[Outgoing, Completion | None], None] = lambda out, completion: None,
+        cancel: threading.Event | None = None,
+        on_progress: Callable[[BatchProgress], None] = lambda progress: None,
+        poll_s: float = 30.0,
+        settle_s: float = 0.2,
+    ) -> None:
+        self.api, self.ledger, self.provider, self.label = api, ledger, provider, label
+        self._keep, self._admit, self._bill = keep, admit, bill
+        self._cancel = cancel or threading.Event()
+        self._on_progress = on_progress
+        self.poll_s, self.settle_s = poll_s, settle_s
+        self._lock = threading.Condition()
+        self._queue: list[_Item] = []
+        self._items: dict[str, _Item] = {}  # by call key: every call waiting on a batch
+        self._polling: set[str] = set()
+        self._last_queued = 0.0
+        self.active = 0  # runs that may still send calls
+        self.waiting = 0  # of those, runs waiting for replies
+        self.submitted: list[str] = []  # batch ids submitted by this sender
+        self.resumed: list[str] = []  # batch ids of earlier processes, polled again
+        self.errors: list[str] = []
+        self._closed = False
+        self._flusher = threading.Thread(target=self._flush_loop, name="rr-batch-flush", daemon=True)
+        self._flusher.start()
+
+    # -- the sender --
+    def send(self, out: Outgoing) -> Future[Delivered]:
+        """Join the next batch, or the batch already holding this call (never submitted twice)."""
+        with self._lock:
+            known = self._items.get(out.key)
+            if known is not None and known.out is None:
+                known.out = out  # its batch is polled, or its reply already came
+        if known is not None and known.out is out:
+            self._admit(out)
+            if known.reply is not None:
+                self._arrived(known, known.reply)
+            elif known.future.done():  # its batch already failed it
+                self._bill(out, None)
+            return known.future
+        record = self.ledger.pending_batch(out.key)
+        item = _Item(out, batch_id=record.batch_id if record is not None else "")
+        with self._lock:
+            self._items[out.key] = item
+        self._admit(out)
+        if record is not None:
+            self._poll(record.batch_id, resumed=record.batch_id not in self.submitted)
+            return item.future
+        with self._lock:
+            self._queue.append(item)
+            self._last_queued = time.monotonic()
+            self._lock.notify_all()
+        return item.future
+
+    def _arrived(self, item: _Item, completion: Completion) -> None:
+        """A reply for a call a run waits on: check and keep it, settle its item, deliver."""
+        assert item.out is not None
+        kept = self._keep(item.out, completion)
+        try:
+            self.ledger.settle_items(item.batch_id, {item.out.key: "done" if kept else "errored"})
+        except (RRError, OSError) as exc:
+            self.errors.append(f"Batch {item.batch_id}: an item could not be recorded ({exc}).")
+        self._deliver(item, completion)
+
+    # -- when to submit --
+    def run_started(self) -> None:
+        """A run may send calls from now on."""
+        with self._lock:
+            self.active += 1
+
+    def run_finished(self) -> None:
+        """A run sends nothing more."""
+        with self._lock:
+            self.active -= 1
+            self._lock.notify_all()
+
+    def wait_started(self) -> None:
+        """A run waits for replies (it sends nothing until they come)."""
+        with self._lock:
+            self.waiting += 1
+            self._lock.notify_all()
+
+    def wait_finished(self) -> None:
+        """A run has its replies and goes on."""
+        with self._lock:
+            self.waiting -= 1
+
+    def _flush_loop(self) -> None:
+        with self._lock:
+            while not self._closed:
+                quiet = time.monotonic() - self._last_queued
+                ready = self._queue and self.waiting >= self.active and quiet >= self.settle_s
+                if ready or (self._queue and self._cancel.is_set()):
+                    taken, self._queue = self._queue, []
+                    self._lock.release()
+                    try:
+                        self._submit(taken)
+                    finally:
+                        self._lock.acquire()
+                    continue
+                self._lock.wait(self.settle_s if self._queue else 1.0)
+
+    def close(self) -> None:
+        """Stop collecting (batches submitted go on at the provider; a later run polls them)."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+            left = [item for item in self._items.values() if not item.future.done()]
+        for item in left:
+            item.future.set_exception(RunCancelled("The run was stopped while its batch was in flight."))
+
+    # -- submitting --
+    def _submit(self, items: list[_Item]) -> None:
+        if self._cancel.is_set():
+            for item in items:
+                self._fail(item, RunCancelled("The run was stopped before this call was sent."))
+            return
+        for start in range(0, len(items), MAX_BATCH_ITEMS):
+            part = items[start : start + MAX_BATCH_ITEMS]
+            lines = [BatchLine(item.out.key, item.out.request) for item in part if item.out is not None]
+            try:
+                batch_id = self.api.submit(lines, label=self.label)
+            except RRError as exc:
+                for item in part:
+                    self._fail(item, exc)
+                continue
+            keys = [line.custom_id for line in lines]
+            record = BatchRecord(batch_id=batch_id, provider=self.provider, label=self.label, state="submitted", total=len(keys))
+            try:
+                self.ledger.add_batch(record, keys)
+            except (RRError, OSError) as exc:
+                # Submitted but not recorded: a restart would not find it. Say so loudly.
+                self.errors.append(f"Batch {batch_id} was submitted but could not be recorded ({exc}).")
+            with self._lock:
+                self.submitted.append(batch_id)
+                for item in part:
+                    item.batch_id = batch_id
+            self._poll(batch_id, resumed=False)
+
+    # -- polling --
+    def _poll(self, batch_id: str, *, resumed: bool) -> None:
+        with self._lock:
+            if batch_id in self._polling:
+                return
+            self._polling.add(batch_id)
+            if resumed:
+                self.resumed.append(batch_id)
+        threading.Thread(target=self._watch, args=(batch_id, resumed), name=f"rr-batch-{batch_id[:12]}", daemon=True).start()
+
+    def _watch(self, batch_id: str, resumed: bool) -> None:
+        started = time.monotonic()
+        delay = min(self.poll_s, 1.0)
+        while True:
+            try:
+                status = self.api.status(batch_id)
+            except LLMError as exc:
+                if self._cancel.wait(delay):
+                    return self._abandon(batch_id, "The run was stopped while its batch was in flight.")
+                delay = min(delay * 2, self.poll_s)
+                self.errors.append(f"Batch {batch_id}: {exc}")
+                continue
+            self._progress(status, started, resumed)
+            if status.state in TERMINAL:
+                break
+            if self._cancel.wait(delay):
+                return self._abandon(batch_id, "The run was stopped while its batch was in flight.")
+            delay = min(delay * 2, self.poll_s)
+        try:
+            self._collect(batch_id, self.api.results(batch_id))
+        except RRError as exc:
+            self.errors.append(f"Batch {batch_id}: results could not be read ({exc}).")
+            self._abandon(batch_id, f"The results of batch {batch_id} could not be read: {exc}")
+        with self._lock:
+            self._polling.discard(batch_id)
+
+    def _progress(self, status: BatchStatus, started: float, resumed: bool) -> None:
+        try:
+            self.ledger.update_batch(status.batch_id, state=status.state, done=status.done, failed=status.failed)
+        except (RRError, OSError) as exc:
+            self.errors.append(f"Batch {status.batch_id}: its state could not be recorded ({exc}).")
+        self._on_progress(
+            BatchProgress(
+                status.batch_id,
+                self.label,
+                status.state,
+                status.total,
+                status.done,
+                status.failed,
+                round(time.monotonic() - started, 1),
+                resumed,
+            )
+        )
+
+    def _collect(self, batch_id: str, results: Iterator[BatchResult]) -> None:
+        outcomes: dict[str, str] = {}
+        again: list[_Item] = []
+        for result in results:
+            with self._lock:
+                item = self._items.get(result.custom_id)
+                if item is None:  # no run waits for it yet: hold the reply until one asks
+                    item = self._items[result.custom_id] = _Item(None, batch_id=batch_id)
+            if result.kind == "succeeded" and result.completion is not None:
+                if item.out is None:
+                    item.reply = result.completion  # settled when a run takes it
+                else:
+                    self._arrived(item, result.completion)
+            elif result.kind in ("expired", "canceled") and item.out is not None and item.attempts < RESUBMISSIONS:
+                outcomes[result.custom_id] = result.kind
+                item.attempts += 1
+                again.append(item)
+            else:
+                outcomes[result.custom_id] = result.kind if result.kind != "succeeded" else "errored"
+                message = result.error or f"The provider's batch returned this call as {result.kind}."
+                self._fail(item, ProviderError(message, provider=self.provider))
+        if outcomes:
+            try:
+                self.ledger.settle_items(batch_id, outcomes)
+            except (RRError, OSError) as exc:
+                self.errors.append(f"Batch {batch_id}: its items could not be recorded ({exc}).")
+        if again:
+            with self._lock:
+                self._queue.extend(again)
+                self._last_queued = time.monotonic()
+                self._lock.notify_all()
+
+    def _deliver(self, item: _Item, completion: Completion) -> None:
+        if not item.future.done():
+            item.future.set_result(Delivered(completion, "batch"))
+        if item.out is not None:
+            self._bill(item.out, completion)
+
+    def _fail(self, item: _Item, error: BaseException) -> None:
+        if not item.future.done():
+            item.future.set_exception(error)
+        if item.out is not None:
+            self._bill(item.out, None)
+
+    def _abandon(self, batch_id: str, why: str) -> None:
+        """Stop waiting for a batch (it goes on at the provider; its items stay recorded, so
+        a later run polls it instead of paying again)."""
+        with self._lock:
+            self._polling.discard(batch_id)
+            waiting = [i for i in self._items.values() if i.batch_id == batch_id and not i.future.done()]
+        for item in waiting:
+            self._fail(item, RunCancelled(why))

@@ -1,0 +1,187 @@
+"""Batch mode: a phase's calls go out as one provider batch, recorded in the run store so a
+restarted run polls the batch instead of paying again; expired items go again alone; the
+budget holds each call's worst case before the batch is sent."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from conftest import PLANTED_PAGE, PLANTED_QUESTION, small_settings, word_counter
+
+from rr_core.errors import ConfigError
+from rr_core.llm import OfflineEngine, ScriptedClient
+from rr_core.llm.base import BatchLine, BatchResult, BatchStatus, Completion, Identity, LLMRequest
+from rr_core.methods import plan_method
+from rr_core.runs import Budget, Executor, RunTrace
+from rr_core.store import SQLiteStore
+
+WAIT = 120  # seconds: a generous limit on every wait for a condition
+
+
+class FakeBatch:
+    """A provider batch API in memory: answers each line through an engine when the test
+    finishes the batch; counts every custom_id ever submitted."""
+
+    def __init__(self, engine: OfflineEngine) -> None:
+        self.engine = engine
+        self.lock = threading.Condition()
+        self.batches: dict[str, list[BatchLine]] = {}
+        self.finished: dict[str, str] = {}  # batch id -> final state
+        self.expire: set[str] = set()  # custom ids to return as expired once
+        self.error: set[str] = set()  # custom ids to return as errored
+        self.submissions: Counter[str] = Counter()
+        self.auto = True  # finish each batch as soon as it is polled
+
+    def submit(self, lines: Sequence[BatchLine], *, label: str) -> str:
+        batch_id = f"batch_{uuid.uuid4().hex[:10]}"
+        with self.lock:
+            self.batches[batch_id] = list(lines)
+            self.submissions.update(line.custom_id for line in lines)
+            self.lock.notify_all()
+        return batch_id
+
+    def finish(self, batch_id: str, state: str = "ended") -> None:
+        with self.lock:
+            self.finished[batch_id] = state
+
+    def status(self, batch_id: str) -> BatchStatus:
+        with self.lock:
+            if self.auto and batch_id not in self.finished:
+                self.finished[batch_id] = "ended"
+            state = self.finished.get(batch_id, "in_progress")
+            total = len(self.batches[batch_id])
+        return BatchStatus(batch_id=batch_id, state=state, total=total, done=0, failed=0, provider_state=state)
+
+    def results(self, batch_id: str) -> Iterator[BatchResult]:
+        with self.lock:
+            lines = list(reversed(self.batches[batch_id]))  # out of order
+        for line in lines:
+            if line.custom_id in self.expire:
+                self.expire.discard(line.custom_id)
+                yield BatchResult(custom_id=line.custom_id, kind="expired", error="expired")
+            elif line.custom_id in self.error:
+                yield BatchResult(custom_id=line.custom_id, kind="errored", error="invalid request: too long")
+            else:
+                yield BatchResult(custom_id=line.custom_id, kind="succeeded", completion=self.engine.complete(line.request))
+
+    def cancel(self, batch_id: str) -> None:
+        self.finish(batch_id, "canceled")
+
+
+class Batching:
+    """A client whose calls can go as batches (the offline engine's replies, as if paid)."""
+
+    name = "fake-provider"
+    is_llm = True
+    max_concurrency: int | None = None
+
+    def __init__(self) -> None:
+        self.engine = OfflineEngine(word_counter())
+        self.batch = FakeBatch(self.engine)
+        self.sync_calls = 0
+
+    def identity(self) -> Identity:
+        return {"provider": "fake-provider", "model": "gpt-4.1-mini"}
+
+    def complete(self, request: LLMRequest) -> Completion:
+        self.sync_calls += 1
+        return self.engine.complete(request)
+
+
+def _plans(document, *methods: str):  # type: ignore[no-untyped-def]
+    counter = word_counter()
+    return [plan_method(document, PLANTED_QUESTION, small_settings(m, provider="openai", model="gpt-4.1-mini"), counter) for m in methods]
+
+
+def _run(executor: Executor, document, plans) -> list[RunTrace]:  # type: ignore[no-untyped-def]
+    return executor.run(document, plans)
+
+
+def _executor(client: Batching, store: SQLiteStore, **kw: object) -> Executor:
+    return Executor(client, cache=store, mode="batch", poll_s=0.05, **kw)  # type: ignore[arg-type]
+
+
+def test_each_phase_of_every_run_goes_out_as_one_batch_at_half_price(planted_document, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    client, store = Batching(), SQLiteStore(tmp_path / "runs.sqlite3")
+    plans = _plans(planted_document, "baseline", "rr", "chunked-rr")
+    with _executor(client, store) as executor:
+        traces = _run(executor, planted_document, plans)
+    assert all(t.ok for t in traces), [t.error for t in traces]
+    assert all(t.outcome.page == PLANTED_PAGE for t in traces)
+    # Phase 1 of all three runs in one batch, then the answer calls of the retrieving runs.
+    assert len(client.batch.batches) == 2 and client.sync_calls == 0
+    assert sum(client.batch.submissions.values()) == sum(len(t.calls) for t in traces)
+    assert all(c.mode == "batch" for t in traces for c in t.calls)
+    with Executor(Batching(), cache=SQLiteStore(tmp_path / "now.sqlite3")) as now:
+        sync = _run(now, planted_document, plans)
+    for batch, direct in zip(traces, sync, strict=True):
+        assert batch.cost_usd == pytest.approx(direct.cost_usd / 2, rel=1e-6)
+    assert [b.state for b in store.batches()] == ["ended", "ended"]
+
+
+def test_a_restarted_run_polls_the_recorded_batch_and_submits_nothing_twice(planted_document, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    client = Batching()
+    client.batch.auto = False
+    db = tmp_path / "runs.sqlite3"
+    plans = _plans(planted_document, "baseline", "rr")
+    first = _executor(client, SQLiteStore(db))
+    stream = first.stream(planted_document, plans)
+    with client.batch.lock:
+        assert client.batch.lock.wait_for(lambda: client.batch.batches, WAIT)
+    stream.close()  # the process is stopped while its batch is in flight
+    first.close()
+    submitted = Counter(client.batch.submissions)
+    (batch_id,) = client.batch.batches
+    assert [b.batch_id for b in SQLiteStore(db).open_batches()] == [batch_id]
+    client.batch.finish(batch_id)
+    with _executor(client, SQLiteStore(db)) as second:
+        traces = _run(second, planted_document, plans)
+    assert all(t.ok for t in traces)
+    assert second.dispatcher.sender.resumed == [batch_id]  # type: ignore[attr-defined]
+    first_phase = set(submitted)
+    assert all(client.batch.submissions[k] == 1 for k in first_phase)  # 0 duplicate submissions
+    assert max(client.batch.submissions.values()) == 1
+    # The resumed calls are paid by this run (the first one never recorded them).
+    assert all(not c.cached and c.mode == "batch" for t in traces for c in t.calls)
+
+
+def test_expired_items_go_again_alone_and_errored_ones_fail_their_call(planted_document, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    client = Batching()
+    plans = _plans(planted_document, "baseline", "closed-book")
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    keys = []
+    with _executor(client, store) as probe:  # learn the keys with a dry pass on a copy
+        traces = _run(probe, planted_document, plans)
+        keys = [t.calls[0].cache_key for t in traces]
+    client = Batching()
+    client.batch.expire.add(keys[0])
+    client.batch.error.add(keys[1])
+    with _executor(client, SQLiteStore(tmp_path / "fresh.sqlite3")) as executor:
+        baseline, closed = _run(executor, planted_document, plans)
+    assert baseline.ok and client.batch.submissions[keys[0]] == 2
+    second_batch = list(client.batch.batches.values())[1]
+    assert [line.custom_id for line in second_batch] == [keys[0]]  # resubmitted alone
+    assert not closed.ok and "too long" in (closed.error or "")
+
+
+def test_the_budget_holds_each_batch_calls_worst_case_before_sending(planted_document, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    client = Batching()
+    plans = _plans(planted_document, "baseline", "rr", "chunked-rr")
+    with _executor(client, SQLiteStore(tmp_path / "runs.sqlite3"), budget=Budget(1e-6)) as executor:
+        traces = _run(executor, planted_document, plans)
+    assert not client.batch.batches  # nothing submitted
+    assert all(not t.ok and "budget" in (t.error or "").lower() for t in traces)
+
+
+def test_batch_mode_needs_a_client_that_batches_and_a_store(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot take batches"):
+        Executor(ScriptedClient(), cache=SQLiteStore(tmp_path / "r.sqlite3"), mode="batch").close()
+    with pytest.raises(ConfigError, match="run store"):
+        Executor(Batching(), mode="batch")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="now or batch"):
+        Executor(Batching(), mode="later")  # type: ignore[arg-type]
