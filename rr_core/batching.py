@@ -44,7 +44,9 @@ class BatchLedger(Protocol):
         """The batch still holding this call, if any."""
         ...
 
-    def update_batch(self, batch_id: str, *, state: str, done: int | None = None, failed: int | None = None) -> None:
+    def update_batch(
+        self, batch_id: str, *, state: str, done: int | None = None, failed: int | None = None
+    ) -> None:
         """Record a batch's state and counts."""
         ...
 
@@ -220,7 +222,13 @@ class BatchSender:
                     self._fail(item, exc)
                 continue
             keys = [line.custom_id for line in lines]
-            record = BatchRecord(batch_id=batch_id, provider=self.provider, label=self.label, state="submitted", total=len(keys))
+            record = BatchRecord(
+                batch_id=batch_id,
+                provider=self.provider,
+                label=self.label,
+                state="submitted",
+                total=len(keys),
+            )
             try:
                 self.ledger.add_batch(record, keys)
             except (RRError, OSError) as exc:
@@ -240,7 +248,9 @@ class BatchSender:
             self._polling.add(batch_id)
             if resumed:
                 self.resumed.append(batch_id)
-        threading.Thread(target=self._watch, args=(batch_id, resumed), name=f"rr-batch-{batch_id[:12]}", daemon=True).start()
+        threading.Thread(
+            target=self._watch, args=(batch_id, resumed), name=f"rr-batch-{batch_id[:12]}", daemon=True
+        ).start()
 
     def _watch(self, batch_id: str, resumed: bool) -> None:
         started = time.monotonic()
@@ -270,7 +280,9 @@ class BatchSender:
 
     def _progress(self, status: BatchStatus, started: float, resumed: bool) -> None:
         try:
-            self.ledger.update_batch(status.batch_id, state=status.state, done=status.done, failed=status.failed)
+            self.ledger.update_batch(
+                status.batch_id, state=status.state, done=status.done, failed=status.failed
+            )
         except (RRError, OSError) as exc:
             self.errors.append(f"Batch {status.batch_id}: its state could not be recorded ({exc}).")
         self._on_progress(
@@ -299,7 +311,11 @@ class BatchSender:
                     item.reply = result.completion  # settled when a run takes it
                 else:
                     self._arrived(item, result.completion)
-            elif result.kind in ("expired", "canceled") and item.out is not None and item.attempts < RESUBMISSIONS:
+            elif (
+                result.kind in ("expired", "canceled")
+                and item.out is not None
+                and item.attempts < RESUBMISSIONS
+            ):
                 outcomes[result.custom_id] = result.kind
                 item.attempts += 1
                 again.append(item)
@@ -320,7 +336,7 @@ class BatchSender:
 
     def _deliver(self, item: _Item, completion: Completion) -> None:
         if not item.future.done():
-            item.future.set_result(Delivered(completion, "batch"))
+            item.future.set_result(Delivered(completion, "batch", batch=True))
         if item.out is not None:
             self._bill(item.out, completion)
 

@@ -50,6 +50,7 @@ class Delivered:
 
     reply: Completion | CachedCall
     source: str
+    batch: bool = False  # the reply came from a provider batch (priced as one)
 
     @property
     def paid_here(self) -> bool:
@@ -136,7 +137,8 @@ class Dispatcher:
         if _error_of(done) is None:
             with self._lock:
                 self.shared += 1
-            mine.set_result(Delivered(done.result().reply, "shared"))
+            first = done.result()
+            mine.set_result(Delivered(first.reply, "shared", first.batch))
             return
         with self._lock:
             owner = self._inflight.get(out.key)

@@ -32,8 +32,8 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from rr_core.costs import estimate_cost, price_data_version, price_usage
 from rr_core.batching import BatchProgress, BatchSender
+from rr_core.costs import Mode, estimate_cost, price_data_version, price_usage
 from rr_core.dispatch import Delivered, Dispatcher, NowSender, Outgoing
 from rr_core.documents import Document
 from rr_core.errors import (
@@ -100,7 +100,7 @@ class CallTrace:
     latency_s: float = 0.0
     cache_key: str = ""
     # "now" (sent at once, at the list price) or "batch" (in a provider batch, at its price).
-    mode: str = "now"
+    mode: Mode = "now"
     cached: bool = False  # not paid by this call: found in the store, or ``shared``
     shared: bool = False  # the reply of the same call another run had in flight (never in the store)
     # The temperature this call's request was sent with (None: none, the API's default; a
@@ -569,7 +569,9 @@ class Executor:
                 f"{self.client.name} cannot take batches; choose mode now (or a provider that batches)."
             )
         if ledger is None:
-            raise ConfigError("Batch mode needs the run store, where a batch is recorded until its replies come.")
+            raise ConfigError(
+                "Batch mode needs the run store, where a batch is recorded until its replies come."
+            )
         return BatchSender(
             api,
             ledger,
@@ -629,11 +631,15 @@ class Executor:
         self.close()
 
     # -- running --
-    def stream_jobs(self, jobs: Sequence[Job]) -> Iterator[RunnerEvent]:
-        """Plan each job where it runs (its source opened through the resolver), run them
-        concurrently, yield progress events, then each finished trace."""
+    def stream_jobs(
+        self, jobs: Sequence[Job], *, resolver: Resolver | None = None, counter: TokenCounter | None = None
+    ) -> Iterator[RunnerEvent]:
+        """Plan each job where it runs (its source opened through ``resolver``, else the
+        executor's; planned with ``counter``, else the executor's, else the job's tokenizer),
+        run them concurrently, yield progress events, then each finished trace."""
         events: queue.Queue[RunnerEvent] = queue.Queue()
-        runners = [_Run(self, index, events.put, job=job) for index, job in enumerate(jobs)]
+        opening = _Opening(resolver or self.resolver, counter or self.counter)
+        runners = [_Run(self, index, events.put, job=job, opening=opening) for index, job in enumerate(jobs)]
         return self._drive(runners, events)
 
     def stream_plans(self, planned: Sequence[tuple[Document, Plan]]) -> Iterator[RunnerEvent]:
@@ -734,7 +740,9 @@ class Executor:
         else:
             estimate = estimate_cost(call.prompt_tokens, call.output_tokens, *pricing)
         held = (
-            self.budget.reserve(estimate.total_usd, self._cancel, one_at_first=not batch) if estimate.known else None
+            self.budget.reserve(estimate.total_usd, self._cancel, one_at_first=not batch)
+            if estimate.known
+            else None
         )
         if held is None and not self._cancel.is_set():
             budget = self.budget
@@ -774,7 +782,7 @@ class Executor:
             raise self._skip(run, record, event, self._not_sent()) from None
         run.emit(event)
 
-    def _bill(self, out: Outgoing, completion: Completion | None, *, mode: str = "batch") -> None:
+    def _bill(self, out: Outgoing, completion: Completion | None, *, mode: Mode = "batch") -> None:
         """A call came back (with its bill) or failed (none): settle what it held."""
         pending: _Pending = out.owner
         paid = (
@@ -920,7 +928,7 @@ class Executor:
         settings = run.plan.settings
         record.cached = not delivered.paid_here
         record.shared = delivered.source == "shared"
-        record.mode = "batch" if delivered.source == "batch" else "now"
+        record.mode = "batch" if delivered.batch else "now"
         # What this call's request was sent with (a stored reply says what its request had;
         # one stored before that was recorded: what the client is configured to send).
         record.temperature = (
@@ -983,6 +991,14 @@ def _temperature(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+@dataclass(frozen=True, slots=True)
+class _Opening:
+    """How a stream's jobs are opened and planned."""
+
+    resolver: Resolver | None
+    counter: TokenCounter | None
+
+
 @dataclass(slots=True)
 class _Pending:
     """Who a call in the chain belongs to: its run, step, record and first event."""
@@ -1007,9 +1023,10 @@ class _Run:
         *,
         job: Job | None = None,
         planned: _Prepared | None = None,
+        opening: _Opening | None = None,
     ) -> None:
         self.executor, self.index, self._emit = executor, index, emit
-        self.job, self._planned = job, planned
+        self.job, self._planned, self._opening = job, planned, opening
         self._lock = threading.Lock()
         self._trace: RunTrace | None = None
 
@@ -1023,12 +1040,12 @@ class _Run:
         """The document and plan: planned here, where the job runs."""
         if self._planned is not None:
             return self._planned
-        job, resolver = self.job, self.executor.resolver
-        assert job is not None
-        if resolver is None:
+        job, opening = self.job, self._opening
+        assert job is not None and opening is not None
+        if opening.resolver is None:
             raise ConfigError("This runner has no way to open a job's document (no resolver).")
-        material = resolver.open(job.source)
-        counter = self.executor.counter or counter_for_model(job.token_model)
+        material = opening.resolver.open(job.source)
+        counter = opening.counter or counter_for_model(job.token_model)
         plan = plan_job(job, material, counter)
         return material.document, plan, material.details
 

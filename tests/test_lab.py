@@ -649,17 +649,11 @@ class _LastFirst:
     def __init__(self, inner: Executor) -> None:
         self.inner = inner
 
-    def stream_jobs(self, jobs):  # type: ignore[no-untyped-def]
-        yield from reversed([i for i in self.inner.stream_jobs(jobs) if not isinstance(i, CallEvent)])
+    def stream_jobs(self, jobs, **opening):  # type: ignore[no-untyped-def]
+        yield from reversed([i for i in self.inner.stream_jobs(jobs, **opening) if not isinstance(i, CallEvent)])
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         return getattr(self.inner, name)
-
-    def __setattr__(self, name: str, value: object) -> None:  # the sweep sets how trials open
-        if name == "inner":
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self.inner, name, value)
 
 
 def test_results_read_in_the_plans_order_whatever_order_runs_finish_in() -> None:

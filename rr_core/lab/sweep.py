@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rr_core.batching import BatchProgress
 from rr_core.costs import Cost, assumed_free, estimate_cost
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
@@ -475,6 +475,7 @@ def run_sweep(
     *,
     on_progress: Progress | None = None,
     on_event: Callable[[CallEvent], None] | None = None,
+    on_batch: Callable[[BatchProgress], None] | None = None,
 ) -> SweepResult:
     """Run every job of the plan, each trial built again where its job runs; scores arrive as
     runs finish. A failed run is kept as a failure (its cell says so); a cancelled sweep keeps
@@ -482,7 +483,7 @@ def run_sweep(
     maker = plan.maker
     if maker is None:
         raise ConfigError("This sweep plan cannot build its trials here: plan it again.")
-    return run_jobs(plan.jobs, executor, maker, on_progress=on_progress, on_event=on_event)
+    return run_jobs(plan.jobs, executor, maker, on_progress=on_progress, on_event=on_event, on_batch=on_batch)
 
 
 def run_jobs(
@@ -492,6 +493,7 @@ def run_jobs(
     *,
     on_progress: Progress | None = None,
     on_event: Callable[[CallEvent], None] | None = None,
+    on_batch: Callable[[BatchProgress], None] | None = None,
 ) -> SweepResult:
     """Run a sweep's jobs (``SweepPlan.jobs``, or read back with ``read_jobs``) through the
     executor, trials built by ``maker`` and planned with its counter, and score them."""
@@ -500,23 +502,26 @@ def run_jobs(
     who = f"{first.provider} / {first.model}" if first is not None else client.name
     result = SweepResult(is_llm=client.is_llm, engine=who if client.is_llm else f"{client.name} (not an LLM)")
     done = 0
-    with _opening_trials(executor, maker):
-        for item in executor.stream_jobs(jobs):
-            if isinstance(item, CallEvent):
-                if on_event is not None:
-                    on_event(item)
-                continue
-            job = jobs[item.position]
-            info = LabJob.of(job)
-            scored = score_trace(job, item, item.position)
-            (result.bound_scores if info.bound else result.scores).append(scored)
-            if item.error:
-                result.failures.append(f"{info.series} on {scored.trial}: {item.error}")
-            done += 1
-            result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
-            result.calls_shared = executor.calls_shared
-            if on_progress is not None:
-                on_progress(done, len(jobs), result)
+    for item in executor.stream_jobs(jobs, resolver=maker.resolver(), counter=maker.counter):
+        if isinstance(item, BatchProgress):
+            if on_batch is not None:
+                on_batch(item)
+            continue
+        if isinstance(item, CallEvent):
+            if on_event is not None:
+                on_event(item)
+            continue
+        job = jobs[item.position]
+        info = LabJob.of(job)
+        scored = score_trace(job, item, item.position)
+        (result.bound_scores if info.bound else result.scores).append(scored)
+        if item.error:
+            result.failures.append(f"{info.series} on {scored.trial}: {item.error}")
+        done += 1
+        result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
+        result.calls_shared = executor.calls_shared
+        if on_progress is not None:
+            on_progress(done, len(jobs), result)
     result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
     result.calls_shared = executor.calls_shared
     result.cancelled = executor.cancelled
@@ -526,15 +531,3 @@ def run_jobs(
     result.bound_scores.sort(key=lambda s: s.job)
     result.stopped, result.save_error = executor.stopped, executor.save_error
     return result
-
-
-@contextmanager
-def _opening_trials(executor: Executor, maker: TrialMaker) -> Iterator[None]:
-    """The executor opens trial recipes with ``maker`` (and plans with its counter) while the
-    sweep runs: the trials are built in the run threads, a few at a time."""
-    saved = executor.resolver, executor.counter
-    executor.resolver, executor.counter = maker.resolver(), maker.counter
-    try:
-        yield
-    finally:
-        executor.resolver, executor.counter = saved
