@@ -69,6 +69,21 @@ class BatchProgress:
     resumed: bool = False  # a batch submitted by an earlier process, polled again
 
 
+def batch_line(progress: BatchProgress) -> str:
+    """One line of progress, e.g. ``batch_abc… (Lab sweep): in progress, 40 of 120 done, waiting 3m 20s``."""
+    minutes, seconds = divmod(int(progress.waiting_s), 60)
+    waited = f"{minutes}m {seconds:02d}s" if minutes else f"{seconds}s"
+    counted = (
+        f"{progress.done:,} of {progress.total:,} done"
+        + (f", {progress.failed:,} failed" if progress.failed else "")
+        if progress.done or progress.failed or progress.state != "in_progress"
+        else f"{progress.total:,} calls (the provider may count them only at the end)"
+    )
+    resumed = " (submitted earlier, polled again)" if progress.resumed else ""
+    state = progress.state.replace("_", " ")
+    return f"batch {progress.batch_id} ({progress.label}){resumed}: {state}, {counted}, waiting {waited}"
+
+
 @dataclass(slots=True)
 class _Item:
     out: Outgoing | None  # None: a result for a call no run is waiting on yet

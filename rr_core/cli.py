@@ -234,6 +234,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="budget cap: refuse to start above it, and send no call that would pass it",
     )
+    p_lab.add_argument(
+        "--mode",
+        default="now",
+        choices=("now", "batch"),
+        help="now: every call at once, at the list price; batch: each phase's calls as one provider "
+        "batch (OpenAI Batch, Anthropic Message Batches: half price, answered within 24 h). A batch "
+        "sweep stopped and started again polls its batches instead of paying again",
+    )
     p_lab.add_argument("--dry-run", action="store_true", help="print the plan and its cost; send nothing")
     p_lab.add_argument(
         "--jobs-out",
@@ -264,6 +272,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="also write one row per trial and method (question, depth, answer, right/wrong, tokens, cost)",
     )
+
+    p_batches = sub.add_parser(
+        "batches",
+        help="the provider batches in the run store: submitted, in progress, ended (a progress view)",
+    )
+    p_batches.add_argument("--limit", type=int, default=20, help="how many, newest first (default 20)")
+    p_batches.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
 
     p_samples = sub.add_parser("samples", help="list the generated samples, or write them out")
     p_samples.add_argument("--write", metavar="DIR", help="write each sample as PDF and its QA as JSON")
@@ -528,6 +543,7 @@ def _numbers(text: str | None, kind: type, what: str) -> tuple[Any, ...] | None:
 
 def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     """Plan (and unless --dry-run, run) a sweep; print the plan, then the grid with metrics."""
+    from rr_core.batching import BatchProgress, batch_line
     from rr_core.lab import TASKS, trial_notes, trial_spec
     from rr_core.lab.presets import get_preset
     from rr_core.lab.report import protocol, sweep_json, trials_csv
@@ -571,7 +587,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         layout=layout,
         tokenizer=engine.counting_model(),
     )
-    check_sweep_budget(plan, args.max_usd)
+    check_sweep_budget(plan, args.max_usd, args.mode)
     if args.jobs_out:
         try:
             Path(args.jobs_out).write_text(plan.jobs_jsonl(), encoding="utf-8")
@@ -587,6 +603,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         "model": model,
         "layout": layout.value,
         "layout_why": preset.why if layout is preset.layout else "set with --layout",
+        "mode": args.mode,
         "notes": trial_notes(spec, trials),
     }
     if args.jobs_out:
@@ -607,6 +624,10 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
             done["n"] = finished
             print(f"  {finished}/{total} runs", file=sys.stderr)
 
+    def batch_progress(batch: BatchProgress) -> None:
+        if not args.json:
+            print(f"  {batch_line(batch)}", file=sys.stderr)
+
     result = sweep(
         plan,
         client,
@@ -614,6 +635,9 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         window=engine.window(),
         max_usd=args.max_usd,
         on_progress=progress,
+        mode=args.mode,
+        label=f"Lab sweep · {preset.name}",
+        on_batch=batch_progress,
     )
     data = {**sweep_json(plan, result, context=context), "is_llm": client.is_llm}
     if args.trials_csv:
@@ -847,6 +871,15 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             print("  incomplete cells: " + "; ".join(data["missing_cells"][:10]))
         if data.get("trials_csv"):
             print(f"  per-trial records written to {data['trials_csv']}")
+    elif command == "batches":
+        if not data["batches"]:
+            print("No batches in the run store.")
+        for b in data["batches"]:
+            failed = f", {b['failed']:,} failed" if b["failed"] else ""
+            print(
+                f"{b['batch_id']}  {b['state']:<11} {b['done']:,} of {b['total']:,} done{failed}  "
+                f"{b['label']}  (submitted {b['created_at']}, waited {b['waited']})"
+            )
     elif command == "samples":
         for s in data["samples"]:
             print(f"{s['name']:<10} {s['pages']:>4} pages, {len(s['questions'])} questions — {s['title']}")
@@ -854,7 +887,21 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 print(f"  wrote {path}")
 
 
-COMMANDS = {"pages": cmd_pages, "plan": cmd_plan, "ask": cmd_ask, "lab": cmd_lab, "samples": cmd_samples}
+def cmd_batches(args: argparse.Namespace) -> dict[str, Any]:
+    """The provider batches the run store holds, newest first, with how long each has waited."""
+    from rr_core.workbench import batch_records
+
+    return {"batches": batch_records(max(1, args.limit))}
+
+
+COMMANDS = {
+    "pages": cmd_pages,
+    "plan": cmd_plan,
+    "ask": cmd_ask,
+    "lab": cmd_lab,
+    "batches": cmd_batches,
+    "samples": cmd_samples,
+}
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from rr_core.costs import assumed_free, context_window
+from rr_core.batching import BatchProgress
+from rr_core.costs import Mode, assumed_free, context_window
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError
 from rr_core.lab import TrialSpec, trial_recipes
@@ -46,6 +48,9 @@ from rr_core.tokens import TokenCounter
 
 # ---- the narrow points: the runner and the store ----------------------------------------------
 
+# How often a batch is polled at most (it starts at a second and doubles up to this).
+BATCH_POLL_S = 30.0
+
 
 def open_runner(
     client: LLMClient,
@@ -54,11 +59,23 @@ def open_runner(
     cache: CallCache | None = None,
     window: int | None = None,
     max_usd: float | None = None,
+    mode: Mode = "now",
+    label: str = "",
 ) -> Executor:
     """The runner every use case runs through (the in-process executor), with the store as
-    call cache when given and a budget cap when ``max_usd`` is set."""
+    call cache when given and a budget cap when ``max_usd`` is set; ``mode`` "batch" sends
+    each phase's calls as provider batches (recorded in the store, ``label`` naming them)."""
     budget = Budget(max_usd) if max_usd is not None else None
-    return Executor(client, concurrency=concurrency, cache=cache, context_window=window, budget=budget)
+    return Executor(
+        client,
+        concurrency=concurrency,
+        cache=cache,
+        context_window=window,
+        budget=budget,
+        mode=mode,
+        batch_label=label,
+        poll_s=BATCH_POLL_S,
+    )
 
 
 def open_history() -> Store:
@@ -314,9 +331,9 @@ def plan_measurement(
     return recipes, plan
 
 
-def check_sweep_budget(plan: SweepPlan, max_usd: float | None) -> None:
+def check_sweep_budget(plan: SweepPlan, max_usd: float | None, mode: Mode = "now") -> None:
     """Refuse, before any call, a sweep above the budget or with no known price to keep it."""
-    check_budget(plan, max_usd)
+    check_budget(plan, max_usd, mode)
 
 
 def sweep(
@@ -328,10 +345,50 @@ def sweep(
     max_usd: float | None = None,
     store: CallCache | None = None,
     on_progress: Progress | None = None,
+    mode: Mode = "now",
+    label: str = "Lab sweep",
+    on_batch: Callable[[BatchProgress], None] | None = None,
 ) -> SweepResult:
     """Run every job of the sweep through the run store as call cache (``store``, or the
     history opened here): an interrupted or repeated sweep pays only for what is missing. A
-    budget cap sends no call that would pass ``max_usd``."""
+    budget cap sends no call that would pass ``max_usd``. ``mode`` "batch": each phase's calls
+    go out as provider batches at the batch price; a sweep started again after a stop polls
+    the batches it had submitted instead of paying again."""
     cache = store if store is not None else open_history()
-    with open_runner(client, concurrency=concurrency, cache=cache, window=window, max_usd=max_usd) as runner:
-        return run_sweep(plan, runner, on_progress=on_progress)
+    with open_runner(
+        client, concurrency=concurrency, cache=cache, window=window, max_usd=max_usd, mode=mode, label=label
+    ) as runner:
+        return run_sweep(plan, runner, on_progress=on_progress, on_batch=on_batch)
+
+
+# ---- batches ---------------------------------------------------------------------------------
+
+
+def batch_records(limit: int = 20, store: Store | None = None) -> list[dict[str, Any]]:
+    """The provider batches in the run store, newest first, as the progress views show them
+    (state, n of m done, how long it has waited: until now while open, until its last update
+    once it ended). Read from the store, so they outlive the tab or process that sent them."""
+    store = store if store is not None else open_history()
+    now = datetime.now(UTC)
+    out = []
+    for record in store.batches(limit):
+        open_ = record.state in ("submitted", "in_progress")
+        waited = _waited(record.created_at, None if open_ else record.updated_at, now)
+        out.append({**asdict(record), "open": open_, "waited": waited})
+    return out
+
+
+def _waited(start: str, end: str | None, now: datetime) -> str:
+    try:
+        began = datetime.fromisoformat(start)
+        ended = datetime.fromisoformat(end) if end else now
+    except ValueError:
+        return "unknown"
+    if began.tzinfo is None:
+        began = began.replace(tzinfo=UTC)
+    if ended.tzinfo is None:
+        ended = ended.replace(tzinfo=UTC)
+    seconds = max(0, int((ended - began).total_seconds()))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {seconds:02d}s"

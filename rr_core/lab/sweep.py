@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rr_core.batching import BatchProgress
-from rr_core.costs import Cost, assumed_free, estimate_cost
+from rr_core.costs import Cost, Mode, assumed_free, estimate_cost
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
 from rr_core.jobs import DocumentRef, Documents, Job, JSONValue, Material, Source, plan_job
@@ -129,14 +129,24 @@ class SweepPlan:
     # Where the sweep puts the question (a method that cannot take it keeps its own, and the
     # protocol says so).
     layout: QuestionPlacement = QuestionPlacement.BEFORE_AND_AFTER
+    # The same calls with the prompt cache as expected (the first call of a shared prefix
+    # writes it, the rest read it): sent now, and sent as provider batches.
+    cached_cost: Cost = field(default_factory=Cost)
+    batch_cost: Cost = field(default_factory=Cost)
+    cacheable_tokens: int = 0  # input tokens in prefixes shared with another call
     # Builds the trials where the jobs run (in this process), with the counter they were planned by.
     maker: TrialMaker | None = field(default=None, compare=False, repr=False)
     by_id: Mapping[str, TrialFacts] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def usd(self) -> float:
-        """Estimated total in US dollars."""
+        """Estimated total in US dollars (sent now, no prompt cache: the most it should cost)."""
         return self.cost.total_usd
+
+    def usd_for(self, mode: Mode) -> float:
+        """The estimate for a mode: ``now`` with no prompt cache (the ceiling), ``batch`` at the
+        batch price with the prompt cache as expected."""
+        return self.batch_cost.total_usd if mode == "batch" else self.cost.total_usd
 
     def trial(self, trial_id: str) -> TrialFacts | None:
         """The facts of the trial with this id."""
@@ -161,6 +171,9 @@ class SweepPlan:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "usd": round(self.usd, 6),
+            "usd_with_cache": round(self.cached_cost.total_usd, 6),
+            "usd_batch": round(self.batch_cost.total_usd, 6),
+            "cacheable_input_tokens": self.cacheable_tokens,
             "priced_as": self.priced_as,
             "price_known": self.cost.known and not self.price_assumed,
             **planted,
@@ -240,7 +253,11 @@ def plan_sweep(
     facts: list[TrialFacts] = []
     # Priced call by call in the order of the jobs (bounds last), as one list of calls would be.
     cost, bound_costs = Cost(), []
-    calls = input_tokens = output_tokens = 0
+    # With the prompt cache (the first call of a shared prefix writes it, the rest read it),
+    # now and in provider batches.
+    cached_cost, batch_cost = Cost(), Cost()
+    prefixes: set[str] = set()
+    calls = input_tokens = output_tokens = cacheable_tokens = 0
     seen: set[str] = set()
     for recipe in recipes:
         assert recipe is not None
@@ -267,6 +284,26 @@ def plan_sweep(
                 input_tokens += call.prompt_tokens
                 output_tokens += call.output_tokens
                 priced = estimate_cost(call.prompt_tokens, call.output_tokens, *pricing)
+                hint = call.cache_hint(planned.document_sha256)
+                read = write = 0
+                if hint is not None:
+                    cacheable_tokens += hint.tokens
+                    digest = call.prefix_digest()
+                    read, write = (hint.tokens, 0) if digest in prefixes else (0, hint.tokens)
+                    prefixes.add(digest)
+                for mode in ("now", "batch"):
+                    with_cache = estimate_cost(
+                        call.prompt_tokens,
+                        call.output_tokens,
+                        *pricing,
+                        cached_tokens=read,
+                        cache_write_tokens=write,
+                        mode=mode,
+                    )
+                    if mode == "now":
+                        cached_cost = cached_cost + with_cache
+                    else:
+                        batch_cost = batch_cost + with_cache
                 if bound:
                     bound_costs.append(priced)
                 else:
@@ -284,6 +321,9 @@ def plan_sweep(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cost=cost,
+        cached_cost=cached_cost,
+        batch_cost=batch_cost,
+        cacheable_tokens=cacheable_tokens,
         priced_as=(
             f"{priced_as} (no price known: counted as free on the {provider or 'local'} server)"
             if assumed
@@ -298,7 +338,7 @@ def plan_sweep(
     )
 
 
-def check_budget(plan: SweepPlan, max_usd: float | None) -> None:
+def check_budget(plan: SweepPlan, max_usd: float | None, mode: Mode = "now") -> None:
     """Refuse, before any call, a sweep estimated above the budget, or one with a budget and
     no known price to check it against (until a price model is given)."""
     if max_usd is None:
@@ -309,9 +349,11 @@ def check_budget(plan: SweepPlan, max_usd: float | None) -> None:
             "could pass the budget unseen. Nothing was sent: name the model whose prices the server "
             "charges as the price model (--price-model MODEL), or leave the budget out."
         )
-    if plan.usd > max_usd:
+    usd = plan.usd_for(mode)
+    if usd > max_usd:
+        how = " in provider batches" if mode == "batch" else ""
         raise ConfigError(
-            f"The sweep is estimated at ${plan.usd:.2f} ({plan.calls:,} calls, {plan.input_tokens:,} input tokens), "
+            f"The sweep is estimated at ${usd:.2f}{how} ({plan.calls:,} calls, {plan.input_tokens:,} input tokens), "
             f"above the budget of ${max_usd:.2f}. Nothing was sent: raise the budget or measure less."
         )
 
