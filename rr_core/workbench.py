@@ -25,6 +25,7 @@ from rr_core.batching import BatchProgress
 from rr_core.costs import Mode, assumed_free, context_window
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError
+from rr_core.jobs import DocumentRef, Documents, Job
 from rr_core.lab import TrialSpec, trial_recipes
 from rr_core.lab.haystacks import TrialRecipe
 from rr_core.lab.presets import Preset
@@ -179,6 +180,16 @@ class AskPlan:
     settings: tuple[RunSettings, ...]  # one per method (or variant)
     plans: tuple[Plan, ...]
     window: int | None = None  # the model's context window, where known
+    counter: TokenCounter | None = None  # what planned them (the runner plans the jobs again with it)
+
+    def jobs(self) -> list[Job]:
+        """The plans as jobs (plain data: the document by its hash), which the runner plans
+        again where it runs them: the same calls, by the same keys."""
+        source = DocumentRef.of(self.document)
+        return [
+            Job(id=f"ask-{i}", source=source, settings=plan.settings, questions=plan.questions)
+            for i, plan in enumerate(self.plans)
+        ]
 
     @property
     def calls(self) -> int:
@@ -222,7 +233,7 @@ def plan_ask(
     """Plan each method (one ``RunSettings`` each) for the questions (``ConfigError`` for a
     setting that cannot work)."""
     plans = [p for s in settings for p in plan_questions(document, list(questions), s, counter)]
-    return AskPlan(document, tuple(questions), tuple(settings), tuple(plans), window)
+    return AskPlan(document, tuple(questions), tuple(settings), tuple(plans), window, counter)
 
 
 def check_ask_budget(plans: Sequence[Plan], base: RunSettings, max_usd: float) -> None:
@@ -288,7 +299,7 @@ def ask(
         ) as runner,
         guard(runner) if guard is not None else nullcontext(),
     ):
-        traces = runner.run(plan.document, plan.plans, on_event)
+        traces = _run_jobs(runner, plan, on_event)
     mark_traces(traces, list(plan.questions))
     batch = None
     if save and save_error is None:
@@ -297,6 +308,21 @@ def ask(
         except (LedgerError, ConfigError) as exc:
             save_error = str(exc)
     return AskResult(traces, batch, save_error, client.is_llm)
+
+
+def _run_jobs(
+    runner: Executor, plan: AskPlan, on_event: Callable[[CallEvent], None] | None
+) -> list[RunTrace]:
+    """The ask's jobs through the runner (planned again there, with the counter that planned
+    them); traces in the order of the plans that were shown."""
+    traces: list[RunTrace | None] = [None] * len(plan.plans)
+    resolver = Documents([plan.document])
+    for item in runner.stream_jobs(plan.jobs(), resolver=resolver, counter=plan.counter):
+        if isinstance(item, RunTrace):
+            traces[item.position] = item
+        elif isinstance(item, CallEvent) and on_event is not None:
+            on_event(item)
+    return [t for t in traces if t is not None]
 
 
 # ---- sweep -----------------------------------------------------------------------------------

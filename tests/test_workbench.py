@@ -148,3 +148,25 @@ def test_a_sweep_is_planned_checked_and_run_through_the_store() -> None:
     assert first.calls_made == plan.calls and not first.is_llm
     again = workbench.sweep(plan, engine.client(counter), concurrency=1)
     assert again.calls_made == 0 and again.calls_cached == plan.calls
+
+
+def test_ask_runs_as_jobs_that_plan_the_very_calls_that_were_shown() -> None:
+    """Ask goes through the runner as plain-data jobs (the document by its hash), planned
+    again where they run: every method, one question or several, the same calls by key."""
+    from rr_core.jobs import Documents, plan_job
+    from rr_core.methods import method_names
+
+    counter = word_counter()
+    document = fee_document()
+    questions = [
+        Question("What is the termination fee?", gold_pages=(3,)),
+        Question("When is the fee due?", gold_pages=(7,)),
+    ]
+    settings = [RunSettings(method=m, reminder_every=1_000, chunk_size=3_000) for m in method_names()]
+    plan = workbench.plan_ask(document, questions, settings, counter)
+    resolver = Documents([document])
+    for job, shown in zip(plan.jobs(), plan.plans, strict=True):
+        assert json.loads(json.dumps(job.to_dict()))["source"]["sha256"] == document.sha256
+        again = plan_job(job, resolver.open(job.source), counter)
+        assert [c.render() for c in again.calls] == [c.render() for c in shown.calls], shown.method
+        assert again.estimate == shown.estimate
