@@ -16,10 +16,10 @@ from rr_core.errors import RRError
 from rr_core.methods import get_method, plan_questions
 from rr_core.plans import Call, Citation, Plan
 from rr_core.questions import Question
-from rr_core.runs import CallTrace, RunTrace
 from rr_core.settings import RunSettings
 from rr_core.stages import stage_label
 from rr_core.tokens import TokenCounter
+from rr_core.traces import CallTrace, RunTrace
 from rr_core.viewer import (
     StripPage,
     chunk_breaks,

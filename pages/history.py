@@ -15,8 +15,8 @@ from rr_core.errors import ConfigError, LedgerError, RRError
 from rr_core.exports import to_csv, to_json, to_markdown
 from rr_core.llm import describe_provider
 from rr_core.plans import Outcome
-from rr_core.runs import RunTrace
 from rr_core.store import StoredRun, open_store
+from rr_core.traces import RunTrace
 
 sidebar.page_setup()
 state = st.session_state

@@ -22,13 +22,11 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from rr_core.errors import RunCancelled
 from rr_core.llm.base import Completion, LLMRequest
-
-if TYPE_CHECKING:
-    from rr_core.runs import CachedCall
+from rr_core.store.base import CachedCall
 
 
 @dataclass(slots=True, kw_only=True)

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from rr_core.plans import Citation, Outcome
 from rr_core.quotes import CHECK_MEANING, check_words
-from rr_core.runs import RunTrace
+from rr_core.traces import RunTrace
 from rr_core.untrusted import unlinked
 
 CSV_COLUMNS = (

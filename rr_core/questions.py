@@ -10,13 +10,21 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rr_core.errors import ConfigError
 from rr_core.metrics import mark_outcome
+from rr_core.plans import Outcome
 
-if TYPE_CHECKING:  # the questions module is read by the methods, which the runner imports
-    from rr_core.runs import RunTrace
+
+class Answered(Protocol):
+    """Anything holding outcomes (a run's trace)."""
+
+    @property
+    def outcomes(self) -> list[Outcome]:
+        """One outcome per question."""
+        ...
+
 
 MAX_QUESTIONS = 200
 _SPLIT = re.compile(r"[|;]")
@@ -71,7 +79,7 @@ def read_questions(path: Path) -> list[Question]:
     return parse_questions(text, name=path.name)
 
 
-def mark_traces(traces: Sequence[RunTrace], questions: Sequence[Question]) -> None:
+def mark_traces(traces: Sequence[Answered], questions: Sequence[Question]) -> None:
     """Where a question's right answers are known, mark each outcome right or wrong."""
     known = {" ".join(q.text.split()): q for q in questions if q.answers}
     for trace in traces:

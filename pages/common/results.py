@@ -16,7 +16,7 @@ from rr_core.errors import RRError
 from rr_core.llm import describe_provider
 from rr_core.methods import get_method
 from rr_core.plans import Citation, Outcome
-from rr_core.runs import RunTrace
+from rr_core.traces import RunTrace
 
 # What to do next, by kind of error (the error's own message says what happened).
 _HINTS: dict[type[Exception], str] = {

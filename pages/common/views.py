@@ -8,8 +8,8 @@ import streamlit as st
 
 from rr_core.documents import Document
 from rr_core.plans import Call, block_tokens
-from rr_core.runs import CallTrace
 from rr_core.tokens import TokenCounter
+from rr_core.traces import CallTrace
 from rr_core.viewer import (
     Condensed,
     Segment,

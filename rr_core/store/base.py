@@ -17,12 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from rr_core.llm.base import Usage
-
-if TYPE_CHECKING:
-    from rr_core.runs import RunTrace
+from rr_core.traces import RunTrace
 
 LOCAL_OWNER = "local"  # the one user of the embedded default
 

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rr_core.errors import BatchConflict, ConfigError, LedgerError
 from rr_core.llm.base import Usage
@@ -38,9 +38,7 @@ from rr_core.store.base import (
     StoredRun,
 )
 from rr_core.store.config import DB_ENV, MEMORY, sqlite_path
-
-if TYPE_CHECKING:
-    from rr_core.runs import RunTrace
+from rr_core.traces import RunTrace
 
 _KEYS_PER_QUERY = 500  # keys looked up per statement (SQLite bounds the parameters of one)
 
@@ -401,7 +399,6 @@ class SQLiteStore:
 
     def get(self, run_id: str) -> RunTrace | None:
         """The full trace of a run, or None if it is gone."""
-        from rr_core.runs import RunTrace  # the engine imports the store's seams: load it on use
 
         with self._transaction() as db:
             row = db.execute(
