@@ -46,7 +46,7 @@ from rr_core.errors import (
     RunCancelled,
     SaveFailed,
 )
-from rr_core.jobs import Job, Resolver, plan_job
+from rr_core.jobs import DocumentRef, Job, Resolver, plan_job
 from rr_core.llm.base import Completion, LLMClient, LLMRequest, calls_at_once
 from rr_core.llm.errors_map import redact
 from rr_core.plans import Call, LocalStep, Phase, PhaseResults, Plan, StepResult
@@ -808,6 +808,7 @@ class _Run:
         if self._trace is not None:
             return self._trace
         job = self.job
+        source = job.source if job is not None else None
         settings = job.settings if job is not None else RunSettings()
         self._trace = RunTrace(
             run_id=uuid.uuid4().hex,
@@ -815,8 +816,8 @@ class _Run:
             label=settings.method,
             describe="",
             questions=list(job.questions) if job is not None else [],
-            document=getattr(job.source, "name", "") if job is not None else "",
-            document_sha256=getattr(job.source, "sha256", "") if job is not None else "",
+            document=source.name if isinstance(source, DocumentRef) else (source.key if source else ""),
+            document_sha256=source.sha256 if isinstance(source, DocumentRef) else "",
             provider=settings.provider,
             model=settings.model,
             is_llm=self.executor.client.is_llm,
