@@ -705,7 +705,13 @@ class StubServer:
             return reply.status, reply.body
         if reply.status >= 400:
             return reply.status, error_body(batch.kind, reply)
-        return reply.status, success_body(batch.kind, reply, body, self._counter)
+        payload = success_body(batch.kind, reply, body, self._counter)
+        if self.prompt_cache is not None and reply.usage == "default":
+            # A batch's items read and write the same simulated cache as synchronous calls
+            # (in the order they are answered).
+            payload["usage"] = self.prompt_cache.usage(batch.kind, body, payload["usage"])
+            self.prompt_cache.replied(batch.kind, body)
+        return reply.status, payload
 
     def _end(self, batch: StubBatch, state: str) -> None:
         """Close a batch in ``state`` and write its results."""
