@@ -17,7 +17,7 @@ from genai_prices.data_snapshot import DataSnapshot
 from rr_core.costs import BATCH_DISCOUNT, estimate_cost, price_for, price_usage
 from rr_core.documents import Document
 from rr_core.llm.anthropic_client import AnthropicClient, messages_usage
-from rr_core.llm.base import LLMRequest, Usage
+from rr_core.llm.base import BatchLine, LLMRequest, Usage
 from rr_core.llm.offline import OfflineEngine
 from rr_core.llm.openai_client import OpenAIClient
 from rr_core.methods import parse_spec, plan_method
@@ -187,6 +187,30 @@ def test_anthropic_sends_the_prefix_as_a_cache_breakpoint(stub: StubServer) -> N
     plain = client.complete(LLMRequest(prompt=request.prompt, schema=AnswerOut, model="claude-sonnet-5-5"))
     assert stub.last.body["messages"] == [{"role": "user", "content": request.prompt}]
     assert not plain.cache_hint_sent
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_stubs_batch_items_read_the_prompt_cache_a_sync_call_wrote(provider: str) -> None:
+    request, _ = hinted_request("1h")
+    with StubServer(prompt_cache=True) as stub:
+        if provider == "anthropic":
+            client: OpenAIClient | AnthropicClient = AnthropicClient(
+                model="claude-sonnet-5-5", api_key="sk-ant-test", base_url=stub.anthropic_url, max_retries=0
+            )
+        else:
+            client = OpenAIClient(model="gpt-4.1-mini", api_key="sk-test", base_url=stub.url, max_retries=0)
+        assert client.batch is not None
+        warm = client.complete(request)  # the warming call: writes the prefix, reads nothing
+        assert warm.usage.cached_tokens == 0
+        batch_id = client.batch.submit(
+            [BatchLine("a" * 64, request), BatchLine("b" * 64, request)], label="c"
+        )
+        stub.release_batch_items()
+        results = list(client.batch.results(batch_id))
+    assert len(results) == 2
+    for result in results:
+        assert result.completion is not None
+        assert result.completion.usage.cached_tokens > 0.9 * request.cache.tokens  # type: ignore[union-attr]
 
 
 def test_openai_responses_send_the_cache_key_and_the_prompt_unchanged(stub: StubServer) -> None:
