@@ -256,6 +256,7 @@ class Executor:
         mode: str = "now",
         batch_label: str = "",
         poll_s: float = 30.0,
+        ledger: str = "",
     ) -> None:
         self.client = client
         # Plans jobs: one counter for all, or (None) the tokenizer each job names.
@@ -273,6 +274,11 @@ class Executor:
         self._cancel = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rr-call")
         self.calls_made = 0
+        # The ledger this executor's replies are recorded in (a Lab sweep's key; "" for none),
+        # the keys it has recorded as paid, and stored replies it took as its own.
+        self.ledger = ledger
+        self._recorded: set[str] = set()
+        self._claimed = 0
         self._count_lock = threading.Lock()
         # Prompt-cache prefixes (``Outgoing.prefix``) a reply has come back for, and when.
         self._warm: dict[str, float] = {}
@@ -318,8 +324,8 @@ class Executor:
 
     @property
     def calls_cached(self) -> int:
-        """Calls answered from the store."""
-        return self.dispatcher.cached
+        """Calls answered from the store (paid before, by other work)."""
+        return self.dispatcher.cached - self._claimed
 
     @property
     def calls_shared(self) -> int:
@@ -523,12 +529,26 @@ class Executor:
             with self._count_lock:
                 self.calls_made += 1
 
+    def _claim(self, key: str, stored: CachedCall) -> bool:
+        """Whether a stored reply is this work's own, paid by an earlier process of it that was
+        stopped before writing its ledger (a sweep started again after ``kill -9``): recorded
+        as paid, once."""
+        if not self.ledger or stored.accounted or stored.ledger != self.ledger:
+            return False
+        with self._count_lock:
+            if key in self._recorded:
+                return False
+            self._recorded.add(key)
+            self.calls_made += 1
+            self._claimed += 1
+        return True
+
     def _keep_checked(self, out: Outgoing, completion: Completion) -> bool:
         """Keep a batch's reply that parses, as it arrives; True when kept."""
         pending: _Pending = out.owner
         if not _parses(pending.call, completion.text):
             return False
-        self._keep(out.key, completion)
+        self._keep(out.key, completion, "batch")
         return self.save_error is None
 
     def _call_now(self, out: Outgoing) -> Completion:
@@ -551,7 +571,7 @@ class Executor:
         # Kept as soon as it returns and parses (here, before this pool thread sends another
         # call): a reply that cannot be kept stops the run before more is paid.
         if _parses(call, completion.text):
-            self._keep(out.key, completion)
+            self._keep(out.key, completion, "now")
         return completion
 
     def _warm_prefix(self, out: Outgoing) -> bool:
@@ -580,8 +600,12 @@ class Executor:
                     "before) and none was reported: those tokens were billed at the full input rate."
                 )
 
-    def _keep(self, key: str, completion: Completion) -> None:
-        """Store a parsed reply; when the store fails, send nothing more (it would be paid again)."""
+    def _keep(self, key: str, completion: Completion, mode: Mode) -> None:
+        """Store a parsed reply (how it was paid, and the ledger that records it: unaccounted
+        until the work writes that ledger); when the store fails, send nothing more (it would be
+        paid again)."""
+        with self._count_lock:
+            self._recorded.add(key)
         if self.cache is None:
             return
         try:
@@ -593,6 +617,9 @@ class Executor:
                     completion.model,
                     temperature=completion.temperature,
                     temperature_known=True,
+                    mode=mode,
+                    ledger=self.ledger,
+                    accounted=not self.ledger,
                 ),
             )
         except (RRError, OSError) as exc:
@@ -655,6 +682,10 @@ class Executor:
         record.cached = not delivered.paid_here
         record.shared = delivered.source == "shared"
         record.mode = "batch" if delivered.batch else "now"
+        if isinstance(completion, CachedCall):
+            record.mode = "batch" if completion.mode == "batch" else "now"  # priced as it was billed
+            if self._claim(out.key, completion):
+                record.cached = False  # paid by this work before it was stopped: its ledger records it
         # What this call's request was sent with (a stored reply says what its request had;
         # one stored before that was recorded: what the client is configured to send).
         record.temperature = (

@@ -15,6 +15,7 @@ or printing. The runner and the store are reached through ``open_runner`` and
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
@@ -49,8 +50,18 @@ from rr_core.tokens import TokenCounter
 
 # ---- the narrow points: the runner and the store ----------------------------------------------
 
-# How often a batch is polled at most (it starts at a second and doubles up to this).
+# How often a batch is polled at most (it starts at a second and doubles up to this);
+# ``RR_BATCH_POLL_S`` sets it (tests against a local stub poll faster).
 BATCH_POLL_S = 30.0
+
+
+def batch_poll_s() -> float:
+    """The longest wait between two polls of a batch (``RR_BATCH_POLL_S``, else 30 s)."""
+    try:
+        value = float(os.environ.get("RR_BATCH_POLL_S", "") or BATCH_POLL_S)
+    except ValueError:
+        return BATCH_POLL_S
+    return value if 0 < value <= 3_600 else BATCH_POLL_S
 
 
 def open_runner(
@@ -62,6 +73,7 @@ def open_runner(
     max_usd: float | None = None,
     mode: Mode = "now",
     label: str = "",
+    ledger: str = "",
 ) -> Executor:
     """The runner every use case runs through (the in-process executor), with the store as
     call cache when given and a budget cap when ``max_usd`` is set; ``mode`` "batch" sends
@@ -75,7 +87,8 @@ def open_runner(
         budget=budget,
         mode=mode,
         batch_label=label,
-        poll_s=BATCH_POLL_S,
+        poll_s=batch_poll_s(),
+        ledger=ledger,
     )
 
 
@@ -381,10 +394,25 @@ def sweep(
     go out as provider batches at the batch price; a sweep started again after a stop polls
     the batches it had submitted instead of paying again."""
     cache = store if store is not None else open_history()
+    ledger = plan.ledger_key()
     with open_runner(
-        client, concurrency=concurrency, cache=cache, window=window, max_usd=max_usd, mode=mode, label=label
+        client,
+        concurrency=concurrency,
+        cache=cache,
+        window=window,
+        max_usd=max_usd,
+        mode=mode,
+        label=f"{label} · {ledger[6:14]}",
+        ledger=ledger,
     ) as runner:
-        return run_sweep(plan, runner, on_progress=on_progress, on_batch=on_batch)
+        result = run_sweep(plan, runner, on_progress=on_progress, on_batch=on_batch)
+    # The sweep's results are written now: its replies are recorded (a later run finds them
+    # in the store, paid before).
+    try:
+        cache.account(ledger)
+    except (LedgerError, OSError) as exc:
+        result.save_error = result.save_error or str(exc)
+    return result
 
 
 # ---- batches ---------------------------------------------------------------------------------

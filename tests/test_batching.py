@@ -207,3 +207,33 @@ def test_batch_mode_needs_a_client_that_batches_and_a_store(tmp_path: Path) -> N
         Executor(Batching(), mode="batch")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="now or batch"):
         Executor(Batching(), mode="later")  # type: ignore[arg-type]
+
+
+def test_a_sweep_started_again_after_a_kill_records_what_it_paid_once_and_a_finished_one_none(
+    planted_document, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """Replies a killed sweep paid for are recorded by the same sweep run again (its ledger was
+    never written), once each and at the price they were billed; after a sweep writes its
+    ledger, running it again records them as found in the store."""
+    plans = _plans(planted_document, "baseline", "rr", "chunked-rr")
+    db = tmp_path / "runs.sqlite3"
+
+    def ledger_of(traces: list[RunTrace]) -> list[tuple[str, bool, str, float]]:
+        return sorted((c.cache_key, c.cached, c.mode, round(c.cost_usd, 12)) for t in traces for c in t.calls)
+
+    with _executor(Batching(), SQLiteStore(db), ledger="sweep-1") as killed:
+        first = _run(killed, planted_document, plans)  # its process dies before the ledger is written
+    with _executor(Batching(), SQLiteStore(db), ledger="sweep-1") as again:
+        resumed = _run(again, planted_document, plans)
+    assert ledger_of(resumed) == ledger_of(first)  # the same ledger as the run that paid
+    assert again.calls_made == killed.calls_made
+    # A repeated call is shared in flight or found in the store, as its timing makes it.
+    assert again.calls_cached + again.calls_shared == killed.calls_cached + killed.calls_shared
+    assert all(c.mode == "batch" for t in resumed for c in t.calls)
+    assert SQLiteStore(db).account("sweep-1") == len({c.cache_key for t in first for c in t.calls})
+    with _executor(Batching(), SQLiteStore(db), ledger="sweep-1") as rerun:
+        third = _run(rerun, planted_document, plans)
+    assert rerun.calls_made == 0 and all(c.cached for t in third for c in t.calls)
+    with _executor(Batching(), SQLiteStore(db), ledger="another-sweep") as other:
+        _run(other, planted_document, plans)
+    assert other.calls_made == 0  # another sweep's replies are never this one's to record

@@ -12,6 +12,7 @@ and oracle run once per question, as the lower and upper bounds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -178,6 +179,11 @@ class SweepPlan:
             "price_known": self.cost.known and not self.price_assumed,
             **planted,
         }
+
+    def ledger_key(self) -> str:
+        """The sweep's own name in the run store: replies it paid for are recorded under it
+        until its results are written (so a sweep killed and started again records them once)."""
+        return "sweep-" + hashlib.sha256(self.jobs_jsonl().encode()).hexdigest()[:24]
 
     def jobs_jsonl(self) -> str:
         """The jobs, one JSON object a line: what a worker elsewhere runs (``read_jobs``)."""

@@ -65,6 +65,13 @@ class CachedCall:
     model: str = ""
     temperature: float | None = None
     temperature_known: bool = False
+    # How it was paid: "now" (list price) or "batch" (a provider batch, at its price).
+    mode: str = "now"
+    # The work whose ledger records it as paid (a Lab sweep's key; "" for none), and whether
+    # that ledger has been written. A sweep killed before its ledger was written leaves its
+    # replies unaccounted: run again, it records them as paid once (they were, by it).
+    ledger: str = ""
+    accounted: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,6 +140,10 @@ class CallCache(Protocol):
 
     def put(self, key: str, call: CachedCall) -> None:
         """Keep a reply under its key (the first reply for a key stays)."""
+        ...
+
+    def account(self, ledger: str) -> int:
+        """Mark the replies of a ledger as recorded (its work finished and wrote them); how many."""
         ...
 
     def add_batch(self, batch: BatchRecord, keys: Sequence[str]) -> None:

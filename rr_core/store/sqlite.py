@@ -187,11 +187,19 @@ def _batches(db: sqlite3.Connection) -> None:
     )
 
 
+def _ledgers(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE calls ADD COLUMN mode TEXT NOT NULL DEFAULT 'now'")
+    db.execute("ALTER TABLE calls ADD COLUMN ledger TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE calls ADD COLUMN accounted INTEGER NOT NULL DEFAULT 1")
+    db.execute("CREATE INDEX calls_unaccounted ON calls (owner, ledger) WHERE accounted = 0")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
     Migration(3, "documents by content hash", _documents),
     Migration(4, "provider batches and the calls waiting in them", _batches),
+    Migration(5, "how each reply was paid (now or batch), and the ledger that records it", _ledgers),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -430,7 +438,8 @@ class SQLiteStore:
         """The stored reply of a call, by its cache key."""
         with self._transaction() as db:
             row = db.execute(
-                "SELECT response, usage, model, sent FROM calls WHERE owner = ? AND cache_key = ?",
+                "SELECT response, usage, model, sent, mode, ledger, accounted FROM calls"
+                " WHERE owner = ? AND cache_key = ?",
                 (self._owner, key),
             ).fetchone()
         if not row:
@@ -444,14 +453,28 @@ class SQLiteStore:
             model=row[2],
             temperature=float(temperature) if isinstance(temperature, (int, float)) else None,
             temperature_known=isinstance(sent, dict),
+            mode=row[4],
+            ledger=row[5],
+            accounted=bool(row[6]),
         )
+
+    def account(self, ledger: str) -> int:
+        """Mark a ledger's replies as recorded (its work finished); how many were not yet."""
+        if not ledger:
+            return 0
+        with self._transaction(write=True) as db:
+            changed = db.execute(
+                "UPDATE calls SET accounted = 1 WHERE owner = ? AND ledger = ? AND accounted = 0",
+                (self._owner, ledger),
+            ).rowcount
+        return int(changed)
 
     def put(self, key: str, call: CachedCall) -> None:
         """Keep a call's reply under its key (the first reply for a key stays)."""
         with self._transaction(write=True) as db:
             db.execute(
-                "INSERT OR IGNORE INTO calls (owner, cache_key, created_at, model, response, usage, sent)"
-                " VALUES (?,?,?,?,?,?,?)",
+                "INSERT OR IGNORE INTO calls (owner, cache_key, created_at, model, response, usage, sent,"
+                " mode, ledger, accounted) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (
                     self._owner,
                     key,
@@ -460,6 +483,9 @@ class SQLiteStore:
                     call.text,
                     json.dumps(asdict(call.usage)),
                     json.dumps({"temperature": call.temperature}) if call.temperature_known else None,
+                    call.mode,
+                    call.ledger,
+                    int(call.accounted),
                 ),
             )
 
