@@ -316,7 +316,7 @@ class BatchSender:
     def _collect(self, batch_id: str, results: Iterator[BatchResult]) -> None:
         outcomes: dict[str, str] = {}
         again: list[_Item] = []
-        for result in results:
+        for result in self._every_item(batch_id, results):
             with self._lock:
                 item = self._items.get(result.custom_id)
                 if item is None:  # no run waits for it yet: hold the reply until one asks
@@ -348,6 +348,28 @@ class BatchSender:
                 self._queue.extend(again)
                 self._last_queued = time.monotonic()
                 self._lock.notify_all()
+
+    def _every_item(self, batch_id: str, results: Iterator[BatchResult]) -> Iterator[BatchResult]:
+        """The batch's results, then an "expired" one for each call waiting on it that the
+        provider named nowhere (an adapter that cannot list what was sent returns only the
+        lines it finds): without it that call's run would wait forever."""
+        seen: set[str] = set()
+        for result in results:
+            seen.add(result.custom_id)
+            yield result
+        with self._lock:
+            missing = [
+                key
+                for key, item in self._items.items()
+                if item.batch_id == batch_id
+                and item.out is not None
+                and not item.future.done()
+                and key not in seen
+            ]
+        for key in missing:
+            yield BatchResult(
+                custom_id=key, kind="expired", error="The provider's batch returned no result for this call."
+            )
 
     def _deliver(self, item: _Item, completion: Completion) -> None:
         if not item.future.done():
