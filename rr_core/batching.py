@@ -30,7 +30,8 @@ from rr_core.store.base import BatchRecord
 MAX_BATCH_ITEMS = 50_000
 # An expired or canceled item is submitted again at most this many times.
 RESUBMISSIONS = 2
-TERMINAL = ("ended", "expired", "failed", "canceled")
+# Status reads that may fail in a row before the runs waiting on a batch stop waiting.
+MAX_POLL_FAILURES = 8
 
 
 class BatchLedger(Protocol):
@@ -114,13 +115,14 @@ class BatchSender:
         bill: Callable[[Outgoing, Completion | None], None] = lambda out, completion: None,
         cancel: threading.Event | None = None,
         on_progress: Callable[[BatchProgress], None] = lambda progress: None,
+        on_unrecorded: Callable[[str], None] = lambda message: None,
         poll_s: float = 30.0,
         settle_s: float = 0.2,
     ) -> None:
         self.api, self.ledger, self.provider, self.label = api, ledger, provider, label
         self._keep, self._admit, self._bill = keep, admit, bill
         self._cancel = cancel or threading.Event()
-        self._on_progress = on_progress
+        self._on_progress, self._on_unrecorded = on_progress, on_unrecorded
         self.poll_s, self.settle_s = poll_s, settle_s
         self._lock = threading.Condition()
         self._queue: list[_Item] = []
@@ -133,28 +135,30 @@ class BatchSender:
         self.resumed: list[str] = []  # batch ids of earlier processes, polled again
         self.errors: list[str] = []
         self._closed = False
+        self._stopped = threading.Event()  # set by close: watchers stop polling
         self._flusher = threading.Thread(target=self._flush_loop, name="rr-batch-flush", daemon=True)
         self._flusher.start()
 
     # -- the sender --
     def send(self, out: Outgoing) -> Future[Delivered]:
         """Join the next batch, or the batch already holding this call (never submitted twice)."""
+        self._admit(out)  # refused: raises, and nothing of the call is kept here
         with self._lock:
             known = self._items.get(out.key)
-            if known is not None and known.out is None:
+            taken = known is not None and known.out is None
+            if known is not None and taken:
                 known.out = out  # its batch is polled, or its reply already came
-        if known is not None and known.out is out:
-            self._admit(out)
-            if known.reply is not None:
-                self._arrived(known, known.reply)
-            elif known.future.done():  # its batch already failed it
+                reply, failed = known.reply, known.future.done()
+        if known is not None and taken:
+            if reply is not None:
+                self._arrived(known, reply)
+            elif failed:  # its batch already failed it
                 self._bill(out, None)
             return known.future
         record = self.ledger.pending_batch(out.key)
         item = _Item(out, batch_id=record.batch_id if record is not None else "")
         with self._lock:
             self._items[out.key] = item
-        self._admit(out)
         if record is not None:
             self._poll(record.batch_id, resumed=record.batch_id not in self.submitted)
             return item.future
@@ -171,7 +175,7 @@ class BatchSender:
         try:
             self.ledger.settle_items(item.batch_id, {item.out.key: "done" if kept else "errored"})
         except (RRError, OSError) as exc:
-            self.errors.append(f"Batch {item.batch_id}: an item could not be recorded ({exc}).")
+            self._say(f"Batch {item.batch_id}: an item could not be recorded ({exc}).")
         self._deliver(item, completion)
 
     # -- when to submit --
@@ -213,13 +217,26 @@ class BatchSender:
                 self._lock.wait(self.settle_s if self._queue else 1.0)
 
     def close(self) -> None:
-        """Stop collecting (batches submitted go on at the provider; a later run polls them)."""
+        """Stop collecting and polling; runs still waiting stop waiting and release what they
+        held of the budget (the batches go on at the provider and stay recorded: a later run
+        polls them instead of paying again)."""
+        self._stopped.set()
         with self._lock:
             self._closed = True
             self._lock.notify_all()
             left = [item for item in self._items.values() if not item.future.done()]
         for item in left:
-            item.future.set_exception(RunCancelled("The run was stopped while its batch was in flight."))
+            self._fail(item, RunCancelled("The run was stopped while its batch was in flight."))
+
+    def _sleep(self, seconds: float) -> bool:
+        """Wait between polls; True as soon as the sender is closed or the run cancelled."""
+        end = time.monotonic() + seconds
+        while not (self._stopped.is_set() or self._cancel.is_set()):
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            self._stopped.wait(min(left, 0.25))
+        return True
 
     # -- submitting --
     def _submit(self, items: list[_Item]) -> None:
@@ -247,8 +264,13 @@ class BatchSender:
             try:
                 self.ledger.add_batch(record, keys)
             except (RRError, OSError) as exc:
-                # Submitted but not recorded: a restart would not find it. Say so loudly.
-                self.errors.append(f"Batch {batch_id} was submitted but could not be recorded ({exc}).")
+                # Submitted but not recorded: a restart would not find it. Send nothing more.
+                message = (
+                    f"Batch {batch_id} was submitted but could not be recorded in the run store ({exc}); "
+                    "nothing more is sent (a run started again would not find it and pay again)."
+                )
+                self._say(message)
+                self._on_unrecorded(message)
             with self._lock:
                 self.submitted.append(batch_id)
                 for item in part:
@@ -270,28 +292,45 @@ class BatchSender:
     def _watch(self, batch_id: str, resumed: bool) -> None:
         started = time.monotonic()
         delay = min(self.poll_s, 1.0)
+        failures = 0
+        stopped = "The run was stopped while its batch was in flight; run it again to collect the batch."
         while True:
             try:
                 status = self.api.status(batch_id)
+                failures = 0
             except LLMError as exc:
-                if self._cancel.wait(delay):
-                    return self._abandon(batch_id, "The run was stopped while its batch was in flight.")
+                failures += 1
+                self._say(f"Batch {batch_id}: its state could not be read ({exc}).")
+                if failures >= MAX_POLL_FAILURES:
+                    # Still recorded as open: a later run polls it again (nothing is paid twice).
+                    return self._abandon(
+                        batch_id,
+                        f"Batch {batch_id} could not be read {failures} times in a row ({exc}); it stays "
+                        "recorded, and running the same work again polls it again.",
+                    )
+                if self._sleep(delay):
+                    return self._abandon(batch_id, stopped)
                 delay = min(delay * 2, self.poll_s)
-                self.errors.append(f"Batch {batch_id}: {exc}")
                 continue
             self._progress(status, started, resumed)
-            if status.state in TERMINAL:
+            if status.finished:
                 break
-            if self._cancel.wait(delay):
-                return self._abandon(batch_id, "The run was stopped while its batch was in flight.")
+            if self._sleep(delay):
+                return self._abandon(batch_id, stopped)
             delay = min(delay * 2, self.poll_s)
         try:
             self._collect(batch_id, self.api.results(batch_id))
         except RRError as exc:
-            self.errors.append(f"Batch {batch_id}: results could not be read ({exc}).")
+            self._say(f"Batch {batch_id}: results could not be read ({exc}).")
             self._abandon(batch_id, f"The results of batch {batch_id} could not be read: {exc}")
         with self._lock:
             self._polling.discard(batch_id)
+
+    def _say(self, message: str) -> None:
+        """Keep a problem with a batch, for the run's report."""
+        with self._lock:
+            if message not in self.errors:
+                self.errors.append(message)
 
     def _progress(self, status: BatchStatus, started: float, resumed: bool) -> None:
         try:
@@ -299,7 +338,7 @@ class BatchSender:
                 status.batch_id, state=status.state, done=status.done, failed=status.failed
             )
         except (RRError, OSError) as exc:
-            self.errors.append(f"Batch {status.batch_id}: its state could not be recorded ({exc}).")
+            self._say(f"Batch {status.batch_id}: its state could not be recorded ({exc}).")
         self._on_progress(
             BatchProgress(
                 status.batch_id,
@@ -321,10 +360,13 @@ class BatchSender:
                 item = self._items.get(result.custom_id)
                 if item is None:  # no run waits for it yet: hold the reply until one asks
                     item = self._items[result.custom_id] = _Item(None, batch_id=batch_id)
-            if result.kind == "succeeded" and result.completion is not None:
-                if item.out is None:
-                    item.reply = result.completion  # settled when a run takes it
-                else:
+                succeeded = result.kind == "succeeded" and result.completion is not None
+                held = succeeded and item.out is None
+                if held:
+                    item.reply = result.completion  # settled when a run takes it (``send``)
+            if succeeded:
+                if not held:
+                    assert result.completion is not None
                     self._arrived(item, result.completion)
             elif (
                 result.kind in ("expired", "canceled")
@@ -342,7 +384,7 @@ class BatchSender:
             try:
                 self.ledger.settle_items(batch_id, outcomes)
             except (RRError, OSError) as exc:
-                self.errors.append(f"Batch {batch_id}: its items could not be recorded ({exc}).")
+                self._say(f"Batch {batch_id}: its items could not be recorded ({exc}).")
         if again:
             with self._lock:
                 self._queue.extend(again)

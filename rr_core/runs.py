@@ -314,6 +314,7 @@ class Executor:
             bill=self._bill,
             cancel=self._cancel,
             on_progress=self._batch_progress,
+            on_unrecorded=self._stop,
             poll_s=poll_s,
         )
 
@@ -326,6 +327,12 @@ class Executor:
     def calls_cached(self) -> int:
         """Calls answered from the store (paid before, by other work)."""
         return self.dispatcher.cached - self._claimed
+
+    @property
+    def batch_problems(self) -> list[str]:
+        """What went wrong with provider batches (a state or result that could not be read or
+        recorded), for the run's report."""
+        return list(self.batcher.errors) if self.batcher is not None else []
 
     @property
     def calls_shared(self) -> int:

@@ -112,7 +112,8 @@ def _run(executor: Executor, document, plans) -> list[RunTrace]:  # type: ignore
 
 
 def _executor(client: Batching, store: SQLiteStore, **kw: object) -> Executor:
-    return Executor(client, cache=store, mode="batch", poll_s=0.05, **kw)  # type: ignore[arg-type]
+    kw.setdefault("poll_s", 0.05)
+    return Executor(client, cache=store, mode="batch", **kw)  # type: ignore[arg-type]
 
 
 def test_each_phase_of_every_run_goes_out_as_one_batch_at_half_price(
@@ -237,3 +238,52 @@ def test_a_sweep_started_again_after_a_kill_records_what_it_paid_once_and_a_fini
     with _executor(Batching(), SQLiteStore(db), ledger="another-sweep") as other:
         _run(other, planted_document, plans)
     assert other.calls_made == 0  # another sweep's replies are never this one's to record
+
+
+class _Unreadable(FakeBatch):
+    """A batch API whose status can never be read (a batch id another account cannot see)."""
+
+    def status(self, batch_id: str) -> BatchStatus:
+        from rr_core.errors import ProviderError
+
+        raise ProviderError("HTTP 404: no such batch", provider="fake-provider")
+
+
+def test_a_batch_whose_state_cannot_be_read_stops_its_runs_waiting_and_says_why(
+    planted_document, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from rr_core import batching
+
+    client = Batching()
+    client.batch = _Unreadable(client.engine)
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    with _executor(client, store, poll_s=0.01) as executor:
+        original = batching.MAX_POLL_FAILURES
+        batching.MAX_POLL_FAILURES = 3
+        try:
+            (trace,) = _run(executor, planted_document, _plans(planted_document, "baseline"))
+        finally:
+            batching.MAX_POLL_FAILURES = original
+    assert not trace.ok and "could not be read 3 times" in (trace.error or "")
+    assert any("no such batch" in p for p in executor.batch_problems)
+    assert [b.state for b in store.open_batches()] == ["submitted"]  # still recorded: polled again later
+
+
+def test_closing_the_runner_releases_the_budget_of_calls_waiting_on_a_batch(
+    planted_document, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    client = Batching()
+    client.batch.auto = False
+    budget = Budget(10.0)
+    executor = _executor(client, SQLiteStore(tmp_path / "runs.sqlite3"), budget=budget)
+    consumer = threading.Thread(
+        target=lambda: list(executor.stream(planted_document, _plans(planted_document, "baseline", "rr"))),
+        daemon=True,
+    )
+    consumer.start()
+    with client.batch.lock:
+        assert client.batch.lock.wait_for(lambda: client.batch.batches, WAIT)
+    assert budget.held_usd > 0
+    executor.close()
+    consumer.join(WAIT)
+    assert not consumer.is_alive() and budget.held_usd == pytest.approx(0.0)

@@ -134,7 +134,7 @@ class SweepPlan:
     # writes it, the rest read it): sent now, and sent as provider batches.
     cached_cost: Cost = field(default_factory=Cost)
     batch_cost: Cost = field(default_factory=Cost)
-    cacheable_tokens: int = 0  # input tokens in prefixes shared with another call
+    cacheable_tokens: int = 0  # input tokens expected to be read from the prompt cache (shared prefixes)
     # Builds the trials where the jobs run (in this process), with the counter they were planned by.
     maker: TrialMaker | None = field(default=None, compare=False, repr=False)
     by_id: Mapping[str, TrialFacts] = field(default_factory=dict, compare=False, repr=False)
@@ -293,9 +293,9 @@ def plan_sweep(
                 hint = call.cache_hint(planned.document_sha256)
                 read = write = 0
                 if hint is not None:
-                    cacheable_tokens += hint.tokens
                     digest = call.prefix_digest()
                     read, write = (hint.tokens, 0) if digest in prefixes else (0, hint.tokens)
+                    cacheable_tokens += read  # a prefix pays off only when another call shares it
                     prefixes.add(digest)
                 for mode in ("now", "batch"):
                     with_cache = estimate_cost(
@@ -578,4 +578,5 @@ def run_jobs(
     result.scores.sort(key=lambda s: s.job)
     result.bound_scores.sort(key=lambda s: s.job)
     result.stopped, result.save_error = executor.stopped, executor.save_error
+    result.failures.extend(executor.batch_problems)
     return result
