@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 from pages.common.text import md
 from rr_core.lab import build_trials, trial_spec
 from rr_core.lab.presets import PRESETS
+from rr_core.lab.report import SENT
 from rr_core.lab.sweep import SweepPlan, plan_sweep
 from rr_core.methods import parse_spec
 from rr_core.settings import LAYOUTS, RunSettings
@@ -485,3 +486,26 @@ def test_a_free_engine_explains_its_batches_run_here_and_the_batches_outlive_the
     counts = [tuple(int(n.replace(",", "")) for n in r["Done"].split(" of ")) for r in rows]
     assert all(done == total > 0 for done, total in counts)
     assert any("Every batch here has ended" in c.value for c in reopened.caption)
+
+
+def test_a_paid_batch_sweep_pays_the_batch_price_and_says_how_it_was_sent(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    paid = {}
+    with StubServer() as stub:
+        stub.batch_auto_complete = True  # answered as submitted: the first poll collects it
+        for mode in ("now", "batch"):
+            # Each mode with its own run store, so neither finds the other's calls.
+            monkeypatch.setenv("RR_STUDIO_DB", str(tmp_path / f"{mode}.sqlite3"))
+            at = open_lab(provider="openai", model=PRICE_MODEL, base_url=stub.url, api_key="sk-lab-test")
+            small_grid(at)
+            at.radio(key="w.lab_mode").set_value(mode).run()
+            at.button(key="lab_run").click().run()
+            assert not at.exception and not at.error, [e.value for e in at.error]
+            result = at.session_state["lab_result"]["result"]
+            assert result.calls_made > 0 and not result.failures
+            assert at.session_state["lab_result"]["mode"] == mode
+            assert any(f"sent {md(SENT[mode])}" in c.value for c in at.caption)
+            paid[mode] = result.paid_usd()
+    # Batches cost less than the same calls sent now (the calls sent in batches at half price).
+    assert 0 < paid["batch"] < paid["now"]
