@@ -328,18 +328,15 @@ else:
     st.caption("Sent now: this engine sells no batches (the OpenAI and Anthropic APIs do, at half price).")
 mode: Mode = "batch" if lab.mode == "batch" else "now"
 would = "would cost" if free else "expected"
-estimate_cols = st.columns(3)
-estimate_cols[0].metric(
-    "Now, list price, no cache" + (" (would cost)" if free else " — the ceiling"),
-    f"${plan.cost.total_usd:.2f}",
-    border=True,
+# Three figures side by side, each in a box whose label wraps (a metric's label is cut short
+# on a small screen).
+ESTIMATES = (
+    ("Now, list price, no cache" + (" (would cost)" if free else " — the ceiling"), plan.cost),
+    (f"Now, with prompt cache ({would})", plan.cached_cost),
+    (f"In batches, with prompt cache ({would})", plan.batch_cost),
 )
-estimate_cols[1].metric(
-    f"Now, with prompt cache ({would})", f"${plan.cached_cost.total_usd:.2f}", border=True
-)
-estimate_cols[2].metric(
-    f"In batches, with prompt cache ({would})", f"${plan.batch_cost.total_usd:.2f}", border=True
-)
+for column, (label, figure) in zip(st.columns(3), ESTIMATES, strict=True):
+    column.container(border=True).markdown(f"{label}\n\n#### \\${figure.total_usd:.2f}")
 run_col, summary_col = st.columns([3, 7], vertical_alignment="center")
 clicked = run_col.button("Run the measurement", type="primary", key="lab_run", width="stretch")
 summary_col.markdown(
@@ -483,13 +480,13 @@ def _show_batches() -> None:
         pd.DataFrame(
             [
                 {
-                    "Batch": b["batch_id"],
                     "State": str(b["state"]).replace("_", " "),
                     "Done": f"{b['done']:,} of {b['total']:,}",
                     "Failed": b["failed"],
                     "Label": b["label"],
-                    "Submitted": b["created_at"],
                     "Waited": b["waited"],
+                    "Submitted": str(b["created_at"])[:19].replace("T", " "),
+                    "Batch": b["batch_id"],
                 }
                 for b in records
             ]

@@ -423,7 +423,9 @@ def test_a_compatible_server_with_no_price_refuses_a_budget_until_priced() -> No
 
 
 def estimates(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    """The estimate boxes: label and figure."""
+    boxes = [m.value.split("\n\n#### \\") for m in at.markdown if "\n\n#### \\$" in m.value]
+    return {label: figure for label, figure in boxes}
 
 
 def test_a_batching_engine_offers_batches_with_three_estimates_and_checks_the_chosen_one() -> None:
