@@ -13,6 +13,8 @@ from pages.common import docs, labcharts, results, sidebar
 from pages.common import state as S
 from pages.common.text import md, plural
 from rr_core import workbench
+from rr_core.batching import BatchProgress, batch_line
+from rr_core.costs import Mode
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, RRError
 from rr_core.lab import TASKS, get_task, trial_notes, trial_spec
@@ -22,6 +24,7 @@ from rr_core.lab.report import (
     INTERVAL_RULE,
     METRIC_RULE,
     PAIRED_RULE,
+    SENT,
     dumps,
     protocol,
     sweep_csv,
@@ -296,14 +299,53 @@ except RRError as exc:
 
 # ---- Before running ----------------------------------------------------------------------------
 
+free = measured.free
+# Batches: a provider that sells them at a discount, or a free engine (answered in this process).
+batchable = measured.can_batch or free
+if not batchable:
+    lab.mode = "now"
+MODES = {"now": "Now (every call at once, list price)", "batch": "In batches (half price, within 24 h)"}
+if batchable:
+    S.bind(
+        st.radio,
+        "Send",
+        lab,
+        "mode",
+        key="lab_mode",
+        options=list(MODES),
+        format_func=MODES.__getitem__,
+        horizontal=True,
+        help="A batch sweep sends each phase's calls as one provider batch and waits for it: the provider "
+        "answers within 24 hours at half the price. Stopped and started again, it polls the batches it "
+        "submitted instead of paying again.",
+    )
+    if free:
+        st.caption(
+            "A free engine has no provider batch: 'in batches' answers every call here, in this process, to "
+            "show the machinery. It saves nothing — nothing is paid either way."
+        )
+else:
+    st.caption("Sent now: this engine sells no batches (the OpenAI and Anthropic APIs do, at half price).")
+mode: Mode = "batch" if lab.mode == "batch" else "now"
+would = "would cost" if free else "expected"
+# Three figures side by side, each in a box whose label wraps (a metric's label is cut short
+# on a small screen).
+ESTIMATES = (
+    ("Now, list price, no cache" + (" (would cost)" if free else " — the ceiling"), plan.cost),
+    (f"Now, with prompt cache ({would})", plan.cached_cost),
+    (f"In batches, with prompt cache ({would})", plan.batch_cost),
+)
+for column, (label, figure) in zip(st.columns(3), ESTIMATES, strict=True):
+    column.container(border=True).markdown(f"{label}\n\n#### \\${figure.total_usd:.2f}")
 run_col, summary_col = st.columns([3, 7], vertical_alignment="center")
 clicked = run_col.button("Run the measurement", type="primary", key="lab_run", width="stretch")
-free = measured.free
 summary_col.markdown(
     f"**Before running:** {plural(len(plan.trials), 'trial')} × methods = {plural(len(plan.jobs), 'run')}, "
-    f"about {plural(plan.calls, 'call')} and {plan.input_tokens:,} input tokens: **~${plan.usd:.2f}** as "
-    f"{md(plan.priced_as)}"
+    f"about {plural(plan.calls, 'call')} and {plan.input_tokens:,} input tokens "
+    f"({plan.cacheable_tokens:,} in prefixes shared with another call): **~${plan.usd_for(mode):.2f}** "
+    f"{'in batches' if mode == 'batch' else 'now'} as {md(plan.priced_as)}"
     + (" — free here (not an LLM); that is what the same tokens would cost." if free else ".")
+    + (" The budget cap is checked against this figure." if not free else "")
     + " Calls already in the run store are not paid again."
 )
 made = protocol(plan)
@@ -357,7 +399,7 @@ if clicked:
     # A free engine pays nothing: no budget to keep (0: no cap).
     max_usd = float(lab.budget) if not free and float(lab.budget) > 0 else None
     try:
-        workbench.check_sweep_budget(plan, max_usd)  # refuses an unknown price too
+        workbench.check_sweep_budget(plan, max_usd, mode)  # refuses an unknown price too
         client = _client()
         store = workbench.open_history()
     except (RRError, LedgerError) as exc:
@@ -376,6 +418,17 @@ if clicked:
     st.caption(
         "Leaving this screen or pressing Stop in the top corner stops the sweep; everything finished is kept."
     )
+
+    def batch_progress(progress: BatchProgress) -> None:
+        live.info(
+            md(batch_line(progress))
+            + (
+                " — Anthropic counts a batch's answers only when it ends, so 0 done while in progress is normal."
+                if progress.state == "in_progress" and not progress.done
+                else ""
+            )
+        )
+
     window = S.engine().window() if engine == PROVIDER else None
     finished = workbench.sweep(
         plan,
@@ -385,6 +438,9 @@ if clicked:
         max_usd=max_usd,
         store=store,
         on_progress=progress,
+        mode=mode,
+        label=f"Lab sweep · {preset.name}",
+        on_batch=batch_progress,
     )
     bar.empty()
     live.empty()
@@ -402,7 +458,60 @@ if clicked:
         },
         "document": document.name if document else lab_task.label,
         "title": preset.title,
+        "mode": mode,
     }
+
+# ---- Batches in the run store ------------------------------------------------------------------
+
+
+def _batch_rows() -> list[dict[str, Any]]:
+    try:
+        return workbench.batch_records()
+    except (RRError, LedgerError):
+        return []
+
+
+def _show_batches() -> None:
+    records = _batch_rows()
+    if not records:
+        st.caption("No batches in the run store yet: a sweep sent in batches records each one here.")
+        return
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "State": str(b["state"]).replace("_", " "),
+                    "Done": f"{b['done']:,} of {b['total']:,}",
+                    "Failed": b["failed"],
+                    "Label": b["label"],
+                    "Waited": b["waited"],
+                    "Submitted": str(b["created_at"])[:19].replace("T", " "),
+                    "Batch": b["batch_id"],
+                }
+                for b in records
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        key="lab_batches",
+    )
+    still_open = sum(1 for b in records if b["open"])
+    if still_open:
+        st.caption(
+            f"{plural(still_open, 'batch')} still open (this list refreshes itself). Some providers count a "
+            "batch's answers only when it ends. To collect an open batch, run the same sweep again: it polls "
+            "the recorded batch and pays nothing twice."
+        )
+    else:
+        st.caption("Every batch here has ended; a sweep run again finds its answers in the run store.")
+
+
+with st.expander("Batches in the run store", expanded=any(b["open"] for b in _batch_rows())):
+    st.caption(
+        "Read from the run store, so closing this tab loses nothing: batches keep going at the provider, "
+        "and this list shows where each stands whenever the Lab is opened again."
+    )
+    st.fragment(_show_batches, run_every=5 if any(b["open"] for b in _batch_rows()) else None)()
 
 # ---- Results ---------------------------------------------------------------------------------
 
@@ -413,7 +522,8 @@ plan_done: SweepPlan = saved["plan"]
 result: SweepResult = saved["result"]
 st.subheader(md(saved["title"]))
 st.caption(
-    f"{md(saved['engine'])} on {md(saved['document'])} · {plural(result.calls_made, 'call')} made, "
+    f"{md(saved['engine'])} on {md(saved['document'])} · sent {md(SENT[saved.get('mode', 'now')])} · "
+    f"{plural(result.calls_made, 'call')} made, "
     f"{result.calls_cached} found in the store · "
     + (f"{result.calls_shared} shared with a call in flight · " if result.calls_shared else "")
     + (
@@ -541,7 +651,10 @@ else:
     st.caption(
         "No method here picks pages before answering, so its wrong answers have no retrieval/reading split."
     )
-data = sweep_json(plan_done, result, context={"engine": saved["engine"], "document": saved["document"]})
+sent: Mode = "batch" if saved.get("mode") == "batch" else "now"
+data = sweep_json(
+    plan_done, result, context={"engine": saved["engine"], "document": saved["document"], "mode": sent}
+)
 downloads = st.container(horizontal=True)
 downloads.download_button("Download JSON", dumps(data), "rr-lab.json", "application/json", key="lab_json")
 downloads.download_button(
@@ -557,7 +670,12 @@ downloads.download_button(
 downloads.download_button(
     "Download report (Markdown)",
     sweep_markdown(
-        plan_done, result, title=saved["title"], engine=saved["engine"], document=saved["document"]
+        plan_done,
+        result,
+        title=saved["title"],
+        engine=saved["engine"],
+        document=saved["document"],
+        mode=sent,
     ),
     "rr-lab.md",
     "text/markdown",

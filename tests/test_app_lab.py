@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 from pages.common.text import md
 from rr_core.lab import build_trials, trial_spec
 from rr_core.lab.presets import PRESETS
+from rr_core.lab.report import SENT
 from rr_core.lab.sweep import SweepPlan, plan_sweep
 from rr_core.methods import parse_spec
 from rr_core.settings import LAYOUTS, RunSettings
@@ -113,7 +114,8 @@ def test_the_lab_opens_on_the_simulated_reader_with_the_cost_before_running() ->
     text = summary(at)
     assert (
         f"**Before running:** 3 trials × methods = 12 runs, about {plan.calls} calls and "
-        f"{plan.input_tokens:,} input tokens: **~${plan.usd:.2f}** as {md(PRICE_MODEL)}"
+        f"{plan.input_tokens:,} input tokens ({plan.cacheable_tokens:,} in prefixes shared with another "
+        f"call): **~${plan.usd:.2f}** now as {md(PRICE_MODEL)}"
     ) in text
     assert "free here (not an LLM)" in text and "not paid again" in text
     assert any(
@@ -418,3 +420,94 @@ def test_a_compatible_server_with_no_price_refuses_a_budget_until_priced() -> No
         assert not at.exception and not at.error, [e.value for e in at.error]
         result = at.session_state["lab_result"]["result"]
         assert len(stub.requests) == result.calls_made > 0 and result.paid_usd() > 0
+
+
+def estimates(at: AppTest) -> dict[str, str]:
+    """The estimate boxes: label and figure."""
+    boxes = [m.value.split("\n\n#### \\") for m in at.markdown if "\n\n#### \\$" in m.value]
+    return {label: figure for label, figure in boxes}
+
+
+def test_a_batching_engine_offers_batches_with_three_estimates_and_checks_the_chosen_one() -> None:
+    with StubServer() as stub:
+        at = open_lab(provider="openai", model=PRICE_MODEL, base_url=stub.url, api_key="sk-lab-test")
+        small_grid(at)
+        send = at.radio(key="w.lab_mode")
+        assert send.options == [
+            "Now (every call at once, list price)",
+            "In batches (half price, within 24 h)",
+        ]
+        assert send.value == "now"
+        plan = expected_plan("openai", PRICE_MODEL)
+        assert plan.batch_cost.total_usd < plan.cached_cost.total_usd <= plan.cost.total_usd
+        assert estimates(at) == {
+            "Now, list price, no cache — the ceiling": f"${plan.cost.total_usd:.2f}",
+            "Now, with prompt cache (expected)": f"${plan.cached_cost.total_usd:.2f}",
+            "In batches, with prompt cache (expected)": f"${plan.batch_cost.total_usd:.2f}",
+        }
+        assert f"**~${plan.cost.total_usd:.2f}** now" in summary(at)
+        send.set_value("batch").run()
+        assert f"**~${plan.batch_cost.total_usd:.2f}** in batches" in summary(at)
+        # The budget is checked against the batch estimate: a cap between the two figures
+        # refuses now and lets a batch sweep through the check.
+        cap = round((plan.batch_cost.total_usd + plan.cost.total_usd) / 2, 2)
+        assert plan.batch_cost.total_usd < cap < plan.cost.total_usd
+        at.radio(key="w.lab_mode").set_value("now").run()
+        at.number_input(key="w.lab_budget").set_value(cap).run()
+        at.button(key="lab_run").click().run()
+        assert any("above the budget of" in e.value for e in at.error)
+        assert not stub.requests
+
+
+def test_a_server_without_batches_sends_now_and_says_so() -> None:
+    with StubServer() as stub:
+        at = open_lab(provider="openai-compatible", model="llama3.1", base_url=stub.url)
+        assert not at.radio
+        assert any("sells no batches" in c.value for c in at.caption)
+
+
+def test_a_free_engine_explains_its_batches_run_here_and_the_batches_outlive_the_tab() -> None:
+    at = open_lab()
+    at.selectbox(key="w.lab_engine").set_value("offline").run()
+    small_grid(at)
+    assert any("in this process" in c.value and "saves nothing" in c.value for c in at.caption)
+    assert all("(would cost)" in label for label in estimates(at))
+    assert any("No batches in the run store yet" in c.value for c in at.caption)
+    at.radio(key="w.lab_mode").set_value("batch").run()
+    at.button(key="lab_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    result = at.session_state["lab_result"]["result"]
+    assert result.calls_made > 0 and not result.failures
+    assert any("sent in batches" in c.value and "nothing paid" in c.value for c in at.caption)
+    # A fresh session (the tab closed and opened again) reads the batches from the run store.
+    reopened = open_lab()
+    listed = [d.value for d in reopened.dataframe if "Batch" in d.value.columns]
+    assert len(listed) == 1
+    rows = listed[0].to_dict("records")
+    assert rows and all(r["Label"].startswith("Lab sweep · quick") and r["State"] == "ended" for r in rows)
+    counts = [tuple(int(n.replace(",", "")) for n in r["Done"].split(" of ")) for r in rows]
+    assert all(done == total > 0 for done, total in counts)
+    assert any("Every batch here has ended" in c.value for c in reopened.caption)
+
+
+def test_a_paid_batch_sweep_pays_the_batch_price_and_says_how_it_was_sent(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    paid = {}
+    with StubServer() as stub:
+        stub.batch_auto_complete = True  # answered as submitted: the first poll collects it
+        for mode in ("now", "batch"):
+            # Each mode with its own run store, so neither finds the other's calls.
+            monkeypatch.setenv("RR_STUDIO_DB", str(tmp_path / f"{mode}.sqlite3"))
+            at = open_lab(provider="openai", model=PRICE_MODEL, base_url=stub.url, api_key="sk-lab-test")
+            small_grid(at)
+            at.radio(key="w.lab_mode").set_value(mode).run()
+            at.button(key="lab_run").click().run()
+            assert not at.exception and not at.error, [e.value for e in at.error]
+            result = at.session_state["lab_result"]["result"]
+            assert result.calls_made > 0 and not result.failures
+            assert at.session_state["lab_result"]["mode"] == mode
+            assert any(f"sent {md(SENT[mode])}" in c.value for c in at.caption)
+            paid[mode] = result.paid_usd()
+    # Batches cost less than the same calls sent now (the calls sent in batches at half price).
+    assert 0 < paid["batch"] < paid["now"]

@@ -463,3 +463,50 @@ def test_several_questions_and_the_lab(app_url: str, page: Any) -> None:
     page.set_viewport_size(SMALL)
     settle(page)
     shot(page, "06_lab_1024.png", full=False)
+
+
+def test_the_lab_estimates_and_its_batches_after_the_tab_is_reopened(
+    app_url: str, page: Any, browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(app_url)
+    expect(page.get_by_role("heading", name="Ask a long document")).to_be_visible(
+        timeout=STARTUP_TIMEOUT_S * 1000
+    )
+    settle(page)
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Lab").click()
+    expect(main(page).get_by_role("heading", name="Lab: does R&R help here?")).to_be_visible()
+    settle(page)
+    for label in ("Now, list price, no cache", "Now, with prompt cache", "In batches, with prompt cache"):
+        expect(main(page).get_by_text(re.compile(rf"^{re.escape(label)}"))).to_be_visible()
+    main(page).get_by_text("In batches (half price, within 24 h)").click()
+    settle(page)
+    expect(main(page).get_by_text(re.compile(r"in this process.*saves nothing"))).to_be_visible()
+    expect(main(page).get_by_text(re.compile(r"Before running:.* in batches as"))).to_be_visible()
+    main(page).get_by_text("In batches, with prompt cache").scroll_into_view_if_needed()
+    shot(page, "12_lab_estimates_1440.png", full=False)
+    main(page).get_by_role("button", name="Run the measurement").click()
+    expect(main(page).get_by_role("button", name="Download JSON")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(main(page).get_by_text(re.compile(r"sent in batches"))).to_be_visible()
+    settle(page)
+    # The tab closed and a new one opened: a new session reads the batches from the run store.
+    lab_url = page.url
+    page.close()
+    for size, name in ((kit.VIEWPORT, "1440"), (SMALL, "1024")):
+        with kit.new_tab(browser) as tab:
+            tab.set_viewport_size(size)
+            tab.goto(lab_url)
+            expect(main(tab).get_by_role("heading", name="Lab: does R&R help here?")).to_be_visible(
+                timeout=STARTUP_TIMEOUT_S * 1000
+            )
+            settle(tab)
+            # A new session: no results of the run in the closed tab.
+            expect(main(tab).get_by_role("button", name="Download JSON")).to_have_count(0)
+            section = main(tab).get_by_text("Batches in the run store")
+            section.click()
+            settle(tab)
+            expect(main(tab).get_by_text("Every batch here has ended")).to_be_visible()
+            expect(main(tab).locator('[data-testid="stDataFrame"]').first).to_be_visible()
+            section.scroll_into_view_if_needed()
+            shot(tab, f"13_lab_batches_{name}.png", full=False)

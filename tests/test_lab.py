@@ -650,7 +650,9 @@ class _LastFirst:
         self.inner = inner
 
     def stream_jobs(self, jobs, **opening):  # type: ignore[no-untyped-def]
-        yield from reversed([i for i in self.inner.stream_jobs(jobs, **opening) if not isinstance(i, CallEvent)])
+        yield from reversed(
+            [i for i in self.inner.stream_jobs(jobs, **opening) if not isinstance(i, CallEvent)]
+        )
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         return getattr(self.inner, name)

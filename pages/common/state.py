@@ -71,6 +71,7 @@ class LabChoices:
     depths: str = ""
     repeats: int = 1
     budget: float = 5.0
+    mode: str = "now"  # "now" or "batch" (an engine that can batch, or a free one in-process)
 
 
 @dataclass(slots=True)

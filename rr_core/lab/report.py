@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rr_core.costs import Mode
 from rr_core.exports import csv_text, md_escape
 from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.stats import (
@@ -269,14 +270,24 @@ def _planted_line(plan: SweepPlan) -> list[str]:
     ]
 
 
-def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: str, document: str) -> str:
+# How a sweep's calls were sent, as reports say it.
+SENT: dict[str, str] = {
+    "now": "now (every call at once, at the list price)",
+    "batch": "in batches (provider batches at the batch price, answered within 24 h; a free engine answers "
+    "them in this process, which saves nothing)",
+}
+
+
+def sweep_markdown(
+    plan: SweepPlan, result: SweepResult, *, title: str, engine: str, document: str, mode: Mode = "now"
+) -> str:
     """A report: what was measured, on what, the accuracy by series and by depth with n and
-    intervals, the paired differences, and the cost."""
+    intervals, the paired differences, and the cost (estimated for the mode it was sent in)."""
     several_lengths = len(result.lengths) > 1
     if result.is_llm and not plan.summary()["price_known"]:
         money = f"paid: price unknown ({md_escape(plan.priced_as)})"
     elif result.is_llm:
-        money = f"paid ${result.paid_usd():.4f} (estimated ${plan.usd:.4f} as {md_escape(plan.priced_as)})"
+        money = f"paid ${result.paid_usd():.4f} (estimated ${plan.usd_for(mode):.4f} as {md_escape(plan.priced_as)})"
     else:
         money = (
             f"paid $0 (a free engine, not an LLM); the same calls would cost ${result.would_cost_usd():.4f} "
@@ -287,6 +298,7 @@ def sweep_markdown(plan: SweepPlan, result: SweepResult, *, title: str, engine: 
         "",
         f"- **Document:** {md_escape(document)}",
         f"- **Engine:** {md_escape(engine)}",
+        f"- **Sent:** {SENT[mode]}",
         f"- **Trials:** {len(plan.trials):,}; runs {len(plan.jobs):,}; calls made {result.calls_made:,}, "
         f"found in the store {result.calls_cached:,}{_shared_text(result.calls_shared)}; {money}",
         *([f"- **Stopped:** {md_escape(result.stopped)}"] if result.stopped else []),
