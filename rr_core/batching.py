@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from rr_core.dispatch import Delivered, Outgoing
 from rr_core.errors import LLMError, ProviderError, RRError, RunCancelled
 from rr_core.llm.base import BatchAPI, BatchLine, BatchResult, BatchStatus, Completion
-from rr_core.store.base import BatchRecord
+from rr_core.store.base import BatchRecord, CallCache
 
 # Items a provider takes in one batch (OpenAI 50,000; Anthropic 100,000): the smaller.
 MAX_BATCH_ITEMS = 50_000
@@ -34,26 +33,9 @@ RESUBMISSIONS = 2
 MAX_POLL_FAILURES = 8
 
 
-class BatchLedger(Protocol):
-    """The part of the call cache that keeps batch state (``rr_core.store``)."""
-
-    def add_batch(self, batch: BatchRecord, keys: Sequence[str]) -> None:
-        """Record a submitted batch and its items."""
-        ...
-
-    def pending_batch(self, key: str) -> BatchRecord | None:
-        """The batch still holding this call, if any."""
-        ...
-
-    def update_batch(
-        self, batch_id: str, *, state: str, done: int | None = None, failed: int | None = None
-    ) -> None:
-        """Record a batch's state and counts."""
-        ...
-
-    def settle_items(self, batch_id: str, outcomes: Mapping[str, str]) -> None:
-        """Record items' outcomes; any but ``done`` releases the item."""
-        ...
+# The batch state is the call cache's (``rr_core.store``): the sender records, polls and
+# settles through it.
+BatchLedger = CallCache
 
 
 @dataclass(frozen=True, slots=True)
