@@ -1,0 +1,120 @@
+"""Batch sweeps end to end: the CLI in a fresh interpreter, the real SDKs, the loopback stub.
+
+``lab --mode batch`` against the stub's batch endpoints (OpenAI files + batches, Anthropic
+message batches): one batch per phase, no synchronous call, half the now price; a process
+killed with a batch in flight resumes it (polls, never submits again) and ends with the same
+ledger as an uninterrupted run; expiry, a failed item and the budget refusal."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, planted_texts
+
+from rr_core.store import SQLiteStore
+from tests.stub_server import Reply, StubServer
+
+WAIT_S = 120.0  # a generous limit for every condition: the machine may be busy
+PROVIDERS = ["openai", "anthropic"]
+SWEEP = ["--methods", "baseline,rr", "--depths", "0,25,50,75,100", "--repeats", "1", "--lengths", "3000"]
+
+
+@pytest.fixture
+def stub() -> Iterator[StubServer]:
+    with StubServer() as server:
+        yield server
+
+
+@pytest.fixture
+def document(tmp_path: Path) -> Path:
+    path = tmp_path / "planted.txt"
+    path.write_text("\f".join(planted_texts()))
+    return path
+
+
+def environment(provider: str, stub: StubServer, db: Path) -> dict[str, str]:
+    env = dict(os.environ, RR_STUDIO_DB=str(db), RR_BATCH_POLL_S="0.2")
+    env.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken"))
+    if provider == "openai":
+        env.update(OPENAI_API_KEY="sk-test-batch", OPENAI_BASE_URL=stub.url)
+    else:
+        env.update(ANTHROPIC_API_KEY="sk-ant-test-batch", ANTHROPIC_BASE_URL=stub.anthropic_url)
+    return env
+
+
+def lab_argv(provider: str, document: Path, mode: str, *extra: str) -> list[str]:
+    argv = [sys.executable, "-m", "rr_core", "--json", "lab", str(document), "--provider", provider]
+    return [*argv, *SWEEP, "--mode", mode, *extra]
+
+
+def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT_S)
+
+
+def lab(provider: str, stub: StubServer, db: Path, document: Path, mode: str, *extra: str) -> dict[str, Any]:
+    done = run(lab_argv(provider, document, mode, *extra), environment(provider, stub, db))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def batches_json(provider: str, stub: StubServer, db: Path) -> list[dict[str, Any]]:
+    done = run([sys.executable, "-m", "rr_core", "--json", "batches"], environment(provider, stub, db))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["batches"]  # type: ignore[no-any-return]
+
+
+def created_batches(stub: StubServer) -> int:
+    return sum(1 for r in stub.requests if r.method == "POST" and r.path.split("?")[0] in ("/v1/batches", "/v1/messages/batches"))
+
+
+def sync_calls(stub: StubServer) -> int:
+    return sum(1 for r in stub.requests if r.path.split("?")[0] in ("/v1/responses", "/v1/chat/completions", "/v1/messages"))
+
+
+def ledger(data: dict[str, Any]) -> dict[str, Any]:
+    """What a sweep's JSON says it found and paid, without times and ids."""
+    return {
+        "cells": data["cells"],
+        "series": data["series"],
+        "comparisons": data["comparisons"],
+        "failed_runs": data["failed_runs"],
+        "calls_made": data["calls_made"],
+        "paid_usd": data["paid_usd"],
+        "would_cost_usd": data["would_cost_usd"],
+        "mode": data["mode"],
+    }
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_batch_sweep_sends_one_batch_per_phase_and_pays_half_the_now_price(
+    provider: str, tmp_path: Path, document: Path
+) -> None:
+    with StubServer() as stub:
+        stub.batch_auto_complete = True
+        data = lab(provider, stub, tmp_path / "batch.sqlite3", document, "batch")
+        listed = batches_json(provider, stub, tmp_path / "batch.sqlite3")
+        # R&R retrieves then answers: two phases (baseline's calls go with R&R's first)
+        assert created_batches(stub) == 2 and len(listed) == 2
+        assert sync_calls(stub) == 0  # nothing batched went out synchronously
+        assert sum(stub.batch_submissions.values()) == data["calls_made"] > 0
+        assert max(stub.batch_submissions.values()) == 1
+    with StubServer() as stub:
+        now = lab(provider, stub, tmp_path / "now.sqlite3", document, "now")
+        assert created_batches(stub) == 0 and sync_calls(stub) == now["calls_made"] == data["calls_made"]
+    assert data["mode"] == "batch" and now["mode"] == "now"
+    assert data["failed_runs"] == 0 and not data["missing_cells"]
+    # the same replies, at half the price (rounded to the micro-dollar in the JSON)
+    assert data["paid_usd"] > 0
+    assert data["paid_usd"] == pytest.approx(now["paid_usd"] / 2, abs=2e-6)
+    assert [c["cost_usd"] for c in data["cells"]] == pytest.approx(
+        [c["cost_usd"] / 2 for c in now["cells"]], abs=2e-6
+    )
+    assert all(b["state"] == "ended" and b["done"] == b["total"] and not b["open"] for b in listed)
+    assert sum(b["total"] for b in listed) == data["calls_made"]
