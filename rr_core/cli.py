@@ -625,7 +625,9 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
             print(f"  {finished}/{total} runs", file=sys.stderr)
 
     def batch_progress(batch: BatchProgress) -> None:
-        if not args.json:
+        # a batch an earlier process submitted is said even with --json (on stderr): it is why
+        # the sweep waits without submitting anything
+        if not args.json or batch.resumed:
             print(f"  {batch_line(batch)}", file=sys.stderr)
 
     result = sweep(

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,3 +119,92 @@ def test_batch_sweep_sends_one_batch_per_phase_and_pays_half_the_now_price(
     )
     assert all(b["state"] == "ended" and b["done"] == b["total"] and not b["open"] for b in listed)
     assert sum(b["total"] for b in listed) == data["calls_made"]
+
+
+def wait_for(condition: Any, what: str, process: subprocess.Popen[str] | None = None) -> None:
+    """Wait on ``condition()`` with a generous limit (checked every 50 ms); fails saying ``what``."""
+    import time
+
+    limit = time.monotonic() + WAIT_S
+    while not condition():
+        if process is not None and process.poll() is not None:
+            out, err = process.communicate()
+            pytest.fail(f"the process ended before {what}: {err[-2000:]}")
+        if time.monotonic() > limit:
+            pytest.fail(f"not within {WAIT_S:.0f} s: {what}")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_killed_mid_batch_resumes_polling_never_submits_twice_and_ends_with_the_same_ledger(
+    provider: str, tmp_path: Path, document: Path
+) -> None:
+    """kill -9 with the first phase's batch 40% done; the same command again polls the
+    recorded batch (no second submission) and ends with an uninterrupted run's ledger."""
+    db = tmp_path / "killed.sqlite3"
+    with StubServer() as stub:
+        env = environment(provider, stub, db)
+        first = subprocess.Popen(
+            lab_argv(provider, document, "batch"), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            wait_for(lambda: len(stub.batches) == 1, "the first batch was submitted", first)
+            batch_id, batch = next(iter(stub.batches.items()))
+            total = len(batch.items)
+            seen = len(stub.requests)
+            released = stub.release_batch_items(total * 2 // 5)
+            assert 0 < released < total
+
+            def polled() -> bool:  # a status read after the release, recorded in the store
+                after = list(stub.requests)[seen:]
+                asked = any(r.method == "GET" and r.path.split("?")[0].endswith(batch_id) for r in after)
+                return asked and len(SQLiteStore(db).open_batches()) == 1
+
+            wait_for(polled, "the process polled the partly done batch", first)
+        finally:
+            first.kill()  # SIGKILL: no chance to tidy up
+            first.communicate(timeout=WAIT_S)
+        assert first.returncode == -9
+        recorded = SQLiteStore(db).open_batches()
+        assert [(b.batch_id, b.total) for b in recorded] == [(batch_id, total)]
+        submissions_before = created_batches(stub)
+
+        second = subprocess.Popen(
+            lab_argv(provider, document, "batch"), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        said: list[str] = []
+        assert second.stderr is not None
+        reader = threading.Thread(target=lambda: said.extend(iter(second.stderr.readline, "")), daemon=True)
+        reader.start()
+        try:
+
+            def resumed() -> bool:
+                return any("submitted earlier, polled again" in line for line in list(said))
+
+            wait_for(resumed, "the second process said it polls the earlier batch", second)
+            assert created_batches(stub) == submissions_before  # it polls, it does not submit
+            stub.batch_auto_complete = True  # the next phases end as they are submitted
+            assert stub.release_batch_items() == total - released
+            out = second.stdout.read() if second.stdout is not None else ""
+            second.wait(timeout=WAIT_S)
+            reader.join(WAIT_S)
+            err = ""
+        finally:
+            if second.poll() is None:
+                second.kill()
+                second.communicate()
+        assert second.returncode == 0, "".join(said) + err
+        resumed_data = json.loads(out)
+        assert max(stub.batch_submissions.values()) == 1  # 0 duplicate submissions
+        assert sum(stub.batch_submissions.values()) == resumed_data["calls_made"]
+        assert sync_calls(stub) == 0
+        kill_counts = (created_batches(stub), sum(stub.batch_submissions.values()))
+
+    with StubServer() as fresh:  # the uninterrupted run: a fresh stub and a fresh store
+        fresh.batch_auto_complete = True
+        whole = lab(provider, fresh, tmp_path / "whole.sqlite3", document, "batch")
+        assert (created_batches(fresh), sum(fresh.batch_submissions.values())) == kill_counts
+    assert ledger(resumed_data) == ledger(whole)
+    assert not SQLiteStore(db).open_batches()
