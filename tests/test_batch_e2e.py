@@ -72,11 +72,19 @@ def batches_json(provider: str, stub: StubServer, db: Path) -> list[dict[str, An
 
 
 def created_batches(stub: StubServer) -> int:
-    return sum(1 for r in stub.requests if r.method == "POST" and r.path.split("?")[0] in ("/v1/batches", "/v1/messages/batches"))
+    return sum(
+        1
+        for r in stub.requests
+        if r.method == "POST" and r.path.split("?")[0] in ("/v1/batches", "/v1/messages/batches")
+    )
 
 
 def sync_calls(stub: StubServer) -> int:
-    return sum(1 for r in stub.requests if r.path.split("?")[0] in ("/v1/responses", "/v1/chat/completions", "/v1/messages"))
+    return sum(
+        1
+        for r in stub.requests
+        if r.path.split("?")[0] in ("/v1/responses", "/v1/chat/completions", "/v1/messages")
+    )
 
 
 def ledger(data: dict[str, Any]) -> dict[str, Any]:
@@ -208,3 +216,14 @@ def test_killed_mid_batch_resumes_polling_never_submits_twice_and_ends_with_the_
         assert (created_batches(fresh), sum(fresh.batch_submissions.values())) == kill_counts
     assert ledger(resumed_data) == ledger(whole)
     assert not SQLiteStore(db).open_batches()
+
+
+def test_batch_budget_refuses_before_submitting(tmp_path: Path, document: Path) -> None:
+    """``--max-usd`` below the batch estimate's worst case: refused, nothing submitted."""
+    with StubServer() as stub:
+        stub.batch_auto_complete = True
+        argv = lab_argv("openai", document, "batch", "--max-usd", "0.0001")
+        done = run(argv, environment("openai", stub, tmp_path / "budget.sqlite3"))
+        assert done.returncode != 0
+        assert "0.0001" in done.stderr or "budget" in done.stderr.lower() or "max-usd" in done.stderr
+        assert created_batches(stub) == 0 and not stub.batch_submissions and sync_calls(stub) == 0
