@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT, planted_texts
 
 from rr_core.store import SQLiteStore
-from tests.stub_server import Reply, StubServer
+from tests.stub_server import StubServer
 
 WAIT_S = 120.0  # a generous limit for every condition: the machine may be busy
 PROVIDERS = ["openai", "anthropic"]
