@@ -4,4 +4,6 @@ import sys
 
 from rr_core.cli import main
 
-sys.exit(main())
+# Guarded: the review's reader processes (spawned) import this module again as ``__mp_main__``.
+if __name__ == "__main__":
+    sys.exit(main())

@@ -46,6 +46,13 @@ class Want(Enum):
     PLACE = "place"
     LIST = "list"
     TEXT = "text"  # a sentence
+    YES_NO = "yes-no"  # the question says to answer yes or no: yes, with the passage that says so
+
+
+# What a question says of its answer's form ("Answer yes or no; ...", "Answer with the date."),
+# as the review grid words its columns: read for the kind of answer, then left out of the terms.
+_ASKS_FORM = re.compile(r"(?:^|(?<=[.?!]))\s*Answer (?:yes or no|with)\b[^.?!]*[.?!]?", re.IGNORECASE)
+_YES_OR_NO = re.compile(r"\banswer yes or no\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +169,9 @@ def _kind_of_head(head: list[str], q: str) -> Want | None:
 
 def answer_type(question: str) -> Want:
     """The kind of answer ``question`` asks for, from its wording alone."""
+    if _YES_OR_NO.search(question):
+        return Want.YES_NO
+    question = _ASKS_FORM.sub(" ", question)
     words = _words(question)
     q = " ".join(words)
     if not words:
@@ -555,10 +565,11 @@ class _Unit:
 
 class _Reader:
     def __init__(self, question: str, pages: Sequence[tuple[int, str]]) -> None:
+        self.want = answer_type(question)
+        question = " ".join(_ASKS_FORM.sub(" ", question).split()) or question
         self.question = question
         self.pages = pages
         self.read: list[PageTerms] = page_terms([text for _, text in pages])
-        self.want = answer_type(question)
         self.page_index = BM25.from_counts(page.counts for page in self.read)
         self.page_scores = self.page_index.scores(question)  # also works out each term's idf
         # A lone letter ("Apple's" gives "apple" and "s") says nothing about what is asked.
@@ -654,6 +665,9 @@ class _Reader:
         candidates = self.ranked()
         if self.want is Want.LIST:
             found = self._list(candidates)
+        elif self.want is Want.YES_NO:
+            said = self._sentence(candidates)
+            found = Reading(True, "Yes", said.citations) if said is not None else None
         elif self.want is Want.TEXT:
             found = self._sentence(candidates)
         else:
@@ -676,7 +690,7 @@ class _Reader:
                 words.update(self.read[j].sentence_terms[i - 1])
             for k in range(unit.sentence + 1, unit.last + 1):
                 words.update(self.read[j].sentence_terms[k])
-            if self.cover(words) >= _MIN_COVER[self.want not in (Want.TEXT, Want.LIST)]:
+            if self.cover(words) >= _MIN_COVER[self.want not in (Want.TEXT, Want.LIST, Want.YES_NO)]:
                 out.append((weight, unit))
         return out
 

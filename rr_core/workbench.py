@@ -5,6 +5,9 @@
 - **ask**: ``plan_ask`` (the chosen methods planned for a document and its questions, with
   the estimate and the context window), ``check_ask_budget``, ``ask`` (run them with the
   store as call cache if asked, under a budget, and save them to the history);
+- **review**: ``read_review_corpus`` (files read once into the document store),
+  ``plan_grid`` (documents × columns planned and estimated), ``check_review_budget``,
+  ``review`` (the grid's jobs run into cells, through the store as call cache);
 - **sweep**: ``plan_measurement`` (trials' recipes, each trial built, planned and dropped), ``check_sweep_budget``,
   ``sweep`` (run through the store as call cache, under a budget).
 
@@ -43,10 +46,22 @@ from rr_core.llm.config import Lookup, environment
 from rr_core.methods import plan_questions
 from rr_core.plans import Plan, estimate_calls
 from rr_core.questions import Question, mark_traces
+from rr_core.review import (
+    AnswerKey,
+    Cell,
+    Column,
+    CorpusFile,
+    Item,
+    ReviewPlan,
+    StoredDocuments,
+    cells_of,
+    plan_review,
+    read_corpus,
+)
 from rr_core.runs import Budget, CallCache, CallEvent, Executor, RunTrace
 from rr_core.settings import QuestionPlacement, RunSettings
 from rr_core.store import Store, open_store
-from rr_core.tokens import TokenCounter
+from rr_core.tokens import TokenCounter, counter_for_model
 
 # ---- the narrow points: the runner and the store ----------------------------------------------
 
@@ -412,6 +427,144 @@ def sweep(
         cache.account(ledger)
     except (LedgerError, OSError) as exc:
         result.save_error = result.save_error or str(exc)
+    return result
+
+
+# ---- review ----------------------------------------------------------------------------------
+
+
+def read_review_corpus(
+    items: Sequence[Item],
+    *,
+    model: str = "",
+    store: Store | None = None,
+    processes: int | None = None,
+    on_file: Callable[[int, int, CorpusFile], None] | None = None,
+) -> list[CorpusFile]:
+    """Read a review's files once (in parallel processes) into the document store; one summary
+    per file, problems listed (``model``: the model whose tokenizer counts the pages)."""
+    return read_corpus(items, store if store is not None else open_history(), model=model,
+                       processes=processes, on_file=on_file)  # fmt: skip
+
+
+def review_resolver(counter: TokenCounter, store: Store | None = None) -> StoredDocuments:
+    """Opens a review's documents from the document store (their stored readings)."""
+    return StoredDocuments(store if store is not None else open_history(), counter)
+
+
+def plan_grid(
+    files: Sequence[CorpusFile],
+    columns: Sequence[Column],
+    settings: RunSettings,
+    counter: TokenCounter,
+    *,
+    compare: RunSettings | None = None,
+    compare_rows: int = 5,
+    window: int | None = None,
+    store: Store | None = None,
+    tokenizer: str = "",
+) -> ReviewPlan:
+    """The grid planned and estimated before any call (``ConfigError`` when it cannot work)."""
+    return plan_review(
+        files, columns, settings, counter, review_resolver(counter, store),
+        compare=compare, compare_rows=compare_rows, window=window, tokenizer=tokenizer,
+    )  # fmt: skip
+
+
+def check_review_budget(plan: ReviewPlan, max_usd: float | None, mode: Mode = "now") -> None:
+    """Refuse, before any call, a grid estimated above the budget or with no known price."""
+    if max_usd is None:
+        return
+    priced_as, provider = plan.settings.pricing
+    if assumed_free(priced_as, provider) or not plan.estimate.cost.known:
+        raise ConfigError(
+            f"A budget of ${max_usd:.2f} was set, but no price is known for {priced_as}, so the grid could "
+            "pass it unseen. Nothing was sent: name the model whose prices apply, or leave out the budget."
+        )
+    usd = plan.estimate.usd(mode)
+    if usd > max_usd:
+        raise ConfigError(
+            f"The grid is estimated at ${usd:.2f} ({plan.estimate.calls:,} calls, {mode}), above the budget "
+            f"of ${max_usd:.2f}. Nothing was sent: raise the budget, or review fewer documents or questions."
+        )
+
+
+@dataclass(slots=True)
+class ReviewResult:
+    """What a grid run gave back: its cells (as they arrived), traces, and where they were kept."""
+
+    cells: list[Cell]
+    traces: list[RunTrace]
+    batch: str | None = None  # the history's batch id; None when not saved
+    save_error: str | None = None
+    cancelled: bool = False
+
+    @property
+    def paid_usd(self) -> float:
+        """What the run paid (stored replies and free engines pay nothing)."""
+        return sum(t.paid_usd for t in self.traces)
+
+
+def review(
+    plan: ReviewPlan,
+    client: LLMClient,
+    *,
+    concurrency: int,
+    key: AnswerKey | None = None,
+    jobs: Sequence[Job] | None = None,
+    max_usd: float | None = None,
+    mode: Mode = "now",
+    store: Store | None = None,
+    on_cell: Callable[[Cell], None] | None = None,
+    on_event: Callable[[CallEvent], None] | None = None,
+    on_batch: Callable[[BatchProgress], None] | None = None,
+    guard: Guard | None = None,
+    save: bool = True,
+) -> ReviewResult:
+    """Run the grid's jobs (or ``jobs``: a retry of some cells) through the run store as call
+    cache: a grid stopped and started again pays only for what is missing, and a cell asked
+    before is answered from the store. Cells are handed to ``on_cell`` as their job finishes;
+    the traces are saved to the history at the end."""
+    cache = store if store is not None else open_history()
+    todo = list(jobs) if jobs is not None else list(plan.jobs)
+    counter = counter_for_model(todo[0].token_model) if todo else None
+    resolver = StoredDocuments(cache, counter) if counter is not None else None
+    ledger = plan.ledger_key()
+    cells: list[Cell] = []
+    traces: list[RunTrace] = []
+    cancelled = False
+    with (
+        open_runner(
+            client,
+            concurrency=concurrency,
+            cache=cache,
+            window=plan.window,
+            max_usd=max_usd,
+            mode=mode,
+            label=f"Review · {len(plan.documents)} documents × {len(plan.columns)} questions",
+            ledger=ledger,
+        ) as runner,
+        guard(runner) if guard is not None else nullcontext(),
+    ):
+        for item in runner.stream_jobs(todo, resolver=resolver, counter=counter):
+            if isinstance(item, RunTrace):
+                traces.append(item)
+                for cell in cells_of(item, todo[item.position], plan, key):
+                    cells.append(cell)
+                    if on_cell is not None:
+                        on_cell(cell)
+            elif isinstance(item, CallEvent) and on_event is not None:
+                on_event(item)
+            elif isinstance(item, BatchProgress) and on_batch is not None:
+                on_batch(item)
+        cancelled = runner.cancelled
+    result = ReviewResult(cells, traces, cancelled=cancelled)
+    try:
+        cache.account(ledger)
+        if save and traces:
+            result.batch = cache.save_batch(traces)
+    except (LedgerError, ConfigError, OSError) as exc:
+        result.save_error = str(exc)
     return result
 
 

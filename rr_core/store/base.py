@@ -188,6 +188,14 @@ class DocumentStore(Protocol):
         """The file name the bytes were first kept under, or None."""
         ...
 
+    def put_reading(self, sha256: str, tokenizer: str, data: bytes) -> None:
+        """Keep what reading the document gave (its pages, counted by ``tokenizer``), opaque bytes."""
+        ...
+
+    def get_reading(self, sha256: str, tokenizer: str) -> bytes | None:
+        """The reading kept for this document and tokenizer, or None."""
+        ...
+
 
 class Store(RunStore, CallCache, DocumentStore, Protocol):
     """One store: runs, call replies and batches, documents, all of one owner."""

@@ -194,12 +194,26 @@ def _ledgers(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX calls_unaccounted ON calls (owner, ledger) WHERE accounted = 0")
 
 
+def _readings(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE readings (
+            owner TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            tokenizer TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY (owner, sha256, tokenizer)
+        )"""
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
     Migration(3, "documents by content hash", _documents),
     Migration(4, "provider batches and the calls waiting in them", _batches),
     Migration(5, "how each reply was paid (now or batch), and the ledger that records it", _ledgers),
+    Migration(6, "documents' readings (pages and tokens), so a document is parsed once", _readings),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -683,3 +697,20 @@ class SQLiteStore:
                 "SELECT name FROM documents WHERE owner = ? AND sha256 = ?", (self._owner, sha256)
             ).fetchone()
         return str(row[0]) if row else None
+
+    def put_reading(self, sha256: str, tokenizer: str, data: bytes) -> None:
+        """Keep what reading a document gave (its pages, counted by ``tokenizer``); replaces an older one."""
+        with self._transaction(write=True) as db:
+            db.execute(
+                "INSERT OR REPLACE INTO readings (owner, sha256, tokenizer, created_at, data) VALUES (?,?,?,?,?)",
+                (self._owner, sha256, tokenizer, _now(), sqlite3.Binary(data)),
+            )
+
+    def get_reading(self, sha256: str, tokenizer: str) -> bytes | None:
+        """The reading kept for this document and tokenizer, or None."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT data FROM readings WHERE owner = ? AND sha256 = ? AND tokenizer = ?",
+                (self._owner, sha256, tokenizer),
+            ).fetchone()
+        return bytes(row[0]) if row else None

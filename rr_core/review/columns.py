@@ -1,0 +1,293 @@
+"""The review grid's columns: a question, the type of answer it wants, and a short instruction.
+
+A set of columns is a *playbook*: read from and written to CSV (``question,type`` as in
+``shared/data/review/questions.csv``, optionally ``instruction`` and ``choices``). A column's
+type says how the model is asked to answer (the wording added to the question) and how its
+answer is read back: ``typed_answer`` turns an answer's text into the column's value (a yes or
+no, an ISO date, a number, a list, one of the choices), or says that it could not.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from enum import Enum
+
+from rr_core.errors import ConfigError
+
+MAX_COLUMNS = 50
+
+
+class AnswerType(Enum):
+    """What a column's answer is."""
+
+    TEXT = "text"
+    YES_NO = "yes-no"
+    DATE = "date"
+    AMOUNT = "amount"
+    NUMBER = "number"
+    LIST = "list"
+    CHOICE = "choice"
+
+    @property
+    def label(self) -> str:
+        """As the screen names it."""
+        return _LABELS[self]
+
+
+_LABELS = {
+    AnswerType.TEXT: "Free text",
+    AnswerType.YES_NO: "Yes / no",
+    AnswerType.DATE: "Date",
+    AnswerType.AMOUNT: "Amount",
+    AnswerType.NUMBER: "Number",
+    AnswerType.LIST: "List",
+    AnswerType.CHOICE: "One of given choices",
+}
+# Other spellings a CSV may use.
+_ALIASES = {
+    "yes/no": AnswerType.YES_NO, "yesno": AnswerType.YES_NO, "yes_no": AnswerType.YES_NO,
+    "bool": AnswerType.YES_NO, "boolean": AnswerType.YES_NO, "free text": AnswerType.TEXT,
+    "string": AnswerType.TEXT, "money": AnswerType.AMOUNT, "currency": AnswerType.AMOUNT,
+    "integer": AnswerType.NUMBER, "float": AnswerType.NUMBER, "choices": AnswerType.CHOICE,
+    "one of": AnswerType.CHOICE, "enum": AnswerType.CHOICE,
+}  # fmt: skip
+
+# What the question sent to the model says about the answer's form (the offline engine reads
+# "yes or no" in a question as a yes/no question).
+_ASKS = {
+    AnswerType.TEXT: "",
+    AnswerType.YES_NO: "Answer yes or no; if the document has no such provision, answer no.",
+    AnswerType.DATE: "Answer with the date.",
+    AnswerType.AMOUNT: "Answer with the amount and its currency.",
+    AnswerType.NUMBER: "Answer with the number.",
+    AnswerType.LIST: "Answer with every item, separated by semicolons.",
+    AnswerType.CHOICE: "Answer with exactly one of: {choices}.",
+}
+
+
+def answer_type(name: str) -> AnswerType:
+    """The type a CSV or the CLI names (``ConfigError`` lists the types otherwise)."""
+    key = " ".join(name.strip().lower().split())
+    try:
+        return AnswerType(key)
+    except ValueError:
+        pass
+    found = _ALIASES.get(key)
+    if found is None:
+        raise ConfigError(
+            f"unknown answer type {name!r}; choose from: {', '.join(t.value for t in AnswerType)}"
+        )
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One question of the grid, the type of its answer, and an optional instruction."""
+
+    question: str
+    type: AnswerType = AnswerType.TEXT
+    instruction: str = ""
+    choices: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.question.strip():
+            raise ConfigError("a column needs a question")
+        if self.type is AnswerType.CHOICE and len(self.choices) < 2:
+            raise ConfigError(
+                f"the column {self.question!r} is one of given choices: give two or more choices"
+            )
+
+    @property
+    def prompt(self) -> str:
+        """The question as sent to the model: the question, the form of the answer, the instruction."""
+        asks = _ASKS[self.type].format(choices=", ".join(self.choices))
+        return " ".join(part for part in (self.question.strip(), asks, self.instruction.strip()) if part)
+
+    @property
+    def header(self) -> str:
+        """The question with its type, as a table's header."""
+        return f"{self.question} [{self.type.value}]"
+
+
+def parse_columns(text: str, *, name: str = "columns") -> list[Column]:
+    """Columns from a playbook CSV: a header with ``question`` and ``type`` (``instruction`` and
+    ``choices`` optional; choices separated by ``|`` or ``;``), or one question a line (free
+    text). ``ConfigError`` names the line at fault."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ConfigError(f"{name} holds no question.")
+    header = [h.strip().lower() for h in next(csv.reader([lines[0]]))]
+    out: list[Column] = []
+    if "question" not in header:
+        out = [Column(" ".join(line.split())) for line in lines]
+    else:
+        rows = csv.DictReader(io.StringIO("\n".join(lines)))
+        for number, row in enumerate(rows, start=2):
+            row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+            question = " ".join(row.get("question", "").split())
+            if not question:
+                continue
+            try:
+                kind = answer_type(row.get("type") or "text")
+                choices = tuple(c.strip() for c in re.split(r"[|;]", row.get("choices", "")) if c.strip())
+                out.append(Column(question, kind, row.get("instruction", ""), choices))
+            except ConfigError as exc:
+                raise ConfigError(f"{name}, line {number}: {exc}") from None
+    if not out:
+        raise ConfigError(f"{name} holds no question.")
+    if len(out) > MAX_COLUMNS:
+        raise ConfigError(f"{name} holds {len(out)} questions; a grid takes at most {MAX_COLUMNS}.")
+    seen: set[str] = set()
+    for column in out:
+        key = " ".join(column.question.lower().split())
+        if key in seen:
+            raise ConfigError(f"{name} asks {column.question!r} twice.")
+        seen.add(key)
+    return out
+
+
+def columns_csv(columns: Sequence[Column]) -> str:
+    """The playbook as CSV (``parse_columns`` reads it back)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["question", "type", "instruction", "choices"])
+    for c in columns:
+        writer.writerow([c.question, c.type.value, c.instruction, " | ".join(c.choices)])
+    return out.getvalue()
+
+
+# ---- reading an answer as the column's type ------------------------------------------------------
+
+_YES = re.compile(r"^\W*(yes|true|y)\b", re.I)
+_NO = re.compile(r"^\W*(no|false|n|none)\b", re.I)
+_MONTHS = {
+    m: i + 1
+    for i, names in enumerate(
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+         ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+         ("october", "oct"), ("november", "nov"), ("december", "dec")]
+    )
+    for m in names
+}  # fmt: skip
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DAY_MONTH_YEAR = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+day)?(?:\s+of)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I
+)
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_SLASHED = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{2}|\d{4})\b")
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
+_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "k": 1e3, "m": 1e6, "bn": 1e9}
+_CURRENCY = re.compile(r"(US\$|\$|€|£|¥|USD|EUR|GBP|JPY|CHF|CAD|AUD|dollars?|euros?|pounds?)", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Typed:
+    """An answer read as its column's type: ``value`` is the canonical text ("Yes", an ISO
+    date, a plain number…), ``""`` when the answer is not of that type (``raw`` keeps it)."""
+
+    value: str
+    raw: str
+    ok: bool
+
+    @property
+    def shown(self) -> str:
+        """What a cell shows: the typed value, else the answer as given."""
+        return self.value if self.ok else self.raw
+
+
+def read_date(text: str) -> date | None:
+    """The first date written in ``text`` (month names, ISO, or m/d/y as in US contracts)."""
+    found: list[tuple[int, date]] = []
+    for pattern, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
+        for m in pattern.finditer(text):
+            a, b, y = m.groups()
+            day, month = (a, b) if order == "dmy" else (b, a)
+            made = _date(int(y), _MONTHS[month.lower().rstrip(".")], int(day))
+            if made:
+                found.append((m.start(), made))
+    for m in _ISO.finditer(text):
+        made = _date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        if made:
+            found.append((m.start(), made))
+    for m in _SLASHED.finditer(text):
+        month, day, year = (int(g) for g in m.groups())
+        year = year + (2000 if year < 50 else 1900) if year < 100 else year
+        made = _date(year, month, day)
+        if made:
+            found.append((m.start(), made))
+    return min(found)[1] if found else None
+
+
+def _date(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def read_number(text: str) -> float | None:
+    """The first number written in ``text``, with a scale word after it ("2.5 million")."""
+    m = _NUMBER.search(text)
+    if not m:
+        return None
+    try:
+        value = float(m.group(0).replace(",", ""))
+    except ValueError:
+        return None
+    after = text[m.end() : m.end() + 12].strip().lower()
+    for word, factor in _SCALE.items():
+        if re.match(rf"{word}\b", after):
+            return value * factor
+    return value
+
+
+def _plain_number(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
+def typed_answer(column: Column, answer: str, *, stated: bool) -> Typed:
+    """``answer`` read as ``column``'s type. Not stated: a yes/no column reads it as "No" (the
+    question asks whether a provision exists), every other type as no value."""
+    raw = " ".join(answer.split())
+    kind = column.type
+    if not stated:
+        if kind is AnswerType.YES_NO:
+            return Typed("No", raw, True)
+        return Typed("", raw, False)
+    if kind is AnswerType.TEXT:
+        return Typed(raw, raw, bool(raw))
+    if kind is AnswerType.YES_NO:
+        if _YES.match(raw):
+            return Typed("Yes", raw, True)
+        if _NO.match(raw):
+            return Typed("No", raw, True)
+        return Typed("", raw, False)
+    if kind is AnswerType.DATE:
+        found = read_date(raw)
+        return Typed(found.isoformat(), raw, True) if found else Typed("", raw, False)
+    if kind in (AnswerType.AMOUNT, AnswerType.NUMBER):
+        number = read_number(raw)
+        if number is None:
+            return Typed("", raw, False)
+        currency = _CURRENCY.search(raw) if kind is AnswerType.AMOUNT else None
+        unit = currency.group(1) if currency else ""
+        unit = "$" if unit.lower() in ("us$", "usd", "dollar", "dollars") else unit
+        shown = _plain_number(number)
+        return Typed(
+            f"{unit}{shown}" if unit in ("$", "€", "£", "¥") else f"{shown} {unit}".strip(), raw, True
+        )
+    if kind is AnswerType.LIST:
+        items = [i.strip(" .") for i in re.split(r";|\n|•|\band\b(?=[^;]*$)", raw) if i.strip(" .")]
+        return Typed("; ".join(items), raw, bool(items))
+    # one of the choices: the choice the answer names (the longest, when several match)
+    low = raw.lower()
+    named = [c for c in column.choices if re.search(rf"\b{re.escape(c.lower())}\b", low)]
+    if not named:
+        return Typed("", raw, False)
+    return Typed(max(named, key=len), raw, True)

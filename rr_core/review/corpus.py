@@ -1,0 +1,502 @@
+"""A review's corpus: many files read once, in parallel processes, into the document store.
+
+Files come as paths, folders, uploads (name and bytes) or ZIPs of them. Each is read in a
+worker process (PDF text extraction is CPU-bound), and what was read — the pages' text, labels
+and token counts — is kept in the document store beside the file's bytes, by content hash: a
+document is parsed once, and any later step (the estimate, the run, the Document screen, another
+process) opens its reading from the store. The parent keeps only a summary per file
+(``CorpusFile``), never the corpus: peak memory is a few documents, one per worker in flight.
+
+A file that cannot be read (encrypted, scanned, damaged, empty, too large, of a type not read)
+is listed with its message; the others go on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import zipfile
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
+
+from rr_core.documents import MAX_BYTES, SUPPORTED, Document, Page, load_document
+from rr_core.errors import (
+    ConfigError,
+    CorruptDocument,
+    DocumentError,
+    DocumentTooLarge,
+    EmptyDocument,
+    NoTextError,
+    PasswordRequired,
+    UnsupportedType,
+    WrongPassword,
+)
+from rr_core.jobs import DocumentRef, Material, Source
+from rr_core.tokens import TokenCounter, counter_for_model
+
+MAX_FILES = 10_000
+ZIP_MAX_MEMBERS = 10_000
+ZIP_MAX_UNPACKED = 2 * 1024**3  # what a ZIP may unpack to in all
+READING_VERSION = 1
+
+# What each problem is called on screen, by the error that says it.
+PROBLEMS: tuple[tuple[type[DocumentError], str], ...] = (
+    (PasswordRequired, "encrypted"),
+    (WrongPassword, "encrypted"),
+    (NoTextError, "scanned (no text layer)"),
+    (CorruptDocument, "damaged"),
+    (EmptyDocument, "empty"),
+    (DocumentTooLarge, "too large"),
+    (UnsupportedType, "type not read"),
+)
+
+
+class ReadingStore(Protocol):
+    """What the corpus needs of a store: document bytes and readings, by content hash."""
+
+    def put_document(self, data: bytes, name: str) -> str: ...
+
+    def get_document(self, sha256: str) -> bytes | None: ...
+
+    def document_name(self, sha256: str) -> str | None: ...
+
+    def put_reading(self, sha256: str, tokenizer: str, data: bytes) -> None: ...
+
+    def get_reading(self, sha256: str, tokenizer: str) -> bytes | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusFile:
+    """One file of the corpus, as read: its pages and tokens, or why it could not be read."""
+
+    name: str  # as given (a ZIP member: "archive.zip/folder/file.pdf")
+    size: int
+    sha256: str = ""
+    kind: str = ""
+    pages: int = 0
+    tokens: int = 0
+    empty_pages: int = 0
+    warnings: tuple[str, ...] = ()
+    problem: str = ""  # e.g. "encrypted"; "" when read
+    message: str = ""  # the reader's message, safe to show
+    duplicate_of: str = ""  # the name of an earlier file with the same bytes
+
+    @property
+    def ok(self) -> bool:
+        """Read, and not a second copy of a file already in the corpus."""
+        return not self.problem and not self.duplicate_of
+
+    @property
+    def ref(self) -> DocumentRef:
+        """The reference a job holds."""
+        return DocumentRef(sha256=self.sha256, name=self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON (the CLI's ``documents``)."""
+        return {
+            "document": self.name,
+            "document_sha256": self.sha256,
+            "kind": self.kind,
+            "pages": self.pages,
+            "tokens": self.tokens,
+            "size_bytes": self.size,
+            "read": self.ok,
+            "problem": self.problem or None,
+            "message": self.message or None,
+            "duplicate_of": self.duplicate_of or None,
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A file to read: its name, and its bytes or its path (read in the worker)."""
+
+    name: str
+    data: bytes | None = None
+    path: str = ""
+
+    def read(self) -> bytes:
+        """The file's bytes."""
+        return self.data if self.data is not None else Path(self.path).read_bytes()
+
+
+# ---- collecting the files ------------------------------------------------------------------------
+
+
+def items_from_paths(paths: Sequence[str | Path]) -> tuple[list[Item], list[CorpusFile]]:
+    """Files from paths and folders (folders walked, sorted; hidden files skipped), ZIPs opened.
+    Paths that do not exist are listed as problems."""
+    items: list[Item] = []
+    problems: list[CorpusFile] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p.relative_to(path)))
+            for p in found:
+                _add_path(p, str(p.relative_to(path.parent)), items, problems)
+        elif path.is_file():
+            _add_path(path, path.name, items, problems)
+        else:
+            problems.append(
+                CorpusFile(str(given), 0, problem="missing", message=f"{given}: no such file or folder")
+            )
+    return items, problems
+
+
+def _hidden(relative: Path) -> bool:
+    return any(part.startswith(".") or part == "__MACOSX" for part in relative.parts)
+
+
+def _add_path(path: Path, name: str, items: list[Item], problems: list[CorpusFile]) -> None:
+    if path.suffix.lower() == ".zip":
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            problems.append(
+                CorpusFile(name, 0, problem="unreadable", message=f"{name}: {exc.strerror or exc}")
+            )
+            return
+        unpacked, bad = unzip(name, data)
+        items.extend(unpacked)
+        problems.extend(bad)
+        return
+    items.append(Item(name, path=str(path)))
+
+
+def items_from_uploads(files: Iterable[tuple[str, bytes]]) -> tuple[list[Item], list[CorpusFile]]:
+    """Files from uploads (name, bytes); a ZIP's members become files of their own."""
+    items: list[Item] = []
+    problems: list[CorpusFile] = []
+    for name, data in files:
+        if name.lower().endswith(".zip"):
+            unpacked, bad = unzip(name, data)
+            items.extend(unpacked)
+            problems.extend(bad)
+        else:
+            items.append(Item(name, data=data))
+    return items, problems
+
+
+def unzip(name: str, data: bytes) -> tuple[list[Item], list[CorpusFile]]:
+    """The documents in a ZIP, each named ``name/member``. A ZIP that is damaged, holds too many
+    files or unpacks to too much is a problem; members of a type not read are skipped and listed;
+    a ZIP inside a ZIP is not opened (listed)."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = [m for m in archive.infolist() if not m.is_dir() and not _hidden(Path(m.filename))]
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        return [], [
+            CorpusFile(name, len(data), problem="damaged", message=f"{name}: not a readable ZIP ({exc})")
+        ]
+    if len(members) > ZIP_MAX_MEMBERS:
+        return [], [
+            CorpusFile(name, len(data), problem="too large",
+                       message=f"{name}: holds {len(members):,} files; at most {ZIP_MAX_MEMBERS:,} are read")
+        ]  # fmt: skip
+    total = sum(m.file_size for m in members)
+    if total > ZIP_MAX_UNPACKED:
+        return [], [
+            CorpusFile(name, len(data), problem="too large",
+                       message=f"{name}: unpacks to {total / 1024**3:.1f} GB; at most {ZIP_MAX_UNPACKED / 1024**3:.0f} GB")
+        ]  # fmt: skip
+    items: list[Item] = []
+    problems: list[CorpusFile] = []
+    for member in members:
+        shown = f"{name}/{PurePosixPath(member.filename).as_posix()}"
+        suffix = PurePosixPath(member.filename).suffix.lower()
+        if suffix == ".zip":
+            problems.append(CorpusFile(shown, member.file_size, problem="type not read",
+                                       message=f"{shown}: a ZIP inside a ZIP is not opened; upload it on its own"))  # fmt: skip
+            continue
+        if suffix not in SUPPORTED:
+            problems.append(CorpusFile(shown, member.file_size, problem="type not read",
+                                       message=f"{shown}: {suffix or 'no extension'} files are not read"))  # fmt: skip
+            continue
+        if member.file_size > MAX_BYTES:
+            problems.append(CorpusFile(shown, member.file_size, problem="too large",
+                                       message=f"{shown}: {member.file_size / 1024**2:.0f} MB, over the file limit"))  # fmt: skip
+            continue
+        try:
+            with archive.open(member) as handle:
+                content = handle.read(MAX_BYTES + 1)
+        except (
+            zipfile.BadZipFile,
+            OSError,
+            ValueError,
+            RuntimeError,
+        ) as exc:  # RuntimeError: encrypted member
+            problems.append(CorpusFile(shown, member.file_size, problem="damaged", message=f"{shown}: {exc}"))
+            continue
+        items.append(Item(shown, data=content))
+    return items, problems
+
+
+# ---- reading (in worker processes) ---------------------------------------------------------------
+
+
+def _problem_of(exc: DocumentError) -> str:
+    for kind, problem in PROBLEMS:
+        if isinstance(exc, kind):
+            return problem
+    return "unreadable"
+
+
+def reading_bytes(document: Document) -> bytes:
+    """A document's reading (pages, labels, tokens) as the store keeps it: compressed JSON."""
+    data = {
+        "v": READING_VERSION,
+        "name": document.name,
+        "kind": document.kind,
+        "tokenizer": document.tokenizer,
+        "approximate": document.approximate_tokens,
+        "warnings": list(document.warnings),
+        "pages": [[p.text, p.tokens, p.source_page, p.label] for p in document.pages],
+    }
+    return zlib.compress(json.dumps(data, ensure_ascii=False).encode(), 6)
+
+
+def document_from_reading(sha256: str, blob: bytes, pdf_bytes: bytes | None = None) -> Document | None:
+    """The document a stored reading holds (None when it is of another version or damaged)."""
+    try:
+        data = json.loads(zlib.decompress(blob))
+    except (zlib.error, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("v") != READING_VERSION:
+        return None
+    pages = tuple(
+        Page(number=i + 1, text=text, tokens=tokens, source_page=source, label=label or "")
+        for i, (text, tokens, source, label) in enumerate(data["pages"])
+    )
+    return Document(
+        name=str(data["name"]),
+        kind=str(data["kind"]),
+        pages=pages,
+        tokenizer=str(data["tokenizer"]),
+        approximate_tokens=bool(data["approximate"]),
+        sha256=sha256,
+        warnings=tuple(data.get("warnings") or ()),
+        pdf_bytes=pdf_bytes,
+    )
+
+
+_COUNTERS: dict[str, TokenCounter] = {}
+
+
+def _counter(model: str) -> TokenCounter:
+    if model not in _COUNTERS:
+        _COUNTERS[model] = counter_for_model(model)
+    return _COUNTERS[model]
+
+
+def read_item(item: Item, model: str, ocr: bool = False) -> tuple[CorpusFile, bytes | None, bytes | None]:
+    """Read one file (in a worker): its summary, its bytes and its reading (None when it could
+    not be read)."""
+    try:
+        data = item.read()
+    except OSError as exc:
+        return (
+            CorpusFile(item.name, 0, problem="unreadable", message=f"{item.name}: {exc.strerror or exc}"),
+            None,
+            None,
+        )
+    sha = hashlib.sha256(data).hexdigest()
+    try:
+        document = load_document(
+            data, filename=PurePosixPath(item.name).name, counter=_counter(model), ocr=ocr
+        )
+    except DocumentError as exc:
+        return (
+            CorpusFile(item.name, len(data), sha256=sha, problem=_problem_of(exc), message=str(exc)),
+            None,
+            None,
+        )
+    summary = CorpusFile(
+        item.name,
+        len(data),
+        sha256=sha,
+        kind=document.kind,
+        pages=len(document.pages),
+        tokens=document.total_tokens,
+        empty_pages=len(document.empty_pages),
+        warnings=document.warnings,
+    )
+    return summary, data, reading_bytes(document)
+
+
+def _read_for_pool(item: Item, model: str, ocr: bool) -> tuple[CorpusFile, bytes | None, bytes | None]:
+    # A path is read in the worker; its bytes come back once, for the store.
+    return read_item(item, model, ocr)
+
+
+def default_processes() -> int:
+    """Worker processes: one per core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+OnFile = Callable[[int, int, CorpusFile], None]
+
+
+def read_corpus(
+    items: Sequence[Item],
+    store: ReadingStore,
+    *,
+    model: str = "",
+    processes: int | None = None,
+    ocr: bool = False,
+    on_file: OnFile | None = None,
+) -> list[CorpusFile]:
+    """Read every file once (in ``processes`` worker processes; 1: in this one), keep its bytes
+    and reading in ``store``, and return one summary per file in the order given. A file whose
+    reading is already stored (same bytes, same tokenizer) is not parsed again."""
+    if len(items) > MAX_FILES:
+        raise ConfigError(f"{len(items):,} files: a review reads at most {MAX_FILES:,} at a time.")
+    tokenizer = _counter(model).label
+    results: list[CorpusFile | None] = [None] * len(items)
+    done = 0
+
+    def keep(index: int, summary: CorpusFile, data: bytes | None, reading: bytes | None) -> None:
+        nonlocal done
+        if data is not None and reading is not None:
+            store.put_document(data, PurePosixPath(summary.name).name)
+            store.put_reading(summary.sha256, tokenizer, reading)
+        results[index] = summary
+        done += 1
+        if on_file is not None:
+            on_file(done, len(items), summary)
+
+    todo: list[int] = []
+    for index, item in enumerate(items):
+        known = _known(item, store, tokenizer)
+        if known is not None:
+            keep(index, known, None, None)
+        else:
+            todo.append(index)
+    workers = min(processes or default_processes(), len(todo))
+    if workers <= 1:
+        for index in todo:
+            keep(index, *read_item(items[index], model, ocr))
+    else:
+        for index, result in _in_pool(items, todo, model, ocr, workers):
+            keep(index, *result)
+    return _mark_duplicates([r for r in results if r is not None])
+
+
+def _known(item: Item, store: ReadingStore, tokenizer: str) -> CorpusFile | None:
+    """The summary of a file whose reading is stored already (uploads only: a path is read in
+    the worker, so its hash is not known here)."""
+    if item.data is None:
+        return None
+    sha = hashlib.sha256(item.data).hexdigest()
+    blob = store.get_reading(sha, tokenizer)
+    document = document_from_reading(sha, blob) if blob is not None else None
+    if document is None:
+        return None
+    return CorpusFile(
+        item.name, len(item.data), sha256=sha, kind=document.kind, pages=len(document.pages),
+        tokens=document.total_tokens, empty_pages=len(document.empty_pages), warnings=document.warnings,
+    )  # fmt: skip
+
+
+def _in_pool(
+    items: Sequence[Item], todo: Sequence[int], model: str, ocr: bool, workers: int
+) -> Iterator[tuple[int, tuple[CorpusFile, bytes | None, bytes | None]]]:
+    """Results as they finish, with at most two files per worker in flight (memory stays a few
+    documents, not the corpus)."""
+    pending: dict[Future[tuple[CorpusFile, bytes | None, bytes | None]], int] = {}
+    queue = iter(todo)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        for index in queue:
+            pending[pool.submit(_read_for_pool, items[index], model, ocr)] = index
+            if len(pending) >= 2 * workers:
+                break
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                index = pending.pop(future)
+                try:
+                    result = future.result()
+                except Exception as exc:  # noqa: BLE001 -- a worker that died (out of memory, a crash in the parser)
+                    item = items[index]
+                    result = (
+                        CorpusFile(item.name, 0, problem="damaged",
+                                   message=f"{item.name}: the reader stopped on this file ({type(exc).__name__})"),
+                        None, None,
+                    )  # fmt: skip
+                yield index, result
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending[pool.submit(_read_for_pool, items[nxt], model, ocr)] = nxt
+
+
+def _mark_duplicates(files: list[CorpusFile]) -> list[CorpusFile]:
+    """A second file with the same bytes is listed as a copy of the first (read once)."""
+    first: dict[str, str] = {}
+    out = []
+    for f in files:
+        if f.ok and f.sha256 in first:
+            f = CorpusFile(**{**_fields(f), "duplicate_of": first[f.sha256]})
+        elif f.ok:
+            first[f.sha256] = f.name
+        out.append(f)
+    return out
+
+
+def _fields(f: CorpusFile) -> dict[str, Any]:
+    return {name: getattr(f, name) for name in CorpusFile.__dataclass_fields__}
+
+
+# ---- opening a stored document where a job runs ----------------------------------------------------
+
+
+class StoredDocuments:
+    """A resolver over the document store: a job's document opened from its stored reading
+    (parsed again from its bytes, and the reading kept, only when there is none). Keeps the
+    last few opened (a document's jobs run together)."""
+
+    def __init__(
+        self, store: ReadingStore, counter: TokenCounter, *, keep: int = 4, with_pdf: bool = False
+    ) -> None:
+        self._store, self._counter, self._keep, self._with_pdf = store, counter, keep, with_pdf
+        self._open: dict[str, Document] = {}
+
+    def open(self, source: Source) -> Material:
+        """The document behind a ``DocumentRef``."""
+        if not isinstance(source, DocumentRef):
+            raise ConfigError(f"A review opens documents only, not a {source.kind!r} source.")
+        return Material(self.document(source.sha256, source.name))
+
+    def document(self, sha256: str, name: str = "") -> Document:
+        """The stored document with this hash (``ConfigError`` when the store does not have it)."""
+        found = self._open.get(sha256)
+        if found is not None:
+            return found
+        tokenizer = self._counter.label
+        blob = self._store.get_reading(sha256, tokenizer)
+        pdf = self._store.get_document(sha256) if self._with_pdf or blob is None else None
+        document = document_from_reading(sha256, blob, pdf if self._with_pdf else None) if blob else None
+        if document is None:
+            if pdf is None:
+                raise ConfigError(
+                    f"The document {name or sha256[:12]} (sha256 {sha256[:12]}…) is not in the document store: "
+                    "add it to the review again."
+                )
+            filename = self._store.document_name(sha256) or name or "document"
+            document = load_document(pdf, filename=filename, counter=self._counter)
+            self._store.put_reading(sha256, tokenizer, reading_bytes(document))
+            if not self._with_pdf:
+                document = document_from_reading(sha256, reading_bytes(document)) or document
+        if len(self._open) >= self._keep:
+            self._open.pop(next(iter(self._open)))
+        self._open[sha256] = document
+        return document
