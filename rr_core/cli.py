@@ -33,7 +33,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -271,6 +271,60 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         default=None,
         help="also write one row per trial and method (question, depth, answer, right/wrong, tokens, cost)",
+    )
+
+    p_review = sub.add_parser(
+        "review",
+        help="a review grid: many documents × a list of questions, one table of cited answers",
+    )
+    p_review.add_argument("files", nargs="+", help="files (PDF, DOCX, TXT, HTML, ZIP) or folders")
+    p_review.add_argument(
+        "--questions",
+        required=True,
+        metavar="COLUMNS.csv",
+        help="the columns: CSV question,type[,instruction,choices]",
+    )
+    p_review.add_argument(
+        "--method", default="rr", help=f"the grid's method ({METHOD_NAMES}); settings as rr:k=5000"
+    )
+    p_review.add_argument(
+        "--compare", default=None, metavar="METHOD", help="a second method, run on a sample of rows"
+    )
+    p_review.add_argument(
+        "--compare-rows", type=int, default=5, help="rows the comparison runs on (default 5)"
+    )
+    p_review.add_argument(
+        "--answers", default=None, metavar="KEY.csv", help="answer key: CSV document,question,answers"
+    )
+    p_review.add_argument(
+        "--mode", default="now", choices=("now", "batch"), help="now, or provider batches at half price"
+    )
+    p_review.add_argument(
+        "--max-usd", type=float, default=None, help="refuse to run above this estimate; never pass it"
+    )
+    p_review.add_argument(
+        "--dry-run", action="store_true", help="print the plan and its estimate; send nothing"
+    )
+    p_review.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    p_review.add_argument(
+        "--traces", action="store_true", help="with --json: every run's trace (prompts left out)"
+    )
+    p_review.add_argument("--csv", default=None, metavar="OUT.csv", help="also write one row per cell")
+    p_review.add_argument("--xlsx", default=None, metavar="OUT.xlsx", help="also write an Excel workbook")
+    p_review.add_argument("--provider", default=None, choices=list(ALL_PROVIDERS))
+    p_review.add_argument("--model", default=None, help="model id (also picks the tokenizer)")
+    p_review.add_argument("--price-model", default="", help="price the run as this model")
+    p_review.add_argument("--base-url", default=None, help="server URL (openai-compatible)")
+    p_review.add_argument(
+        "--api-key-env", metavar="VAR", default=None, help="environment variable holding the key"
+    )
+    p_review.add_argument(
+        "--reach", type=int, default=4_000, help="the simulated reader sees pages this near instructions"
+    )
+    p_review.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
+    p_review.add_argument("--concurrency", type=int, default=8, help="calls in flight at most")
+    p_review.add_argument(
+        "--processes", type=int, default=None, help="processes reading the files (default: the cores)"
     )
 
     p_batches = sub.add_parser(
@@ -882,11 +936,175 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 f"{b['batch_id']}  {b['state']:<11} {b['done']:,} of {b['total']:,} done{failed}  "
                 f"{b['label']}  (submitted {b['created_at']}, waited {b['waited']})"
             )
+    elif command == "review":
+        _print_review(data)
     elif command == "samples":
         for s in data["samples"]:
             print(f"{s['name']:<10} {s['pages']:>4} pages, {len(s['questions'])} questions — {s['title']}")
             for path in s.get("written", []):
                 print(f"  wrote {path}")
+
+
+def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
+    """Read the corpus, plan the grid (printed on stderr), and unless --dry-run run it."""
+    from rr_core.methods import parse_spec
+    from rr_core.review import items_from_paths, parse_answer_key, parse_columns
+    from rr_core.review.export import estimate_json, review_csv, review_json, review_xlsx
+    from rr_core.workbench import check_review_budget, plan_grid, read_review_corpus, review
+
+    columns = parse_columns(_read_text(args.questions, "--questions"), name=Path(args.questions).name)
+    key = (
+        parse_answer_key(_read_text(args.answers, "--answers"), name=Path(args.answers).name)
+        if args.answers
+        else None
+    )
+    if args.compare_rows < 1:
+        raise ConfigError(f"--compare-rows {args.compare_rows}: give how many rows, 1 or more")
+    engine = _engine(args, args.provider)
+    counter = counter_for_model(engine.counting_model())
+    base = engine.settings()
+    settings = parse_spec(args.method, base)
+    compare = parse_spec(args.compare, base) if args.compare else None
+    items, problems = items_from_paths(args.files)
+
+    def read(done: int, total: int, f: Any) -> None:
+        if not args.json and (done == total or done % max(1, total // 10) == 0):
+            print(f"  read {done}/{total} files", file=sys.stderr)
+
+    files = read_review_corpus(items, model=engine.counting_model(), processes=args.processes, on_file=read)
+    skipped = [*problems, *(f for f in files if not f.ok)]
+    for f in skipped:
+        print(
+            f"  not reviewed: {f.message or f.name + ': same content as ' + f.duplicate_of}", file=sys.stderr
+        )
+    plan = plan_grid(
+        files, columns, settings, counter, compare=compare, compare_rows=args.compare_rows,
+        window=engine.window(), tokenizer=engine.counting_model(),
+    )  # fmt: skip
+    check_review_budget(plan, args.max_usd, args.mode)
+    _print_review_plan(estimate_json(plan), plan, args.mode)
+    context = {
+        "provider": engine.provider,
+        "model": engine.model,
+        "is_llm": engine.is_llm,
+        "mode": args.mode,
+        "answer_key": Path(args.answers).name if args.answers else None,
+    }
+    if args.dry_run:
+        return {**review_json(plan, [], context=context, skipped=skipped), "dry_run": True}
+    client = _client(args, engine, counter)
+    done = {"n": 0}
+
+    def on_cell(cell: Any) -> None:
+        done["n"] += 1
+        total = len(plan.documents) * len(plan.columns)
+        if not args.json and done["n"] % max(1, total // 10) == 0:
+            print(f"  {done['n']}/{total} cells", file=sys.stderr)
+
+    with _stopping_any() as stop:
+        result = review(
+            plan, client, concurrency=args.concurrency, key=key, max_usd=args.max_usd, mode=args.mode,
+            on_cell=on_cell, guard=stop,
+        )  # fmt: skip
+    data = review_json(
+        plan, result.cells, traces=result.traces if args.traces else (), context=context, skipped=skipped
+    )
+    data.update(
+        paid_usd=round(result.paid_usd, 6),
+        history_batch=result.batch,
+        save_error=result.save_error,
+        cancelled=result.cancelled,
+        failed_cells=sum(1 for c in result.cells if c.error),
+    )
+    writes: list[tuple[str | None, Callable[[], bytes]]] = [
+        (args.csv, lambda: review_csv(plan, result.cells).encode()),
+        (args.xlsx, lambda: review_xlsx(plan, result.cells, context=context)),
+    ]
+    for option, write in writes:
+        if option:
+            try:
+                Path(option).write_bytes(write())
+            except OSError as exc:
+                raise ConfigError(f"cannot write {option}: {exc.strerror or exc}") from None
+    return data
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"{what} {path}: cannot read it ({getattr(exc, 'strerror', None) or exc})"
+        ) from None
+
+
+@contextmanager
+def _stopping_any() -> Iterator[Any]:
+    """A guard for the runner: Ctrl-C or SIGTERM sends no further call (what returned is kept)."""
+    stopped: dict[str, str] = {}
+
+    @contextmanager
+    def guard(runner: Runner) -> Iterator[None]:
+        with _stopping(runner, stopped):
+            yield
+
+    yield guard
+
+
+def _print_review_plan(e: dict[str, Any], plan: Any, mode: str) -> None:
+    """The plan and its estimate, on stderr (stdout is the result)."""
+    lines = [
+        f"review: {e['documents']} documents × {e['questions']} questions — {plan.method_label('main')}"
+        + (
+            f"; compared with {plan.method_label('compare')} on {e['compare_rows']} rows"
+            if plan.compare
+            else ""
+        ),
+        f"  {e['calls']:,} calls, {e['input_tokens']:,} input tokens, priced as {e['priced_as']}"
+        + ("" if e["price_known"] else " (no price known)"),
+        f"  estimate: ${e['usd_now']:.4f} now (no cache), ${e['usd_now_with_cache']:.4f} now with the prompt cache, "
+        f"${e['usd_batch']:.4f} in batches — sending: {mode}",
+    ]
+    if e.get("each_question_alone_input_tokens"):
+        share = e["sample_input_tokens"] / e["each_question_alone_input_tokens"]
+        lines.append(
+            f"  one pass for all questions: {share:.0%} of the input tokens of asking each alone "
+            f"(measured on {e['sample_documents']} documents)"
+        )
+    if e["too_long"]:
+        lines.append(f"  over the context window: {', '.join(e['too_long'])}")
+    print("\n".join(lines), file=sys.stderr)
+
+
+def _print_review(data: dict[str, Any]) -> None:
+    """The grid as text: a block per document, a line per question; then the scores."""
+    if data.get("dry_run"):
+        print("dry run: nothing was sent")
+        return
+    for d in data["documents"]:
+        if not d["read"]:
+            print(
+                f"{d['document']}: not reviewed — {d['message'] or 'same content as ' + str(d['duplicate_of'])}"
+            )
+    current = None
+    for c in data["cells"]:
+        if (c["document"], c["method"]) != current:
+            current = (c["document"], c["method"])
+            print(f"\n{c['document']} — {c['method']}")
+        cite = c["citations"][0] if c["citations"] else None
+        page = f"p. {cite['page']}" if cite else ""
+        where = f"  [{check_words(cite['quote_check'], page) or page}]" if cite else ""
+        mark = {True: "  RIGHT", False: "  WRONG"}.get(c["correct"], "")
+        answer = f"failed: {c['error']}" if c["error"] else c["answer"]
+        print(f"  {c['question']}: {answer}{where}{mark}")
+    marked = [s for s in data["scores"] if s["column"] is None and s["marked"]]
+    if marked:
+        print("\nscores against the answer key:")
+        for s in data["scores"]:
+            if s["marked"]:
+                print(f"  {s['method']} — {s['question']}: {s['right']}/{s['marked']}")
+    engine = "" if data.get("is_llm") else " (not an LLM: nothing paid)"
+    print(f"\npaid ${data['paid_usd']:.4f}{engine}")
 
 
 def cmd_batches(args: argparse.Namespace) -> dict[str, Any]:
@@ -903,6 +1121,7 @@ COMMANDS = {
     "lab": cmd_lab,
     "batches": cmd_batches,
     "samples": cmd_samples,
+    "review": cmd_review,
 }
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -965,6 +1184,8 @@ def _main(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.command == "lab":
         return _lab_exit_code(data)
+    if args.command == "review":
+        return _review_exit_code(data)
     if args.command != "ask":
         return EXIT_OK
     return _ask_exit_code(data)
@@ -998,6 +1219,29 @@ def _ask_exit_code(data: dict[str, Any]) -> int:
     if data.get("save_error"):
         return EXIT_NOT_SAVED
     return EXIT_PARTIAL if failed else EXIT_OK
+
+
+def _review_exit_code(data: dict[str, Any]) -> int:
+    """0 when every cell was answered and kept; 4 when some cells failed (or the run was
+    stopped); 3 when every cell failed; 5 when the history could not keep the grid."""
+    if data.get("dry_run"):
+        return EXIT_OK
+    cells, failed = len(data["cells"]), int(data["failed_cells"])
+    if failed:
+        reasons: dict[str, int] = {}
+        for c in data["cells"]:
+            if c["error"]:
+                reasons[c["error"]] = reasons.get(c["error"], 0) + 1
+        print(f"error: {failed:,} of {cells:,} cells failed:", file=sys.stderr)
+        for reason, n in reasons.items():
+            print(f"  {n:,} × {reason}", file=sys.stderr)
+    if data.get("save_error"):
+        print(f"warning: the grid was not saved to the history: {data['save_error']}", file=sys.stderr)
+    if cells and failed >= cells:
+        return EXIT_PROVIDER
+    if data.get("save_error"):
+        return EXIT_NOT_SAVED
+    return EXIT_PARTIAL if failed or data.get("cancelled") else EXIT_OK
 
 
 def _lab_exit_code(data: dict[str, Any]) -> int:

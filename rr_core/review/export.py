@@ -1,0 +1,230 @@
+"""The grid as it leaves the app: JSON (with the traces), CSV, and an Excel workbook.
+
+Every row says what it answers (the question and its type), from which document (its name
+and SHA-256), by which method and engine, and how far it was checked: "right"/"wrong" only
+against the answer key; otherwise the quote check of its citations (a quote found on its page
+is provenance, not correctness). Text from documents cannot run as a spreadsheet formula.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from rr_core.exports import _csv_safe, csv_text
+from rr_core.plans import Citation
+from rr_core.review.grid import COMPARE, Cell, ReviewPlan, scores
+from rr_core.traces import RunTrace
+
+CELL_COLUMNS = (
+    "document", "document_sha256", "question", "type", "method", "answer", "answer_as_given", "found",
+    "checked", "correct", "accepted_answers", "citation", "page", "page_label", "quote", "quote_check",
+    "cost_usd", "paid_usd", "engine", "error",
+)  # fmt: skip
+
+
+def _page(c: Citation) -> str:
+    if c.page is None:
+        return ""
+    return f"p. {c.page}" + (
+        f" (printed {c.page_label})" if c.page_label and c.page_label != str(c.page) else ""
+    )
+
+
+def _citations(cell: Cell) -> str:
+    return " · ".join(f"{_page(c)}: “{c.quote}” [{c.quote_check}]" for c in cell.citations)
+
+
+def _checked(cell: Cell) -> str:
+    if cell.correct is not None:
+        return "against the answer key"
+    if cell.error:
+        return "failed"
+    return "quote check only (no known answer)" if cell.citations else "not checked (no known answer)"
+
+
+def _engine(plan: ReviewPlan, cell: Cell) -> str:
+    settings = plan.settings_of(cell.role)
+    return f"{settings.provider} {settings.model}" + ("" if cell.is_llm else " (not an LLM)")
+
+
+def cell_row(plan: ReviewPlan, cell: Cell) -> dict[str, object]:
+    """One cell as a flat row (CSV, the workbook's answers sheet)."""
+    first = cell.citations[0] if cell.citations else None
+    return {
+        "document": cell.document,
+        "document_sha256": cell.document_sha256,
+        "question": cell.question,
+        "type": cell.type,
+        "method": cell.method,
+        "answer": cell.answer if not cell.error else "",
+        "answer_as_given": cell.raw,
+        "found": "yes" if cell.found else ("" if cell.error else "no (not stated)"),
+        "checked": _checked(cell),
+        "correct": "" if cell.correct is None else ("right" if cell.correct else "wrong"),
+        "accepted_answers": " | ".join(cell.accepted),
+        "citation": _citations(cell),
+        "page": "" if first is None or first.page is None else first.page,
+        "page_label": first.page_label if first else "",
+        "quote": first.quote if first else "",
+        "quote_check": first.quote_check if first else "",
+        "cost_usd": round(cell.cost_usd, 8),
+        "paid_usd": round(cell.paid_usd, 8),
+        "engine": _engine(plan, cell),
+        "error": cell.error or "",
+    }
+
+
+def _ordered(plan: ReviewPlan, cells: Sequence[Cell]) -> list[Cell]:
+    order = {d.sha256: i for i, d in enumerate(plan.documents)}
+    return sorted(cells, key=lambda c: (c.role == COMPARE, order.get(c.document_sha256, 0), c.column))
+
+
+def review_csv(plan: ReviewPlan, cells: Sequence[Cell]) -> str:
+    """One row per cell (document × question × method)."""
+    return csv_text(CELL_COLUMNS, [cell_row(plan, c) for c in _ordered(plan, cells)])
+
+
+def review_json(
+    plan: ReviewPlan,
+    cells: Sequence[Cell],
+    *,
+    traces: Sequence[RunTrace] = (),
+    context: dict[str, Any] | None = None,
+    skipped: Sequence[Any] = (),
+) -> dict[str, Any]:
+    """The grid as JSON: documents (those not read with their problem), columns, cells, scores,
+    the plan's estimate, and with ``traces`` every call (prompts left out)."""
+    e = plan.estimate
+    data: dict[str, Any] = {
+        **(context or {}),
+        "documents": [d.to_dict() for d in [*plan.documents, *skipped]],
+        "columns": [
+            {
+                "index": i,
+                "question": c.question,
+                "type": c.type.value,
+                "instruction": c.instruction,
+                "choices": list(c.choices),
+                "sent_as": c.prompt,
+            }
+            for i, c in enumerate(plan.columns)
+        ],  # fmt: skip
+        "methods": {role: plan.method_label(role) for role in plan.roles},
+        "estimate": estimate_json(plan),
+        "cells": [c.to_dict() for c in _ordered(plan, cells)],
+        "scores": [s.to_dict() for s in scores(plan, cells)],
+    }
+    if e.alone_ratio is not None:
+        data["estimate"]["several_questions_input_share"] = round(e.alone_ratio, 4)
+    if traces:
+        data["traces"] = [t.to_dict(prompts=False) for t in traces]
+    return data
+
+
+def estimate_json(plan: ReviewPlan) -> dict[str, Any]:
+    """The grid's estimate before any call."""
+    e = plan.estimate
+    priced_as, provider = plan.settings.pricing
+    return {
+        "documents": len(plan.documents),
+        "questions": len(plan.columns),
+        "jobs": len(plan.jobs),
+        "calls": e.calls,
+        "input_tokens": e.input_tokens,
+        "output_tokens": e.output_tokens,
+        "usd_now": round(e.usd("now"), 6),
+        "usd_now_with_cache": round(e.usd("now", cached=True), 6),
+        "usd_batch": round(e.usd("batch"), 6),
+        "price_known": e.cost.known,
+        "priced_as": priced_as,
+        "provider": provider,
+        "cacheable_input_tokens": e.cacheable_tokens,
+        "cacheable_share": round(e.cacheable_share, 4),
+        "sample_documents": e.sample_documents,
+        "sample_input_tokens": e.sample_input_tokens,
+        "each_question_alone_input_tokens": e.alone_input_tokens,
+        "compare_rows": len(plan.compare_documents),
+        "too_long": list(plan.too_long),
+    }
+
+
+def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, Any] | None = None) -> bytes:
+    """An Excel workbook: "Answers" (a row per document, each question's answer with its
+    citation beside it), "Quotes" (each citation and its check), "Costs and settings"."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Alignment, Font
+
+    book = Workbook()
+    answers = book.active
+    assert answers is not None
+    answers.title = "Answers"
+    bold = Font(bold=True)
+    for role in plan.roles:
+        label = plan.method_label(role)
+        header = ["Document", "SHA-256", "Method"]
+        for c in plan.columns:
+            header += [f"{c.question} [{c.type.value}]", "Citation", "Checked"]
+        answers.append(header)
+        for cell in answers[answers.max_row]:
+            cell.font = bold
+        by = {(c.document_sha256, c.column): c for c in cells if c.role == role}
+        rows = (
+            plan.documents
+            if role != COMPARE
+            else [d for d in plan.documents if d.sha256 in plan.compare_documents]
+        )
+        for d in rows:
+            line: list[object] = [_safe(d.name), d.sha256, _safe(label)]
+            for i in range(len(plan.columns)):
+                cell = by.get((d.sha256, i))
+                if cell is None:
+                    line += ["(not run)", "", ""]
+                    continue
+                line += [
+                    _safe(cell.answer if not cell.error else f"failed: {cell.error}"),
+                    _safe(_citations(cell)),
+                    cell.status,
+                ]
+            answers.append(line)
+        answers.append([])
+    quotes = book.create_sheet("Quotes")
+    quotes.append(["Document", "SHA-256", "Question", "Method", "Page", "Printed label", "Quote", "Quote check",
+                   "Answer", "Correct"])  # fmt: skip
+    for cell in _ordered(plan, cells):
+        for cited in cell.citations:
+            quotes.append([
+                _safe(cell.document), cell.document_sha256, _safe(cell.question), _safe(cell.method),
+                cited.page, cited.page_label, _safe(cited.quote), cited.quote_check, _safe(cell.answer),
+                "" if cell.correct is None else ("right" if cell.correct else "wrong"),
+            ])  # fmt: skip
+    costs = book.create_sheet("Costs and settings")
+    costs.append(["Document", "SHA-256", "Question", "Method", "Engine", "Cost (USD, at the run's price)",
+                  "Paid (USD)", "Price known", "Error"])  # fmt: skip
+    for cell in _ordered(plan, cells):
+        costs.append([
+            _safe(cell.document), cell.document_sha256, _safe(cell.question), _safe(cell.method),
+            _engine(plan, cell), round(cell.cost_usd, 8), round(cell.paid_usd, 8),
+            "yes" if cell.price_known else "no", _safe(cell.error or ""),
+        ])  # fmt: skip
+    costs.append([])
+    for key, value in {**(context or {}), **estimate_json(plan)}.items():
+        costs.append([key, _safe(str(value))])
+    for role in plan.roles:
+        costs.append([f"settings ({role})", _safe(str(plan.settings_of(role).to_dict()))])
+    for sheet in (answers, quotes, costs):
+        for column in sheet.columns:
+            letter = column[0].column_letter
+            sheet.column_dimensions[letter].width = min(60, max(10, *(len(str(c.value or ""))
+                                                                     for c in column[:50])))  # fmt: skip
+            for c in column:
+                c.alignment = Alignment(wrap_text=True, vertical="top")
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def _safe(value: str) -> object:
+    """Text from a document is kept as text in a spreadsheet, never run as a formula."""
+    return _csv_safe(value)
