@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from enum import Enum
+from typing import Any
 
 from rr_core.errors import ConfigError
 
@@ -107,6 +108,17 @@ class Column:
         """The question as sent to the model: the question, the form of the answer, the instruction."""
         asks = _ASKS[self.type].format(choices=", ".join(self.choices))
         return " ".join(part for part in (self.question.strip(), asks, self.instruction.strip()) if part)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON."""
+        return {"question": self.question, "type": self.type.value, "instruction": self.instruction,
+                "choices": list(self.choices)}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Column:
+        """Read ``to_dict``'s output."""
+        return cls(str(data["question"]), answer_type(str(data.get("type") or "text")),
+                   str(data.get("instruction") or ""), tuple(str(c) for c in data.get("choices") or ()))  # fmt: skip
 
     @property
     def header(self) -> str:

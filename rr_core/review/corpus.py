@@ -21,6 +21,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path, PurePosixPath
@@ -98,6 +99,17 @@ class CorpusFile:
         """The reference a job holds."""
         return DocumentRef(sha256=self.sha256, name=self.name)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CorpusFile:
+        """Read ``to_dict``'s output."""
+        return cls(
+            name=str(data["document"]), size=int(data.get("size_bytes") or 0), sha256=str(data.get("document_sha256") or ""),
+            kind=str(data.get("kind") or ""), pages=int(data.get("pages") or 0), tokens=int(data.get("tokens") or 0),
+            warnings=tuple(data.get("warnings") or ()), problem=str(data.get("problem") or ""),
+            message=str(data.get("message") or ""), duplicate_of=str(data.get("duplicate_of") or ""),
+            empty_pages=int(data.get("empty_pages") or 0),
+        )  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         """As JSON (the CLI's ``documents``)."""
         return {
@@ -111,6 +123,7 @@ class CorpusFile:
             "problem": self.problem or None,
             "message": self.message or None,
             "duplicate_of": self.duplicate_of or None,
+            "empty_pages": self.empty_pages,
             "warnings": list(self.warnings),
         }
 
@@ -387,8 +400,15 @@ def read_corpus(
         for index in todo:
             keep(index, *read_item(items[index], model, ocr))
     else:
-        for index, result in _in_pool(items, todo, model, ocr, workers):
-            keep(index, *result)
+        try:
+            for index, result in _in_pool(items, todo, model, ocr, workers):
+                keep(index, *result)
+        except BrokenProcessPool:
+            # The pool could not start (a program that starts processes on import, say): the
+            # files left are read here, one after another.
+            for index in todo:
+                if results[index] is None:
+                    keep(index, *read_item(items[index], model, ocr))
     return _mark_duplicates([r for r in results if r is not None])
 
 
@@ -426,6 +446,8 @@ def _in_pool(
                 index = pending.pop(future)
                 try:
                     result = future.result()
+                except BrokenProcessPool:
+                    raise
                 except Exception as exc:  # noqa: BLE001 -- a worker that died (out of memory, a crash in the parser)
                     item = items[index]
                     result = (

@@ -56,6 +56,17 @@ class AnswerKey:
     answers: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     name: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON: the name and the rows."""
+        return {"name": self.name, "rows": [[d, q, list(a)] for (d, q), a in self.answers.items()]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AnswerKey:
+        """Read ``to_dict``'s output."""
+        return cls(
+            {(str(d), str(q)): tuple(a) for d, q, a in data.get("rows", [])}, str(data.get("name", ""))
+        )
+
     def lookup(self, document: str, question: str) -> tuple[str, ...] | None:
         """The accepted answers for a cell, or None where the key says nothing of it."""
         return self.answers.get((document_key(document), question_key(question)))
@@ -379,7 +390,34 @@ class Cell:
     price_known: bool = True
     is_llm: bool = True
     error: str | None = None
+    error_kind: str | None = None  # the error's class ("RunCancelled": stopped before it was asked)
     run_id: str = ""
+
+    @property
+    def not_asked(self) -> bool:
+        """Stopped before its calls were sent (not a failure of the method or the provider)."""
+        return self.error_kind == "RunCancelled"
+
+    @property
+    def key(self) -> str:
+        """The cell's place in the grid: method role, document, column."""
+        return f"{self.role}:{self.document_sha256}:{self.column}"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Cell:
+        """Read ``to_dict``'s output."""
+        fields = Citation.__dataclass_fields__
+        return cls(
+            document=str(data["document"]), document_sha256=str(data["document_sha256"]), column=int(data["column"]),
+            question=str(data["question"]), type=str(data["type"]), role=str(data["role"]), method=str(data["method"]),
+            answer=str(data["answer"]), raw=str(data.get("answer_as_given") or ""), typed=bool(data.get("read_as_type")),
+            found=bool(data["found"]),
+            citations=tuple(Citation(**{k: v for k, v in c.items() if k in fields}) for c in data.get("citations") or ()),
+            correct=data.get("correct"), accepted=tuple(data.get("accepted_answers") or ()),
+            cost_usd=float(data.get("cost_usd") or 0.0), paid_usd=float(data.get("paid_usd") or 0.0),
+            price_known=bool(data.get("price_known", True)), is_llm=bool(data.get("engine_is_llm", True)),
+            error=data.get("error"), error_kind=data.get("error_kind"), run_id=str(data.get("run_id") or ""),
+        )  # fmt: skip
 
     @property
     def ok(self) -> bool:
@@ -429,6 +467,7 @@ class Cell:
             "price_known": self.price_known,
             "engine_is_llm": self.is_llm,
             "error": self.error,
+            "error_kind": self.error_kind,
             "run_id": self.run_id,
         }
 
@@ -485,6 +524,7 @@ def cells_of(trace: RunTrace, job: Job, plan: ReviewPlan, key: AnswerKey | None 
                 price_known=trace.price_known,
                 is_llm=trace.is_llm,
                 error=error,
+                error_kind=(trace.error_kind or "Error") if error is not None and trace.error else None,
                 run_id=trace.run_id,
             )
         )

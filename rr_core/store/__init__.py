@@ -22,6 +22,8 @@ from rr_core.store.base import (
     RunStore,
     Store,
     StoredRun,
+    WorkRecord,
+    WorkStore,
 )
 from rr_core.store.config import DB_ENV, DEFAULT_PATH, SUPPORTED_FORMS, redact_url, sqlite_path
 from rr_core.store.sqlite import MIGRATIONS, SCHEMA_VERSION, SQLiteStore
@@ -44,6 +46,8 @@ __all__ = [
     "SQLiteStore",
     "Store",
     "StoredRun",
+    "WorkRecord",
+    "WorkStore",
     "default_path",
     "open_store",
     "redact_url",

@@ -9,15 +9,17 @@ sees only that owner's rows.
 - ``CallCache``: replies by call key, so that no call is paid twice, and the provider batches
   those calls are waiting in (so that a restarted process resumes polling instead of submitting
   them again);
-- ``DocumentStore``: document bytes by content hash;
-- ``Store``: one object giving all three.
+- ``DocumentStore``: document bytes by content hash (and what reading them gave);
+- ``WorkStore``: long work (a review grid, a Lab sweep) as plain data, its progress, its
+  results as they arrive and a stop request, so that it outlives the page that started it;
+- ``Store``: one object giving all four.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from rr_core.llm.base import Usage
 from rr_core.traces import RunTrace
@@ -197,8 +199,92 @@ class DocumentStore(Protocol):
         ...
 
 
-class Store(RunStore, CallCache, DocumentStore, Protocol):
-    """One store: runs, call replies and batches, documents, all of one owner."""
+# A piece of work's life: queued, running, then one of the three ends.
+WORK_STATES = ("queued", "running", "done", "failed", "cancelled")
+OPEN_WORK_STATES = ("queued", "running")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkRecord:
+    """A long piece of work (a review grid, a Lab sweep) as the store keeps it: what it is (its
+    spec, plain JSON), how far it got, and its results. Any process can run it, watch it or ask
+    it to stop; it outlives the page (and the process) that submitted it."""
+
+    work_id: str
+    kind: str  # "review", …: which runner reads the spec
+    title: str
+    state: str
+    spec: dict[str, Any]
+    done: int = 0
+    total: int = 0
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    cancel_requested: bool = False
+    worker: str = ""  # who runs (or last ran) it: "in-process …", "worker host:pid"
+    attempts: int = 0  # how many times a runner started it (a resumed job: 2 or more)
+    created_at: str = ""
+    updated_at: str = ""
+    owner: str = ""
+
+    def __post_init__(self) -> None:
+        if self.state not in WORK_STATES:
+            raise ValueError(f"work state {self.state!r} is not one of {', '.join(WORK_STATES)}")
+
+    @property
+    def is_open(self) -> bool:
+        """Queued or running."""
+        return self.state in OPEN_WORK_STATES
+
+
+class WorkStore(Protocol):
+    """Long work and its results as they arrive (the owner's only)."""
+
+    def submit_work(self, kind: str, title: str, spec: Mapping[str, Any], total: int) -> str:
+        """Record new work, queued; returns its id."""
+        ...
+
+    def get_work(self, work_id: str) -> WorkRecord | None:
+        """The work with this id, or None (another owner's is None)."""
+        ...
+
+    def list_work(self, limit: int = 50, kind: str | None = None) -> list[WorkRecord]:
+        """The newest work first."""
+        ...
+
+    def update_work(
+        self,
+        work_id: str,
+        *,
+        state: str | None = None,
+        done: int | None = None,
+        total: int | None = None,
+        result: Mapping[str, Any] | None = None,
+        error: str | None = None,
+        worker: str | None = None,
+        started: bool = False,
+    ) -> None:
+        """Record progress or an end (``started``: a runner picked it up; counts an attempt)."""
+        ...
+
+    def request_cancel(self, work_id: str) -> bool:
+        """Ask the work to stop (whoever runs it sees it); False when it is not open."""
+        ...
+
+    def reopen_work(self, work_id: str) -> bool:
+        """Queue ended work again (stop request cleared); False when it is open or unknown."""
+        ...
+
+    def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Keep results as they arrive, each under a key (a grid cell's); a key kept again is replaced."""
+        ...
+
+    def work_results(self, work_id: str) -> list[dict[str, Any]]:
+        """The results kept so far, in the order they arrived."""
+        ...
+
+
+class Store(RunStore, CallCache, DocumentStore, WorkStore, Protocol):
+    """One store: runs, call replies and batches, documents, long work, all of one owner."""
 
     @property
     def owner(self) -> str:

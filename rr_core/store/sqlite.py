@@ -32,10 +32,13 @@ from rr_core.store.base import (
     ITEM_OUTCOMES,
     LOCAL_OWNER,
     OPEN_BATCH_STATES,
+    OPEN_WORK_STATES,
     RELEASED_OUTCOMES,
+    WORK_STATES,
     BatchRecord,
     CachedCall,
     StoredRun,
+    WorkRecord,
 )
 from rr_core.store.config import DB_ENV, MEMORY, sqlite_path
 from rr_core.traces import RunTrace
@@ -207,6 +210,40 @@ def _readings(db: sqlite3.Connection) -> None:
     )
 
 
+def _work(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE work (
+            owner TEXT NOT NULL,
+            work_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            title TEXT NOT NULL,
+            state TEXT NOT NULL,
+            spec TEXT NOT NULL,
+            done INTEGER NOT NULL DEFAULT 0,
+            total INTEGER NOT NULL DEFAULT 0,
+            result TEXT,
+            error TEXT,
+            cancel_requested INTEGER NOT NULL DEFAULT 0,
+            worker TEXT NOT NULL DEFAULT '',
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (owner, work_id)
+        )"""
+    )
+    db.execute("CREATE INDEX work_owner_created ON work (owner, created_at)")
+    db.execute(
+        """CREATE TABLE work_results (
+            owner TEXT NOT NULL,
+            work_id TEXT NOT NULL,
+            result_key TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (owner, work_id, result_key)
+        )"""
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
@@ -214,6 +251,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "provider batches and the calls waiting in them", _batches),
     Migration(5, "how each reply was paid (now or batch), and the ledger that records it", _ledgers),
     Migration(6, "documents' readings (pages and tokens), so a document is parsed once", _readings),
+    Migration(7, "long work (review grids, sweeps): its spec, progress, results and stop requests", _work),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -714,3 +752,147 @@ class SQLiteStore:
                 (self._owner, sha256, tokenizer),
             ).fetchone()
         return bytes(row[0]) if row else None
+
+    # ---- Work ------------------------------------------------------------------------------------
+
+    def submit_work(self, kind: str, title: str, spec: Mapping[str, Any], total: int) -> str:
+        """Record new work, queued; returns its id."""
+        work_id = uuid.uuid4().hex[:16]
+        now = _now()
+        with self._transaction(write=True) as db:
+            db.execute(
+                "INSERT INTO work (owner, work_id, kind, title, state, spec, total, created_at, updated_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?)",
+                (self._owner, work_id, kind, title, "queued", json.dumps(dict(spec)), total, now, now),
+            )
+        return work_id
+
+    def get_work(self, work_id: str) -> WorkRecord | None:
+        """The work with this id, or None."""
+        with self._transaction() as db:
+            row = db.execute(
+                f"SELECT {_WORK_FIELDS} FROM work WHERE owner = ? AND work_id = ?", (self._owner, work_id)
+            ).fetchone()
+        return _work_record(row) if row else None
+
+    def list_work(self, limit: int = 50, kind: str | None = None) -> builtins.list[WorkRecord]:
+        """The newest work first."""
+        query = f"SELECT {_WORK_FIELDS} FROM work WHERE owner = ?"
+        args: builtins.list[Any] = [self._owner]
+        if kind is not None:
+            query += " AND kind = ?"
+            args.append(kind)
+        with self._transaction() as db:
+            rows = db.execute(
+                query + " ORDER BY created_at DESC, rowid DESC LIMIT ?", (*args, limit)
+            ).fetchall()
+        return [_work_record(r) for r in rows]
+
+    def update_work(
+        self,
+        work_id: str,
+        *,
+        state: str | None = None,
+        done: int | None = None,
+        total: int | None = None,
+        result: Mapping[str, Any] | None = None,
+        error: str | None = None,
+        worker: str | None = None,
+        started: bool = False,
+    ) -> None:
+        """Record progress or an end."""
+        if state is not None and state not in WORK_STATES:
+            raise ValueError(f"work state {state!r} is not one of {', '.join(WORK_STATES)}")
+        sets: builtins.list[str] = ["updated_at = ?"]
+        args: builtins.list[Any] = [_now()]
+        for name, value in (
+            ("state", state),
+            ("done", done),
+            ("total", total),
+            ("error", error),
+            ("worker", worker),
+        ):
+            if value is not None:
+                sets.append(f"{name} = ?")
+                args.append(value)
+        if result is not None:
+            sets.append("result = ?")
+            args.append(json.dumps(dict(result)))
+        if started:
+            sets.append("attempts = attempts + 1")
+        with self._transaction(write=True) as db:
+            db.execute(
+                f"UPDATE work SET {', '.join(sets)} WHERE owner = ? AND work_id = ?",
+                (*args, self._owner, work_id),
+            )
+
+    def request_cancel(self, work_id: str) -> bool:
+        """Ask the work to stop; False when it is not open. Queued work ends at once."""
+        with self._transaction(write=True) as db:
+            row = db.execute(
+                "SELECT state FROM work WHERE owner = ? AND work_id = ?", (self._owner, work_id)
+            ).fetchone()
+            if row is None or row[0] not in OPEN_WORK_STATES:
+                return False
+            db.execute(
+                "UPDATE work SET cancel_requested = 1, updated_at = ?,"
+                " state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END"
+                " WHERE owner = ? AND work_id = ?",
+                (_now(), self._owner, work_id),
+            )
+        return True
+
+    def reopen_work(self, work_id: str) -> bool:
+        """Queue ended work again (stop request cleared); False when it is open or unknown."""
+        with self._transaction(write=True) as db:
+            changed = db.execute(
+                "UPDATE work SET state = 'queued', cancel_requested = 0, error = NULL, updated_at = ?"
+                " WHERE owner = ? AND work_id = ? AND state NOT IN ('queued', 'running')",
+                (_now(), self._owner, work_id),
+            ).rowcount
+        return changed > 0
+
+    def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Keep results under their keys (replacing a key kept before), atomically."""
+        if not results:
+            return
+        with self._transaction(write=True) as db:
+            seq = int(
+                db.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM work_results WHERE owner = ? AND work_id = ?",
+                    (self._owner, work_id),
+                ).fetchone()[0]
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO work_results (owner, work_id, result_key, seq, data) VALUES (?,?,?,?,?)",
+                [
+                    (self._owner, work_id, key, seq + i + 1, json.dumps(dict(data)))
+                    for i, (key, data) in enumerate(results)
+                ],
+            )
+
+    def work_results(self, work_id: str) -> builtins.list[dict[str, Any]]:
+        """The results kept so far, in the order they arrived."""
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT data FROM work_results WHERE owner = ? AND work_id = ? ORDER BY seq",
+                (self._owner, work_id),
+            ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+
+_WORK_FIELDS = (
+    "work_id, kind, title, state, spec, done, total, result, error, cancel_requested, worker, attempts,"
+    " created_at, updated_at, owner"
+)
+
+
+def _work_record(row: Sequence[Any]) -> WorkRecord:
+    (work_id, kind, title, state, spec, done, total, result, error, cancel, worker, attempts, created, updated,
+     owner) = row  # fmt: skip
+    return WorkRecord(
+        work_id=work_id, kind=kind, title=title, state=state, spec=json.loads(spec), done=int(done),
+        total=int(total), result=json.loads(result) if result else None, error=error,
+        cancel_requested=bool(cancel), worker=worker, attempts=int(attempts), created_at=created,
+        updated_at=updated, owner=owner,
+    )  # fmt: skip

@@ -1,0 +1,340 @@
+"""Long work that outlives the page: a review grid as plain data in the store, run by whoever
+picks it up, watched and stopped from anywhere.
+
+The page (or the CLI) *submits* a ``ReviewWork`` (the corpus by content hash, the columns, the
+method(s), the engine without its key, the answer key, the mode and budget) to the store, then
+hands its id to a ``WorkQueue``:
+
+- ``InProcessQueue`` (the embedded default): a thread of this process runs it; the tab can
+  close, the work goes on while the server runs;
+- team mode: workers on a task queue backed by the same PostgreSQL (``rr_core.queue``) run it,
+  on any machine.
+
+``run_work`` is the one runner both use: it records each cell in the store as it arrives (a
+worker that dies loses no finished cell), skips the cells already recorded when the work is
+started again, and sends nothing that the call cache already holds (never paid twice). A stop
+request recorded by any process is seen within about a second, and no further call is sent.
+A worker uses the keys configured where it runs; a key typed in the browser never reaches the
+store, so only the in-process queue can use it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from rr_core.costs import Mode
+from rr_core.errors import ConfigError, LLMError, RRError
+from rr_core.llm import LLMClient
+from rr_core.review import AnswerKey, Cell, Column, CorpusFile, ReviewPlan
+from rr_core.review.grid import scores
+from rr_core.runs import Executor
+from rr_core.settings import RunSettings
+from rr_core.store import Store, WorkRecord
+from rr_core.tokens import counter_for_model
+
+REVIEW = "review"
+STOP_POLL_S = 1.0  # how often a running work looks for a stop request
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewWork:
+    """A review grid as plain data: what any runner needs to run it (never an API key)."""
+
+    files: tuple[CorpusFile, ...]
+    columns: tuple[Column, ...]
+    settings: RunSettings
+    provider: str
+    model: str
+    price_model: str = ""
+    base_url: str | None = None
+    compare: RunSettings | None = None
+    compare_rows: int = 5
+    key: AnswerKey | None = None
+    mode: Mode = "now"
+    max_usd: float | None = None
+    concurrency: int = 4
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON (what the store keeps)."""
+        return {
+            "files": [f.to_dict() for f in self.files],
+            "columns": [c.to_dict() for c in self.columns],
+            "settings": self.settings.to_dict(),
+            "provider": self.provider,
+            "model": self.model,
+            "price_model": self.price_model,
+            "base_url": self.base_url,
+            "compare": self.compare.to_dict() if self.compare is not None else None,
+            "compare_rows": self.compare_rows,
+            "key": self.key.to_dict() if self.key is not None else None,
+            "mode": self.mode,
+            "max_usd": self.max_usd,
+            "concurrency": self.concurrency,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReviewWork:
+        """Read ``to_dict``'s output."""
+        mode = str(data.get("mode") or "now")
+        return cls(
+            files=tuple(CorpusFile.from_dict(f) for f in data["files"]),
+            columns=tuple(Column.from_dict(c) for c in data["columns"]),
+            settings=RunSettings.from_dict(dict(data["settings"])),
+            provider=str(data["provider"]),
+            model=str(data["model"]),
+            price_model=str(data.get("price_model") or ""),
+            base_url=data.get("base_url"),
+            compare=RunSettings.from_dict(dict(data["compare"])) if data.get("compare") else None,
+            compare_rows=int(data.get("compare_rows") or 5),
+            key=AnswerKey.from_dict(data["key"]) if data.get("key") else None,
+            mode="batch" if mode == "batch" else "now",
+            max_usd=float(data["max_usd"]) if data.get("max_usd") is not None else None,
+            concurrency=max(1, int(data.get("concurrency") or 4)),
+        )
+
+    @property
+    def title(self) -> str:
+        """How lists name it."""
+        readable = sum(1 for f in self.files if f.ok)
+        return f"Review · {readable} documents × {len(self.columns)} questions"
+
+    def engine(self) -> Any:
+        """The engine it runs on (no key: the runner's configured key, or the one handed in)."""
+        from rr_core.workbench import Engine
+
+        return Engine(self.provider, self.model, self.price_model, base_url=self.base_url)
+
+    def plan(self, store: Store) -> ReviewPlan:
+        """The grid, planned again from the document store (the same jobs, the same keys)."""
+        from rr_core.workbench import plan_grid
+
+        engine = self.engine()
+        counter = counter_for_model(engine.counting_model())
+        return plan_grid(
+            list(self.files), list(self.columns), self.settings, counter, compare=self.compare,
+            compare_rows=self.compare_rows, window=engine.window(), store=store, tokenizer=engine.counting_model(),
+        )  # fmt: skip
+
+
+def submit_review(store: Store, work: ReviewWork, plan: ReviewPlan | None = None) -> str:
+    """Record a review as queued work; its id. ``plan``: the grid as shown (its cell count)."""
+    plan = plan or work.plan(store)
+    cells = len(plan.documents) * len(plan.columns) + len(plan.compare_documents) * len(plan.columns)
+    return store.submit_work(REVIEW, work.title, work.to_dict(), cells)
+
+
+def resume_work(store: Store, work_id: str) -> bool:
+    """Queue stopped or failed work again (its recorded cells stay; only the rest is asked)."""
+    return store.reopen_work(work_id)
+
+
+def review_cells(store: Store, work_id: str) -> list[Cell]:
+    """The cells a review's work has recorded so far, in the order they arrived."""
+    return [Cell.from_dict(r) for r in store.work_results(work_id)]
+
+
+def runner_name() -> str:
+    """Who runs work here: the host and process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def run_work(
+    store: Store,
+    work_id: str,
+    *,
+    client: LLMClient | None = None,
+    worker: str = "",
+    on_cell: Callable[[Cell], None] | None = None,
+) -> WorkRecord | None:
+    """Run queued (or interrupted) work to its end, recording cells as they arrive; returns the
+    work as it ended (None when there is no such work). Cells already recorded are not asked
+    again; calls already answered come from the call cache (nothing is paid twice)."""
+    record = store.get_work(work_id)
+    if record is None:
+        return None
+    if record.state in ("done", "cancelled") or record.cancel_requested:
+        if record.is_open:
+            store.update_work(work_id, state="cancelled")
+        return store.get_work(work_id)
+    if record.kind != REVIEW:
+        raise ConfigError(f"work {work_id} is a {record.kind!r}, which this build cannot run")
+    store.update_work(work_id, state="running", worker=worker or runner_name(), started=True, error="")
+    try:
+        result = _run_review(store, work_id, ReviewWork.from_dict(record.spec), client, on_cell)
+    except (RRError, OSError) as exc:
+        store.update_work(work_id, state="failed", error=str(exc))
+        return store.get_work(work_id)
+    return result
+
+
+def _run_review(
+    store: Store,
+    work_id: str,
+    work: ReviewWork,
+    client: LLMClient | None,
+    on_cell: Callable[[Cell], None] | None,
+) -> WorkRecord | None:
+    from rr_core.workbench import review
+
+    plan = work.plan(store)
+    kept = {c.key for c in review_cells(store, work_id) if c.ok}
+    todo = [job for job in plan.jobs if not _all_kept(job.meta, kept)]
+    done = len(kept)
+    store.update_work(work_id, done=done)
+    if client is None:
+        engine = work.engine()
+        client = engine.client(counter_for_model(engine.counting_model()))
+
+    stop = _StopWhenAsked(store, work_id)
+
+    def keep(cell: Cell) -> None:
+        nonlocal done
+        if cell.not_asked:  # stopped before it was sent: left for a resumed run to ask
+            return
+        store.add_results(work_id, [(cell.key, cell.to_dict())])
+        done += 1 if cell.key not in kept else 0
+        kept.add(cell.key)
+        store.update_work(work_id, done=done)
+        stop.check()  # a stop asked for while the cell was answered: nothing further is sent
+        if on_cell is not None:
+            on_cell(cell)
+
+    result = review(
+        plan, client, concurrency=work.concurrency, key=work.key, jobs=todo, max_usd=work.max_usd,
+        mode=work.mode, store=store, on_cell=keep, guard=stop.guard,
+    ) if todo else None  # fmt: skip
+    cells = review_cells(store, work_id)
+    failed = sum(1 for c in cells if not c.ok)
+    summary = {
+        "cells": len(cells),
+        "failed_cells": failed,
+        "paid_usd": round(result.paid_usd, 8) if result else 0.0,
+        "history_batch": result.batch if result else None,
+        "save_error": result.save_error if result else None,
+        "scores": [s.to_dict() for s in scores(plan, cells)],
+    }
+    record = store.get_work(work_id)
+    total = record.total if record is not None else len(cells)
+    stopped = bool(result and result.cancelled) and len(cells) < total
+    state = "cancelled" if stopped else "done"
+    error = _first_error(cells) if failed and failed == len(cells) else None
+    store.update_work(work_id, state="failed" if error else state, result=summary, error=error)
+    return store.get_work(work_id)
+
+
+def _all_kept(meta: Mapping[str, Any], kept: set[str]) -> bool:
+    columns = meta.get("columns")
+    if not isinstance(columns, list):
+        return False
+    return all(f"{meta.get('role')}:{meta.get('document')}:{c}" in kept for c in columns)
+
+
+def _first_error(cells: list[Cell]) -> str:
+    return next((c.error for c in cells if c.error), "every cell failed")
+
+
+class _StopWhenAsked:
+    """Stops the runner when a stop request is recorded (by any process): looked for after
+    each cell, and every ``STOP_POLL_S`` by a watcher while calls are in flight."""
+
+    def __init__(self, store: Store, work_id: str) -> None:
+        self._store, self._work_id = store, work_id
+        self._runner: Executor | None = None
+
+    def check(self) -> bool:
+        """Stop the runner if a stop was asked for; whether it was."""
+        try:
+            record = self._store.get_work(self._work_id)
+        except RRError:
+            return False
+        if (record is None or record.cancel_requested) and self._runner is not None:
+            self._runner.cancel()
+            return True
+        return False
+
+    @contextmanager
+    def guard(self, runner: Executor) -> Iterator[None]:
+        """Watch for a stop while ``runner`` runs."""
+        self._runner = runner
+        finished = threading.Event()
+
+        def watch() -> None:
+            while not finished.wait(STOP_POLL_S):
+                if self.check():
+                    return
+
+        watcher = threading.Thread(target=watch, name=f"stop-watch-{self._work_id}", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            finished.set()
+            watcher.join(timeout=5)
+
+
+# ---- queues ---------------------------------------------------------------------------------------
+
+
+class WorkQueue(Protocol):
+    """Where submitted work is run."""
+
+    @property
+    def name(self) -> str:
+        """How the screen names it ("in this process", "workers")."""
+        ...
+
+    def submit(self, work_id: str, *, client: LLMClient | None = None) -> None:
+        """Have the work run (``client``: one made for the page, key included, in-process only)."""
+        ...
+
+
+class InProcessQueue:
+    """The embedded default: each work runs in a thread of this process (it outlives the tab,
+    not the server; started again, it resumes where it stopped)."""
+
+    name = "in this process"
+
+    def __init__(self, open_store: Callable[[], Store]) -> None:
+        self._open_store = open_store
+        self._threads: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+
+    def submit(self, work_id: str, *, client: LLMClient | None = None) -> None:
+        """Start a thread for the work, unless one is running it already."""
+        with self._lock:
+            running = self._threads.get(work_id)
+            if running is not None and running.is_alive():
+                return
+            thread = threading.Thread(
+                target=self._run, args=(work_id, client), name=f"work-{work_id}", daemon=True
+            )
+            self._threads[work_id] = thread
+            thread.start()
+
+    def running(self, work_id: str) -> bool:
+        """Whether a thread of this process runs the work now."""
+        thread = self._threads.get(work_id)
+        return thread is not None and thread.is_alive()
+
+    def wait(self, work_id: str, timeout: float) -> bool:
+        """Wait for the work's thread to end; whether it did."""
+        thread = self._threads.get(work_id)
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    def _run(self, work_id: str, client: LLMClient | None) -> None:
+        store = self._open_store()
+        try:
+            run_work(store, work_id, client=client, worker=f"in-process {runner_name()}")
+        except LLMError as exc:  # a client that could not be made (no key): the work says why
+            store.update_work(work_id, state="failed", error=str(exc))
+        finally:
+            store.close()

@@ -1,0 +1,215 @@
+"""Long work in the store: a review grid submitted, run by a queue, stopped from another
+store handle (another process would do the same), resumed without asking a finished cell
+again or paying a stored call twice."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rr_core.documents import pdf_from_texts
+from rr_core.llm.base import Completion, LLMRequest
+from rr_core.llm.offline import OfflineEngine
+from rr_core.review import items_from_uploads, parse_answer_key, parse_columns
+from rr_core.store import open_store
+from rr_core.tokens import counter_for_model
+from rr_core.work import InProcessQueue, ReviewWork, resume_work, review_cells, run_work, submit_review
+from rr_core.workbench import Engine, read_review_corpus
+
+COLUMNS = """question,type
+Which state's law governs this agreement?,text
+Is either party's liability capped? ,yes-no
+"""
+
+
+def _contract(i: int) -> bytes:
+    law = ["Texas", "New York", "Ohio", "Utah"][i % 4]
+    pages = [f"Agreement number {i}. This page is about deliveries and schedules. " * 20 for _ in range(3)]
+    pages[1] += f" This Agreement shall be governed by the laws of the State of {law}."
+    if i % 2:
+        pages[2] += " In no event shall either party's liability exceed the fees paid in the prior year."
+    return pdf_from_texts(pages, title=f"Contract {i}")
+
+
+class Gated:
+    """The offline engine behind a gate: each call waits until the test lets calls through,
+    and every call that reached it is counted (what a provider would bill)."""
+
+    name = "offline"
+    is_llm = True  # counted as paid, so that "never paid twice" means something
+    max_concurrency: int | None = 1
+    batch = None
+
+    def __init__(self) -> None:
+        self._engine = OfflineEngine(counter_for_model("gpt-4.1-mini"))
+        self.gate = threading.Semaphore(0)
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def identity(self) -> dict[str, object]:
+        return {"provider": "gated-offline"}
+
+    def complete(self, request: LLMRequest) -> Completion:
+        if not self.gate.acquire(timeout=60):
+            raise TimeoutError("the test never opened the gate")
+        with self._lock:
+            self.calls += 1
+        return self._engine.complete(request)
+
+
+def _wait(condition, what: str, limit: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"waited {limit:.0f} s for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def setup(tmp_path: Path):  # type: ignore[no-untyped-def]
+    path = tmp_path / "runs.sqlite3"
+    store = open_store(path)
+    engine = Engine.choose("offline")
+    files = read_review_corpus(
+        items_from_uploads([(f"c{i}.pdf", _contract(i)) for i in range(4)])[0],
+        model=engine.counting_model(),
+        store=store,
+        processes=1,
+    )
+    key = parse_answer_key(
+        "document,question,answers\n"
+        + "".join(
+            f"c{i}.pdf,Which state's law governs this agreement?,{['Texas', 'New York', 'Ohio', 'Utah'][i]}\n"
+            for i in range(4)
+        )
+    )
+    work = ReviewWork(
+        tuple(files), tuple(parse_columns(COLUMNS)), engine.settings(method="rr"), engine.provider, engine.model,
+        engine.price_model, key=key, concurrency=1,
+    )  # fmt: skip
+    return path, store, work
+
+
+def test_work_round_trips_as_json(setup) -> None:  # type: ignore[no-untyped-def]
+    _, _, work = setup
+    again = ReviewWork.from_dict(work.to_dict())
+    assert again == work
+    assert "api_key" not in str(work.to_dict())
+
+
+def test_a_submitted_review_runs_in_process_and_records_every_cell(setup) -> None:  # type: ignore[no-untyped-def]
+    path, store, work = setup
+    work_id = submit_review(store, work)
+    record = store.get_work(work_id)
+    assert record is not None and record.state == "queued" and record.total == 8
+    queue = InProcessQueue(lambda: open_store(path))
+    queue.submit(work_id)
+    assert queue.wait(work_id, 120)
+    record = store.get_work(work_id)
+    assert record is not None and record.state == "done", record
+    assert record.done == 8 and record.attempts == 1
+    cells = review_cells(store, work_id)
+    assert len(cells) == 8 and all(c.ok for c in cells)
+    laws = [c for c in cells if c.column == 0]
+    assert sum(1 for c in laws if c.correct) == 4  # the offline engine finds each governing law
+    assert all(c.correct is None for c in cells if c.column == 1)  # no key for that column: unmarked
+    assert record.result is not None and record.result["cells"] == 8
+
+
+def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import rr_core.work as work_module
+    import rr_core.workbench as workbench
+
+    path, store, work = setup
+    monkeypatch.setattr(work_module, "STOP_POLL_S", 0.02)
+    runners: list[object] = []
+    opened = workbench.open_runner
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        runner = opened(*args, **kwargs)
+        runners.append(runner)
+        return runner
+
+    monkeypatch.setattr(workbench, "open_runner", spy)
+    work_id = submit_review(store, work)
+    client = Gated()
+    queue = InProcessQueue(lambda: open_store(path))
+    queue.submit(work_id, client=client)
+    other = open_store(path)  # another process's view of the same store
+    # Let calls through one at a time until one document's cells are recorded.
+    while (record := other.get_work(work_id)) is not None and record.done < 2:
+        sent = client.calls
+        client.gate.release()
+        _wait(lambda: client.calls > sent or (other.get_work(work_id) or record).done >= 2, "a call")
+    assert other.request_cancel(work_id)
+    _wait(lambda: bool(runners) and runners[0].cancelled, "the runner to see the stop")  # type: ignore[attr-defined]
+    paid_when_stopped = client.calls
+    for _ in range(200):  # open the gate: the call in flight ends, and no further call is sent
+        client.gate.release()
+    assert queue.wait(work_id, 120)
+    stopped = store.get_work(work_id)
+    assert stopped is not None and stopped.state == "cancelled", stopped
+    assert client.calls <= paid_when_stopped + 1
+    kept = {c.key for c in review_cells(store, work_id)}
+    assert 2 <= len(kept) < 8
+
+    assert resume_work(store, work_id)
+    again = Gated()
+    for _ in range(200):
+        again.gate.release()
+    finished = run_work(store, work_id, client=again)
+    assert finished is not None and finished.state == "done" and finished.attempts == 2
+    cells = review_cells(store, work_id)
+    assert {c.key for c in cells} >= kept and len({c.key for c in cells}) == 8
+    # The second run asks only the documents without recorded cells, and pays for no call the
+    # first run made (its replies are in the store): together no more than one uninterrupted run.
+    whole = Gated()
+    for _ in range(200):
+        whole.gate.release()
+    fresh = open_store(path.with_name("fresh.sqlite3"))
+    fresh_files = read_review_corpus(
+        items_from_uploads([(f"c{i}.pdf", _contract(i)) for i in range(4)])[0], model="gpt-4.1-mini", store=fresh,
+        processes=1,
+    )  # fmt: skip
+    assert run_work(
+        fresh,
+        submit_review(
+            fresh, ReviewWork.from_dict({**work.to_dict(), "files": [f.to_dict() for f in fresh_files]})
+        ),
+        client=whole,
+    )
+    assert client.calls + again.calls == whole.calls
+
+
+def test_stopping_queued_work_ends_it_at_once_and_cannot_stop_twice(setup) -> None:  # type: ignore[no-untyped-def]
+    _, store, work = setup
+    work_id = submit_review(store, work)
+    assert store.request_cancel(work_id)
+    record = store.get_work(work_id)
+    assert record is not None and record.state == "cancelled"
+    assert not store.request_cancel(work_id)
+    assert run_work(store, work_id) is not None
+    assert review_cells(store, work_id) == []
+
+
+def test_work_is_the_owners_only(setup) -> None:  # type: ignore[no-untyped-def]
+    path, store, work = setup
+    work_id = submit_review(store, work)
+    other = open_store(path, owner="someone-else")
+    assert other.get_work(work_id) is None
+    assert other.list_work() == []
+    assert not other.request_cancel(work_id)
+    assert [w.work_id for w in store.list_work()] == [work_id]
+
+
+def test_a_worker_without_a_key_fails_the_work_with_the_reason(setup, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    path, store, work = setup
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    paid = ReviewWork.from_dict({**work.to_dict(), "provider": "openai", "model": "gpt-4.1-mini"})
+    work_id = submit_review(store, paid)
+    record = run_work(store, work_id)
+    assert record is not None and record.state == "failed"
+    assert "OPENAI_API_KEY" in (record.error or "")
