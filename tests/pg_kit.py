@@ -95,7 +95,7 @@ class PostgresServer:
             shutil.chown(self.log, "postgres", "postgres")
         started = self._run(
             str(self.binaries / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options, "-W", "start"
-        )
+        )  # fmt: skip
         if started.returncode:
             raise RuntimeError(f"pg_ctl start failed: {started.stderr or started.stdout}\n{self._log_tail()}")
         self._wait_ready(began)
@@ -115,7 +115,9 @@ class PostgresServer:
             except psycopg.OperationalError as exc:
                 last = exc
                 time.sleep(0.05)
-        raise RuntimeError(f"PostgreSQL did not take connections within {READY_LIMIT_S:g} s ({last})\n{self._log_tail()}")
+        raise RuntimeError(
+            f"PostgreSQL did not take connections within {READY_LIMIT_S:g} s ({last})\n{self._log_tail()}"
+        )
 
     def _log_tail(self) -> str:
         try:

@@ -421,7 +421,8 @@ def test_concurrent_writers_in_separate_processes_lose_nothing(
 # ---- Owners: a store opened as one owner sees nothing of another's -------------------------------
 
 
-def test_a_store_opened_as_another_owner_sees_none_of_the_first_owners_runs(open_backend: Backend, planted_document: Document
+def test_a_store_opened_as_another_owner_sees_none_of_the_first_owners_runs(
+    open_backend: Backend, planted_document: Document
 ) -> None:
     alice, bob = open_backend("alice"), open_backend("bob")
     traces = offline_traces(planted_document, "baseline", "rr")
@@ -638,7 +639,9 @@ def test_a_batch_is_recorded_with_its_items_and_found_by_key(open_backend: Backe
     assert open_backend().pending_batch("k1") == found  # a restarted process finds it
 
 
-def test_a_call_waiting_in_one_batch_is_refused_by_another_and_nothing_of_that_batch_is_kept(open_backend: Backend) -> None:
+def test_a_call_waiting_in_one_batch_is_refused_by_another_and_nothing_of_that_batch_is_kept(
+    open_backend: Backend,
+) -> None:
     store = open_backend()
     store.add_batch(_batch("batch_1", ["k1", "k2"]), ["k1", "k2"])
     with pytest.raises(BatchConflict, match=r"still waiting in batch batch_1 \(Lab sweep · planted facts\)"):

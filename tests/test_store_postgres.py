@@ -81,7 +81,10 @@ def test_another_owners_rows_are_zero_rows_at_the_sql_layer(
 ) -> None:
     alice, bob = two_owners
     with postgres_server.admin(_database(pg_url)) as db:  # the superuser sees both: the rows exist
-        every = {t: db.execute(f"SELECT owner, COUNT(*) FROM {t} GROUP BY owner ORDER BY owner").fetchall() for t in OWNED}
+        every = {
+            t: db.execute(f"SELECT owner, COUNT(*) FROM {t} GROUP BY owner ORDER BY owner").fetchall()
+            for t in OWNED
+        }
     assert every == {
         "runs": [("alice", 2), ("bob", 2)], "calls": [("alice", 1), ("bob", 1)],
         "documents": [("alice", 1), ("bob", 1)], "batches": [("alice", 1), ("bob", 1)],
@@ -146,9 +149,7 @@ def test_a_connection_outside_the_stores_transactions_sees_no_owners_rows(
     assert alice.count() == 2
 
 
-def test_two_owners_uploading_the_same_bytes_each_own_a_row(
-    pg_url: str, postgres_server: Any
-) -> None:
+def test_two_owners_uploading_the_same_bytes_each_own_a_row(pg_url: str, postgres_server: Any) -> None:
     data = bytes(range(256)) * 4096  # every byte value, 1 MiB
     alice, bob = PostgresStore(pg_url, owner="alice"), PostgresStore(pg_url, owner="bob")
     digest = alice.put_document(data, "a.pdf")
@@ -191,7 +192,9 @@ def test_a_database_newer_than_the_code_is_refused(pg_url: str, postgres_server:
     assert PostgresStore(pg_url).schema_version() == SCHEMA_VERSION
     close_pools()
     with postgres_server.admin(_database(pg_url)) as db:
-        db.execute("INSERT INTO schema_version VALUES (%s, 'later', 'from the future')", (SCHEMA_VERSION + 1,))
+        db.execute(
+            "INSERT INTO schema_version VALUES (%s, 'later', 'from the future')", (SCHEMA_VERSION + 1,)
+        )
     with pytest.raises(LedgerError, match=f"schema version {SCHEMA_VERSION + 1}.*newer R&R Studio"):
         PostgresStore(pg_url)
 

@@ -44,7 +44,7 @@ def is_postgres(value: str | Path | None = None) -> bool:
     if isinstance(value, Path):
         return False
     found = _SCHEME.match(value)
-    return bool(found) and found.group(1).lower().split("+", 1)[0] in _POSTGRES_SCHEMES
+    return found is not None and found.group(1).lower().split("+", 1)[0] in _POSTGRES_SCHEMES
 
 
 def postgres_url(value: str | Path | None = None) -> str:

@@ -248,9 +248,10 @@ class PostgresStore:
         self._owner = owner
         self._location = redact_url(self._url)
         try:
-            self._password = conninfo_to_dict(self._url).get("password")
+            password = conninfo_to_dict(self._url).get("password")
         except psycopg.Error as exc:
             raise ConfigError(f"{self._location} is not a PostgreSQL URL libpq can read ({exc}).") from None
+        self._password = str(password) if password else None
         self._closed = False
         self._pool = self._acquire()
 
@@ -443,7 +444,9 @@ class PostgresStore:
     def list(self, limit: int = 200) -> list[StoredRun]:
         """The newest runs first."""
         with self.transaction() as db:
-            rows = db.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT %s", (limit,)).fetchall()
+            rows = db.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT %s", (limit,)
+            ).fetchall()
         return [StoredRun(*row) for row in rows]
 
     def get(self, run_id: str) -> RunTrace | None:
@@ -639,7 +642,9 @@ class PostgresStore:
             done = [key for key, outcome in outcomes.items() if outcome == "done"]
             stored = {
                 row[0]
-                for row in db.execute("SELECT cache_key FROM calls WHERE cache_key = ANY(%s)", (done,)).fetchall()
+                for row in db.execute(
+                    "SELECT cache_key FROM calls WHERE cache_key = ANY(%s)", (done,)
+                ).fetchall()
             }
             missing = [key for key in done if key not in stored]
             if missing:
