@@ -282,7 +282,8 @@ class PostgresStore:
     # ---- Connections ----------------------------------------------------------------------------
 
     def _error(self, verb: str, exc: BaseException) -> LedgerError:
-        reason = _scrub(str(exc).strip() or type(exc).__name__, self._password)
+        # libpq's messages run over several lines: one line, so that the error is one line.
+        reason = _scrub(" ".join(str(exc).split()) or type(exc).__name__, self._password)
         hint = (
             f" Check that the server is up and the role, password and database in {DB_ENV} are right."
             if verb == "opened"
