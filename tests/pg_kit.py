@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import glob
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -27,13 +28,19 @@ import psycopg
 
 INSTALL_HINT = "PostgreSQL not installed: apt-get install postgresql"
 REQUIRE_ENV = "RR_REQUIRE_POSTGRES"
+BIN_ENV = "RR_POSTGRES_BIN"  # a folder holding initdb and pg_ctl, to use instead of looking
 APP_ROLE = "rr_app"
 APP_PASSWORD = "app-pw-7f3c9e"  # a test cluster's, on loopback only
 READY_LIMIT_S = 120.0  # generous: a loaded CI machine
 
 
 def find_binaries() -> Path | None:
-    """The folder holding ``initdb`` and ``pg_ctl``: PATH first, then Debian's newest version."""
+    """The folder holding ``initdb`` and ``pg_ctl``: ``$RR_POSTGRES_BIN`` when set (and only it),
+    else PATH, then Debian's newest ``/usr/lib/postgresql/<version>/bin``."""
+    chosen = os.environ.get(BIN_ENV)
+    if chosen:
+        folder = Path(chosen)
+        return folder if (folder / "initdb").is_file() and (folder / "pg_ctl").is_file() else None
     initdb = shutil.which("initdb")
     if initdb and shutil.which("pg_ctl"):
         return Path(os.path.realpath(initdb)).parent
@@ -76,6 +83,14 @@ class PostgresServer:
 
     def start(self) -> None:
         began = time.monotonic()
+        if self.as_root:
+            try:
+                pwd.getpwnam("postgres")
+            except KeyError:
+                raise RuntimeError(
+                    "running as root, PostgreSQL must run as another user, and there is no 'postgres'"
+                    " user (Debian's postgresql package makes it)"
+                ) from None
         self.socket_dir.mkdir()
         if self.as_root:
             shutil.chown(self.root, "postgres", "postgres")

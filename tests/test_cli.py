@@ -981,3 +981,17 @@ def test_history_on_a_postgresql_store_needs_a_user_and_shows_only_theirs(
     done = run_cli("history", env_changes={"RR_STUDIO_USER": "alice"})
     assert "History of alice in postgresql://***@127.0.0.1" in done.stdout and "2 runs" in done.stdout
     assert "app-pw" not in done.stdout + done.stderr
+
+
+def test_a_lab_sweep_keeps_its_replies_in_the_run_store_of_its_user(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["lab", "contract", "--provider", "offline", "--lengths", "1000", "--depths", "50", "--repeats", "1",
+            "--methods", "baseline", "--no-bounds"]  # fmt: skip
+    assert main(["--user", "alice", *argv]) == 0
+    capsys.readouterr()
+    assert open_store(owner="alice").calls_cached() == 1 and open_store().calls_cached() == 0
+    assert main(argv) == 0  # the local user's sweep finds none of alice's replies: it makes its own call
+    assert "calls made 1, found in the store 0" in capsys.readouterr().out
+    assert main(["lab", "--user", "alice", *argv[1:]]) == 0  # --user after the command too
+    assert "calls made 0, found in the store 1" in capsys.readouterr().out

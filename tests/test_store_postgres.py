@@ -234,3 +234,30 @@ def test_the_stores_of_several_owners_share_one_pool_and_closing_one_keeps_the_o
     assert bob.find("k") is not None and bob.location == pg_url.replace(f"rr_app:{APP_PASSWORD}", "***")
     with pytest.raises(LedgerError, match="was closed"):
         alice.count()
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_without_postgresql_its_tests_skip_saying_why_unless_required(tmp_path: Path, required: bool) -> None:
+    """A fresh clone on a machine without PostgreSQL: skipped, with the command that installs it;
+    under ``.ci/run`` (``RR_REQUIRE_POSTGRES=1``) the same is a failure."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    env = dict(os.environ) | {"RR_POSTGRES_BIN": str(tmp_path / "no-postgres-here")}
+    env.pop("RR_REQUIRE_POSTGRES", None)
+    if required:
+        env["RR_REQUIRE_POSTGRES"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+         "tests/test_store_postgres.py::test_a_database_newer_than_the_code_is_refused"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if required:
+        assert done.returncode == 1 and "1 error" in done.stdout, done.stdout
+        assert "PostgreSQL not installed: apt-get install postgresql (RR_REQUIRE_POSTGRES=1" in done.stdout
+    else:
+        assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout
+        assert "PostgreSQL not installed: apt-get install postgresql" in done.stdout
