@@ -73,6 +73,7 @@ class PostgresServer:
         self.port = _free_port()
         self.as_root = os.geteuid() == 0
         self.started_s = 0.0  # how long start() took
+        self._options = ""
         self._databases = 0
 
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -101,9 +102,9 @@ class PostgresServer:
         )  # fmt: skip
         if made.returncode:
             raise RuntimeError(f"initdb failed: {made.stderr or made.stdout}")
-        options = (
+        options = self._options = (
             f"-p {self.port} -k {self.socket_dir} -c listen_addresses=127.0.0.1"
-            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            " -c fsync=off -c full_page_writes=off"  # the OS does not crash here
         )
         if self.as_root:
             self.log.touch()
@@ -119,6 +120,21 @@ class PostgresServer:
                 f"CREATE ROLE {APP_ROLE} LOGIN PASSWORD '{APP_PASSWORD}' NOSUPERUSER NOBYPASSRLS NOCREATEDB"
             )
         self.started_s = time.monotonic() - began
+
+    def restart(self) -> None:
+        """Stop the server at once (as a crash would, dropping every connection) and start it again."""
+        stopped = self._run(
+            str(self.binaries / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"
+        )
+        if stopped.returncode:
+            raise RuntimeError(f"pg_ctl stop failed: {stopped.stderr or stopped.stdout}")
+        began = time.monotonic()
+        started = self._run(
+            str(self.binaries / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", self._options, "-W", "start"
+        )  # fmt: skip
+        if started.returncode:
+            raise RuntimeError(f"pg_ctl start failed: {started.stderr or started.stdout}\n{self._log_tail()}")
+        self._wait_ready(began)
 
     def _wait_ready(self, began: float) -> None:
         """Until the server takes a connection (or its limit passes: then its log says why)."""

@@ -261,3 +261,16 @@ def test_without_postgresql_its_tests_skip_saying_why_unless_required(tmp_path: 
     else:
         assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout
         assert "PostgreSQL not installed: apt-get install postgresql" in done.stdout
+
+
+def test_a_store_carries_on_after_the_database_restarts(
+    pg_url: str, postgres_server: Any, planted_document: Document
+) -> None:
+    """The server crashes and comes back (every pooled connection is dead): the next call gets a
+    fresh connection instead of an error, and nothing committed is lost."""
+    store = PostgresStore(pg_url, owner="alice")
+    run_ids = _fill(store, planted_document, "alice")
+    postgres_server.restart()
+    assert {r.run_id for r in store.list()} == set(run_ids)
+    store.put("after", CachedCall("after the restart", Usage(), "m"))
+    assert store.find("after") is not None and store.pending_batch("alice-k1") is not None
