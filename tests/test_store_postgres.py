@@ -274,3 +274,13 @@ def test_a_store_carries_on_after_the_database_restarts(
     assert {r.run_id for r in store.list()} == set(run_ids)
     store.put("after", CachedCall("after the restart", Usage(), "m"))
     assert store.find("after") is not None and store.pending_batch("alice-k1") is not None
+
+
+def test_the_postgresql_store_is_a_store(pg_url: str) -> None:
+    from rr_core.store import CallCache, DocumentStore, RunStore, Store
+
+    store = open_store(pg_url, owner="alice")  # open_store is typed -> Store: mypy checks the class
+    assert isinstance(store, PostgresStore) and store.owner == "alice"
+    for protocol in (RunStore, CallCache, DocumentStore, Store):
+        members = [n for n in vars(protocol) if not n.startswith("_")]
+        assert members and all(hasattr(PostgresStore, n) for n in members), protocol
