@@ -318,6 +318,7 @@ def _parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the plan and its estimate; send nothing"
     )
     p_review.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    user_arg(p_review)
     p_review.add_argument(
         "--traces", action="store_true", help="with --json: every run's trace (prompts left out)"
     )
@@ -976,7 +977,14 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.methods import parse_spec
     from rr_core.review import items_from_paths, parse_answer_key, parse_columns
     from rr_core.review.export import estimate_json, review_csv, review_json, review_xlsx
-    from rr_core.workbench import check_review_budget, plan_grid, read_review_corpus, review
+    from rr_core.workbench import (
+        acting_user,
+        check_review_budget,
+        open_history,
+        plan_grid,
+        read_review_corpus,
+        review,
+    )
 
     columns = parse_columns(_read_text(args.questions, "--questions"), name=Path(args.questions).name)
     key = (
@@ -992,12 +1000,15 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
     settings = parse_spec(args.method, base)
     compare = parse_spec(args.compare, base) if args.compare else None
     items, problems = items_from_paths(args.files)
+    store = open_history(acting_user(args.user))  # the user's documents, readings and replies
 
     def read(done: int, total: int, f: Any) -> None:
         if not args.json and (done == total or done % max(1, total // 10) == 0):
             print(f"  read {done}/{total} files", file=sys.stderr)
 
-    files = read_review_corpus(items, model=engine.counting_model(), processes=args.processes, on_file=read)
+    files = read_review_corpus(
+        items, model=engine.counting_model(), store=store, processes=args.processes, on_file=read
+    )
     skipped = [*problems, *(f for f in files if not f.ok)]
     for f in skipped:
         print(
@@ -1005,7 +1016,7 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
         )
     plan = plan_grid(
         files, columns, settings, counter, compare=compare, compare_rows=args.compare_rows,
-        window=engine.window(), tokenizer=engine.counting_model(),
+        window=engine.window(), store=store, tokenizer=engine.counting_model(),
     )  # fmt: skip
     check_review_budget(plan, args.max_usd, args.mode)
     _print_review_plan(estimate_json(plan), plan, args.mode)
@@ -1030,7 +1041,7 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
     with _stopping_any() as stop:
         result = review(
             plan, client, concurrency=args.concurrency, key=key, max_usd=args.max_usd, mode=args.mode,
-            on_cell=on_cell, guard=stop,
+            store=store, on_cell=on_cell, guard=stop,
         )  # fmt: skip
     data = review_json(
         plan, result.cells, traces=result.traces if args.traces else (), context=context, skipped=skipped

@@ -995,3 +995,26 @@ def test_a_lab_sweep_keeps_its_replies_in_the_run_store_of_its_user(
     assert "calls made 1, found in the store 0" in capsys.readouterr().out
     assert main(["lab", "--user", "alice", *argv[1:]]) == 0  # --user after the command too
     assert "calls made 0, found in the store 1" in capsys.readouterr().out
+
+
+def test_a_review_reads_its_documents_into_the_store_of_its_user(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, tmp_path: Path
+) -> None:
+    columns = tmp_path / "columns.csv"
+    columns.write_text(f"question,type\n{PLANTED_QUESTION},text\n", encoding="utf-8")
+    argv = [
+        "review",
+        str(planted_txt),
+        "--questions",
+        str(columns),
+        "--provider",
+        "offline",
+        "--processes",
+        "1",
+    ]
+    assert main(["--json", "--user", "alice", *argv]) == 0
+    capsys.readouterr()
+    digest = __import__("hashlib").sha256(planted_txt.read_bytes()).hexdigest()
+    assert open_store(owner="alice").document_name(digest) == "planted.txt"
+    assert open_store().document_name(digest) is None  # the local user's store holds none of it
+    assert [r["document"] for r in cli_json(capsys, "history", "--user", "alice")] == ["planted.txt"]

@@ -611,6 +611,25 @@ def test_documents_are_kept_once_by_content_hash_and_are_the_owners_own(open_bac
     assert store.document_name(digest) == "contract.pdf"  # one row per owner: alice's stays hers
 
 
+def test_a_documents_reading_is_kept_per_tokenizer_replaced_when_kept_again_and_the_owners_own(
+    open_backend: Backend,
+) -> None:
+    store = open_backend()
+    digest = store.put_document(b"%PDF-1.7 a contract", "contract.pdf")
+    assert store.get_reading(digest, "o200k_base") is None
+    store.put_reading(digest, "o200k_base", b"\x00pages counted by o200k\xff")
+    store.put_reading(digest, "cl100k_base", b"pages counted by cl100k")
+    assert store.get_reading(digest, "o200k_base") == b"\x00pages counted by o200k\xff"
+    assert store.get_reading(digest, "cl100k_base") == b"pages counted by cl100k"
+    store.put_reading(digest, "o200k_base", b"read again")  # a newer reading replaces the older
+    assert store.get_reading(digest, "o200k_base") == b"read again"
+    assert open_backend().get_reading(digest, "o200k_base") == b"read again"  # opened again: kept
+    bob = open_backend("bob")
+    assert bob.get_reading(digest, "o200k_base") is None
+    bob.put_reading(digest, "o200k_base", b"bob's")
+    assert store.get_reading(digest, "o200k_base") == b"read again"
+
+
 # ---- Provider batches ----------------------------------------------------------------------------
 
 

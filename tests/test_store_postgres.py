@@ -22,7 +22,7 @@ from rr_core.store import BatchRecord, CachedCall, open_store
 from rr_core.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresStore, close_pools
 from tests.pg_kit import APP_PASSWORD
 
-OWNED = ("runs", "calls", "documents", "batches", "batch_items")
+OWNED = ("runs", "calls", "documents", "batches", "batch_items", "readings")
 
 
 def _database(url: str) -> str:
@@ -34,7 +34,8 @@ def _fill(store: PostgresStore, document: Document, tag: str) -> list[str]:
     traces = offline_traces(document, "baseline", "rr")
     store.save_batch(traces)
     store.put(f"{tag}-reply", CachedCall(f"{tag}'s reply", Usage(input_tokens=3), "m"))
-    store.put_document(f"{tag}'s contract".encode(), f"{tag}.pdf")
+    digest = store.put_document(f"{tag}'s contract".encode(), f"{tag}.pdf")
+    store.put_reading(digest, "o200k_base", f"{tag}'s pages".encode())
     store.add_batch(
         BatchRecord(batch_id=f"{tag}-batch", provider="openai", label=tag, state="submitted", total=2),
         [f"{tag}-k1", f"{tag}-k2"],
@@ -88,7 +89,7 @@ def test_another_owners_rows_are_zero_rows_at_the_sql_layer(
     assert every == {
         "runs": [("alice", 2), ("bob", 2)], "calls": [("alice", 1), ("bob", 1)],
         "documents": [("alice", 1), ("bob", 1)], "batches": [("alice", 1), ("bob", 1)],
-        "batch_items": [("alice", 2), ("bob", 2)],
+        "batch_items": [("alice", 2), ("bob", 2)], "readings": [("alice", 1), ("bob", 1)],
     }  # fmt: skip
     with alice.transaction() as db:
         for table in OWNED:
@@ -110,6 +111,7 @@ def test_sql_that_forgets_its_owner_filter_still_sees_and_changes_only_the_owner
             ("alice-k1",), ("alice-k2",),
         ]  # fmt: skip
         assert db.execute("SELECT name FROM documents").fetchall() == [("alice.pdf",)]
+        assert db.execute("SELECT data FROM readings").fetchall() == [(b"alice's pages",)]
         assert db.execute("SELECT response FROM calls").fetchall() == [("alice's reply",)]
         # Writes aimed at bob's rows reach none of them.
         assert db.execute("UPDATE runs SET answer = 'hijacked' WHERE owner = 'bob'").rowcount == 0

@@ -66,7 +66,6 @@ OWNER_SETTING = "rr.owner"  # the transaction-local setting every policy compare
 CONNECT_TIMEOUT_S = 10  # a server that does not answer is an error after this, not a hang
 POOL_SIZE = 8  # connections per database and process at most
 _MIGRATION_LOCK = 0x5252_5354  # the advisory lock key migrations are applied under ("RRST")
-_OWNED_TABLES = ("runs", "calls", "documents", "batches", "batch_items")
 
 
 # ---- Migrations ---------------------------------------------------------------------------------
@@ -180,6 +179,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE UNIQUE INDEX batch_items_one_pending ON batch_items (owner, cache_key)"
             " WHERE state = 'submitted'",
             *_owned("batch_items"),
+        ),
+    ),
+    Migration(
+        2,
+        "documents' readings (pages and tokens), so a document is parsed once",
+        (
+            f"""CREATE TABLE readings (
+                {_OWNER},
+                sha256 TEXT NOT NULL,
+                tokenizer TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                data BYTEA NOT NULL,
+                PRIMARY KEY (owner, sha256, tokenizer)
+            )""",
+            *_owned("readings"),
         ),
     ),
 )
@@ -713,6 +727,24 @@ class PostgresStore:
         with self.transaction() as db:
             row = db.execute("SELECT name FROM documents WHERE sha256 = %s", (sha256,)).fetchone()
         return str(row[0]) if row else None
+
+    def put_reading(self, sha256: str, tokenizer: str, data: bytes) -> None:
+        """Keep what reading a document gave (its pages, counted by ``tokenizer``); replaces an older one."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO readings (sha256, tokenizer, created_at, data) VALUES (%s,%s,%s,%s)"
+                " ON CONFLICT (owner, sha256, tokenizer)"
+                " DO UPDATE SET created_at = EXCLUDED.created_at, data = EXCLUDED.data",
+                (sha256, tokenizer, _now(), data),
+            )
+
+    def get_reading(self, sha256: str, tokenizer: str) -> bytes | None:
+        """The reading kept for this document and tokenizer, or None."""
+        with self.transaction() as db:
+            row = db.execute(
+                "SELECT data FROM readings WHERE sha256 = %s AND tokenizer = %s", (sha256, tokenizer)
+            ).fetchone()
+        return bytes(row[0]) if row else None
 
 
 def close_pools() -> None:
