@@ -286,3 +286,26 @@ def test_the_postgresql_store_is_a_store(pg_url: str) -> None:
     for protocol in (RunStore, CallCache, DocumentStore, Store):
         members = [n for n in vars(protocol) if not n.startswith("_")]
         assert members and all(hasattr(PostgresStore, n) for n in members), protocol
+
+
+def test_a_migration_that_fails_changes_nothing(
+    pg_url: str, postgres_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rr_core.store.postgres as backend
+
+    PostgresStore(pg_url).put("k", CachedCall("kept", Usage(), "m"))
+    close_pools()
+    broken = backend.Migration(
+        SCHEMA_VERSION + 1,
+        "a change that fails half way",
+        ("CREATE TABLE half (x INTEGER)", "INSERT INTO half VALUES (1)", "SELECT no_such_function()"),
+    )
+    monkeypatch.setattr(backend, "MIGRATIONS", (*backend.MIGRATIONS, broken))
+    monkeypatch.setattr(backend, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    with pytest.raises(LedgerError, match="could not be prepared.*no_such_function"):
+        PostgresStore(pg_url)
+    monkeypatch.undo()
+    store = PostgresStore(pg_url)
+    assert store.schema_version() == SCHEMA_VERSION and store.find("k") is not None
+    with postgres_server.admin(_database(pg_url)) as db:
+        assert db.execute("SELECT to_regclass('public.half')").fetchone() == (None,)
