@@ -97,7 +97,17 @@ def _check(args: argparse.Namespace) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rr_core", description="R&R Studio engine")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--user",
+        metavar="NAME",
+        default=None,
+        help="whose runs, replies and batches to use (default: $RR_STUDIO_USER; with a SQLite store, "
+        "the local user; required with a PostgreSQL store, which a team shares)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
+
+    def user_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--user", metavar="NAME", default=argparse.SUPPRESS, help="as the global --user")
 
     def document_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", help="a PDF, DOCX, TXT, HTML or Markdown file, or a sample name")
@@ -191,6 +201,7 @@ def _parser() -> argparse.ArgumentParser:
         help="store the runs in the history the app shows (RR_STUDIO_DB), and each reply in its run store "
         "as it returns (a call asked before is not paid again)",
     )
+    user_arg(p_ask)
 
     p_lab = sub.add_parser("lab", help="measure the methods on test documents with known answers (the Lab)")
     p_lab.add_argument(
@@ -199,6 +210,7 @@ def _parser() -> argparse.ArgumentParser:
     p_lab.add_argument("--password", help="password of an encrypted PDF")
     p_lab.add_argument("--model", default=None, help="model id (also picks the tokenizer)")
     p_lab.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    user_arg(p_lab)
     p_lab.add_argument("--preset", default="quick", help=f"one of: {PRESET_NAMES}")
     p_lab.add_argument("--methods", default=None, help="comma-separated method specs (default: the preset's)")
     p_lab.add_argument(
@@ -306,6 +318,7 @@ def _parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the plan and its estimate; send nothing"
     )
     p_review.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    user_arg(p_review)
     p_review.add_argument(
         "--traces", action="store_true", help="with --json: every run's trace (prompts left out)"
     )
@@ -333,6 +346,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_batches.add_argument("--limit", type=int, default=20, help="how many, newest first (default 20)")
     p_batches.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    user_arg(p_batches)
+
+    p_history = sub.add_parser("history", help="your stored runs, newest first (every store)")
+    p_history.add_argument("--limit", type=int, default=50, help="how many, newest first (default 50)")
+    p_history.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    user_arg(p_history)
 
     p_samples = sub.add_parser("samples", help="list the generated samples, or write them out")
     p_samples.add_argument("--write", metavar="DIR", help="write each sample as PDF and its QA as JSON")
@@ -496,8 +515,11 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
     """Run methods on a document."""
     from rr_core.costs import price_data_version
     from rr_core.methods import parse_spec
-    from rr_core.workbench import ask, check_ask_budget, plan_ask
+    from rr_core.store import LOCAL_OWNER
+    from rr_core.workbench import acting_user, ask, check_ask_budget, plan_ask
 
+    # With --save, whose history: settled before anything is sent.
+    owner = acting_user(args.user) if args.save else LOCAL_OWNER
     engine = _engine(args, args.provider)
     provider, model = engine.provider, engine.model
     document = _open(args, model)
@@ -531,6 +553,7 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
         save=args.save,
         on_event=progress,
         guard=lambda runner: _stopping(runner, stopped),
+        owner=owner,
     )
     return {
         "stopped_by": stopped.get("by"),
@@ -604,7 +627,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.llm.base import temperature_sent
     from rr_core.methods import parse_spec
     from rr_core.questions import read_questions
-    from rr_core.workbench import check_sweep_budget, plan_measurement, sweep
+    from rr_core.workbench import acting_user, check_sweep_budget, plan_measurement, sweep
 
     preset = get_preset(args.preset)
     engine = _engine(args, args.provider)
@@ -670,6 +693,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
             "jobs": len(plan.jobs),
             "dry_run": True,
         }
+    owner = acting_user(args.user)  # whose run store: before anything is sent
     client = _client(args, engine, counter)
     done = {"n": 0}
 
@@ -694,6 +718,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         mode=args.mode,
         label=f"Lab sweep · {preset.name}",
         on_batch=batch_progress,
+        owner=owner,
     )
     data = {**sweep_json(plan, result, context=context), "is_llm": client.is_llm}
     if args.trials_csv:
@@ -938,6 +963,8 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             )
     elif command == "review":
         _print_review(data)
+    elif command == "history":
+        _print_history(data)
     elif command == "samples":
         for s in data["samples"]:
             print(f"{s['name']:<10} {s['pages']:>4} pages, {len(s['questions'])} questions — {s['title']}")
@@ -950,7 +977,14 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.methods import parse_spec
     from rr_core.review import items_from_paths, parse_answer_key, parse_columns
     from rr_core.review.export import estimate_json, review_csv, review_json, review_xlsx
-    from rr_core.workbench import check_review_budget, plan_grid, read_review_corpus, review
+    from rr_core.workbench import (
+        acting_user,
+        check_review_budget,
+        open_history,
+        plan_grid,
+        read_review_corpus,
+        review,
+    )
 
     columns = parse_columns(_read_text(args.questions, "--questions"), name=Path(args.questions).name)
     key = (
@@ -966,12 +1000,15 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
     settings = parse_spec(args.method, base)
     compare = parse_spec(args.compare, base) if args.compare else None
     items, problems = items_from_paths(args.files)
+    store = open_history(acting_user(args.user))  # the user's documents, readings and replies
 
     def read(done: int, total: int, f: Any) -> None:
         if not args.json and (done == total or done % max(1, total // 10) == 0):
             print(f"  read {done}/{total} files", file=sys.stderr)
 
-    files = read_review_corpus(items, model=engine.counting_model(), processes=args.processes, on_file=read)
+    files = read_review_corpus(
+        items, model=engine.counting_model(), store=store, processes=args.processes, on_file=read
+    )
     skipped = [*problems, *(f for f in files if not f.ok)]
     for f in skipped:
         print(
@@ -979,7 +1016,7 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
         )
     plan = plan_grid(
         files, columns, settings, counter, compare=compare, compare_rows=args.compare_rows,
-        window=engine.window(), tokenizer=engine.counting_model(),
+        window=engine.window(), store=store, tokenizer=engine.counting_model(),
     )  # fmt: skip
     check_review_budget(plan, args.max_usd, args.mode)
     _print_review_plan(estimate_json(plan), plan, args.mode)
@@ -1004,7 +1041,7 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
     with _stopping_any() as stop:
         result = review(
             plan, client, concurrency=args.concurrency, key=key, max_usd=args.max_usd, mode=args.mode,
-            on_cell=on_cell, guard=stop,
+            store=store, on_cell=on_cell, guard=stop,
         )  # fmt: skip
     data = review_json(
         plan, result.cells, traces=result.traces if args.traces else (), context=context, skipped=skipped
@@ -1107,11 +1144,57 @@ def _print_review(data: dict[str, Any]) -> None:
     print(f"\npaid ${data['paid_usd']:.4f}{engine}")
 
 
+def _print_history(data: dict[str, Any]) -> None:
+    """The runs as a table: when, document, method, model, answer, money (a free engine's is
+    what it would cost: nothing was paid)."""
+    runs = data["runs"]
+    print(f"History of {data['user']} in {data['store']}: {_plural(len(runs), 'run')}, newest first")
+    if not runs:
+        print("  (none yet: `ask --save` and the app's Ask screen store runs here)")
+        return
+    print(f"  {'when':<16}  {'document':<24}  {'method':<16}  {'model':<18}  {'answer':<36}  money")
+    for r in runs:
+        when = r["created_at"][:16].replace("T", " ")
+        answer = "ERROR: " + r["error"] if r["error"] else ("—" if r["answer"] is None else r["answer"])
+        if r["questions"] > 1:
+            answer = f"({r['questions']} questions) {answer}"
+        money = f"${r['paid_usd']:.4f}" if r["is_llm"] else f"$0 (would cost ${r['cost_usd']:.4f})"
+        print(
+            f"  {when:<16}  {_cut(r['document'], 24):<24}  {_cut(r['label'], 16):<16}  "
+            f"{_cut(r['model'], 18):<18}  {_cut(' '.join(answer.split()), 36):<36}  {money}"
+        )
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
 def cmd_batches(args: argparse.Namespace) -> dict[str, Any]:
     """The provider batches the run store holds, newest first, with how long each has waited."""
-    from rr_core.workbench import batch_records
+    from rr_core.workbench import acting_user, batch_records
 
-    return {"batches": batch_records(max(1, args.limit))}
+    return {"batches": batch_records(max(1, args.limit), owner=acting_user(args.user))}
+
+
+def cmd_history(args: argparse.Namespace) -> dict[str, Any]:
+    """One user's stored runs, newest first (``--user`` or ``RR_STUDIO_USER``; with SQLite the
+    local user by default)."""
+    from rr_core.workbench import acting_user, history_records, open_history
+
+    if args.limit < 1:
+        raise ConfigError(f"--limit {args.limit}: give how many runs to list, at least 1")
+    owner = acting_user(args.user)
+    store = open_history(owner)
+    try:
+        runs = history_records(args.limit, store=store)
+        location = store.location
+    finally:
+        store.close()
+    return {"user": owner, "store": location, "runs": runs}
 
 
 COMMANDS = {
@@ -1120,9 +1203,12 @@ COMMANDS = {
     "ask": cmd_ask,
     "lab": cmd_lab,
     "batches": cmd_batches,
+    "history": cmd_history,
     "samples": cmd_samples,
     "review": cmd_review,
 }
+# What --json prints, where it is not the whole result: ``history`` prints the list of runs.
+JSON_VIEWS = {"history": "runs"}
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
@@ -1174,7 +1260,8 @@ def _main(args: argparse.Namespace) -> int:
         return EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED
     try:
         if args.json:
-            json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
+            shown = data[JSON_VIEWS[args.command]] if args.command in JSON_VIEWS else data
+            json.dump(shown, sys.stdout, indent=2, ensure_ascii=False)
             print()
         else:
             _print_table(args.command, data)

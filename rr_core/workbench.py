@@ -9,7 +9,9 @@
   ``plan_grid`` (documents × columns planned and estimated), ``check_review_budget``,
   ``review`` (the grid's jobs run into cells, through the store as call cache);
 - **sweep**: ``plan_measurement`` (trials' recipes, each trial built, planned and dropped), ``check_sweep_budget``,
-  ``sweep`` (run through the store as call cache, under a budget).
+  ``sweep`` (run through the store as call cache, under a budget);
+- **history**: ``history_records`` (one user's stored runs, newest first), ``acting_user`` (who
+  the command line acts as: ``--user``, ``RR_STUDIO_USER``, required with a shared store).
 
 The screens and the CLI keep only what is theirs: reading widgets or arguments, and drawing
 or printing. The runner and the store are reached through ``open_runner`` and
@@ -39,6 +41,7 @@ from rr_core.llm import (
     OnWait,
     ProviderInfo,
     default_provider,
+    describe_provider,
     engine_client,
     get_provider,
 )
@@ -60,7 +63,8 @@ from rr_core.review import (
 )
 from rr_core.runs import Budget, CallCache, CallEvent, Executor, RunTrace
 from rr_core.settings import QuestionPlacement, RunSettings
-from rr_core.store import Store, open_store
+from rr_core.store import LOCAL_OWNER, Store, StoredRun, is_postgres, open_store, redact_url
+from rr_core.store.config import DB_ENV
 from rr_core.tokens import TokenCounter, counter_for_model
 
 # ---- the narrow points: the runner and the store ----------------------------------------------
@@ -107,10 +111,32 @@ def open_runner(
     )
 
 
-def open_history() -> Store:
-    """The run store: the history, and the call cache (``LedgerError`` when it cannot open;
-    ``ConfigError`` when ``RR_STUDIO_DB`` names a store this build cannot serve)."""
-    return open_store()
+USER_ENV = "RR_STUDIO_USER"  # who the command line acts as (``--user`` overrides it)
+
+
+def open_history(owner: str = LOCAL_OWNER) -> Store:
+    """The run store as ``owner`` (the local user when none is given): the history, and the call
+    cache (``LedgerError`` when it cannot open; ``ConfigError`` when ``RR_STUDIO_DB`` names a
+    store no backend serves)."""
+    return open_store(owner=owner)
+
+
+def acting_user(given: str | None = None) -> str:
+    """Who a command acts as: ``given`` (``--user``), else ``$RR_STUDIO_USER``; with neither,
+    the local user for a SQLite file, and a ``ConfigError`` for a PostgreSQL store (shared by a
+    team: acting as nobody in particular would mix everyone's runs under one name)."""
+    name = given if given is not None else os.environ.get(USER_ENV, "")
+    if name and name != name.strip():
+        raise ConfigError(f"the user name {name!r} has spaces around it: give the name alone")
+    if name:
+        return name
+    if is_postgres(None):
+        shown = redact_url(os.environ.get(DB_ENV, ""))
+        raise ConfigError(
+            f"{DB_ENV}={shown} is a PostgreSQL store, shared by a team: say whose runs to use with"
+            f" --user NAME or {USER_ENV}=NAME"
+        )
+    return LOCAL_OWNER
 
 
 # ---- the engine ----------------------------------------------------------------------------------
@@ -306,6 +332,7 @@ def ask(
     save: bool = True,
     on_event: Callable[[CallEvent], None] | None = None,
     guard: Guard | None = None,
+    owner: str = LOCAL_OWNER,
 ) -> AskResult:
     """Run the plans that were shown; mark the answers against known ones; save to history.
 
@@ -318,7 +345,7 @@ def ask(
     save_error: str | None = None
     if cache:
         try:
-            store = open_history()
+            store = open_history(owner)
         except LedgerError as exc:
             save_error = str(exc)
     with (
@@ -332,7 +359,7 @@ def ask(
     batch = None
     if save and save_error is None:
         try:  # paid results are shown whether or not the history can keep them
-            batch = (store or open_history()).save_batch(traces)
+            batch = (store or open_history(owner)).save_batch(traces)
         except (LedgerError, ConfigError) as exc:
             save_error = str(exc)
     return AskResult(traces, batch, save_error, client.is_llm)
@@ -402,13 +429,14 @@ def sweep(
     mode: Mode = "now",
     label: str = "Lab sweep",
     on_batch: Callable[[BatchProgress], None] | None = None,
+    owner: str = LOCAL_OWNER,
 ) -> SweepResult:
     """Run every job of the sweep through the run store as call cache (``store``, or the
     history opened here): an interrupted or repeated sweep pays only for what is missing. A
     budget cap sends no call that would pass ``max_usd``. ``mode`` "batch": each phase's calls
     go out as provider batches at the batch price; a sweep started again after a stop polls
     the batches it had submitted instead of paying again."""
-    cache = store if store is not None else open_history()
+    cache = store if store is not None else open_history(owner)
     ledger = plan.ledger_key()
     with open_runner(
         client,
@@ -571,11 +599,13 @@ def review(
 # ---- batches ---------------------------------------------------------------------------------
 
 
-def batch_records(limit: int = 20, store: Store | None = None) -> list[dict[str, Any]]:
+def batch_records(
+    limit: int = 20, store: Store | None = None, owner: str = LOCAL_OWNER
+) -> list[dict[str, Any]]:
     """The provider batches in the run store, newest first, as the progress views show them
     (state, n of m done, how long it has waited: until now while open, until its last update
     once it ended). Read from the store, so they outlive the tab or process that sent them."""
-    store = store if store is not None else open_history()
+    store = store if store is not None else open_history(owner)
     now = datetime.now(UTC)
     out = []
     for record in store.batches(limit):
@@ -599,3 +629,21 @@ def _waited(start: str, end: str | None, now: datetime) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, seconds = divmod(rest, 60)
     return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {seconds:02d}s"
+
+
+# ---- history -----------------------------------------------------------------------------------
+
+
+def history_records(
+    limit: int = 200, store: Store | None = None, owner: str = LOCAL_OWNER
+) -> list[dict[str, Any]]:
+    """One user's stored runs, newest first, as ``history`` prints them: each run's fields, and
+    what it paid (``paid_usd``: 0 for a free engine, whose ``cost_usd`` is what the same tokens
+    would cost)."""
+    store = store if store is not None else open_history(owner)
+    return [_history_record(run) for run in store.list(limit)]
+
+
+def _history_record(run: StoredRun) -> dict[str, Any]:
+    is_llm = describe_provider(run.provider).is_llm
+    return {**asdict(run), "is_llm": is_llm, "paid_usd": run.cost_usd if is_llm else 0.0}

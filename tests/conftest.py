@@ -8,6 +8,7 @@ import random
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -216,3 +217,39 @@ def markdown_table(node, first_column: str) -> list[dict[str, str]]:  # type: ig
 
     header = cells(lines[0])
     return [dict(zip(header, cells(line), strict=True)) for line in lines[2:]]
+
+
+# ---- PostgreSQL (team mode) ------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A throwaway PostgreSQL cluster for the session (``tests/pg_kit.py``).
+
+    Skipped, saying why, when PostgreSQL is not installed; failed instead when
+    ``RR_REQUIRE_POSTGRES=1`` (``.ci/run`` sets it: there the team-mode tests must run).
+    """
+    from tests.pg_kit import INSTALL_HINT, REQUIRE_ENV, PostgresServer, find_binaries
+
+    binaries = find_binaries()
+    if binaries is None:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{INSTALL_HINT} ({REQUIRE_ENV}=1: the PostgreSQL tests must run here)")
+        pytest.skip(INSTALL_HINT)
+    server = PostgresServer(binaries)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres_server: Any) -> Iterator[str]:
+    """The URL of a fresh database of this test's own, as the application's (non-superuser) role."""
+    name = postgres_server.new_database()
+    yield postgres_server.url(name)
+    from rr_core.store.postgres import close_pools
+
+    close_pools()  # a store a test left open does not hold the database
+    postgres_server.drop_database(name)

@@ -370,12 +370,23 @@ def test_compare_runs_of_several_questions_question_by_question() -> None:
     assert any("the whole run's" in c for c in texts(at, "caption"))
 
 
-def test_a_history_in_a_store_this_build_does_not_have_is_a_message_not_a_crash(
+def test_a_history_in_a_store_that_cannot_be_reached_is_a_message_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, refused_port: int
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RR_STUDIO_DB", f"postgresql://analyst:pw-0123@127.0.0.1:{refused_port}/rr")
+    at = open_history()
+    (error,) = at.error
+    assert "could not be opened" in error.value and "pw-0123" not in error.value
+    assert not (tmp_path / "postgresql:").exists()
+
+
+def test_a_history_in_a_store_no_backend_serves_is_a_message_not_a_crash(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("RR_STUDIO_DB", "postgresql://analyst:pw-0123@db.example.com/rr")
+    monkeypatch.setenv("RR_STUDIO_DB", "mysql://analyst:pw-0123@db.example.com/rr")
     at = open_history()
     (error,) = at.error
-    assert "PostgreSQL store is team mode" in error.value and "pw-0123" not in error.value
-    assert not (tmp_path / "postgresql:").exists()
+    assert "is not a store" in error.value and "pw-0123" not in error.value  # (markdown-escaped)
+    assert list(tmp_path.iterdir()) == []

@@ -5,7 +5,8 @@
 - only the provider adapters import the provider SDKs and their HTTP stack;
 - only the document loader imports pymupdf;
 - nothing outside a method's own definition names a method: the registry is the only list;
-- the store's seams (``rr_core/store/base.py``) import no database; only the store imports sqlite3.
+- the store's seams (``rr_core/store/base.py``) import no database; only the store imports sqlite3;
+- only the PostgreSQL store imports its driver and pool (psycopg, psycopg_pool).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ SDKS = {"openai", "anthropic", "httpx", "httpx2", "httpcore", "httpcore2"}
 ADAPTERS = {"rr_core/llm/openai_client.py", "rr_core/llm/anthropic_client.py", "rr_core/llm/deadline.py"}
 PYMUPDF = {"pymupdf", "fitz"}
 LOADER = {"rr_core/documents.py"}
+POSTGRES_DRIVER = {"psycopg", "psycopg_pool", "psycopg2", "psycopg_binary"}
+POSTGRES_STORE = {"rr_core/store/postgres.py"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -61,6 +64,17 @@ def test_only_the_loader_imports_pymupdf() -> None:
         _rel(p): _imports(p) & PYMUPDF for p in _files("rr_core", "pages", "app.py") if _rel(p) not in LOADER
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_only_the_postgresql_store_imports_the_postgresql_driver() -> None:
+    offenders = {
+        _rel(p): _imports(p) & POSTGRES_DRIVER
+        for p in _files("rr_core", "pages", "app.py")
+        if _rel(p) not in POSTGRES_STORE
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+    store = ROOT / "rr_core" / "store" / "postgres.py"
+    assert {"psycopg", "psycopg_pool"} <= _imports(store)  # the check looks where it is
 
 
 def test_screens_reach_the_engine_through_rr_core_only() -> None:

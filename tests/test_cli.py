@@ -22,9 +22,11 @@ from tests.stub_server import StubServer
 FACT = "4.2 million euros"
 
 
-def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, timeout: float = 300, env_changes: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it: a fresh interpreter in the project folder."""
-    env = dict(os.environ)  # the autouse fixture already removed every provider key
+    env = dict(os.environ) | (env_changes or {})  # the autouse fixture already removed every provider key
     env.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken"))
     return subprocess.run(
         [sys.executable, "-m", "rr_core", *args],
@@ -633,7 +635,7 @@ def test_ask_save_with_an_unusable_store_prints_the_results_and_warns(
 
 
 @pytest.mark.parametrize("command", ["ask", "lab"])
-def test_a_postgresql_history_is_refused_before_any_call_and_makes_no_folder(
+def test_a_postgresql_history_without_a_user_is_refused_before_any_call_and_makes_no_folder(
     capsys: pytest.CaptureFixture[str],
     planted_txt: Path,
     stub: StubServer,
@@ -641,8 +643,9 @@ def test_a_postgresql_history_is_refused_before_any_call_and_makes_no_folder(
     monkeypatch: pytest.MonkeyPatch,
     command: str,
 ) -> None:
-    """Team mode is not in this build: ``RR_STUDIO_DB=postgresql://…`` once made a SQLite file in
-    a folder named ``postgresql:``; now it is a one-line error, before anything is paid."""
+    """``RR_STUDIO_DB=postgresql://…`` once made a SQLite file in a folder named ``postgresql:``;
+    now it is the team's shared store, and acting in it without saying who you are is a one-line
+    error, before anything is paid."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RR_STUDIO_DB", "postgresql://analyst:pw-0123@db.example.com/rr")
     engine = ["--provider", "openai-compatible", "--base-url", stub.url, "--model", "llama"]
@@ -653,7 +656,10 @@ def test_a_postgresql_history_is_refused_before_any_call_and_makes_no_folder(
                 "--price-model", "gpt-4.1-mini"]  # fmt: skip
     code = main(argv)
     captured = capsys.readouterr()
-    assert_user_error(code, captured.err, "PostgreSQL store is team mode", "RR_STUDIO_DB=postgresql://***@db")
+    assert_user_error(
+        code, captured.err, "is a PostgreSQL store, shared by a team", "--user NAME or RR_STUDIO_USER",
+        "RR_STUDIO_DB=postgresql://***@db",
+    )  # fmt: skip
     assert "pw-0123" not in captured.err + captured.out
     assert stub.requests == [] and not (tmp_path / "postgresql:").exists()
 
@@ -868,3 +874,147 @@ def test_sigterm_on_ask_save_waits_for_the_calls_in_flight_prints_and_saves_them
     assert data["batch"] and sorted(r.method for r in store.list()) == ["baseline", "rr"]
     assert store.calls_cached() == 2  # both replies in flight kept: not paid again
     assert f"batch {data['batch']}" in err
+
+
+def test_a_lab_sweep_on_a_postgresql_server_that_is_down_sends_nothing_and_shows_no_password(
+    capsys: pytest.CaptureFixture[str],
+    planted_txt: Path,
+    stub: StubServer,
+    monkeypatch: pytest.MonkeyPatch,
+    refused_port: int,
+) -> None:
+    monkeypatch.setenv("RR_STUDIO_DB", f"postgresql://analyst:pw-0123@127.0.0.1:{refused_port}/rr")
+    code = main(
+        ["--user", "alice", "lab", str(planted_txt), "--lengths", "1000", "--depths", "50", "--repeats", "1",
+         "--provider", "openai-compatible", "--base-url", stub.url, "--model", "llama", "--price-model", "gpt-4.1-mini"]
+    )  # fmt: skip
+    captured = capsys.readouterr()
+    assert_user_error(code, captured.err, "could not be opened", f"127.0.0.1:{refused_port}/rr")
+    assert "pw-0123" not in captured.err + captured.out and "analyst" not in captured.err
+    assert stub.requests == []
+
+
+# ---- history: one user's runs (issue 18) -----------------------------------------------------------
+
+HISTORY_FIELDS = {
+    "run_id", "batch", "created_at", "document", "question", "method", "label", "provider", "model", "answer",
+    "page", "input_tokens", "output_tokens", "cost_usd", "latency_s", "error", "questions", "is_llm", "paid_usd",
+}  # fmt: skip
+
+
+def _ask_saved(planted_txt: Path, *user: str) -> None:
+    argv = [*user, "ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "baseline,rr", "--save"]
+    assert main(argv) == 0
+
+
+def test_history_lists_the_users_runs_newest_first_as_a_table_and_as_json(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert main(["history"]) == 0
+    assert "History of local in" in capsys.readouterr().out.splitlines()[0]  # an empty store: said so
+    assert cli_json(capsys, "history") == []
+    _ask_saved(planted_txt)
+    capsys.readouterr()
+    runs = cli_json(capsys, "history")
+    assert [r["method"] for r in runs] == ["rr", "baseline"]  # newest first (saved in plan order)
+    assert all(set(r) == HISTORY_FIELDS for r in runs)
+    assert {r["run_id"] for r in runs} == {r.run_id for r in open_store().list()}
+    rr = runs[0]
+    assert (rr["document"], rr["question"], rr["label"], rr["provider"]) == (
+        "planted.txt", PLANTED_QUESTION, "R&R", "offline",
+    )  # fmt: skip
+    assert FACT in rr["answer"] and rr["page"] == PLANTED_PAGE
+    # The offline engine paid nothing: its cost is what the same tokens would cost.
+    assert rr["is_llm"] is False and rr["paid_usd"] == 0 and rr["cost_usd"] > 0
+    assert [r["run_id"] for r in cli_json(capsys, "history", "--limit", "1")] == [rr["run_id"]]
+    assert main(["history"]) == 0
+    table = capsys.readouterr().out
+    assert "History of local in" in table and "2 runs, newest first" in table
+    assert "planted.txt" in table and "R&R" in table and "Baseline" in table
+    assert f"$0 (would cost ${rr['cost_usd']:.4f})" in table
+
+
+def test_each_user_sees_only_their_own_runs_in_a_sqlite_history(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ask_saved(planted_txt, "--user", "alice")
+    capsys.readouterr()
+    alice = cli_json(capsys, "history", "--user", "alice")
+    assert len(alice) == 2
+    assert cli_json(capsys, "history") == []  # the local user is someone else
+    assert cli_json(capsys, "--user", "bob", "history") == []
+    monkeypatch.setenv("RR_STUDIO_USER", "alice")
+    assert cli_json(capsys, "history") == alice
+    assert cli_json(capsys, "history", "--user", "bob") == []  # --user overrides the variable
+    assert cli_json(capsys, "batches") == {"batches": []}
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["history", "--limit", "0"], "--limit 0"),
+        (["history", "--user", " alice"], "spaces around it"),
+    ],
+)
+def test_history_mistakes_are_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    code = main(argv)
+    assert_user_error(code, capsys.readouterr().err, needle)
+
+
+def test_history_on_a_postgresql_store_needs_a_user_and_shows_only_theirs(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
+    monkeypatch.setenv("RR_STUDIO_DB", pg_url)
+    code = main(["history"])
+    assert_user_error(code, capsys.readouterr().err, "shared by a team", "--user NAME")
+    _ask_saved(planted_txt, "--user", "alice")
+    capsys.readouterr()
+    mine = cli_json(capsys, "history", "--user", "alice")
+    assert [r["method"] for r in mine] == ["rr", "baseline"] and all(set(r) == HISTORY_FIELDS for r in mine)
+    assert cli_json(capsys, "history", "--user", "bob") == []
+    # A fresh process, as a user runs it, with the user from the environment.
+    done = run_cli("history", "--json", env_changes={"RR_STUDIO_USER": "alice"})
+    assert done.returncode == 0, done.stderr
+    assert [r["run_id"] for r in json.loads(done.stdout)] == [r["run_id"] for r in mine]
+    done = run_cli("history", env_changes={"RR_STUDIO_USER": "alice"})
+    assert "History of alice in postgresql://***@127.0.0.1" in done.stdout and "2 runs" in done.stdout
+    assert "app-pw" not in done.stdout + done.stderr
+
+
+def test_a_lab_sweep_keeps_its_replies_in_the_run_store_of_its_user(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["lab", "contract", "--provider", "offline", "--lengths", "1000", "--depths", "50", "--repeats", "1",
+            "--methods", "baseline", "--no-bounds"]  # fmt: skip
+    assert main(["--user", "alice", *argv]) == 0
+    capsys.readouterr()
+    assert open_store(owner="alice").calls_cached() == 1 and open_store().calls_cached() == 0
+    assert main(argv) == 0  # the local user's sweep finds none of alice's replies: it makes its own call
+    assert "calls made 1, found in the store 0" in capsys.readouterr().out
+    assert main(["lab", "--user", "alice", *argv[1:]]) == 0  # --user after the command too
+    assert "calls made 0, found in the store 1" in capsys.readouterr().out
+
+
+def test_a_review_reads_its_documents_into_the_store_of_its_user(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path, tmp_path: Path
+) -> None:
+    columns = tmp_path / "columns.csv"
+    columns.write_text(f"question,type\n{PLANTED_QUESTION},text\n", encoding="utf-8")
+    argv = [
+        "review",
+        str(planted_txt),
+        "--questions",
+        str(columns),
+        "--provider",
+        "offline",
+        "--processes",
+        "1",
+    ]
+    assert main(["--json", "--user", "alice", *argv]) == 0
+    capsys.readouterr()
+    digest = __import__("hashlib").sha256(planted_txt.read_bytes()).hexdigest()
+    assert open_store(owner="alice").document_name(digest) == "planted.txt"
+    assert open_store().document_name(digest) is None  # the local user's store holds none of it
+    assert [r["document"] for r in cli_json(capsys, "history", "--user", "alice")] == ["planted.txt"]

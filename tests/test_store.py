@@ -1,4 +1,9 @@
-"""The run store: a real SQLite file of runs and call replies, atomic batches, old files, no secret."""
+"""The run store: runs and call replies, atomic batches, documents, owners, old files, no secret.
+
+The contract tests take ``open_backend`` and run against both backends: a real SQLite file and a
+real PostgreSQL database (``tests/pg_kit.py``; skipped, saying why, where PostgreSQL is not
+installed). What only one backend has (old SQLite files, row-level security) is tested on its own.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import json
 import re
 import sqlite3
 import threading
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -40,10 +46,25 @@ from rr_core.store import (
 
 SECRET = "sk-test-DO-NOT-STORE-0123456789abcdef"
 
+Backend = Callable[..., Store]  # open_backend(owner="local"): a store of the test's own database
 
-def test_save_list_get_delete_count(tmp_path: Path, planted_document: Document) -> None:
-    store = SQLiteStore(tmp_path / "store" / "runs.sqlite3")
-    assert store.path.is_file() and store.count() == 0
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """Opens a store of this test's own database as an owner; every call opens the same database
+    again (a reopened file, another process's store), so what one store wrote the next reads."""
+    if request.param == "sqlite":
+        path = tmp_path / "store" / "runs.sqlite3"
+        return lambda owner=LOCAL_OWNER: SQLiteStore(path, owner=owner)
+    from rr_core.store.postgres import PostgresStore
+
+    url = request.getfixturevalue("pg_url")
+    return lambda owner=LOCAL_OWNER: PostgresStore(url, owner=owner)
+
+
+def test_save_list_get_delete_count(open_backend: Backend, planted_document: Document) -> None:
+    store = open_backend()
+    assert store.count() == 0
     traces = offline_traces(planted_document, "baseline", "rr")
     batch = store.save_batch(traces)
     assert store.count() == 2
@@ -70,8 +91,8 @@ def test_save_list_get_delete_count(tmp_path: Path, planted_document: Document) 
     assert store.count() == 1 and store.get(traces[0].run_id) is None
 
 
-def test_delete_many_at_once(tmp_path: Path, planted_document: Document) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+def test_delete_many_at_once(open_backend: Backend, planted_document: Document) -> None:
+    store = open_backend()
     traces = offline_traces(planted_document, *PAPER_METHODS)
     store.save_batch(traces[:3])
     store.save_batch(traces[3:])
@@ -83,8 +104,8 @@ def test_delete_many_at_once(tmp_path: Path, planted_document: Document) -> None
     assert store.delete([]) == 0
 
 
-def test_each_batch_gets_its_own_id(tmp_path: Path, planted_document: Document) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+def test_each_batch_gets_its_own_id(open_backend: Backend, planted_document: Document) -> None:
+    store = open_backend()
     traces = offline_traces(planted_document, "baseline", "icr", "rr")
     first = store.save_batch(traces[:2])
     second = store.save_batch(traces[2:])
@@ -94,8 +115,8 @@ def test_each_batch_gets_its_own_id(tmp_path: Path, planted_document: Document) 
     }  # fmt: skip
 
 
-def test_save_batch_is_atomic(tmp_path: Path, planted_document: Document) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+def test_save_batch_is_atomic(open_backend: Backend, planted_document: Document) -> None:
+    store = open_backend()
     good = offline_traces(planted_document, "baseline", "rr")
     # The third run of the batch cannot be stored (a document name is required).
     broken = dataclasses.replace(offline_traces(planted_document, "icr")[0], document=None)  # type: ignore[arg-type]
@@ -107,8 +128,8 @@ def test_save_batch_is_atomic(tmp_path: Path, planted_document: Document) -> Non
     assert store.count() == 2
 
 
-def test_saving_a_run_again_replaces_it(tmp_path: Path, planted_document: Document) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+def test_saving_a_run_again_replaces_it(open_backend: Backend, planted_document: Document) -> None:
+    store = open_backend()
     (trace,) = offline_traces(planted_document, "rr")
     store.save_batch([trace])
     trace.warnings.append("looked at again")
@@ -117,21 +138,20 @@ def test_saving_a_run_again_replaces_it(tmp_path: Path, planted_document: Docume
     assert store.get(trace.run_id).warnings[-1] == "looked at again"  # type: ignore[union-attr]
 
 
-def test_runs_survive_reopening_the_file(tmp_path: Path, planted_document: Document) -> None:
-    path = tmp_path / "runs.sqlite3"
+def test_runs_survive_reopening_the_file(open_backend: Backend, planted_document: Document) -> None:
     (trace,) = offline_traces(planted_document, "icr")
-    SQLiteStore(path).save_batch([trace])
-    again = SQLiteStore(path)
+    open_backend().save_batch([trace])
+    again = open_backend()
     assert again.count() == 1
     stored = again.get(trace.run_id)
     assert stored is not None and stored.method == "icr" and stored.retrieved_pages
 
 
-def test_failed_runs_are_stored_with_their_error(tmp_path: Path, planted_document: Document) -> None:
+def test_failed_runs_are_stored_with_their_error(open_backend: Backend, planted_document: Document) -> None:
     counter = word_counter()
     plan = plan_method(planted_document, PLANTED_QUESTION, RunSettings(method="baseline"), counter)
     (trace,) = run_plans(planted_document, [plan], ScriptedClient(["not json"]))
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    store = open_backend()
     store.save_batch([trace])
     (row,) = store.list()
     assert row.error and row.answer is None
@@ -139,10 +159,10 @@ def test_failed_runs_are_stored_with_their_error(tmp_path: Path, planted_documen
     assert stored is not None and stored.error_kind == "ResponseParseError"
 
 
-def test_several_question_runs_keep_every_outcome(tmp_path: Path, planted_document: Document) -> None:
+def test_several_question_runs_keep_every_outcome(open_backend: Backend, planted_document: Document) -> None:
     questions = [PLANTED_QUESTION, "What does the harbor crane shelter?"]
     (trace,) = offline_traces(planted_document, "rr", question=questions)
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    store = open_backend()
     store.save_batch([trace])
     (row,) = store.list()
     assert row.question == PLANTED_QUESTION
@@ -151,8 +171,8 @@ def test_several_question_runs_keep_every_outcome(tmp_path: Path, planted_docume
     assert stored.outcomes == trace.outcomes
 
 
-def test_the_call_cache_finds_what_was_put(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+def test_the_call_cache_finds_what_was_put(open_backend: Backend) -> None:
+    store = open_backend()
     assert store.find("k1") is None and store.calls_cached() == 0
     usage = Usage(input_tokens=900, cached_tokens=100, output_tokens=12)
     store.put("k1", CachedCall('{"pages": [3]}', usage, "gpt-4.1-mini"))
@@ -161,7 +181,7 @@ def test_the_call_cache_finds_what_was_put(tmp_path: Path) -> None:
     assert store.find("k1").text == '{"pages": [3]}'  # type: ignore[union-attr]
     store.put("k2", CachedCall("x", Usage(), ""))
     assert store.calls_cached() == 2 and store.count() == 0  # cached calls are not runs
-    assert SQLiteStore(store.path).find("k2") == CachedCall("x", Usage(), "")
+    assert open_backend().find("k2") == CachedCall("x", Usage(), "")
 
 
 def test_the_sqlite_store_is_a_store() -> None:
@@ -194,8 +214,8 @@ def test_default_path_follows_the_environment(tmp_path: Path, monkeypatch: pytes
     assert SQLiteStore().path == target
 
 
-def test_concurrent_saves_from_threads(tmp_path: Path, planted_document: Document) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+def test_concurrent_saves_from_threads(open_backend: Backend, planted_document: Document) -> None:
+    store = open_backend()
     traces = [offline_traces(planted_document, "baseline")[0] for _ in range(8)]
     batches: list[str] = []
     threads = [threading.Thread(target=lambda t=t: batches.append(store.save_batch([t]))) for t in traces]
@@ -402,10 +422,9 @@ def test_concurrent_writers_in_separate_processes_lose_nothing(
 
 
 def test_a_store_opened_as_another_owner_sees_none_of_the_first_owners_runs(
-    tmp_path: Path, planted_document: Document
+    open_backend: Backend, planted_document: Document
 ) -> None:
-    path = tmp_path / "shared.sqlite3"
-    alice, bob = SQLiteStore(path, owner="alice"), SQLiteStore(path, owner="bob")
+    alice, bob = open_backend("alice"), open_backend("bob")
     traces = offline_traces(planted_document, "baseline", "rr")
     alice.save_batch(traces)
     assert alice.count() == 2 and bob.count() == 0 and bob.list() == []
@@ -418,13 +437,12 @@ def test_a_store_opened_as_another_owner_sees_none_of_the_first_owners_runs(
     assert alice.get(traces[0].run_id).method == "baseline"  # type: ignore[union-attr]
     assert bob.get(traces[0].run_id).method == "icr"  # type: ignore[union-attr]
     assert (alice.count(), bob.count()) == (2, 1)
-    assert open_store(path).count() == 0  # the local user is a third owner
-    assert (alice.owner, bob.owner, open_store(path).owner) == ("alice", "bob", LOCAL_OWNER)
+    assert open_backend().count() == 0  # the local user is a third owner
+    assert (alice.owner, bob.owner, open_backend().owner) == ("alice", "bob", LOCAL_OWNER)
 
 
-def test_cached_replies_are_the_owners_own(tmp_path: Path) -> None:
-    path = tmp_path / "shared.sqlite3"
-    alice, bob = SQLiteStore(path, owner="alice"), SQLiteStore(path, owner="bob")
+def test_cached_replies_are_the_owners_own(open_backend: Backend) -> None:
+    alice, bob = open_backend("alice"), open_backend("bob")
     alice.put("k", CachedCall("alice's reply: the prompt held her document", Usage(input_tokens=5), "m"))
     assert bob.find("k") is None and bob.calls_cached() == 0
     bob.put("k", CachedCall("bob's reply", Usage(), "m"))
@@ -433,10 +451,10 @@ def test_cached_replies_are_the_owners_own(tmp_path: Path) -> None:
     assert alice.calls_cached() == bob.calls_cached() == 1
 
 
-def test_an_owner_must_be_a_name(tmp_path: Path) -> None:
+def test_an_owner_must_be_a_name(open_backend: Backend) -> None:
     for owner in ("", " alice", "bob\n"):
         with pytest.raises(ConfigError, match="owner"):
-            SQLiteStore(tmp_path / "runs.sqlite3", owner=owner)
+            open_backend(owner)
 
 
 # ---- Versioned migrations ------------------------------------------------------------------------
@@ -578,8 +596,8 @@ def test_a_migration_that_fails_changes_nothing(tmp_path: Path, monkeypatch: pyt
 # ---- Documents by content hash -------------------------------------------------------------------
 
 
-def test_documents_are_kept_once_by_content_hash_and_are_the_owners_own(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+def test_documents_are_kept_once_by_content_hash_and_are_the_owners_own(open_backend: Backend) -> None:
+    store = open_backend()
     data = b"%PDF-1.7 a contract\x00\xff with binary bytes"
     digest = store.put_document(data, "contract.pdf")
     assert digest == hashlib.sha256(data).hexdigest()
@@ -587,12 +605,29 @@ def test_documents_are_kept_once_by_content_hash_and_are_the_owners_own(tmp_path
     assert store.put_document(data, "renamed.pdf") == digest  # the same bytes: kept once, first name stays
     assert store.document_name(digest) == "contract.pdf"
     assert store.get_document("0" * 64) is None and store.document_name("0" * 64) is None
-    other = SQLiteStore(store.path, owner="bob")
+    other = open_backend("bob")
     assert other.get_document(digest) is None and other.document_name(digest) is None
     assert other.put_document(data, "bob.pdf") == digest and other.document_name(digest) == "bob.pdf"
-    with sqlite3.connect(store.path) as db:
-        assert db.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 2  # one per owner
-    db.close()
+    assert store.document_name(digest) == "contract.pdf"  # one row per owner: alice's stays hers
+
+
+def test_a_documents_reading_is_kept_per_tokenizer_replaced_when_kept_again_and_the_owners_own(
+    open_backend: Backend,
+) -> None:
+    store = open_backend()
+    digest = store.put_document(b"%PDF-1.7 a contract", "contract.pdf")
+    assert store.get_reading(digest, "o200k_base") is None
+    store.put_reading(digest, "o200k_base", b"\x00pages counted by o200k\xff")
+    store.put_reading(digest, "cl100k_base", b"pages counted by cl100k")
+    assert store.get_reading(digest, "o200k_base") == b"\x00pages counted by o200k\xff"
+    assert store.get_reading(digest, "cl100k_base") == b"pages counted by cl100k"
+    store.put_reading(digest, "o200k_base", b"read again")  # a newer reading replaces the older
+    assert store.get_reading(digest, "o200k_base") == b"read again"
+    assert open_backend().get_reading(digest, "o200k_base") == b"read again"  # opened again: kept
+    bob = open_backend("bob")
+    assert bob.get_reading(digest, "o200k_base") is None
+    bob.put_reading(digest, "o200k_base", b"bob's")
+    assert store.get_reading(digest, "o200k_base") == b"read again"
 
 
 # ---- Provider batches ----------------------------------------------------------------------------
@@ -607,8 +642,8 @@ def _batch(batch_id: str, keys: list[str], **changes: object) -> BatchRecord:
     return BatchRecord(batch_id=batch_id, total=len(keys), **(fields | changes))  # type: ignore[arg-type]
 
 
-def test_a_batch_is_recorded_with_its_items_and_found_by_key(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+def test_a_batch_is_recorded_with_its_items_and_found_by_key(open_backend: Backend) -> None:
+    store = open_backend()
     assert store.pending_batch("k1") is None and store.open_batches() == [] and store.batches() == []
     store.add_batch(_batch("batch_1", ["k1", "k2", "k3"]), ["k1", "k2", "k3"])
     found = store.pending_batch("k2")
@@ -620,13 +655,13 @@ def test_a_batch_is_recorded_with_its_items_and_found_by_key(tmp_path: Path) -> 
     assert datetime.fromisoformat(found.created_at).tzinfo is not None  # UTC, stated
     assert store.pending_batch("k4") is None
     assert store.open_batches() == store.batches() == [found]
-    assert SQLiteStore(store.path).pending_batch("k1") == found  # a restarted process finds it
+    assert open_backend().pending_batch("k1") == found  # a restarted process finds it
 
 
 def test_a_call_waiting_in_one_batch_is_refused_by_another_and_nothing_of_that_batch_is_kept(
-    tmp_path: Path,
+    open_backend: Backend,
 ) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    store = open_backend()
     store.add_batch(_batch("batch_1", ["k1", "k2"]), ["k1", "k2"])
     with pytest.raises(BatchConflict, match=r"still waiting in batch batch_1 \(Lab sweep · planted facts\)"):
         store.add_batch(_batch("batch_2", ["k3", "k2"]), ["k3", "k2"])
@@ -643,15 +678,15 @@ def test_a_call_waiting_in_one_batch_is_refused_by_another_and_nothing_of_that_b
     assert store.pending_batch("key-0") is None
     assert isinstance(BatchConflict("x"), RRError)
     # Another owner's waiting call is not this owner's: bob may submit his own.
-    bob = SQLiteStore(store.path, owner="bob")
+    bob = open_backend("bob")
     assert bob.pending_batch("k1") is None and bob.batches() == []
     bob.add_batch(_batch("batch_b", ["k1"]), ["k1"])
     assert bob.pending_batch("k1").batch_id == "batch_b"  # type: ignore[union-attr]
     assert store.pending_batch("k1").batch_id == "batch_1"  # type: ignore[union-attr]
 
 
-def test_settling_items_releases_the_failed_ones_and_recounts_the_batch(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+def test_settling_items_releases_the_failed_ones_and_recounts_the_batch(open_backend: Backend) -> None:
+    store = open_backend()
     keys = ["k1", "k2", "k3", "k4", "k5"]
     store.add_batch(_batch("batch_1", keys), keys)
     store.update_batch("batch_1", state="in_progress", done=2)
@@ -679,8 +714,8 @@ def test_settling_items_releases_the_failed_ones_and_recounts_the_batch(tmp_path
     assert store.pending_batch("k5").state == "ended"  # type: ignore[union-attr]  # its result is still to be read
 
 
-def test_batch_states_and_outcomes_are_checked(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+def test_batch_states_and_outcomes_are_checked(open_backend: Backend) -> None:
+    store = open_backend()
     store.add_batch(_batch("batch_1", ["k1"]), ["k1"])
     with pytest.raises(ValueError, match="state 'finished'"):
         store.update_batch("batch_1", state="finished")
@@ -695,12 +730,12 @@ def test_batch_states_and_outcomes_are_checked(tmp_path: Path) -> None:
     with pytest.raises(LedgerError, match="No batch nope"):
         store.settle_items("nope", {"k1": "errored"})
     with pytest.raises(LedgerError, match="No batch batch_1"):
-        SQLiteStore(store.path, owner="bob").update_batch("batch_1", state="canceled")
+        open_backend("bob").update_batch("batch_1", state="canceled")
     assert store.batches()[0].state == "submitted"
 
 
-def test_open_batches_come_oldest_first(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "runs.sqlite3")
+def test_open_batches_come_oldest_first(open_backend: Backend) -> None:
+    store = open_backend()
     for n, when in enumerate(
         ["2026-11-25T10:00:02+00:00", "2026-11-25T10:00:01+00:00", "2026-11-25T10:00:03+00:00"]
     ):
@@ -709,13 +744,12 @@ def test_open_batches_come_oldest_first(tmp_path: Path) -> None:
     assert [b.batch_id for b in store.batches(limit=2)] == ["b2", "b0"]
 
 
-def test_two_processes_adding_the_same_call_to_batches_at_once_submit_it_once(tmp_path: Path) -> None:
-    path = tmp_path / "runs.sqlite3"
-    SQLiteStore(path)
+def test_two_processes_adding_the_same_call_to_batches_at_once_submit_it_once(open_backend: Backend) -> None:
+    open_backend()
     outcomes: list[str] = []
 
     def submit(n: int) -> None:
-        store = SQLiteStore(path)  # its own connection and lock: only the database keeps them apart
+        store = open_backend()  # a store (and transaction) of its own: only the database keeps them apart
         try:
             store.add_batch(_batch(f"b{n}", ["shared", f"own-{n}"]), ["shared", f"own-{n}"])
             outcomes.append("added")
@@ -728,8 +762,8 @@ def test_two_processes_adding_the_same_call_to_batches_at_once_submit_it_once(tm
     for thread in threads:
         thread.join()
     assert sorted(outcomes) == ["added"] + ["refused"] * 7
-    winner = SQLiteStore(path).pending_batch("shared")
-    assert winner is not None and [b.batch_id for b in SQLiteStore(path).batches()] == [winner.batch_id]
+    winner = open_backend().pending_batch("shared")
+    assert winner is not None and [b.batch_id for b in open_backend().batches()] == [winner.batch_id]
 
 
 # ---- Where the store is: paths and URLs ----------------------------------------------------------
@@ -760,16 +794,14 @@ def test_open_store_takes_paths_and_sqlite_urls(
 @pytest.mark.parametrize(
     ("url", "needle"),
     [
-        ("postgresql://analyst:s3cret-pw@db.example.com:5432/rr", "PostgreSQL store is team mode"),
-        ("postgres://analyst:s3cret-pw@db.example.com/rr", "PostgreSQL store is team mode"),
-        ("postgresql+psycopg://db.example.com/rr?password=s3cret-pw", "PostgreSQL store is team mode"),
-        ("mysql://analyst:s3cret-pw@db.example.com/rr", "mysql:// is not a store this build has"),
+        ("postgresql+psycopg://db.example.com/rr?password=s3cret-pw", "write the URL as postgresql://"),
+        ("mysql://analyst:s3cret-pw@db.example.com/rr", "mysql:// is not a store R&R Studio has"),
         ("sqlite://db.example.com/rr.sqlite3", "a file on this machine"),
         ("sqlite:///tmp/rr.sqlite3?mode=ro&password=s3cret-pw", "takes no options"),
         ("sqlite:", "name the file"),
     ],
 )
-def test_a_store_url_this_build_cannot_serve_is_a_config_error_without_its_password(
+def test_a_store_url_no_backend_serves_is_a_config_error_without_its_password(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, needle: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -782,6 +814,7 @@ def test_a_store_url_this_build_cannot_serve_is_a_config_error_without_its_passw
         SQLiteStore()
     for error in (given.value, from_env.value):
         assert "s3cret" not in str(error) and "sqlite:///absolute/path" in str(error)
+        assert "postgresql://user@host" in str(error)  # the forms accepted, both backends
     assert str(from_env.value).startswith(f"{DB_ENV}=")
     assert list(tmp_path.iterdir()) == []  # no folder named "postgresql:", no file: nothing made
 
@@ -793,3 +826,26 @@ def test_redact_url_hides_every_form_of_password() -> None:
         "postgresql://host/db?user=u&password=***&sslmode=require"
     )
     assert redact_url("/home/u/runs.sqlite3") == "/home/u/runs.sqlite3"
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
+def test_a_postgresql_url_opens_the_postgresql_store_and_a_server_that_is_down_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused_port: int, scheme: str
+) -> None:
+    """Before team mode, such a value made a folder named "postgresql:"; now it is a server, and
+    one that cannot be reached is a LedgerError naming it, never showing the password."""
+    monkeypatch.chdir(tmp_path)
+    url = f"{scheme}://analyst:s3cret-pw@127.0.0.1:{refused_port}/rr"
+    with pytest.raises(LedgerError, match=rf"127\.0\.0\.1:{refused_port}/rr could not be opened") as given:
+        open_store(url)
+    monkeypatch.setenv(DB_ENV, url)
+    with pytest.raises(LedgerError, match="could not be opened") as from_env:
+        open_store(owner="alice")
+    for error in (given.value, from_env.value):
+        assert "s3cret" not in str(error) and "analyst" not in str(error)
+        assert "the server is up" in str(error) and DB_ENV in str(error)
+    with pytest.raises(ConfigError, match="names a PostgreSQL server, not a SQLite file"):
+        SQLiteStore()
+    with pytest.raises(ConfigError, match="names a PostgreSQL server"):
+        default_path()
+    assert list(tmp_path.iterdir()) == []  # nothing made: no folder named "postgresql:"

@@ -104,7 +104,7 @@ def test_ask_with_the_store_as_cache_pays_once() -> None:
 
 
 def test_ask_keeps_paid_results_when_the_history_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken() -> Any:
+    def broken(owner: str = "local") -> Any:
         raise LedgerError("the disk is full")
 
     monkeypatch.setattr(workbench, "open_history", broken)
@@ -170,3 +170,14 @@ def test_ask_runs_as_jobs_that_plan_the_very_calls_that_were_shown() -> None:
         again = plan_job(job, resolver.open(job.source), counter)
         assert [c.render() for c in again.calls] == [c.render() for c in shown.calls], shown.method
         assert again.estimate == shown.estimate
+
+
+def test_ask_saves_to_the_history_of_the_owner_it_is_given() -> None:
+    result = workbench.ask(_plan(), ScriptedClient(responder=reply), concurrency=1, cache=True, owner="alice")
+    assert result.batch is not None
+    assert [r.run_id for r in workbench.open_history("alice").list()] == [t.run_id for t in result.traces]
+    assert workbench.open_history().count() == 0  # the local user's history holds none of them
+    assert [r["run_id"] for r in workbench.history_records(owner="alice")] == [
+        t.run_id for t in result.traces
+    ]
+    assert workbench.history_records() == []

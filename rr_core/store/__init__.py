@@ -2,8 +2,9 @@
 
 Callers are typed against the seams in ``base.py`` (``Store``, ``RunStore``, ``CallCache``,
 ``DocumentStore``) and get a store from ``open_store``, which picks the backend from a path or
-URL (``$RR_STUDIO_DB`` when none is given). SQLite (``sqlite.py``) is the embedded default and,
-in this build, the only backend: see ``config.py`` for the forms accepted.
+URL (``$RR_STUDIO_DB`` when none is given): SQLite (``sqlite.py``), the embedded default, or
+PostgreSQL (``postgres.py``, team mode: imported only when asked for). See ``config.py`` for the
+forms accepted.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ from rr_core.store.base import (
     WorkRecord,
     WorkStore,
 )
-from rr_core.store.config import DB_ENV, DEFAULT_PATH, SUPPORTED_FORMS, redact_url, sqlite_path
+from rr_core.store.config import (
+    DB_ENV,
+    DEFAULT_PATH,
+    SUPPORTED_FORMS,
+    is_postgres,
+    redact_url,
+    sqlite_path,
+)
 from rr_core.store.sqlite import MIGRATIONS, SCHEMA_VERSION, SQLiteStore
 
 __all__ = [
@@ -49,6 +57,7 @@ __all__ = [
     "WorkRecord",
     "WorkStore",
     "default_path",
+    "is_postgres",
     "open_store",
     "redact_url",
 ]
@@ -66,6 +75,11 @@ def open_store(url: str | Path | None = None, *, owner: str = LOCAL_OWNER) -> St
     """The store at ``url`` (``None``: ``$RR_STUDIO_DB``, else the default file), as ``owner``.
 
     A path, ``sqlite:///absolute/path``, ``sqlite:relative/path`` or ``:memory:``: SQLite.
-    ``postgresql://…`` (team mode) and any other ``scheme://`` raise ``ConfigError``.
+    ``postgresql://…`` or ``postgres://…``: PostgreSQL (team mode; ``LedgerError`` when the
+    server cannot be reached, without the password). Any other ``scheme://``: ``ConfigError``.
     """
+    if is_postgres(url):
+        from rr_core.store.postgres import PostgresStore
+
+        return PostgresStore(None if url is None else str(url), owner=owner)
     return SQLiteStore(sqlite_path(url), owner=owner)

@@ -1,0 +1,757 @@
+"""The team store: one PostgreSQL database shared by every user and replica (``RR_STUDIO_DB=postgresql://…``).
+
+It implements ``Store`` (``base.py``) as ``SQLiteStore`` does — runs, call replies and the
+provider batches they wait in, documents by content hash — through psycopg 3 and a
+``psycopg_pool.ConnectionPool``. One pool per database URL and process is shared by the stores
+of every owner: the owner is not a property of a connection but of each transaction.
+
+**Owners, enforced by the database.** Every table of owned rows has an ``owner`` column and
+row-level security, enabled and *forced* (so it applies to the role that owns the tables too),
+with one policy: a row is visible, and may be written, only when ``owner`` equals the setting
+``rr.owner``. Each transaction of the store begins with ``set_config('rr.owner', owner, true)``:
+local to that transaction, so a pooled connection handed to another owner, or used outside the
+store's transactions, sees nothing at all. The store's own queries carry no owner filter; a
+query that forgets one cannot read, change or delete another owner's row.
+
+Row-level security does not apply to superusers nor to roles with ``BYPASSRLS``: the store
+refuses to run as either. Connect as an ordinary role that owns the database, e.g.::
+
+    CREATE ROLE rr_app LOGIN PASSWORD '…' NOSUPERUSER NOBYPASSRLS;
+    CREATE DATABASE rr_studio OWNER rr_app;
+
+What this protects against is a query without its owner filter (the common bug); it does not
+protect against code that sets ``rr.owner`` itself, nor against a role allowed to alter the
+tables (``NO FORCE ROW LEVEL SECURITY``) — the application is trusted to say who is signed in.
+
+**Migrations.** ``MIGRATIONS`` is the ordered list of SQL changes; ``schema_version`` records
+which were applied. Opening a database applies the missing ones, each in one transaction under a
+transaction-level advisory lock, so replicas starting together apply each exactly once. A
+database newer than this code is refused.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from rr_core.errors import BatchConflict, ConfigError, LedgerError
+from rr_core.llm.base import Usage
+from rr_core.store.base import (
+    BATCH_STATES,
+    ITEM_OUTCOMES,
+    LOCAL_OWNER,
+    OPEN_BATCH_STATES,
+    RELEASED_OUTCOMES,
+    BatchRecord,
+    CachedCall,
+    StoredRun,
+)
+from rr_core.store.config import DB_ENV, postgres_url, redact_url
+from rr_core.traces import RunTrace
+
+OWNER_SETTING = "rr.owner"  # the transaction-local setting every policy compares ``owner`` with
+CONNECT_TIMEOUT_S = 10  # a server that does not answer is an error after this, not a hang
+POOL_SIZE = 8  # connections per database and process at most
+_MIGRATION_LOCK = 0x5252_5354  # the advisory lock key migrations are applied under ("RRST")
+
+
+# ---- Migrations ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One change of the schema: SQL statements applied once, in one transaction."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+_OWNER = f"owner TEXT NOT NULL DEFAULT current_setting('{OWNER_SETTING}')"
+
+
+def _owned(table: str) -> tuple[str, ...]:
+    """Row-level security on ``table``: forced, one policy comparing ``owner`` with the setting."""
+    mine = f"owner = current_setting('{OWNER_SETTING}', true)"
+    return (
+        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+        f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+        f"CREATE POLICY {table}_owner ON {table} USING ({mine}) WITH CHECK ({mine})",
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "runs, call replies, documents and provider batches, every row owned, under row-level security",
+        (
+            f"""CREATE TABLE runs (
+                {_OWNER},
+                run_id TEXT NOT NULL,
+                seq BIGINT GENERATED ALWAYS AS IDENTITY,
+                batch TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                document TEXT NOT NULL,
+                document_sha256 TEXT NOT NULL,
+                question TEXT NOT NULL,
+                questions INTEGER NOT NULL DEFAULT 1,
+                method TEXT NOT NULL,
+                label TEXT,
+                provider TEXT NOT NULL,
+                model TEXT NOT NULL,
+                answer TEXT,
+                page INTEGER,
+                input_tokens BIGINT NOT NULL,
+                output_tokens BIGINT NOT NULL,
+                cost_usd DOUBLE PRECISION NOT NULL,
+                latency_s DOUBLE PRECISION NOT NULL,
+                error TEXT,
+                cache_key TEXT,
+                trace TEXT NOT NULL,
+                PRIMARY KEY (owner, run_id)
+            )""",
+            "CREATE INDEX runs_owner_seq ON runs (owner, seq DESC)",
+            *_owned("runs"),
+            f"""CREATE TABLE calls (
+                {_OWNER},
+                cache_key TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                model TEXT NOT NULL,
+                response TEXT NOT NULL,
+                usage TEXT NOT NULL,
+                sent TEXT,
+                mode TEXT NOT NULL DEFAULT 'now',
+                ledger TEXT NOT NULL DEFAULT '',
+                accounted BOOLEAN NOT NULL DEFAULT TRUE,
+                PRIMARY KEY (owner, cache_key)
+            )""",
+            "CREATE INDEX calls_unaccounted ON calls (owner, ledger) WHERE NOT accounted",
+            *_owned("calls"),
+            f"""CREATE TABLE documents (
+                {_OWNER},
+                sha256 TEXT NOT NULL,
+                name TEXT NOT NULL,
+                size BIGINT NOT NULL,
+                created_at TEXT NOT NULL,
+                data BYTEA NOT NULL,
+                PRIMARY KEY (owner, sha256)
+            )""",
+            *_owned("documents"),
+            f"""CREATE TABLE batches (
+                {_OWNER},
+                batch_id TEXT NOT NULL,
+                seq BIGINT GENERATED ALWAYS AS IDENTITY,
+                provider TEXT NOT NULL,
+                label TEXT NOT NULL,
+                state TEXT NOT NULL,
+                total INTEGER NOT NULL,
+                done INTEGER NOT NULL DEFAULT 0,
+                failed INTEGER NOT NULL DEFAULT 0,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                PRIMARY KEY (owner, batch_id)
+            )""",
+            "CREATE INDEX batches_owner_created ON batches (owner, created_at, seq)",
+            *_owned("batches"),
+            f"""CREATE TABLE batch_items (
+                {_OWNER},
+                batch_id TEXT NOT NULL,
+                cache_key TEXT NOT NULL,
+                state TEXT NOT NULL DEFAULT 'submitted',
+                settled_at TEXT,
+                PRIMARY KEY (owner, batch_id, cache_key),
+                FOREIGN KEY (owner, batch_id) REFERENCES batches (owner, batch_id) ON DELETE CASCADE
+            )""",
+            # The rule that keeps a call from being submitted twice, kept by the database itself.
+            "CREATE UNIQUE INDEX batch_items_one_pending ON batch_items (owner, cache_key)"
+            " WHERE state = 'submitted'",
+            *_owned("batch_items"),
+        ),
+    ),
+    Migration(
+        2,
+        "documents' readings (pages and tokens), so a document is parsed once",
+        (
+            f"""CREATE TABLE readings (
+                {_OWNER},
+                sha256 TEXT NOT NULL,
+                tokenizer TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                data BYTEA NOT NULL,
+                PRIMARY KEY (owner, sha256, tokenizer)
+            )""",
+            *_owned("readings"),
+        ),
+    ),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+_BATCH_COLUMNS = "batch_id, provider, label, state, total, done, failed, created_at, updated_at, owner"
+_RUN_COLUMNS = (
+    "run_id, batch, created_at, document, question, method, COALESCE(label, method), provider, model,"
+    " answer, page, input_tokens, output_tokens, cost_usd, latency_s, error, questions"
+)
+
+
+def _batch(row: tuple[Any, ...]) -> BatchRecord:
+    batch_id, provider, label, state, total, done, failed, created_at, updated_at, owner = row
+    return BatchRecord(
+        batch_id=batch_id,
+        provider=provider,
+        label=label,
+        state=state,
+        total=int(total),
+        done=int(done),
+        failed=int(failed),
+        created_at=created_at,
+        updated_at=updated_at,
+        owner=owner,
+    )
+
+
+# ---- Pools: one per database and process, shared by every owner ---------------------------------
+
+
+class _Shared:
+    """A pool and how many open stores use it (it closes with the last)."""
+
+    def __init__(self, pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]]) -> None:
+        self.pool = pool
+        self.users = 0
+
+
+_POOLS: dict[str, _Shared] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _scrub(text: str, password: str | None) -> str:
+    """``text`` without the password, however the driver quoted the URL or its parameters."""
+    text = redact_url(text)
+    return text.replace(password, "***") if password else text
+
+
+# ---- The store ----------------------------------------------------------------------------------
+
+
+class PostgresStore:
+    """One owner's runs, call replies, batches and documents in a PostgreSQL database shared with
+    other owners; safe to share between threads (each transaction takes a pooled connection)."""
+
+    def __init__(self, url: str | None = None, owner: str = LOCAL_OWNER) -> None:
+        if not owner or owner != owner.strip():
+            raise ConfigError(f"the store's owner must be a name without surrounding spaces (got {owner!r})")
+        self._url = postgres_url(url)
+        self._owner = owner
+        self._location = redact_url(self._url)
+        try:
+            password = conninfo_to_dict(self._url).get("password")
+        except psycopg.Error as exc:
+            raise ConfigError(f"{self._location} is not a PostgreSQL URL libpq can read ({exc}).") from None
+        self._password = str(password) if password else None
+        self._closed = False
+        self._pool = self._acquire()
+
+    @property
+    def owner(self) -> str:
+        """Whose rows this store reads and writes."""
+        return self._owner
+
+    @property
+    def location(self) -> str:
+        """The database URL, for display (without its password)."""
+        return self._location
+
+    def close(self) -> None:
+        """Release this store's use of the pool (the pool closes when its last store does)."""
+        with _POOLS_LOCK:
+            if self._closed:
+                return
+            self._closed = True
+            shared = _POOLS.get(self._url)
+            if shared is None:
+                return
+            shared.users -= 1
+            if shared.users <= 0:
+                del _POOLS[self._url]
+                shared.pool.close()
+
+    # ---- Connections ----------------------------------------------------------------------------
+
+    def _error(self, verb: str, exc: BaseException) -> LedgerError:
+        # libpq's messages run over several lines: one line, so that the error is one line.
+        reason = _scrub(" ".join(str(exc).split()) or type(exc).__name__, self._password)
+        hint = (
+            f" Check that the server is up and the role, password and database in {DB_ENV} are right."
+            if verb == "opened"
+            else ""
+        )
+        return LedgerError(f"The run history at {self._location} could not be {verb} ({reason}).{hint}")
+
+    def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
+        """A direct connection (migrations, the role check); a clear error when there is none."""
+        try:
+            return psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.Error as exc:
+            raise self._error("opened", exc) from None
+
+    def _acquire(self) -> ConnectionPool[psycopg.Connection[tuple[Any, ...]]]:
+        """The pool of this database, made (after checking the role and migrating) on first use."""
+        with _POOLS_LOCK:
+            shared = _POOLS.get(self._url)
+            if shared is None:
+                with self._connect() as db:
+                    self._check_role(db)
+                    self._migrate(db)
+                pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
+                    self._url,
+                    min_size=1,
+                    max_size=POOL_SIZE,
+                    kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
+                    check=ConnectionPool.check_connection,  # a connection the server dropped is replaced
+                    open=False,
+                    name="rr-store",
+                )
+                try:
+                    pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 3)
+                except PoolTimeout as exc:
+                    pool.close()
+                    raise self._error("opened", exc) from None
+                shared = _POOLS[self._url] = _Shared(pool)
+            shared.users += 1
+            return shared.pool
+
+    def _check_role(self, db: psycopg.Connection[tuple[Any, ...]]) -> None:
+        """Refuse a role row-level security does not apply to: every owner would see every row."""
+        row = db.execute(
+            "SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        if row and (row[1] or row[2]):
+            what = "a superuser" if row[1] else "a role with BYPASSRLS"
+            raise ConfigError(
+                f"{self._location} connects as {row[0]}, {what}: row-level security would not apply to it and"
+                " every user would see every other's runs. Connect as an ordinary role that owns the database"
+                " (NOSUPERUSER NOBYPASSRLS; see the README's team mode)."
+            )
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """One transaction as this store's owner, committed whole or rolled back.
+
+        Whatever runs on the connection inside sees only this owner's rows (row-level security
+        and ``rr.owner``, set for this transaction only). For the store's own queries, and for
+        maintenance and tests that query the tables directly.
+        """
+        if self._closed:
+            raise LedgerError(f"The run history at {self._location} was closed.")
+        try:
+            with self._pool.connection(timeout=CONNECT_TIMEOUT_S * 3) as db, db.transaction():
+                db.execute("SELECT set_config(%s, %s, true)", (OWNER_SETTING, self._owner))
+                yield db
+        except (BatchConflict, LedgerError, ConfigError):
+            raise
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._error("read or written", exc) from exc
+
+    # ---- Migrations -----------------------------------------------------------------------------
+
+    def _migrate(self, db: psycopg.Connection[tuple[Any, ...]]) -> None:
+        """Apply the migrations the database lacks, each in one transaction under the lock."""
+        try:
+            for migration in MIGRATIONS:
+                with db.transaction():
+                    db.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                    db.execute(
+                        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
+                        " applied_at TEXT NOT NULL, description TEXT NOT NULL)"
+                    )
+                    version = self._version(db)
+                    self._refuse_newer(version)
+                    if migration.version <= version:
+                        continue  # applied already (maybe by a replica that held the lock first)
+                    for statement in migration.statements:
+                        db.execute(statement)
+                    db.execute(
+                        "INSERT INTO schema_version (version, applied_at, description) VALUES (%s, %s, %s)",
+                        (migration.version, _now(), migration.description),
+                    )
+            with db.transaction():
+                self._refuse_newer(self._version(db))
+        except psycopg.Error as exc:
+            raise self._error("prepared", exc) from None
+
+    @staticmethod
+    def _version(db: psycopg.Connection[tuple[Any, ...]]) -> int:
+        row = db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+        return int(row[0]) if row else 0
+
+    def _refuse_newer(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise LedgerError(
+                f"The run history at {self._location} is at schema version {version}, written by a newer"
+                f" R&R Studio (this one knows up to version {SCHEMA_VERSION}). Update R&R Studio."
+            )
+
+    def schema_version(self) -> int:
+        """The last migration applied to the database."""
+        with self.transaction() as db:
+            return self._version(db)
+
+    # ---- Runs ------------------------------------------------------------------------------------
+
+    def save_batch(self, traces: Sequence[RunTrace]) -> str:
+        """Store the traces of one question (its methods) under a new batch id, atomically; a run
+        saved again replaces the owner's earlier row (and is listed as the newest)."""
+        batch = uuid.uuid4().hex[:12]
+        rows = [
+            (
+                trace.run_id,
+                batch,
+                trace.started_at,
+                trace.document,
+                trace.document_sha256,
+                trace.question,
+                len(trace.questions),
+                trace.method,
+                trace.label,
+                trace.provider,
+                trace.model,
+                trace.answer,
+                trace.page,
+                trace.usage.prompt_tokens,
+                trace.usage.output_tokens,
+                trace.cost_usd,
+                trace.latency_s,
+                trace.error,
+                trace.cache_key,
+                json.dumps(trace.to_dict(), ensure_ascii=False),
+            )
+            for trace in traces
+        ]
+        with self.transaction() as db, db.cursor() as cursor:
+            cursor.execute("DELETE FROM runs WHERE run_id = ANY(%s)", ([row[0] for row in rows],))
+            cursor.executemany(
+                "INSERT INTO runs (run_id, batch, created_at, document, document_sha256, question, questions,"
+                " method, label, provider, model, answer, page, input_tokens, output_tokens, cost_usd,"
+                " latency_s, error, cache_key, trace)"
+                " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                rows,
+            )
+        return batch
+
+    def list(self, limit: int = 200) -> list[StoredRun]:
+        """The newest runs first."""
+        with self.transaction() as db:
+            rows = db.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT %s", (limit,)
+            ).fetchall()
+        return [StoredRun(*row) for row in rows]
+
+    def get(self, run_id: str) -> RunTrace | None:
+        """The full trace of a run, or None if it is gone (or another owner's)."""
+        with self.transaction() as db:
+            row = db.execute("SELECT trace FROM runs WHERE run_id = %s", (run_id,)).fetchone()
+        if not row:
+            return None
+        try:
+            data = json.loads(row[0])
+            data.setdefault("run_id", run_id)
+            return RunTrace.from_dict(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise LedgerError(f"Run {run_id} in {self._location} is unreadable ({exc}).") from exc
+
+    def delete(self, run_ids: Iterable[str]) -> int:
+        """Delete runs, all in one transaction; returns how many existed."""
+        ids = builtins.list(dict.fromkeys(run_ids))
+        if not ids:
+            return 0
+        with self.transaction() as db:
+            return db.execute("DELETE FROM runs WHERE run_id = ANY(%s)", (ids,)).rowcount
+
+    def count(self) -> int:
+        """How many runs are stored."""
+        with self.transaction() as db:
+            row = db.execute("SELECT COUNT(*) FROM runs").fetchone()
+        return int(row[0]) if row else 0
+
+    # ---- Call replies ----------------------------------------------------------------------------
+
+    def find(self, key: str) -> CachedCall | None:
+        """The stored reply of a call, by its cache key."""
+        with self.transaction() as db:
+            row = db.execute(
+                "SELECT response, usage, model, sent, mode, ledger, accounted FROM calls WHERE cache_key = %s",
+                (key,),
+            ).fetchone()
+        if not row:
+            return None
+        sent = json.loads(row[3]) if row[3] else None
+        temperature = sent.get("temperature") if isinstance(sent, dict) else None
+        return CachedCall(
+            text=row[0],
+            usage=Usage(**json.loads(row[1])),
+            model=row[2],
+            temperature=float(temperature) if isinstance(temperature, (int, float)) else None,
+            temperature_known=isinstance(sent, dict),
+            mode=row[4],
+            ledger=row[5],
+            accounted=bool(row[6]),
+        )
+
+    def put(self, key: str, call: CachedCall) -> None:
+        """Keep a call's reply under its key (the first reply for a key stays)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO calls (cache_key, created_at, model, response, usage, sent, mode, ledger, accounted)"
+                " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (owner, cache_key) DO NOTHING",
+                (
+                    key,
+                    _now(),
+                    call.model,
+                    call.text,
+                    json.dumps(asdict(call.usage)),
+                    json.dumps({"temperature": call.temperature}) if call.temperature_known else None,
+                    call.mode,
+                    call.ledger,
+                    call.accounted,
+                ),
+            )
+
+    def account(self, ledger: str) -> int:
+        """Mark a ledger's replies as recorded (its work finished); how many were not yet."""
+        if not ledger:
+            return 0
+        with self.transaction() as db:
+            return db.execute(
+                "UPDATE calls SET accounted = TRUE WHERE ledger = %s AND NOT accounted", (ledger,)
+            ).rowcount
+
+    def calls_cached(self) -> int:
+        """How many call replies are kept."""
+        with self.transaction() as db:
+            row = db.execute("SELECT COUNT(*) FROM calls").fetchone()
+        return int(row[0]) if row else 0
+
+    # ---- Provider batches ------------------------------------------------------------------------
+
+    def add_batch(self, batch: BatchRecord, keys: Sequence[str]) -> None:
+        """Record a submitted batch and one waiting item per call key, atomically.
+
+        Raises ``BatchConflict`` if a key is still waiting in another batch (or twice in this
+        one), or the batch is already recorded: then nothing is recorded. Two processes adding
+        the same call at once: the unique index on waiting items lets one through.
+        """
+        if batch.owner not in ("", self._owner):
+            raise ValueError(f"a batch of {batch.owner!r} cannot be recorded by the store of {self._owner!r}")
+        unique = builtins.list(dict.fromkeys(keys))
+        if len(unique) != len(keys):
+            raise BatchConflict(
+                f"Batch {batch.batch_id} lists {len(keys) - len(unique)} call(s) twice; a call is submitted once."
+            )
+        if batch.total != len(unique):
+            raise ValueError(f"batch {batch.batch_id} says {batch.total} items but lists {len(unique)} calls")
+        created = batch.created_at or _now()
+        try:
+            with self.transaction() as db:
+                known = db.execute("SELECT 1 FROM batches WHERE batch_id = %s", (batch.batch_id,)).fetchone()
+                if known:
+                    raise BatchConflict(
+                        f"Batch {batch.batch_id} is already recorded; its calls were not added again."
+                    )
+                waiting = db.execute(
+                    "SELECT i.cache_key, b.batch_id, b.label FROM batch_items i JOIN batches b USING (owner, batch_id)"
+                    " WHERE i.state = 'submitted' AND i.cache_key = ANY(%s) ORDER BY b.seq",
+                    (unique,),
+                ).fetchall()
+                if waiting:
+                    key, other, label = waiting[0]
+                    more = f" (and {len(waiting) - 1} more)" if len(waiting) > 1 else ""
+                    raise BatchConflict(
+                        f"Call {key[:16]}…{more} is still waiting in batch {other} ({label}); it is not"
+                        f" submitted again in batch {batch.batch_id} until that batch settles it."
+                    )
+                db.execute(
+                    "INSERT INTO batches (batch_id, provider, label, state, total, done, failed, created_at,"
+                    " updated_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                    (
+                        batch.batch_id,
+                        batch.provider,
+                        batch.label,
+                        batch.state,
+                        batch.total,
+                        batch.done,
+                        batch.failed,
+                        created,
+                        batch.updated_at or created,
+                    ),
+                )
+                db.execute(
+                    "INSERT INTO batch_items (batch_id, cache_key) SELECT %s, k FROM unnest(%s::text[]) AS k",
+                    (batch.batch_id, unique),
+                )
+        except LedgerError as exc:
+            # Another process recorded the batch, or one of its calls, between the checks above
+            # and the inserts: the database's unique keys refused this one whole.
+            if isinstance(exc.__cause__, pg_errors.UniqueViolation):
+                raise BatchConflict(
+                    f"Batch {batch.batch_id}: a call of it (or the batch itself) was recorded by another process"
+                    " at the same moment; nothing of this batch was recorded, and no call is submitted twice."
+                ) from None
+            raise
+
+    def pending_batch(self, key: str) -> BatchRecord | None:
+        """The batch this key's call is still waiting in (its item neither done nor released)."""
+        columns = ", ".join(f"b.{c.strip()}" for c in _BATCH_COLUMNS.split(","))
+        with self.transaction() as db:
+            row = db.execute(
+                f"SELECT {columns} FROM batch_items i JOIN batches b USING (owner, batch_id)"
+                " WHERE i.cache_key = %s AND i.state = 'submitted'",
+                (key,),
+            ).fetchone()
+        return _batch(row) if row else None
+
+    def update_batch(
+        self, batch_id: str, *, state: str, done: int | None = None, failed: int | None = None
+    ) -> None:
+        """Record a batch's new state, and its counts where given."""
+        if state not in BATCH_STATES:
+            raise ValueError(f"batch state {state!r} is not one of {', '.join(BATCH_STATES)}")
+        if min(done or 0, failed or 0) < 0:
+            raise ValueError("a batch's counts cannot be negative")
+        with self.transaction() as db:
+            changed = db.execute(
+                "UPDATE batches SET state = %s, done = COALESCE(%s, done), failed = COALESCE(%s, failed),"
+                " updated_at = %s WHERE batch_id = %s",
+                (state, done, failed, _now(), batch_id),
+            ).rowcount
+            if not changed:
+                raise self._no_batch(batch_id)
+
+    def settle_items(self, batch_id: str, outcomes: Mapping[str, str]) -> None:
+        """Settle items by call key (see ``SQLiteStore.settle_items``): "done" needs a stored reply;
+        the batch's done and failed counts are recounted from its items."""
+        wrong = sorted({o for o in outcomes.values() if o not in ITEM_OUTCOMES})
+        if wrong:
+            raise ValueError(f"item outcome(s) {', '.join(wrong)} not one of {', '.join(ITEM_OUTCOMES)}")
+        now = _now()
+        with self.transaction() as db:
+            if not db.execute("SELECT 1 FROM batches WHERE batch_id = %s", (batch_id,)).fetchone():
+                raise self._no_batch(batch_id)
+            done = [key for key, outcome in outcomes.items() if outcome == "done"]
+            stored = {
+                row[0]
+                for row in db.execute(
+                    "SELECT cache_key FROM calls WHERE cache_key = ANY(%s)", (done,)
+                ).fetchall()
+            }
+            missing = [key for key in done if key not in stored]
+            if missing:
+                raise LedgerError(
+                    f"Batch {batch_id}: {len(missing)} item(s) marked done have no stored reply"
+                    f" (first: {missing[0][:16]}…); nothing was settled."
+                )
+            db.execute(
+                "UPDATE batch_items i SET state = o.outcome, settled_at = %s"
+                " FROM unnest(%s::text[], %s::text[]) AS o(key, outcome)"
+                " WHERE i.batch_id = %s AND i.cache_key = o.key AND i.state = 'submitted'",
+                (now, builtins.list(outcomes), builtins.list(outcomes.values()), batch_id),
+            )
+            db.execute(
+                "UPDATE batches b SET"
+                " done = (SELECT COUNT(*) FROM batch_items i WHERE i.owner = b.owner"
+                " AND i.batch_id = b.batch_id AND i.state = 'done'),"
+                " failed = (SELECT COUNT(*) FROM batch_items i WHERE i.owner = b.owner"
+                " AND i.batch_id = b.batch_id AND i.state = ANY(%s)),"
+                " updated_at = %s WHERE b.batch_id = %s",
+                (builtins.list(RELEASED_OUTCOMES), now, batch_id),
+            )
+
+    def open_batches(self) -> builtins.list[BatchRecord]:
+        """Batches still submitted or in progress, oldest first (a restarted process polls these)."""
+        with self.transaction() as db:
+            rows = db.execute(
+                f"SELECT {_BATCH_COLUMNS} FROM batches WHERE state = ANY(%s) ORDER BY created_at, seq",
+                (builtins.list(OPEN_BATCH_STATES),),
+            ).fetchall()
+        return [_batch(row) for row in rows]
+
+    def batches(self, limit: int = 50) -> builtins.list[BatchRecord]:
+        """The newest batches first (the progress view)."""
+        with self.transaction() as db:
+            rows = db.execute(
+                f"SELECT {_BATCH_COLUMNS} FROM batches ORDER BY created_at DESC, seq DESC LIMIT %s", (limit,)
+            ).fetchall()
+        return [_batch(row) for row in rows]
+
+    def _no_batch(self, batch_id: str) -> LedgerError:
+        return LedgerError(f"No batch {batch_id} is recorded in the run history at {self._location}.")
+
+    # ---- Documents -------------------------------------------------------------------------------
+
+    def put_document(self, data: bytes, name: str) -> str:
+        """Keep the bytes once per content and owner (the first name given stays); their sha256."""
+        digest = hashlib.sha256(data).hexdigest()
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO documents (sha256, name, size, created_at, data) VALUES (%s,%s,%s,%s,%s)"
+                " ON CONFLICT (owner, sha256) DO NOTHING",
+                (digest, name, len(data), _now(), data),
+            )
+        return digest
+
+    def get_document(self, sha256: str) -> bytes | None:
+        """The bytes with this digest, or None."""
+        with self.transaction() as db:
+            row = db.execute("SELECT data FROM documents WHERE sha256 = %s", (sha256,)).fetchone()
+        return bytes(row[0]) if row else None
+
+    def document_name(self, sha256: str) -> str | None:
+        """The file name the bytes were first kept under, or None."""
+        with self.transaction() as db:
+            row = db.execute("SELECT name FROM documents WHERE sha256 = %s", (sha256,)).fetchone()
+        return str(row[0]) if row else None
+
+    def put_reading(self, sha256: str, tokenizer: str, data: bytes) -> None:
+        """Keep what reading a document gave (its pages, counted by ``tokenizer``); replaces an older one."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO readings (sha256, tokenizer, created_at, data) VALUES (%s,%s,%s,%s)"
+                " ON CONFLICT (owner, sha256, tokenizer)"
+                " DO UPDATE SET created_at = EXCLUDED.created_at, data = EXCLUDED.data",
+                (sha256, tokenizer, _now(), data),
+            )
+
+    def get_reading(self, sha256: str, tokenizer: str) -> bytes | None:
+        """The reading kept for this document and tokenizer, or None."""
+        with self.transaction() as db:
+            row = db.execute(
+                "SELECT data FROM readings WHERE sha256 = %s AND tokenizer = %s", (sha256, tokenizer)
+            ).fetchone()
+        return bytes(row[0]) if row else None
+
+
+def close_pools() -> None:
+    """Close every pool of this process (its stores cannot be used afterwards): at shutdown, and
+    between tests that drop their database."""
+    with _POOLS_LOCK:
+        pools = builtins.list(_POOLS.values())
+        _POOLS.clear()
+    for shared in pools:
+        shared.pool.close()
