@@ -68,9 +68,9 @@ def _wait(condition, what: str, limit: float = 60.0) -> None:  # type: ignore[no
         time.sleep(0.02)
 
 
-@pytest.fixture
-def setup(tmp_path: Path):  # type: ignore[no-untyped-def]
-    path = tmp_path / "runs.sqlite3"
+@pytest.fixture(params=["sqlite", "postgresql"])
+def setup(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "runs.sqlite3") if request.param == "sqlite" else request.getfixturevalue("pg_url")
     store = open_store(path)
     engine = Engine.choose("offline")
     files = read_review_corpus(
@@ -169,7 +169,7 @@ def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypa
     whole = Gated()
     for _ in range(200):
         whole.gate.release()
-    fresh = open_store(path.with_name("fresh.sqlite3"))
+    fresh = open_store(path, owner="fresh")  # the same store, another owner: none of the replies above
     fresh_files = read_review_corpus(
         items_from_uploads([(f"c{i}.pdf", _contract(i)) for i in range(4)])[0], model="gpt-4.1-mini", store=fresh,
         processes=1,

@@ -55,9 +55,11 @@ from rr_core.store.base import (
     LOCAL_OWNER,
     OPEN_BATCH_STATES,
     RELEASED_OUTCOMES,
+    WORK_STATES,
     BatchRecord,
     CachedCall,
     StoredRun,
+    WorkRecord,
 )
 from rr_core.store.config import DB_ENV, postgres_url, redact_url
 from rr_core.traces import RunTrace
@@ -194,6 +196,44 @@ MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (owner, sha256, tokenizer)
             )""",
             *_owned("readings"),
+        ),
+    ),
+    Migration(
+        3,
+        "long work (review grids, sweeps): its spec, progress, results and stop requests",
+        (
+            f"""CREATE TABLE work (
+                {_OWNER},
+                work_id TEXT NOT NULL,
+                seq BIGINT GENERATED ALWAYS AS IDENTITY,
+                kind TEXT NOT NULL,
+                title TEXT NOT NULL,
+                state TEXT NOT NULL,
+                spec TEXT NOT NULL,
+                done INTEGER NOT NULL DEFAULT 0,
+                total INTEGER NOT NULL DEFAULT 0,
+                result TEXT,
+                error TEXT,
+                cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+                worker TEXT NOT NULL DEFAULT '',
+                attempts INTEGER NOT NULL DEFAULT 0,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                PRIMARY KEY (owner, work_id)
+            )""",
+            "CREATE INDEX work_owner_seq ON work (owner, seq DESC)",
+            *_owned("work"),
+            f"""CREATE TABLE work_results (
+                {_OWNER},
+                work_id TEXT NOT NULL,
+                result_key TEXT NOT NULL,
+                seq BIGINT GENERATED ALWAYS AS IDENTITY,
+                data TEXT NOT NULL,
+                PRIMARY KEY (owner, work_id, result_key),
+                FOREIGN KEY (owner, work_id) REFERENCES work (owner, work_id) ON DELETE CASCADE
+            )""",
+            "CREATE INDEX work_results_seq ON work_results (owner, work_id, seq)",
+            *_owned("work_results"),
         ),
     ),
 )
@@ -745,6 +785,133 @@ class PostgresStore:
                 "SELECT data FROM readings WHERE sha256 = %s AND tokenizer = %s", (sha256, tokenizer)
             ).fetchone()
         return bytes(row[0]) if row else None
+
+    # ---- Work ------------------------------------------------------------------------------------
+
+    def submit_work(self, kind: str, title: str, spec: Mapping[str, Any], total: int) -> str:
+        """Record new work, queued; returns its id."""
+        work_id = uuid.uuid4().hex[:16]
+        now = _now()
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO work (work_id, kind, title, state, spec, total, created_at, updated_at)"
+                " VALUES (%s,%s,%s,'queued',%s,%s,%s,%s)",
+                (work_id, kind, title, json.dumps(dict(spec)), total, now, now),
+            )
+        return work_id
+
+    def get_work(self, work_id: str) -> WorkRecord | None:
+        """The work with this id, or None."""
+        with self.transaction() as db:
+            row = db.execute(f"SELECT {_WORK_COLUMNS} FROM work WHERE work_id = %s", (work_id,)).fetchone()
+        return _work(row) if row else None
+
+    def list_work(self, limit: int = 50, kind: str | None = None) -> builtins.list[WorkRecord]:
+        """The newest work first."""
+        with self.transaction() as db:
+            if kind is None:
+                rows = db.execute(
+                    f"SELECT {_WORK_COLUMNS} FROM work ORDER BY seq DESC LIMIT %s", (limit,)
+                ).fetchall()
+            else:
+                rows = db.execute(
+                    f"SELECT {_WORK_COLUMNS} FROM work WHERE kind = %s ORDER BY seq DESC LIMIT %s",
+                    (kind, limit),
+                ).fetchall()
+        return [_work(r) for r in rows]
+
+    def update_work(
+        self,
+        work_id: str,
+        *,
+        state: str | None = None,
+        done: int | None = None,
+        total: int | None = None,
+        result: Mapping[str, Any] | None = None,
+        error: str | None = None,
+        worker: str | None = None,
+        started: bool = False,
+    ) -> None:
+        """Record progress or an end."""
+        if state is not None and state not in WORK_STATES:
+            raise ValueError(f"work state {state!r} is not one of {', '.join(WORK_STATES)}")
+        sets: builtins.list[str] = ["updated_at = %s"]
+        args: builtins.list[Any] = [_now()]
+        for name, value in (
+            ("state", state),
+            ("done", done),
+            ("total", total),
+            ("error", error),
+            ("worker", worker),
+        ):
+            if value is not None:
+                sets.append(f"{name} = %s")
+                args.append(value)
+        if result is not None:
+            sets.append("result = %s")
+            args.append(json.dumps(dict(result)))
+        if started:
+            sets.append("attempts = attempts + 1")
+        with self.transaction() as db:
+            db.execute(f"UPDATE work SET {', '.join(sets)} WHERE work_id = %s", (*args, work_id))
+
+    def request_cancel(self, work_id: str) -> bool:
+        """Ask the work to stop; False when it is not open. Queued work ends at once."""
+        with self.transaction() as db:
+            changed = db.execute(
+                "UPDATE work SET cancel_requested = TRUE, updated_at = %s,"
+                " state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END"
+                " WHERE work_id = %s AND state IN ('queued', 'running')",
+                (_now(), work_id),
+            ).rowcount
+        return changed > 0
+
+    def reopen_work(self, work_id: str) -> bool:
+        """Queue ended work again (stop request cleared); False when it is open or unknown."""
+        with self.transaction() as db:
+            changed = db.execute(
+                "UPDATE work SET state = 'queued', cancel_requested = FALSE, error = NULL, updated_at = %s"
+                " WHERE work_id = %s AND state NOT IN ('queued', 'running')",
+                (_now(), work_id),
+            ).rowcount
+        return changed > 0
+
+    def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Keep results under their keys (a key kept again is replaced, and moves last)."""
+        if not results:
+            return
+        with self.transaction() as db:
+            for key, data in results:
+                db.execute("DELETE FROM work_results WHERE work_id = %s AND result_key = %s", (work_id, key))
+                db.execute(
+                    "INSERT INTO work_results (work_id, result_key, data) VALUES (%s,%s,%s)",
+                    (work_id, key, json.dumps(dict(data))),
+                )
+
+    def work_results(self, work_id: str) -> builtins.list[dict[str, Any]]:
+        """The results kept so far, in the order they arrived."""
+        with self.transaction() as db:
+            rows = db.execute(
+                "SELECT data FROM work_results WHERE work_id = %s ORDER BY seq", (work_id,)
+            ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+
+_WORK_COLUMNS = (
+    "work_id, kind, title, state, spec, done, total, result, error, cancel_requested, worker, attempts,"
+    " created_at, updated_at, owner"
+)
+
+
+def _work(row: tuple[Any, ...]) -> WorkRecord:
+    (work_id, kind, title, state, spec, done, total, result, error, cancel, worker, attempts, created, updated,
+     owner) = row  # fmt: skip
+    return WorkRecord(
+        work_id=work_id, kind=kind, title=title, state=state, spec=json.loads(spec), done=int(done),
+        total=int(total), result=json.loads(result) if result else None, error=error,
+        cancel_requested=bool(cancel), worker=worker, attempts=int(attempts), created_at=created,
+        updated_at=updated, owner=owner,
+    )  # fmt: skip
 
 
 def close_pools() -> None:
