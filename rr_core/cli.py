@@ -961,8 +961,14 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 f"{b['batch_id']}  {b['state']:<11} {b['done']:,} of {b['total']:,} done{failed}  "
                 f"{b['label']}  (submitted {b['created_at']}, waited {b['waited']})"
             )
+    elif command == "review" and data.get("queued"):
+        print(
+            f"queued: {data['title']} — work {data['work_id']} (python -m rr_core work --show {data['work_id']})"
+        )
     elif command == "review":
         _print_review(data)
+    elif command == "work":
+        _print_work(data)
     elif command == "history":
         _print_history(data)
     elif command == "samples":
@@ -1029,6 +1035,8 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.dry_run:
         return {**review_json(plan, [], context=context, skipped=skipped), "dry_run": True}
+    if args.submit:
+        return _submit_review(args, store, plan, files, engine, key)
     client = _client(args, engine, counter)
     done = {"n": 0}
 
@@ -1064,6 +1072,84 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
             except OSError as exc:
                 raise ConfigError(f"cannot write {option}: {exc.strerror or exc}") from None
     return data
+
+
+def _submit_review(
+    args: argparse.Namespace, store: Any, plan: Any, files: Any, engine: Any, key: Any
+) -> dict[str, Any]:
+    """Queue the grid for the workers (team mode): the work's id, to watch with ``work``."""
+    from rr_core.store import is_postgres
+    from rr_core.work import ReviewWork
+    from rr_core.workbench import acting_user, submit_grid
+
+    if not is_postgres(None):
+        raise ConfigError(
+            "--submit queues the grid for workers, which team mode has (RR_STUDIO_DB=postgresql://…); "
+            "here, run the grid without --submit"
+        )
+    if args.api_key_env:
+        raise ConfigError("--submit: workers use the keys configured where they run; leave out --api-key-env")
+    work = ReviewWork(
+        tuple(files), plan.columns, plan.settings, engine.provider, engine.model, engine.price_model,
+        base_url=args.base_url, compare=plan.compare, compare_rows=args.compare_rows, key=key, mode=args.mode,
+        max_usd=args.max_usd, concurrency=args.concurrency,
+    )  # fmt: skip
+    work_id = submit_grid(work, plan, store=store, owner=acting_user(args.user))
+    return {"work_id": work_id, "queued": True, "title": work.title}
+
+
+def cmd_work(args: argparse.Namespace) -> dict[str, Any]:
+    """Long work in the store: the list, one work's cells, a stop or a resume request."""
+    from dataclasses import asdict
+
+    from rr_core.work import resume_work, review_cells
+    from rr_core.workbench import acting_user, open_history, open_queue
+
+    owner = acting_user(args.user)
+    store = open_history(owner)
+    try:
+        if args.cancel:
+            if not store.request_cancel(args.cancel):
+                raise ConfigError(f"work {args.cancel}: no such open work of {owner}")
+            return {"work_id": args.cancel, "cancel_requested": True}
+        if args.resume:
+            if not resume_work(store, args.resume):
+                raise ConfigError(f"work {args.resume}: no such ended work of {owner}")
+            open_queue(owner).submit(args.resume)
+            return {"work_id": args.resume, "queued": True}
+        if args.show:
+            record = store.get_work(args.show)
+            if record is None:
+                raise ConfigError(f"work {args.show}: no such work of {owner}")
+            shown = {k: v for k, v in asdict(record).items() if k != "spec"}
+            return {**shown, "cells": [c.to_dict() for c in review_cells(store, args.show)]}
+        listed = [
+            {k: v for k, v in asdict(w).items() if k not in ("spec", "result")}
+            for w in store.list_work(args.limit)
+        ]
+        return {"user": owner, "work": listed}
+    finally:
+        store.close()
+
+
+def cmd_worker(args: argparse.Namespace) -> dict[str, Any]:
+    """Run queued work until stopped (team mode only)."""
+    from rr_core.store import is_postgres
+    from rr_core.store.config import DB_ENV
+
+    if not is_postgres(None):
+        raise ConfigError(f"a worker runs team mode's queue: set {DB_ENV}=postgresql://… (the team's store)")
+    if args.concurrency < 1 or args.heartbeat <= 0 or args.stalled_after <= args.heartbeat:
+        raise ConfigError("--concurrency 1 or more; --stalled-after must be longer than --heartbeat")
+    from rr_core.queue import run_worker
+
+    run_worker(
+        os.environ[DB_ENV],
+        concurrency=args.concurrency,
+        heartbeat_s=args.heartbeat,
+        stalled_after_s=args.stalled_after,
+    )
+    return {"stopped": True}
 
 
 def _read_text(path: str, what: str) -> str:
@@ -1111,6 +1197,27 @@ def _print_review_plan(e: dict[str, Any], plan: Any, mode: str) -> None:
     if e["too_long"]:
         lines.append(f"  over the context window: {', '.join(e['too_long'])}")
     print("\n".join(lines), file=sys.stderr)
+
+
+def _print_work(data: dict[str, Any]) -> None:
+    """Work as text."""
+    if "work" in data:
+        for w in data["work"]:
+            stop = " (stop asked)" if w["cancel_requested"] and w["state"] == "running" else ""
+            print(
+                f"{w['work_id']}  {w['state']:<9}{stop} {w['done']:>5}/{w['total']:<5} {w['title']}  [{w['worker']}]"
+            )
+        if not data["work"]:
+            print(f"no work of {data['user']}")
+        return
+    if "cells" in data:
+        print(
+            f"{data['work_id']}: {data['state']}, {data['done']}/{data['total']} cells, {data['attempts']} attempt(s)"
+        )
+        for c in data["cells"]:
+            print(f"  {c['document']} — {c['question']}: {c['error'] or c['answer']}")
+        return
+    print(json.dumps(data))
 
 
 def _print_review(data: dict[str, Any]) -> None:
@@ -1206,6 +1313,8 @@ COMMANDS = {
     "history": cmd_history,
     "samples": cmd_samples,
     "review": cmd_review,
+    "work": cmd_work,
+    "worker": cmd_worker,
 }
 # What --json prints, where it is not the whole result: ``history`` prints the list of runs.
 JSON_VIEWS = {"history": "runs"}
@@ -1271,7 +1380,7 @@ def _main(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.command == "lab":
         return _lab_exit_code(data)
-    if args.command == "review":
+    if args.command == "review" and not data.get("queued"):
         return _review_exit_code(data)
     if args.command != "ask":
         return EXIT_OK

@@ -66,6 +66,7 @@ from rr_core.settings import QuestionPlacement, RunSettings
 from rr_core.store import LOCAL_OWNER, Store, StoredRun, is_postgres, open_store, redact_url
 from rr_core.store.config import DB_ENV
 from rr_core.tokens import TokenCounter, counter_for_model
+from rr_core.work import InProcessQueue, ReviewWork, WorkQueue, submit_review
 
 # ---- the narrow points: the runner and the store ----------------------------------------------
 
@@ -594,6 +595,38 @@ def review(
     except (LedgerError, ConfigError, OSError) as exc:
         result.save_error = str(exc)
     return result
+
+
+# ---- work that outlives the page ----------------------------------------------------------------
+
+_IN_PROCESS: dict[str, InProcessQueue] = {}
+
+
+def open_queue(owner: str = LOCAL_OWNER) -> WorkQueue:
+    """Where submitted work runs: the workers of team mode (a PostgreSQL store), else a thread
+    of this process (one queue per owner, shared by every page of the process)."""
+    if is_postgres(None):
+        from rr_core.queue import WorkerQueue
+
+        return WorkerQueue(os.environ[DB_ENV], owner)
+    queue = _IN_PROCESS.get(owner)
+    if queue is None:
+        queue = _IN_PROCESS[owner] = InProcessQueue(lambda: open_history(owner))
+    return queue
+
+
+def submit_grid(
+    work: ReviewWork,
+    plan: ReviewPlan,
+    *,
+    store: Store,
+    owner: str = LOCAL_OWNER,
+    client: LLMClient | None = None,
+) -> str:
+    """Record the grid as work and hand it to the queue; its id (watch it with ``store.get_work``)."""
+    work_id = submit_review(store, work, plan)
+    open_queue(owner).submit(work_id, client=client)
+    return work_id
 
 
 # ---- batches ---------------------------------------------------------------------------------
