@@ -339,6 +339,29 @@ def _parser() -> argparse.ArgumentParser:
     p_review.add_argument(
         "--processes", type=int, default=None, help="processes reading the files (default: the cores)"
     )
+    p_review.add_argument(
+        "--submit",
+        action="store_true",
+        help="team mode: queue the grid for the workers and print its work id (watch it with `work`)",
+    )
+
+    p_work = sub.add_parser("work", help="long work (review grids) in the store: progress, stop, cells")
+    p_work.add_argument("--show", metavar="ID", default=None, help="one work's progress and cells")
+    p_work.add_argument("--cancel", metavar="ID", default=None, help="ask a work to stop (from any machine)")
+    p_work.add_argument("--resume", metavar="ID", default=None, help="queue a stopped or failed work again")
+    p_work.add_argument("--limit", type=int, default=20, help="how many, newest first (default 20)")
+    p_work.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    user_arg(p_work)
+
+    p_worker = sub.add_parser("worker", help="team mode: run queued work (review grids) until stopped")
+    p_worker.add_argument("--concurrency", type=int, default=2, help="works run at once (default 2)")
+    p_worker.add_argument("--heartbeat", type=float, default=5.0, help="seconds between heartbeats")
+    p_worker.add_argument(
+        "--stalled-after",
+        type=float,
+        default=20.0,
+        help="a worker silent this long is dead: its work runs again",
+    )
 
     p_batches = sub.add_parser(
         "batches",

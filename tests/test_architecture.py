@@ -6,7 +6,8 @@
 - only the document loader imports pymupdf;
 - nothing outside a method's own definition names a method: the registry is the only list;
 - the store's seams (``rr_core/store/base.py``) import no database; only the store imports sqlite3;
-- only the PostgreSQL store imports its driver and pool (psycopg, psycopg_pool).
+- only the PostgreSQL store imports its driver and pool (psycopg, psycopg_pool);
+- only ``rr_core/queue.py`` imports the task queue (procrastinate).
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ def test_only_the_postgresql_store_imports_the_postgresql_driver() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
     store = ROOT / "rr_core" / "store" / "postgres.py"
     assert {"psycopg", "psycopg_pool"} <= _imports(store)  # the check looks where it is
+
+
+def test_only_the_queue_imports_the_task_queue() -> None:
+    offenders = {
+        _rel(p): _imports(p) & {"procrastinate"}
+        for p in _files("rr_core", "pages", "app.py")
+        if _rel(p) != "rr_core/queue.py"
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+    assert "procrastinate" in _imports(ROOT / "rr_core" / "queue.py")  # the check looks where it is
 
 
 def test_screens_reach_the_engine_through_rr_core_only() -> None:

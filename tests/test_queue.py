@@ -1,0 +1,138 @@
+"""Team mode's workers, for real: PostgreSQL (started by the tests), procrastinate workers as
+separate processes (``python -m rr_core worker``), the OpenAI SDK against the loopback stub.
+
+A worker killed (-9) in the middle of a grid: another worker picks the job up once the first
+stops beating, asks only the cells not recorded, and no reply the store holds is paid again;
+the grid's progress is read by any other process; another user sees none of it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+
+from rr_core.documents import pdf_from_texts
+from rr_core.review import items_from_uploads, parse_columns
+from rr_core.store import open_store
+from rr_core.work import ReviewWork, review_cells, submit_review
+from rr_core.workbench import read_review_corpus
+from tests.stub_server import StubServer, prompt_of, slow
+
+ROOT = Path(__file__).resolve().parents[1]
+COLUMNS = "question,type\nWhich state's law governs this agreement?,text\nIs either party's liability capped?,yes-no\n"
+DOCUMENTS = 6
+
+
+def _contract(i: int) -> bytes:
+    pages = [f"Supply agreement {i}, schedule page {p}. Deliveries are weekly. " * 25 for p in range(4)]
+    pages[2] += f" This Agreement is governed by the laws of the State of {['Texas', 'Ohio', 'Utah'][i % 3]}."
+    return pdf_from_texts(pages, title=f"Agreement {i}")
+
+
+def _wait(condition: Any, what: str, limit: float = 120.0) -> None:
+    end = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"waited {limit:.0f} s for {what}")
+        time.sleep(0.05)
+
+
+def _worker(pg_url: str, stub: StubServer, log: Path) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "RR_STUDIO_DB": pg_url,
+        "OPENAI_API_KEY": "sk-test-worker",
+        "OPENAI_BASE_URL": stub.url,  # the worker's configured server: its key goes there only
+        "PYTHONPATH": str(ROOT),
+    }
+    handle = log.open("wb")
+    return subprocess.Popen(
+        [sys.executable, "-m", "rr_core", "worker", "--concurrency", "1", "--heartbeat", "0.5", "--stalled-after", "3"],
+        cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(30)
+
+
+def test_a_killed_worker_loses_no_cell_and_pays_no_stored_reply_again(pg_url: str, tmp_path: Path) -> None:
+    from rr_core.queue import WorkerQueue
+
+    with StubServer(responder=lambda path, body: slow(0.3)) as stub:
+        store = open_store(pg_url, owner="ana")
+        files = read_review_corpus(
+            items_from_uploads([(f"a{i}.pdf", _contract(i)) for i in range(DOCUMENTS)])[0],
+            model="gpt-4.1-mini", store=store, processes=1,
+        )  # fmt: skip
+        from rr_core.workbench import Engine
+
+        engine = Engine("openai", "gpt-4.1-mini", "gpt-4.1-mini")
+        work = ReviewWork(
+            tuple(files), tuple(parse_columns(COLUMNS)), engine.settings(method="rr"), "openai", "gpt-4.1-mini",
+            "gpt-4.1-mini", concurrency=1,
+        )  # fmt: skip
+        work_id = submit_review(store, work)
+        WorkerQueue(pg_url, "ana").submit(work_id)
+
+        first = _worker(pg_url, stub, tmp_path / "worker-a.log")
+        second = None
+        try:
+            watcher = open_store(pg_url, owner="ana")  # another replica's view: progress from the database
+
+            def three_cells() -> bool:
+                if first.poll() is not None:
+                    raise AssertionError((tmp_path / "worker-a.log").read_text(errors="replace")[-3000:])
+                return (watcher.get_work(work_id) or work).done >= 3  # type: ignore[attr-defined]
+
+            _wait(three_cells, "three cells from the first worker")
+            first.kill()  # -9: no goodbye, no heartbeat
+            first.wait(30)
+            before = {c.key: c.run_id for c in review_cells(watcher, work_id)}
+            record = watcher.get_work(work_id)
+            assert record is not None and record.state == "running" and len(before) >= 3
+
+            second = _worker(pg_url, stub, tmp_path / "worker-b.log")
+            _wait(
+                lambda: (watcher.get_work(work_id) or record).state == "done",
+                "the second worker to finish",
+                180,
+            )
+        finally:
+            _stop(first)
+            if second is not None:
+                _stop(second)
+        done = watcher.get_work(work_id)
+        logs = "\n".join(p.read_text(errors="replace")[-2000:] for p in tmp_path.glob("worker-*.log"))
+        assert done is not None and done.state == "done", logs
+        assert done.attempts == 2 and done.worker.startswith("worker ")
+        cells = review_cells(watcher, work_id)
+        assert len(cells) == 2 * DOCUMENTS and all(c.ok for c in cells), [c.error for c in cells if c.error]
+        # Every cell recorded before the kill is still there, from the same run: not asked again.
+        after = {c.key: c.run_id for c in cells}
+        assert all(after[key] == run for key, run in before.items())
+        # At the stub: no prompt sent twice but the one call in flight when the worker was killed
+        # (its reply never reached the store; concurrency 1).
+        sent = Counter(
+            prompt_of(r.body) for r in stub.requests if r.path.endswith(("/responses", "/chat/completions"))
+        )
+        twice = [p for p, n in sent.items() if n > 1]
+        assert len(twice) <= 1 and all(n <= 2 for n in sent.values())
+        assert all(r.body.get("store") is False for r in stub.requests if r.path.endswith("/responses"))
+        # Another user of the same database sees none of it.
+        other = open_store(pg_url, owner="bo")
+        assert other.get_work(work_id) is None and other.work_results(work_id) == []
+        assert other.get_document(files[0].sha256) is None
