@@ -17,7 +17,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-
 from rr_core.documents import pdf_from_texts
 from rr_core.review import items_from_uploads, parse_columns
 from rr_core.store import open_store
