@@ -256,6 +256,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_lab.add_argument("--dry-run", action="store_true", help="print the plan and its cost; send nothing")
     p_lab.add_argument(
+        "--submit",
+        action="store_true",
+        help="team mode: queue the sweep for the workers and print its work id (watch it with `work`)",
+    )
+    p_lab.add_argument(
         "--jobs-out",
         default=None,
         metavar="FILE",
@@ -717,6 +722,8 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
             "dry_run": True,
         }
     owner = acting_user(args.user)  # whose run store: before anything is sent
+    if args.submit:
+        return _submit_sweep(args, owner, preset.name, specs, engine, questions, layout, depths)
     client = _client(args, engine, counter)
     done = {"n": 0}
 
@@ -807,7 +814,11 @@ def _share_range(row: dict[str, Any]) -> str:
 
 
 def _print_table(command: str, data: dict[str, Any]) -> None:
-    if command == "pages":
+    if command in ("review", "lab") and data.get("queued"):
+        print(
+            f"queued: {data['title']} — work {data['work_id']} (python -m rr_core work --show {data['work_id']})"
+        )
+    elif command == "pages":
         print(
             f"{data['file']}: {len(data['pages'])} pages, {data['total_tokens']:,} tokens ({data['tokenizer']})"
         )
@@ -984,7 +995,7 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 f"{b['batch_id']}  {b['state']:<11} {b['done']:,} of {b['total']:,} done{failed}  "
                 f"{b['label']}  (submitted {b['created_at']}, waited {b['waited']})"
             )
-    elif command == "review" and data.get("queued"):
+    elif command in ("review", "lab") and data.get("queued"):
         print(
             f"queued: {data['title']} — work {data['work_id']} (python -m rr_core work --show {data['work_id']})"
         )
@@ -1118,6 +1129,54 @@ def _submit_review(
         max_usd=args.max_usd, concurrency=args.concurrency,
     )  # fmt: skip
     work_id = submit_grid(work, plan, store=store, owner=acting_user(args.user))
+    return {"work_id": work_id, "queued": True, "title": work.title}
+
+
+def _submit_sweep(
+    args: argparse.Namespace,
+    owner: str,
+    preset: str,
+    specs: list[str],
+    engine: Any,
+    questions: tuple[Any, ...],
+    layout: Any,
+    depths: tuple[Any, ...] | None,
+) -> dict[str, Any]:
+    """Queue the sweep for the workers (team mode): the work's id, to watch with ``work``."""
+    from rr_core.samples import list_samples
+    from rr_core.store import is_postgres
+    from rr_core.work import SweepWork, submit_sweep
+    from rr_core.workbench import open_history, open_queue
+
+    if not is_postgres(None):
+        raise ConfigError(
+            "--submit queues the sweep for workers, which team mode has (RR_STUDIO_DB=postgresql://…)"
+        )
+    if args.qa_file or args.password or args.api_key_env:
+        raise ConfigError(
+            "--submit: workers read documents from the store and use their own keys; --qa-file, --password and "
+            "--api-key-env are for sweeps run here"
+        )
+    store = open_history(owner)
+    sha, sample = "", ""
+    if args.file and Path(args.file).is_file():
+        sha = store.put_document(Path(args.file).read_bytes(), Path(args.file).name)
+    elif args.file:
+        name = args.file.removeprefix("sample:")
+        if name not in list_samples():
+            raise ConfigError(f"{args.file}: no such file or sample")
+        sample = name
+    work = SweepWork(
+        preset=preset, series=tuple(specs), provider=engine.provider, model=engine.model,
+        price_model=engine.price_model, base_url=args.base_url, task="questions" if questions else "",
+        lengths=_numbers(args.lengths, int, "--lengths"), repeats=args.repeats, seed=args.seed,
+        paraphrase=args.paraphrase, distracters=args.distracters,
+        questions=tuple((q.text, q.answers, q.gold_pages) for q in questions), depths=depths,
+        bounds=not args.no_bounds, layout=layout.value, document_sha256=sha, sample=sample, mode=args.mode,
+        max_usd=args.max_usd, concurrency=args.concurrency,
+    )  # fmt: skip
+    work_id = submit_sweep(store, work)
+    open_queue(owner).submit(work_id)
     return {"work_id": work_id, "queued": True, "title": work.title}
 
 
@@ -1401,9 +1460,11 @@ def _main(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `... | head`: the reader has all it wanted
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps interpreter shutdown quiet
         return EXIT_OK
+    if data.get("queued"):
+        return EXIT_OK
     if args.command == "lab":
         return _lab_exit_code(data)
-    if args.command == "review" and not data.get("queued"):
+    if args.command == "review":
         return _review_exit_code(data)
     if args.command != "ask":
         return EXIT_OK

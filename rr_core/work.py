@@ -39,6 +39,7 @@ from rr_core.store import Store, WorkRecord
 from rr_core.tokens import counter_for_model
 
 REVIEW = "review"
+SWEEP = "sweep"
 STOP_POLL_S = 1.0  # how often a running work looks for a stop request
 
 
@@ -122,6 +123,98 @@ class ReviewWork:
         )  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class SweepWork:
+    """A Lab sweep as plain data: the preset, the trials' spec, the series, the engine (no key),
+    and the document by content hash (a sample by name). What runs it plans it again, the same
+    trials and jobs (planning is deterministic), and pays only for calls not in the store."""
+
+    preset: str
+    series: tuple[str, ...]  # method specs, as the CLI writes them ("rr", "rr:k=5000")
+    provider: str
+    model: str
+    price_model: str = ""
+    base_url: str | None = None
+    task: str = ""
+    lengths: tuple[int, ...] | None = None
+    repeats: int | None = None
+    seed: int = 0
+    paraphrase: bool = False
+    distracters: int = 0
+    questions: tuple[tuple[str, tuple[str, ...], tuple[int, ...]], ...] = ()
+    depths: tuple[float, ...] | None = None
+    bounds: bool = True
+    layout: str = ""
+    document_sha256: str = ""  # the document in the document store ("" : a sample, or none)
+    sample: str = ""  # a sample's name
+    mode: Mode = "now"
+    max_usd: float | None = None
+    concurrency: int = 4
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON."""
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SweepWork:
+        """Read ``to_dict``'s output."""
+        values = dict(data)
+        for name in ("series", "lengths", "depths"):
+            if values.get(name) is not None:
+                values[name] = tuple(values[name])
+        values["questions"] = tuple(
+            (str(q), tuple(a), tuple(int(p) for p in g)) for q, a, g in values.get("questions", ())
+        )
+        return cls(**values)
+
+    @property
+    def title(self) -> str:
+        """How lists name it."""
+        return f"Lab sweep · {self.preset} · {', '.join(self.series)}"
+
+    def planned(self, store: Store) -> tuple[Any, Any, Any]:
+        """(the document, the sweep's plan, the engine), planned again here."""
+        from rr_core.lab import trial_spec
+        from rr_core.lab.presets import get_preset
+        from rr_core.methods import parse_spec
+        from rr_core.questions import Question
+        from rr_core.settings import QuestionPlacement
+        from rr_core.sources import sample_document
+        from rr_core.workbench import Engine, plan_measurement
+
+        engine = Engine(self.provider, self.model, self.price_model, base_url=self.base_url)
+        counter = counter_for_model(engine.counting_model())
+        preset = get_preset(self.preset)
+        document = None
+        if self.document_sha256:
+            from rr_core.review.corpus import StoredDocuments
+
+            document = StoredDocuments(store, counter).document(self.document_sha256)
+        elif self.sample:
+            document = sample_document(self.sample, counter)
+        layout = QuestionPlacement(self.layout) if self.layout else preset.layout
+        spec = trial_spec(
+            preset, document, task=self.task or None, lengths=self.lengths, repeats=self.repeats, seed=self.seed,
+            paraphrase=self.paraphrase, distracters=self.distracters,
+            questions=tuple(Question(q, a, g) for q, a, g in self.questions),
+        )  # fmt: skip
+        base = engine.settings(question_placement=layout)
+        series = [parse_spec(m, base) for m in self.series]
+        _, plan = plan_measurement(
+            spec, preset, document, series, counter, depths=self.depths, bounds=self.bounds, layout=layout,
+            tokenizer=engine.counting_model(),
+        )  # fmt: skip
+        return document, plan, engine
+
+
+def submit_sweep(store: Store, work: SweepWork) -> str:
+    """Record a Lab sweep as queued work; its id."""
+    _, plan, _ = work.planned(store)
+    return store.submit_work(SWEEP, work.title, work.to_dict(), len(plan.jobs))
+
+
 def submit_review(store: Store, work: ReviewWork, plan: ReviewPlan | None = None) -> str:
     """Record a review as queued work; its id. ``plan``: the grid as shown (its cell count)."""
     plan = plan or work.plan(store)
@@ -162,10 +255,12 @@ def run_work(
         if record.is_open:
             store.update_work(work_id, state="cancelled")
         return store.get_work(work_id)
-    if record.kind != REVIEW:
+    if record.kind not in (REVIEW, SWEEP):
         raise ConfigError(f"work {work_id} is a {record.kind!r}, which this build cannot run")
     store.update_work(work_id, state="running", worker=worker or runner_name(), started=True, error="")
     try:
+        if record.kind == SWEEP:
+            return _run_sweep(store, work_id, SweepWork.from_dict(record.spec), client)
         result = _run_review(store, work_id, ReviewWork.from_dict(record.spec), client, on_cell)
     except (RRError, OSError) as exc:
         store.update_work(work_id, state="failed", error=str(exc))
@@ -228,6 +323,39 @@ def _run_review(
     return store.get_work(work_id)
 
 
+def _run_sweep(store: Store, work_id: str, work: SweepWork, client: LLMClient | None) -> WorkRecord | None:
+    """Run the sweep through the store as call cache (a resumed sweep pays only for what is
+    missing); progress in runs; the result is the sweep's JSON (any replica shows it)."""
+    from rr_core.lab.report import sweep_json
+    from rr_core.workbench import sweep
+
+    _, plan, engine = work.planned(store)
+    if client is None:
+        client = engine.client(counter_for_model(engine.counting_model()))
+    stop = _StopWhenAsked(store, work_id)
+
+    def progress(done: int, total: int, partial: Any) -> None:
+        store.update_work(work_id, done=done, total=total)
+        stop.check()
+
+    with stop.guard_open() as runners:
+        result = sweep(
+            plan, client, concurrency=work.concurrency, window=engine.window(), max_usd=work.max_usd, store=store,
+            on_progress=progress, mode=work.mode, label=work.title, on_runner=runners,
+        )  # fmt: skip
+    summary = {
+        **sweep_json(plan, result, context={"preset": work.preset, "mode": work.mode}),
+        "is_llm": client.is_llm,
+    }
+    state = "cancelled" if result.cancelled else "done"
+    failed_all = bool(plan.jobs) and len(result.failures) >= len(plan.jobs)
+    store.update_work(
+        work_id, state="failed" if failed_all else state, result=summary,
+        error=result.failures[0] if failed_all and result.failures else None,
+    )  # fmt: skip
+    return store.get_work(work_id)
+
+
 def _all_kept(meta: Mapping[str, Any], kept: set[str]) -> bool:
     columns = meta.get("columns")
     if not isinstance(columns, list):
@@ -257,6 +385,28 @@ class _StopWhenAsked:
             self._runner.cancel()
             return True
         return False
+
+    @contextmanager
+    def guard_open(self) -> Iterator[Callable[[Executor], None]]:
+        """For a use case that opens its own runner: hands back a callback taking the runner,
+        and watches for a stop until the block ends."""
+        finished = threading.Event()
+
+        def watch() -> None:
+            while not finished.wait(STOP_POLL_S):
+                if self.check():
+                    return
+
+        def found(runner: Executor) -> None:
+            self._runner = runner
+
+        watcher = threading.Thread(target=watch, name=f"stop-watch-{self._work_id}", daemon=True)
+        watcher.start()
+        try:
+            yield found
+        finally:
+            finished.set()
+            watcher.join(timeout=5)
 
     @contextmanager
     def guard(self, runner: Executor) -> Iterator[None]:

@@ -431,6 +431,7 @@ def sweep(
     label: str = "Lab sweep",
     on_batch: Callable[[BatchProgress], None] | None = None,
     owner: str = LOCAL_OWNER,
+    on_runner: Callable[[Executor], None] | None = None,
 ) -> SweepResult:
     """Run every job of the sweep through the run store as call cache (``store``, or the
     history opened here): an interrupted or repeated sweep pays only for what is missing. A
@@ -449,6 +450,8 @@ def sweep(
         label=f"{label} · {ledger[6:14]}",
         ledger=ledger,
     ) as runner:
+        if on_runner is not None:  # whoever may stop it (a stop asked for from another process)
+            on_runner(runner)
         result = run_sweep(plan, runner, on_progress=on_progress, on_batch=on_batch)
     # The sweep's results are written now: its replies are recorded (a later run finds them
     # in the store, paid before).

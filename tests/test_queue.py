@@ -135,3 +135,48 @@ def test_a_killed_worker_loses_no_cell_and_pays_no_stored_reply_again(pg_url: st
         other = open_store(pg_url, owner="bo")
         assert other.get_work(work_id) is None and other.work_results(work_id) == []
         assert other.get_document(files[0].sha256) is None
+
+
+def _cli(pg_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RR_STUDIO_DB": pg_url, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "rr_core", "--json", "--user", "cy", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_the_cli_submits_a_lab_sweep_a_worker_runs_it_and_work_shows_it(pg_url: str, tmp_path: Path) -> None:
+    import json
+
+    submitted = _cli(
+        pg_url, "lab", "contract", "--provider", "offline", "--price-model", "gpt-4.1-mini", "--methods", "rr,baseline",
+        "--lengths", "3000", "--depths", "0,50", "--repeats", "1", "--no-bounds", "--submit",
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    work_id = json.loads(submitted.stdout)["work_id"]
+    listed = json.loads(_cli(pg_url, "work").stdout)
+    assert [w["work_id"] for w in listed["work"]] == [work_id] and listed["work"][0]["state"] == "queued"
+    # Another user cannot stop it, or see it.
+    env = {**os.environ, "RR_STUDIO_DB": pg_url, "PYTHONPATH": str(ROOT)}
+    other = subprocess.run(
+        [sys.executable, "-m", "rr_core", "--user", "dee", "work", "--cancel", work_id],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert other.returncode == 2 and "no such open work" in other.stderr
+
+    with StubServer() as stub:
+        worker = _worker(pg_url, stub, tmp_path / "worker.log")
+        try:
+            store = open_store(pg_url, owner="cy")
+            _wait(
+                lambda: (store.get_work(work_id) or listed).state == "done",
+                "the worker to run the sweep",
+                180,
+            )  # type: ignore[attr-defined]
+        finally:
+            _stop(worker)
+    shown = json.loads(_cli(pg_url, "work", "--show", work_id).stdout)
+    assert shown["state"] == "done" and shown["done"] == shown["total"] > 0
+    record = open_store(pg_url, owner="cy").get_work(work_id)
+    assert record is not None and record.result is not None and record.result["is_llm"] is False
+    assert len(record.result["series"]) == 2 and record.result["paid_usd"] == 0

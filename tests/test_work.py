@@ -213,3 +213,30 @@ def test_a_worker_without_a_key_fails_the_work_with_the_reason(setup, monkeypatc
     record = run_work(store, work_id)
     assert record is not None and record.state == "failed"
     assert "OPENAI_API_KEY" in (record.error or "")
+
+
+def test_a_lab_sweep_as_work_runs_resumes_for_free_and_says_what_it_measured(setup) -> None:  # type: ignore[no-untyped-def]
+    from rr_core.work import SweepWork, submit_sweep
+
+    path, store, _ = setup
+    work = SweepWork(
+        preset="quick", series=("rr", "baseline"), provider="offline", model="offline", price_model="gpt-4.1-mini",
+        lengths=(3000,), repeats=1, depths=(0.0, 50.0), bounds=False, sample="contract", concurrency=2,
+    )  # fmt: skip
+    assert SweepWork.from_dict(work.to_dict()) == work
+    work_id = submit_sweep(store, work)
+    record = store.get_work(work_id)
+    assert record is not None and record.kind == "sweep" and record.total > 0
+    done = run_work(store, work_id)
+    assert done is not None and done.state == "done", done.error if done else None
+    assert done.done == done.total
+    result = done.result or {}
+    assert result["is_llm"] is False and result["paid_usd"] == 0
+    first_calls = result["calls_made"]
+    assert first_calls > 0 and len(result["series"]) == 2
+    # Started again (a worker that died after the last call): every reply comes from the store.
+    assert resume_work(store, work_id)
+    again = run_work(store, work_id)
+    assert again is not None and again.state == "done" and again.attempts == 2
+    assert (again.result or {})["calls_made"] == 0
+    assert (again.result or {})["calls_cached"] >= first_calls
