@@ -20,6 +20,7 @@ or printing. The runner and the store are reached through ``open_runner`` and
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -61,9 +62,10 @@ from rr_core.review import (
     plan_review,
     read_corpus,
 )
+from rr_core.review.corpus import reading_bytes
 from rr_core.runs import Budget, CallCache, CallEvent, Executor, RunTrace
 from rr_core.settings import QuestionPlacement, RunSettings
-from rr_core.store import LOCAL_OWNER, Store, StoredRun, is_postgres, open_store, redact_url
+from rr_core.store import LOCAL_OWNER, DocumentStore, Store, StoredRun, is_postgres, open_store, redact_url
 from rr_core.store.config import DB_ENV
 from rr_core.tokens import TokenCounter, counter_for_model
 from rr_core.work import InProcessQueue, ReviewWork, WorkQueue, submit_review
@@ -360,7 +362,9 @@ def ask(
     batch = None
     if save and save_error is None:
         try:  # paid results are shown whether or not the history can keep them
-            batch = (store or open_history(owner)).save_batch(traces)
+            kept = store or open_history(owner)
+            batch = kept.save_batch(traces)
+            keep_document(kept, plan.document)
         except (LedgerError, ConfigError) as exc:
             save_error = str(exc)
     return AskResult(traces, batch, save_error, client.is_llm)
@@ -460,6 +464,24 @@ def sweep(
     except (LedgerError, OSError) as exc:
         result.save_error = result.save_error or str(exc)
     return result
+
+
+def keep_document(store: DocumentStore, document: Document) -> None:
+    """Keep a run's document in the store by its hash (its reading, and a PDF's bytes), so the
+    History and the Document screen can open it again, on any replica, after it is closed."""
+    store.put_reading(document.sha256, document.tokenizer, reading_bytes(document))
+    if document.pdf_bytes is not None and hashlib.sha256(document.pdf_bytes).hexdigest() == document.sha256:
+        store.put_document(document.pdf_bytes, document.name)
+
+
+def stored_document(
+    sha256: str, counter: TokenCounter, *, owner: str = LOCAL_OWNER, store: Store | None = None
+) -> Document:
+    """A document kept in the store (its reading; a PDF's bytes for rendering); ``ConfigError``
+    when the store does not hold it."""
+    return StoredDocuments(
+        store if store is not None else open_history(owner), counter, with_pdf=True
+    ).document(sha256)
 
 
 # ---- review ----------------------------------------------------------------------------------

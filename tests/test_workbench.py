@@ -181,3 +181,19 @@ def test_ask_saves_to_the_history_of_the_owner_it_is_given() -> None:
         t.run_id for t in result.traces
     ]
     assert workbench.history_records() == []
+
+
+def test_a_saved_ask_keeps_its_document_so_any_process_can_open_it_again() -> None:
+    from rr_core.documents import load_document, pdf_from_texts
+
+    data = pdf_from_texts([f"Page {i}. The fee is due on the first of May." for i in range(1, 4)])
+    document = load_document(data, filename="fees.pdf", counter=word_counter())
+    settings = [RunSettings(method="baseline", model="gpt-4.1-mini", provider="openai")]
+    plan = workbench.plan_ask(document, [QUESTION], settings, word_counter())
+    result = workbench.ask(plan, ScriptedClient(responder=reply), concurrency=1)
+    assert result.batch is not None
+    again = workbench.stored_document(document.sha256, word_counter())
+    assert [p.text for p in again.pages] == [p.text for p in document.pages]
+    assert again.pdf_bytes == data and again.name == "fees.pdf"  # rendered as the user's PDF
+    with pytest.raises(ConfigError, match="not in the document store"):
+        workbench.stored_document("0" * 64, word_counter())
