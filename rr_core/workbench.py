@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from rr_core.batching import BatchProgress
@@ -117,11 +118,12 @@ def open_runner(
 USER_ENV = "RR_STUDIO_USER"  # who the command line acts as (``--user`` overrides it)
 
 
-def open_history(owner: str = LOCAL_OWNER) -> Store:
+def open_history(owner: str = LOCAL_OWNER, *, url: str | Path | None = None) -> Store:
     """The run store as ``owner`` (the local user when none is given): the history, and the call
-    cache (``LedgerError`` when it cannot open; ``ConfigError`` when ``RR_STUDIO_DB`` names a
-    store no backend serves)."""
-    return open_store(owner=owner)
+    cache (``url``: a store other than ``RR_STUDIO_DB``'s, as a session that chose a per-project
+    file). ``LedgerError`` when it cannot open; ``ConfigError`` when it names a store no backend
+    serves."""
+    return open_store(url, owner=owner)
 
 
 def acting_user(given: str | None = None) -> str:
@@ -336,19 +338,21 @@ def ask(
     on_event: Callable[[CallEvent], None] | None = None,
     guard: Guard | None = None,
     owner: str = LOCAL_OWNER,
+    url: str | Path | None = None,
 ) -> AskResult:
     """Run the plans that were shown; mark the answers against known ones; save to history.
 
     With ``cache`` the run store is also the call cache: each reply is kept as it returns,
     and a call asked before (same reader, same prompt) is not paid again; a store this build
     cannot serve is then a ``ConfigError`` before anything is sent. A store that cannot open
-    or save is reported in ``save_error``; paid results are returned regardless.
+    or save is reported in ``save_error``; paid results are returned regardless. The history
+    is ``owner``'s in the store at ``url`` (``None``: ``RR_STUDIO_DB``'s).
     """
     store: Store | None = None
     save_error: str | None = None
     if cache:
         try:
-            store = open_history(owner)
+            store = open_history(owner, url=url)
         except LedgerError as exc:
             save_error = str(exc)
     with (
@@ -362,7 +366,7 @@ def ask(
     batch = None
     if save and save_error is None:
         try:  # paid results are shown whether or not the history can keep them
-            kept = store or open_history(owner)
+            kept = store or open_history(owner, url=url)
             batch = kept.save_batch(traces)
             keep_document(kept, plan.document)
         except (LedgerError, ConfigError) as exc:
@@ -437,8 +441,8 @@ def sweep(
     owner: str = LOCAL_OWNER,
     on_runner: Callable[[Executor], None] | None = None,
 ) -> SweepResult:
-    """Run every job of the sweep through the run store as call cache (``store``, or the
-    history opened here): an interrupted or repeated sweep pays only for what is missing. A
+    """Run every job of the sweep through the run store as call cache (``store``, or
+    ``owner``'s history opened here): an interrupted or repeated sweep pays only for what is missing. A
     budget cap sends no call that would pass ``max_usd``. ``mode`` "batch": each phase's calls
     go out as provider batches at the batch price; a sweep started again after a stop polls
     the batches it had submitted instead of paying again."""

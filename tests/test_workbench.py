@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,13 +105,21 @@ def test_ask_with_the_store_as_cache_pays_once() -> None:
 
 
 def test_ask_keeps_paid_results_when_the_history_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(owner: str = "local") -> Any:
+    def broken(*args: Any, **kwargs: Any) -> Any:
         raise LedgerError("the disk is full")
 
     monkeypatch.setattr(workbench, "open_history", broken)
     result = workbench.ask(_plan(), ScriptedClient(responder=reply), concurrency=1)
     assert result.batch is None and result.save_error == "the disk is full"
     assert result.traces and result.traces[0].outcome.correct
+
+
+def test_ask_saves_in_the_store_asked_for(tmp_path: Path) -> None:
+    # A session that chose another file (a per-project store) saves there, not in RR_STUDIO_DB's.
+    project = tmp_path / "project" / "runs.sqlite3"
+    result = workbench.ask(_plan(), ScriptedClient(responder=reply), concurrency=1, owner="alice", url=project)
+    assert workbench.open_history("alice", url=project).count() == len(result.traces)
+    assert open_store(owner="alice").count() == 0 and open_store().count() == 0
 
 
 def test_ask_runs_inside_the_callers_guard() -> None:
@@ -148,6 +157,10 @@ def test_a_sweep_is_planned_checked_and_run_through_the_store() -> None:
     assert first.calls_made == plan.calls and not first.is_llm
     again = workbench.sweep(plan, engine.client(counter), concurrency=1)
     assert again.calls_made == 0 and again.calls_cached == plan.calls
+    # Another owner's sweep finds none of those replies: each user's cache is their own.
+    other = workbench.sweep(plan, engine.client(counter), concurrency=1, owner="bob")
+    assert other.calls_made == plan.calls and other.calls_cached == 0
+    assert workbench.batch_records(owner="bob") == []
 
 
 def test_ask_runs_as_jobs_that_plan_the_very_calls_that_were_shown() -> None:
