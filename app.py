@@ -7,6 +7,7 @@ runs the one the user chose. Screens live in ``pages/``; each starts with
 here because Streamlit runs a file in ``pages/`` on its own (without this file) until
 ``st.navigation`` has run once in the process, and AppTest does so on every page switch.
 Shared UI code lives in ``pages/common/``; the engine in ``rr_core`` (never imports streamlit).
+Sign-in (team mode, when the secrets configure ``[auth]``) is ``pages/common/user.py``.
 """
 
 import sys
@@ -17,6 +18,12 @@ if str(ROOT) not in sys.path:  # `streamlit run` adds it; AppTest and other laun
     sys.path.insert(0, str(ROOT))
 
 import streamlit as st  # noqa: E402
+
+from pages.common import user  # noqa: E402
+
+# With sign-in configured ([auth] in the secrets), nothing but the sign-in screen is drawn, not
+# even the screens' links, until a user is signed in (each screen checks again: see above).
+user.require()
 
 # No page icons: a page's icon becomes the tab's icon, a ":material/…:" one is fetched from a font
 # server (nothing here may leave the machine), and an emoji one shows as a box where no emoji

@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from pages.common import docs, results, sidebar
+from pages.common import docs, results, sidebar, user
 from pages.common import state as S
 from pages.common.text import md, plural, short, table
 from rr_core import workbench
@@ -452,7 +452,14 @@ def run() -> None:
             lines[key].markdown(_line(event))
 
         # The plans that were shown are the plans that run; traces come back in their order.
-        done = workbench.ask(asked, client, concurrency=S.concurrency(), on_event=progress)
+        done = workbench.ask(
+            asked,
+            client,
+            concurrency=S.concurrency(),
+            on_event=progress,
+            owner=user.current().owner,
+            url=user.store_url(),
+        )
         traces = done.traces
         failed = [t for t in traces if t.error]
         status.update(

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from pages.common import docs, results, sidebar, views
+from pages.common import docs, results, sidebar, user, views
 from pages.common import state as S
 from pages.common.text import md, plural, short, table
 from rr_core.documents import Document
@@ -554,9 +554,10 @@ if record is None and planned is None:
     st.stop()
 
 
-# The same call of the same run or plan is the same prompt.
+# The same call of the same run or plan is the same prompt. The cache is the process's, shared
+# by every user: a run's id is unique only in its owner's history, so the key says whose.
 view_key = (
-    f"run {shown.run_id} call {choice}"
+    f"run {user.cache_scope()} {shown.run_id} call {choice}"
     if shown is not None
     else f"plan {document.sha256} {tokens.label} {settings_json} {plan_questions_} call {choice}"
 )

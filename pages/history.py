@@ -7,7 +7,7 @@ from collections import OrderedDict
 import pandas as pd
 import streamlit as st
 
-from pages.common import docs, results, sidebar
+from pages.common import docs, results, sidebar, user
 from pages.common import state as S
 from pages.common.text import md, plural, short, when
 from rr_core.documents import Document
@@ -15,22 +15,22 @@ from rr_core.errors import ConfigError, LedgerError, RRError
 from rr_core.exports import to_csv, to_json, to_markdown
 from rr_core.llm import describe_provider
 from rr_core.plans import Outcome
-from rr_core.store import StoredRun, open_store
+from rr_core.store import StoredRun
 from rr_core.traces import RunTrace
 
 sidebar.page_setup()
 state = st.session_state
 st.title("History")
-st.caption(
-    "Every run is stored on this machine with its settings, prompts, responses, tokens and cost — never an API key."
-)
-
 try:
-    store = open_store()
+    store = user.history()
     rows: list[StoredRun] = store.list(limit=1000)
 except (LedgerError, ConfigError) as exc:  # a file it cannot use, or a store this build does not have
     st.error(md(exc))
     st.stop()
+st.caption(
+    f"{user.whose_runs(store.location)} Every run is stored with its settings, prompts, responses, "
+    "tokens and cost — never an API key."
+)
 
 if not rows:
     st.info("No runs yet. Ask a question on the Ask screen: every run is saved here.")

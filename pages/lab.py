@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages.common import docs, labcharts, results, sidebar
+from pages.common import docs, labcharts, results, sidebar, user
 from pages.common import state as S
 from pages.common.text import md, plural
 from rr_core import workbench
@@ -401,7 +401,7 @@ if clicked:
     try:
         workbench.check_sweep_budget(plan, max_usd, mode)  # refuses an unknown price too
         client = _client()
-        store = workbench.open_history()
+        store = user.history()
     except (RRError, LedgerError) as exc:
         results.show_rr_error(exc)
         st.stop()
@@ -466,7 +466,7 @@ if clicked:
 
 def _batch_rows() -> list[dict[str, Any]]:
     try:
-        return workbench.batch_records()
+        return workbench.batch_records(store=user.history())
     except (RRError, LedgerError):
         return []
 

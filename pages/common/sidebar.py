@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from pages.common import state as S
+from pages.common import user
 from pages.common.text import md
 from rr_core.costs import known_models, price_data_version
 from rr_core.llm import PROVIDERS, PriceAs, ProviderInfo, get_provider
@@ -23,7 +24,9 @@ OFFLINE_NOTE = (
 
 
 def page_setup() -> None:
-    """Start a screen: page config and the shared sidebar (see app.py for why here)."""
+    """Start a screen: the sign-in gate (team mode), page config, the shared sidebar (see app.py
+    for why here) and, once, the first-run notice (single-user mode)."""
+    user.require()  # in team mode without a current sign-in, the sign-in screen and a stop
     # Streamlit's own favicon, served by the app: a ":material/…:" one is fetched from a font
     # server (nothing here may leave the machine), an emoji one needs an emoji font.
     st.set_page_config(page_title="R&R Studio", layout="wide")
@@ -32,6 +35,7 @@ def page_setup() -> None:
     # Less empty space above the title, so the Run button is on screen at laptop height.
     st.html("<style>[data-testid='stMainBlockContainer'], .block-container {padding-top: 2rem;}</style>")
     sidebar()
+    user.first_run_notice()
 
 
 def _provider_changed() -> None:
@@ -166,6 +170,8 @@ def sidebar() -> None:
     """The engine and method settings shared by every screen."""
     S.init_state()
     with st.sidebar:
+        if user.current().signed_in:
+            user.sidebar_line()
         _engine()
         st.subheader("Method parameters")
         for name in ("reminder_every", "top_k", "chunk_size"):
@@ -215,3 +221,5 @@ def sidebar() -> None:
         st.caption(f"Tokenizer: {md(tokens.label)}. Prices: {md(price_data_version())}.")
         if tokens.note:
             st.caption(md(tokens.note))
+        if not user.current().signed_in:
+            user.sidebar_line()

@@ -89,6 +89,8 @@ class Session:
     view_citation: int = 0
     confirm_delete: list[str] | None = None  # the history batches a delete waits to confirm
     delete_message: tuple[str, str] | None = None  # (kind, text) of the last delete
+    store_url: str | None = None  # a store chosen for this session (a per-project file); None: RR_STUDIO_DB's
+    notice_seen: bool = False  # the first-run notice was dismissed in this session
     lab: LabChoices = field(default_factory=LabChoices)
 
 

@@ -1,0 +1,246 @@
+"""Who uses the app and where their history is: the sign-in gate (team mode), the user's line
+in the sidebar, and the first-run notice (single-user mode).
+
+**Team mode** is on when the secrets have an ``[auth]`` section: Streamlit's own OIDC sign-in
+(``st.login``). Nothing but the sign-in screen is drawn until a user is signed in, and every
+screen opens the run store as that user (``Identity.owner``: the issuer and the ``sub`` claim,
+which the provider never reassigns). Streamlit copies the identity token's claims into
+``st.user`` when a session starts and never checks their expiry: ``require`` does, on every
+run, and shows the sign-in screen again once ``exp`` has passed (or when there is none).
+
+**Single-user mode** (no ``[auth]``): one user, the store's local owner, and no sign-in, as the
+embedded default always was; the sidebar says so, and the first time the app opens on an empty
+store a notice says where the history is kept and offers a per-project file.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import streamlit as st
+
+from pages.common import state as S
+from pages.common.text import md
+from rr_core import workbench
+from rr_core.errors import RRError
+from rr_core.privacy import PROJECT_STORE, dismiss_notice, notice_due, project_store
+from rr_core.store import DB_ENV, LOCAL_OWNER, Store
+
+IDENTITY_KEY = "rr.identity"  # the identity the session's state belongs to
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """The user the screens work for."""
+
+    owner: str  # whose rows the run store reads and writes
+    name: str  # how the screens name them
+    signed_in: bool  # False: single-user mode (no sign-in)
+
+
+SINGLE_USER = Identity(LOCAL_OWNER, "this machine's single user", signed_in=False)
+
+
+class NoSignIn(enum.Enum):
+    """Why a session of team mode has no user to work for."""
+
+    SIGNED_OUT = "signed out"
+    EXPIRED = "expired"  # the identity token's ``exp`` has passed, or it has none
+    NO_SUBJECT = "no subject"  # the provider named no one (no ``sub``, no ``email``)
+
+
+def team_mode() -> bool:
+    """Whether sign-in is configured (an ``[auth]`` section in the secrets)."""
+    try:
+        return "auth" in st.secrets
+    except Exception:  # noqa: BLE001 - no secrets file, or an unreadable one: no sign-in configured
+        return False
+
+
+def _text(claims: Mapping[str, Any], name: str) -> str:
+    value = claims.get(name)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _expiry(claims: Mapping[str, Any]) -> float | None:
+    value = claims.get("exp")
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def identity_of(claims: Mapping[str, Any], now: float) -> Identity | NoSignIn:
+    """The user these ``st.user`` claims sign in, at time ``now`` (seconds since the epoch), or
+    why there is none. The owner is ``<issuer>#<sub>`` (``sub`` alone without an issuer, the
+    email without a ``sub``): stable for as long as the provider is the same."""
+    if claims.get("is_logged_in") is not True:
+        return NoSignIn.SIGNED_OUT
+    expires = _expiry(claims)
+    if expires is None or now >= expires:
+        return NoSignIn.EXPIRED
+    subject, issuer, email = _text(claims, "sub"), _text(claims, "iss"), _text(claims, "email")
+    if subject:
+        owner = f"{issuer}#{subject}" if issuer else subject
+    elif email:
+        owner = email
+    else:
+        return NoSignIn.NO_SUBJECT
+    name = email or _text(claims, "name") or _text(claims, "preferred_username") or subject
+    return Identity(owner, name, signed_in=True)
+
+
+def require() -> Identity:
+    """The user this run works for. In team mode without a (current) sign-in: the sign-in
+    screen, and the run stops there."""
+    if not team_mode():
+        return _adopt(SINGLE_USER)
+    found = identity_of(st.user.to_dict(), time.time())
+    if isinstance(found, Identity):
+        return _adopt(found)
+    if IDENTITY_KEY in st.session_state:
+        # A sign-in that expired in this session: what it left (results, uploads) is not kept
+        # for whoever signs in next.
+        _forget_session()
+    _sign_in_screen(found)
+
+
+def current() -> Identity:
+    """The user the screens work for (``require`` has run at the top of the screen)."""
+    known = st.session_state.get(IDENTITY_KEY)
+    return known if isinstance(known, Identity) else require()
+
+
+def _adopt(identity: Identity) -> Identity:
+    previous = st.session_state.get(IDENTITY_KEY)
+    if isinstance(previous, Identity) and previous.owner != identity.owner:
+        _forget_session()  # the session's state is the previous user's
+    st.session_state[IDENTITY_KEY] = identity
+    return identity
+
+
+def _forget_session() -> None:
+    for key in list(st.session_state.keys()):
+        del st.session_state[key]
+
+
+def _sign_in_screen(reason: NoSignIn) -> NoReturn:
+    st.set_page_config(page_title="R&R Studio · sign in", layout="centered")
+    st.title("R&R Studio")
+    if reason is NoSignIn.EXPIRED:
+        st.warning("Your sign-in expired. Sign in again to go on.")
+    elif reason is NoSignIn.NO_SUBJECT:
+        st.error("The sign-in named no user (no sub or email claim): ask your administrator.")
+    st.markdown(
+        "Sign in to work on your documents. Your questions, runs and grids are yours: "
+        "no one else who signs in sees them."
+    )
+    if st.button("Sign in", type="primary", key="sign_in"):
+        st.login()
+    st.stop()
+
+
+# ---- The user's history -------------------------------------------------------------------
+
+
+def store_url() -> str | None:
+    """The store this session chose (a per-project file), or None: ``RR_STUDIO_DB``'s."""
+    return S.session().store_url
+
+
+def history() -> Store:
+    """The run store as the current user (``LedgerError`` or ``ConfigError`` when it cannot open)."""
+    return workbench.open_history(store_url(), owner=current().owner)
+
+
+def cache_scope() -> str:
+    """What a cache key needs besides a run's id for a value read from the user's history: whose
+    history, and which store (run ids are unique per owner and store, not across them)."""
+    return f"{current().owner}|{store_url() or ''}"
+
+
+def whose_runs(location: str) -> str:
+    """The History screen's line: whose runs it shows, and where they are kept."""
+    return f"Runs of {md(current().name)} in {md(location)}."
+
+
+def sidebar_line() -> None:
+    """Who is signed in (and the way out), or that the app is in single-user mode."""
+    identity = current()
+    if identity.signed_in:
+        st.caption(
+            f"Signed in as **{md(identity.name)}**.", help=f"Your runs are kept as `{identity.owner}`."
+        )
+        if st.button("Sign out", key="sign_out", type="tertiary"):
+            st.logout()
+            st.rerun()  # nothing more is drawn for the user who left
+        return
+    try:
+        where = md(history().location)
+    except RRError as exc:
+        where = f"a store that cannot open ({md(exc)})"
+    st.caption(f"Single-user mode: no sign-in; history in {where}.")
+
+
+# ---- The first-run notice (single-user mode) -------------------------------------------------
+
+
+def _use_project_store(seen: str) -> None:
+    session = S.session()
+    try:
+        session.store_url = str(project_store(Path.cwd()))
+    except RRError as exc:
+        st.session_state["rr.notice_error"] = str(exc)
+        return
+    _dismiss(seen)
+
+
+def _dismiss(seen: str) -> None:
+    S.session().notice_seen = True
+    dismiss_notice(seen)
+
+
+def first_run_notice() -> None:
+    """Once per store, on a store with no runs: where the history is kept, that it holds the
+    pages' text unencrypted, and a per-project file instead (single-user mode only)."""
+    session = S.session()
+    if current().signed_in or session.notice_seen:
+        return
+    try:
+        store = history()
+        due = notice_due(store)
+    except RRError:
+        return  # the screens say why the store cannot open
+    if not due:
+        return
+    location = store.location
+    project = Path.cwd() / PROJECT_STORE
+    with st.container(border=True, key="privacy_notice"):
+        st.markdown(
+            f"**Where your history is kept.** Every question you ask is saved with its prompts — the "
+            f"pages' text — **unencrypted** in `{location}`: whoever can read that file can read "
+            "them, and every R&R Studio started as this user with the same settings keeps its runs there too."
+        )
+        st.markdown(
+            f"To keep a matter's history with its project, use a file in the working folder, "
+            f"`{project}`: the button below does so for this session; to make it the default, start "
+            f"the app with `{DB_ENV}={PROJECT_STORE}`."
+        )
+        error = st.session_state.pop("rr.notice_error", None)
+        if error:
+            st.error(md(error))
+        left, right = st.columns(2)
+        left.button(
+            "Keep this session's history in the project folder",
+            key="notice_project",
+            on_click=_use_project_store,
+            args=(location,),
+        )
+        right.button("Got it", key="notice_ok", on_click=_dismiss, args=(location,), type="primary")
