@@ -17,7 +17,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages.common.text import md
-from pages.common.user import Identity, NoSignIn, identity_of
 from rr_core.llm.offline import OfflineEngine
 from rr_core.methods import parse_spec, plan_questions
 from rr_core.privacy import NOTICE_SUFFIX
@@ -25,6 +24,7 @@ from rr_core.questions import Question
 from rr_core.runs import Executor
 from rr_core.samples import questions_middle_first
 from rr_core.settings import RunSettings
+from rr_core.signin import Identity, NoSignIn, identity_of
 from rr_core.sources import sample_document
 from rr_core.store import LOCAL_OWNER, open_store
 from rr_core.tokens import counter_for_model

@@ -91,6 +91,7 @@ class Session:
     delete_message: tuple[str, str] | None = None  # (kind, text) of the last delete
     store_url: str | None = None  # a store chosen for this session (a per-project file); None: RR_STUDIO_DB's
     notice_seen: bool = False  # the first-run notice was dismissed in this session
+    notice_error: str = ""  # why the per-project store could not be made (shown once)
     lab: LabChoices = field(default_factory=LabChoices)
 
 

@@ -3,10 +3,10 @@ in the sidebar, and the first-run notice (single-user mode).
 
 **Team mode** is on when the secrets have an ``[auth]`` section: Streamlit's own OIDC sign-in
 (``st.login``). Nothing but the sign-in screen is drawn until a user is signed in, and every
-screen opens the run store as that user (``Identity.owner``: the issuer and the ``sub`` claim,
-which the provider never reassigns). Streamlit copies the identity token's claims into
-``st.user`` when a session starts and never checks their expiry: ``require`` does, on every
-run, and shows the sign-in screen again once ``exp`` has passed (or when there is none).
+screen opens the run store as that user (``rr_core.signin``: the issuer and the ``sub``
+claim). Streamlit copies the identity token's claims into ``st.user`` when a session starts
+and never checks their expiry: ``require`` does, on every run, and shows the sign-in screen
+again once ``exp`` has passed (or when there is none).
 
 **Single-user mode** (no ``[auth]``): one user, the store's local owner, and no sign-in, as the
 embedded default always was; the sidebar says so, and the first time the app opens on an empty
@@ -15,12 +15,8 @@ store a notice says where the history is kept and offers a per-project file.
 
 from __future__ import annotations
 
-import enum
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import streamlit as st
 
@@ -29,29 +25,10 @@ from pages.common.text import md
 from rr_core import workbench
 from rr_core.errors import RRError
 from rr_core.privacy import PROJECT_STORE, dismiss_notice, notice_due, project_store
-from rr_core.store import DB_ENV, LOCAL_OWNER, Store
+from rr_core.signin import SINGLE_USER, Identity, NoSignIn, identity_of
+from rr_core.store import DB_ENV, Store
 
 IDENTITY_KEY = "rr.identity"  # the identity the session's state belongs to
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """The user the screens work for."""
-
-    owner: str  # whose rows the run store reads and writes
-    name: str  # how the screens name them
-    signed_in: bool  # False: single-user mode (no sign-in)
-
-
-SINGLE_USER = Identity(LOCAL_OWNER, "this machine's single user", signed_in=False)
-
-
-class NoSignIn(enum.Enum):
-    """Why a session of team mode has no user to work for."""
-
-    SIGNED_OUT = "signed out"
-    EXPIRED = "expired"  # the identity token's ``exp`` has passed, or it has none
-    NO_SUBJECT = "no subject"  # the provider named no one (no ``sub``, no ``email``)
 
 
 def team_mode() -> bool:
@@ -62,47 +39,12 @@ def team_mode() -> bool:
         return False
 
 
-def _text(claims: Mapping[str, Any], name: str) -> str:
-    value = claims.get(name)
-    return value.strip() if isinstance(value, str) else ""
-
-
-def _expiry(claims: Mapping[str, Any]) -> float | None:
-    value = claims.get("exp")
-    if isinstance(value, bool):
-        return None
-    try:
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def identity_of(claims: Mapping[str, Any], now: float) -> Identity | NoSignIn:
-    """The user these ``st.user`` claims sign in, at time ``now`` (seconds since the epoch), or
-    why there is none. The owner is ``<issuer>#<sub>`` (``sub`` alone without an issuer, the
-    email without a ``sub``): stable for as long as the provider is the same."""
-    if claims.get("is_logged_in") is not True:
-        return NoSignIn.SIGNED_OUT
-    expires = _expiry(claims)
-    if expires is None or now >= expires:
-        return NoSignIn.EXPIRED
-    subject, issuer, email = _text(claims, "sub"), _text(claims, "iss"), _text(claims, "email")
-    if subject:
-        owner = f"{issuer}#{subject}" if issuer else subject
-    elif email:
-        owner = email
-    else:
-        return NoSignIn.NO_SUBJECT
-    name = email or _text(claims, "name") or _text(claims, "preferred_username") or subject
-    return Identity(owner, name, signed_in=True)
-
-
 def require() -> Identity:
     """The user this run works for. In team mode without a (current) sign-in: the sign-in
     screen, and the run stops there."""
     if not team_mode():
         return _adopt(SINGLE_USER)
-    found = identity_of(st.user.to_dict(), time.time())
+    found = identity_of(st.user.to_dict())
     if isinstance(found, Identity):
         return _adopt(found)
     if IDENTITY_KEY in st.session_state:
@@ -197,7 +139,7 @@ def _use_project_store(seen: str) -> None:
     try:
         session.store_url = str(project_store(Path.cwd()))
     except RRError as exc:
-        st.session_state["rr.notice_error"] = str(exc)
+        session.notice_error = str(exc)
         return
     _dismiss(seen)
 
@@ -233,9 +175,9 @@ def first_run_notice() -> None:
             f"`{project}`: the button below does so for this session; to make it the default, start "
             f"the app with `{DB_ENV}={PROJECT_STORE}`."
         )
-        error = st.session_state.pop("rr.notice_error", None)
-        if error:
-            st.error(md(error))
+        if session.notice_error:
+            st.error(md(session.notice_error))
+            session.notice_error = ""
         left, right = st.columns(2)
         left.button(
             "Keep this session's history in the project folder",

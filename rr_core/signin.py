@@ -1,0 +1,72 @@
+"""Who a sign-in names: the identity token's claims (as Streamlit's ``st.user`` holds them) read
+into the owner of a run store, with the token's expiry checked.
+
+Streamlit copies the ID token's claims when a session starts and never checks ``exp``: a token
+that has expired, or that has no ``exp`` at all, signs no one in here. The owner is
+``<issuer>#<sub>``: ``sub`` is the provider's stable, never reassigned id of the user (an email
+can change hands), and the issuer keeps two providers' ids apart.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rr_core.store import LOCAL_OWNER
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """The user the screens work for."""
+
+    owner: str  # whose rows the run store reads and writes
+    name: str  # how the screens name them
+    signed_in: bool  # False: single-user mode (no sign-in)
+
+
+SINGLE_USER = Identity(LOCAL_OWNER, "this machine's single user", signed_in=False)
+
+
+class NoSignIn(enum.Enum):
+    """Why a session with sign-in configured has no user to work for."""
+
+    SIGNED_OUT = "signed out"
+    EXPIRED = "expired"  # the identity token's ``exp`` has passed, or it has none
+    NO_SUBJECT = "no subject"  # the provider named no one (no ``sub``, no ``email``)
+
+
+def _text(claims: Mapping[str, Any], name: str) -> str:
+    value = claims.get(name)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _expiry(claims: Mapping[str, Any]) -> float | None:
+    value = claims.get("exp")
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def identity_of(claims: Mapping[str, Any], now: float | None = None) -> Identity | NoSignIn:
+    """The user these claims sign in at ``now`` (seconds since the epoch; None: the clock's
+    time), or why there is none. Without a ``sub``, the email is the owner."""
+    if claims.get("is_logged_in") is not True:
+        return NoSignIn.SIGNED_OUT
+    expires = _expiry(claims)
+    if expires is None or (time.time() if now is None else now) >= expires:
+        return NoSignIn.EXPIRED
+    subject, issuer, email = _text(claims, "sub"), _text(claims, "iss"), _text(claims, "email")
+    if subject:
+        owner = f"{issuer}#{subject}" if issuer else subject
+    elif email:
+        owner = email
+    else:
+        return NoSignIn.NO_SUBJECT
+    name = email or _text(claims, "name") or _text(claims, "preferred_username") or subject
+    return Identity(owner, name, signed_in=True)
