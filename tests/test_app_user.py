@@ -79,7 +79,7 @@ def texts(elements: Any) -> list[str]:
 
 
 def notice_shown(at: AppTest) -> bool:
-    return any(NOTICE in m for m in texts(at.markdown))
+    return any(NOTICE in m for m in texts(at.sidebar.markdown))
 
 
 def save_run(owner: str = LOCAL_OWNER, url: Path | None = None) -> str:
@@ -124,9 +124,9 @@ def test_single_user_mode_says_so_and_the_first_run_notice_shows_once(tmp_path: 
     at = ran(app())
     assert f"Single-user mode: no sign-in; history in {md(store)}." in texts(at.sidebar.caption)
     assert not [b for b in at.button if b.key in ("sign_in", "sign_out")]
-    notice = next(m for m in texts(at.markdown) if NOTICE in m)
+    notice = next(m for m in texts(at.sidebar.markdown) if NOTICE in m)
     assert f"`{store}`" in notice and "unencrypted" in notice
-    assert "RR_STUDIO_DB=.rr_studio/runs.sqlite3" in " ".join(texts(at.markdown))
+    assert "RR_STUDIO_DB=.rr_studio/runs.sqlite3" in " ".join(texts(at.sidebar.markdown))
     # Another screen of the same session, before dismissing: still there.
     at.switch_page("pages/history.py").run()
     assert notice_shown(at)

@@ -24,8 +24,8 @@ OFFLINE_NOTE = (
 
 
 def page_setup() -> None:
-    """Start a screen: the sign-in gate (team mode), page config, the shared sidebar (see app.py
-    for why here) and, once, the first-run notice (single-user mode)."""
+    """Start a screen: the sign-in gate (team mode), page config and the shared sidebar (see
+    app.py for why here)."""
     user.require()  # in team mode without a current sign-in, the sign-in screen and a stop
     # Streamlit's own favicon, served by the app: a ":material/…:" one is fetched from a font
     # server (nothing here may leave the machine), an emoji one needs an emoji font.
@@ -35,7 +35,6 @@ def page_setup() -> None:
     # Less empty space above the title, so the Run button is on screen at laptop height.
     st.html("<style>[data-testid='stMainBlockContainer'], .block-container {padding-top: 2rem;}</style>")
     sidebar()
-    user.first_run_notice()
 
 
 def _provider_changed() -> None:
@@ -172,6 +171,9 @@ def sidebar() -> None:
     with st.sidebar:
         if user.current().signed_in:
             user.sidebar_line()
+        # Once per store, in single-user mode; in the sidebar, so that the first screen's Run
+        # stays where a small laptop shows it.
+        user.first_run_notice()
         _engine()
         st.subheader("Method parameters")
         for name in ("reminder_every", "top_k", "chunk_size"):

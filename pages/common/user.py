@@ -167,22 +167,23 @@ def first_run_notice() -> None:
     with st.container(border=True, key="privacy_notice"):
         st.markdown(
             f"**Where your history is kept.** Every question you ask is saved with its prompts — the "
-            f"pages' text — **unencrypted** in `{location}`: whoever can read that file can read "
-            "them, and every R&R Studio started as this user with the same settings keeps its runs there too."
+            f"pages' text — **unencrypted** in `{location}`: whoever can read that file can read them, "
+            "and every R&R Studio started as this user with the same settings keeps its runs there too."
         )
         st.markdown(
-            f"To keep a matter's history with its project, use a file in the working folder, "
-            f"`{project}`: the button below does so for this session; to make it the default, start "
-            f"the app with `{DB_ENV}={PROJECT_STORE}`."
+            f"To keep a matter's history with its project instead, use `{project}` (this session), "
+            f"or start the app with `{DB_ENV}={PROJECT_STORE}` (every session started there)."
         )
         if session.notice_error:
             st.error(md(session.notice_error))
             session.notice_error = ""
-        left, right = st.columns(2)
-        left.button(
-            "Keep this session's history in the project folder",
+        st.button(
+            "Use the project folder",
             key="notice_project",
             on_click=_use_project_store,
             args=(location,),
+            width="stretch",
         )
-        right.button("Got it", key="notice_ok", on_click=_dismiss, args=(location,), type="primary")
+        st.button(
+            "Got it", key="notice_ok", on_click=_dismiss, args=(location,), type="primary", width="stretch"
+        )
