@@ -21,10 +21,6 @@ import streamlit as st  # noqa: E402
 
 from pages.common import user  # noqa: E402
 
-# With sign-in configured ([auth] in the secrets), nothing but the sign-in screen is drawn, not
-# even the screens' links, until a user is signed in (each screen checks again: see above).
-user.require()
-
 # No page icons: a page's icon becomes the tab's icon, a ":material/…:" one is fetched from a font
 # server (nothing here may leave the machine), and an emoji one shows as a box where no emoji
 # font is installed.
@@ -34,4 +30,9 @@ screens = [
     st.Page(ROOT / "pages" / "lab.py", title="Lab"),
     st.Page(ROOT / "pages" / "history.py", title="History"),
 ]
-st.navigation(screens).run()
+# With sign-in configured ([auth] in the secrets), nothing but the sign-in screen is drawn until
+# a user is signed in: not even the screens' links (without st.navigation, Streamlit would list
+# the files in pages/ itself). Each screen checks again (see above).
+navigation = st.navigation(screens, position="sidebar" if user.may_enter() else "hidden")
+user.require()
+navigation.run()

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,15 +115,23 @@ def _healthy(url: str) -> bool:
 
 @contextlib.contextmanager
 def serve_app(
-    scratch: Path, *, script: Path = ROOT / "app.py", startup_timeout_s: float = STARTUP_TIMEOUT_S
+    scratch: Path,
+    *,
+    script: Path = ROOT / "app.py",
+    startup_timeout_s: float = STARTUP_TIMEOUT_S,
+    port: int | None = None,
+    options: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[AppServer]:
-    """Start the app (or another ``script``) on a free port, wait until it is healthy, stop it on exit.
+    """Start the app (or another ``script``) on a free port (or ``port``), wait until it is
+    healthy, stop it on exit. ``options`` are more ``streamlit run`` options (a secrets file:
+    ``--secrets.files PATH``), ``env`` more environment variables.
 
     ``scratch`` holds the run store and the server's log. Raises ``ServerFailed`` with the
     log's tail when the server exits or is not healthy within ``startup_timeout_s``.
     """
     scratch.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = port or free_port()
     log = scratch / "streamlit.log"
     command = [
         sys.executable, "-m", "streamlit", "run", str(script),
@@ -132,11 +140,16 @@ def serve_app(
         "--server.headless", "true",
         "--server.fileWatcherType", "none",
         "--browser.gatherUsageStats", "false",
+        *options,
     ]  # fmt: skip
     started = time.monotonic()
     with log.open("wb") as out:
         server = subprocess.Popen(
-            command, cwd=ROOT, env=app_environment(scratch), stdout=out, stderr=subprocess.STDOUT
+            command,
+            cwd=ROOT,
+            env=app_environment(scratch) | dict(env or {}),
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
     try:

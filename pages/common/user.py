@@ -39,6 +39,11 @@ def team_mode() -> bool:
         return False
 
 
+def may_enter() -> bool:
+    """Whether the screens may be drawn: single-user mode, or a current sign-in."""
+    return not team_mode() or isinstance(identity_of(st.user.to_dict()), Identity)
+
+
 def require() -> Identity:
     """The user this run works for. In team mode without a (current) sign-in: the sign-in
     screen, and the run stops there."""
