@@ -126,7 +126,8 @@ def test_single_user_mode_says_so_and_the_first_run_notice_shows_once(tmp_path: 
     assert not [b for b in at.button if b.key in ("sign_in", "sign_out")]
     notice = next(m for m in texts(at.sidebar.markdown) if NOTICE in m)
     assert f"`{store}`" in notice and "unencrypted" in notice
-    assert "RR_STUDIO_DB=.rr_studio/runs.sqlite3" in " ".join(texts(at.sidebar.markdown))
+    assert "`./.rr_studio/runs.sqlite3`" in " ".join(texts(at.sidebar.markdown))
+    assert any("RR_STUDIO_DB=.rr_studio/runs.sqlite3" in c for c in texts(at.sidebar.caption))
     # Another screen of the same session, before dismissing: still there.
     at.switch_page("pages/history.py").run()
     assert notice_shown(at)

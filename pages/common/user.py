@@ -168,17 +168,12 @@ def first_run_notice() -> None:
     if not due:
         return
     location = store.location
-    project = Path.cwd() / PROJECT_STORE
     with st.container(border=True, key="privacy_notice"):
         st.markdown(
-            f"**Where your history is kept.** Every question you ask is saved with its prompts — the "
-            f"pages' text — **unencrypted** in `{location}`: whoever can read that file can read them, "
-            "and every R&R Studio started as this user with the same settings keeps its runs there too."
+            f"**Where your history is kept.** Every question is saved with its prompts (the pages' "
+            f"text), **unencrypted**, in `{location}`: whoever can read that file can read them."
         )
-        st.markdown(
-            f"To keep a matter's history with its project instead, use `{project}` (this session), "
-            f"or start the app with `{DB_ENV}={PROJECT_STORE}` (every session started there)."
-        )
+        st.markdown(f"To keep this matter's history with its project instead: `./{PROJECT_STORE}`.")
         if session.notice_error:
             st.error(md(session.notice_error))
             session.notice_error = ""
@@ -192,3 +187,4 @@ def first_run_notice() -> None:
         st.button(
             "Got it", key="notice_ok", on_click=_dismiss, args=(location,), type="primary", width="stretch"
         )
+        st.caption(f"To make the project's file the default, start the app with `{DB_ENV}={PROJECT_STORE}`.")
