@@ -90,7 +90,7 @@ class Session:
     confirm_delete: list[str] | None = None  # the history batches a delete waits to confirm
     delete_message: tuple[str, str] | None = None  # (kind, text) of the last delete
     store_url: str | None = None  # a store chosen for this session (a per-project file); None: RR_STUDIO_DB's
-    notice_seen: bool = False  # the first-run notice was dismissed in this session
+    notice_seen: bool = False  # the first-run notice was dismissed (or not due) in this session
     notice_error: str = ""  # why the per-project store could not be made (shown once)
     lab: LabChoices = field(default_factory=LabChoices)
 

@@ -165,7 +165,8 @@ def first_run_notice() -> None:
         due = notice_due(store)
     except RRError:
         return  # the screens say why the store cannot open
-    if not due:
+    if not due:  # runs already, or seen before: not due again in this session
+        session.notice_seen = True
         return
     location = store.location
     with st.container(border=True, key="privacy_notice"):
