@@ -117,7 +117,9 @@ def test_ask_keeps_paid_results_when_the_history_cannot(monkeypatch: pytest.Monk
 def test_ask_saves_in_the_store_asked_for(tmp_path: Path) -> None:
     # A session that chose another file (a per-project store) saves there, not in RR_STUDIO_DB's.
     project = tmp_path / "project" / "runs.sqlite3"
-    result = workbench.ask(_plan(), ScriptedClient(responder=reply), concurrency=1, owner="alice", url=project)
+    result = workbench.ask(
+        _plan(), ScriptedClient(responder=reply), concurrency=1, owner="alice", url=project
+    )
     assert workbench.open_history("alice", url=project).count() == len(result.traces)
     assert open_store(owner="alice").count() == 0 and open_store().count() == 0
 

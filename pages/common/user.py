@@ -104,7 +104,7 @@ def store_url() -> str | None:
 
 def history() -> Store:
     """The run store as the current user (``LedgerError`` or ``ConfigError`` when it cannot open)."""
-    return workbench.open_history(store_url(), owner=current().owner)
+    return workbench.open_history(current().owner, url=store_url())
 
 
 def cache_scope() -> str:
