@@ -126,8 +126,8 @@ def sidebar_line() -> None:
             f"Signed in as **{md(identity.name)}**.", help=f"Your runs are kept as `{identity.owner}`."
         )
         if st.button("Sign out", key="sign_out", type="tertiary"):
-            st.logout()
-            st.rerun()  # nothing more is drawn for the user who left
+            st.logout()  # the browser goes to the provider's sign-out, then a new session
+            st.stop()  # nothing more is drawn for the user who left (a rerun would drop the redirect)
         return
     try:
         where = md(history().location)
