@@ -11,6 +11,7 @@ Screenshots go to ``artifacts/browser/`` (git-ignored).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -27,7 +28,7 @@ from typing import Any
 import pytest
 
 from tests import browser_kit as kit
-from tests.browser_kit import RUN_TIMEOUT_MS, STARTUP_TIMEOUT_S, settle
+from tests.browser_kit import RUN_TIMEOUT_MS, STARTUP_TIMEOUT_S, UI_TIMEOUT_MS, settle
 
 pytestmark = pytest.mark.browser
 
@@ -37,6 +38,7 @@ USERS = {
     "bob": {"sub": "bob", "email": "bob@example.org", "name": "Bob Reviewer"},
 }
 main = kit.main_area
+UI_TIMEOUT_S = UI_TIMEOUT_MS / 1000
 
 
 def _unavailable(reason: str) -> None:
@@ -72,17 +74,21 @@ def chromium() -> str:
         raise AssertionError("unreachable") from exc
 
 
-@pytest.fixture(scope="module")
-def provider(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
-    """``oidc-provider-mock`` on a free loopback port, with Ann and Bob as predefined users."""
+@contextlib.contextmanager
+def mock_provider(scratch: Path, *, token_max_age_s: int = 3_600) -> Iterator[Provider]:
+    """``oidc-provider-mock`` on a free loopback port, with Ann and Bob as predefined users and
+    ID tokens that expire ``token_max_age_s`` after they are issued."""
     try:
         import oidc_provider_mock  # noqa: F401
     except ImportError:
         _unavailable("oidc-provider-mock is not installed (pip install -r requirements-dev.txt)")
-    scratch = tmp_path_factory.mktemp("provider")
+    scratch.mkdir(parents=True, exist_ok=True)
     log = scratch / "provider.log"
     port = kit.free_port()
-    command = [sys.executable, "-m", "oidc_provider_mock", "--host", "127.0.0.1", "--port", str(port)]
+    command = [
+        sys.executable, "-m", "oidc_provider_mock", "--host", "127.0.0.1", "--port", str(port),
+        "--token-max-age", str(token_max_age_s),
+    ]  # fmt: skip
     for claims in USERS.values():
         command += ["--user-claims", json.dumps(claims)]
     url = f"http://127.0.0.1:{port}"
@@ -104,10 +110,10 @@ def provider(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             process.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def app_url(provider: Provider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextlib.contextmanager
+def signin_app(scratch: Path, provider: Provider) -> Iterator[str]:
     """The app with sign-in configured: an ``[auth]`` section pointing at the mock provider."""
-    scratch = tmp_path_factory.mktemp("server")
+    scratch.mkdir(parents=True, exist_ok=True)
     port = kit.free_port()
     secrets_file = scratch / "secrets.toml"
     secrets_file.write_text(
@@ -129,6 +135,14 @@ def app_url(provider: Provider, tmp_path_factory: pytest.TempPathFactory) -> Ite
             yield server.url
     except kit.ServerFailed as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def app_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app and its provider (ID tokens valid for an hour), for the module's tests."""
+    scratch = tmp_path_factory.mktemp("signin")
+    with mock_provider(scratch / "provider") as provider, signin_app(scratch / "server", provider) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -213,3 +227,47 @@ def test_two_users_sign_in_and_each_sees_only_their_own_history(app_url: str, br
         page.get_by_role("button", name="End session").click()
         expect(page.get_by_role("button", name="Sign in")).to_be_visible()
         expect(sidebar(page)).to_have_count(0)
+
+
+def test_a_sign_in_whose_token_expired_asks_to_sign_in_again(
+    chromium: str, browser: Any, tmp_path: Path
+) -> None:
+    """Streamlit keeps the claims in its cookie and never checks ``exp``: the app does. With ID
+    tokens valid for a few seconds, the first rerun after ``exp`` shows the sign-in screen."""
+    from playwright.sync_api import expect
+
+    lifetime_s = 8
+    with (
+        mock_provider(tmp_path / "provider", token_max_age_s=lifetime_s) as provider,
+        signin_app(tmp_path / "server", provider) as url,
+        kit.new_tab(browser) as page,
+    ):
+        before = time.time()  # the token is issued after this (its exp: whole seconds)
+        sign_in(page, url, "ann")
+        expect(main(page).get_by_role("heading", name="Ask a long document")).to_be_visible()
+
+        # Until the token expires, a rerun (the document's source switched) keeps the screen; the
+        # first rerun after it shows the sign-in screen.
+        def choose(source: str) -> None:
+            main(page).locator('[data-testid="stRadio"]').get_by_text(source, exact=True).click()
+
+        expired = page.get_by_text("Your sign-in expired. Sign in again to go on.")
+        limit = time.time() + lifetime_s + UI_TIMEOUT_S
+        while not expired.count():
+            assert time.time() < limit, "the expired sign-in was still accepted"
+            choose("My file")
+            settle(page)
+            if expired.count():
+                break
+            choose("A sample")
+            settle(page)
+        assert time.time() >= before + lifetime_s - 1, "signed out before the token expired"
+        expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+        kit.shot(page, ARTIFACTS / "signin_04_expired.png", full=False)
+        # Nothing left in the sidebar (its empty panel may stay, with only its collapse arrow).
+        words = sidebar(page).get_by_text(re.compile(r"\S"))
+        expect(words.and_(page.locator(':not([data-testid="stIconMaterial"])'))).to_have_count(0)
+        # Signing in again (a new token) opens the app again.
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("button", name="ann", exact=True).click()
+        expect(sidebar(page).get_by_text(re.compile(rf"^Signed in as {email('ann')}"))).to_be_visible()
