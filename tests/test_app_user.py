@@ -217,7 +217,10 @@ def test_an_expired_sign_in_shows_the_sign_in_screen_again() -> None:
 
 def test_signing_out_shows_the_sign_in_screen() -> None:
     at = ran(app(team=True, user=claims("ann")))
+    at.button(key="run").click().run()
+    assert "results" in at.session_state
     at.sidebar.button(key="sign_out").click().run()
+    assert "results" not in at.session_state
     assert not at.exception and not at.title  # the screen is not drawn for the user who left
     ran(at)  # the session the browser opens after the provider's sign-out
     _nothing_but_sign_in(at)

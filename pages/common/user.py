@@ -126,6 +126,7 @@ def sidebar_line() -> None:
             f"Signed in as **{md(identity.name)}**.", help=f"Your runs are kept as `{identity.owner}`."
         )
         if st.button("Sign out", key="sign_out", type="tertiary"):
+            _forget_session()  # nothing of the session is left for whoever uses this browser next
             st.logout()  # the browser goes to the provider's sign-out, then a new session
             st.stop()  # nothing more is drawn for the user who left (a rerun would drop the redirect)
         return
