@@ -12,6 +12,7 @@ import streamlit as st
 from pages.common import docs, labcharts, results, sidebar, user
 from pages.common import state as S
 from pages.common.text import md, plural
+from pages.common.work import work_panel
 from rr_core import workbench
 from rr_core.batching import BatchProgress, batch_line
 from rr_core.costs import Mode
@@ -39,7 +40,9 @@ from rr_core.llm.base import temperature_sent
 from rr_core.methods import all_methods, get_method, parse_spec
 from rr_core.questions import Question, parse_questions
 from rr_core.settings import LAYOUTS, QuestionPlacement
+from rr_core.store import WorkRecord
 from rr_core.tokens import counter_for_model
+from rr_core.work import SweepWork
 
 sidebar.page_setup()
 state = st.session_state
@@ -338,7 +341,14 @@ ESTIMATES = (
 for column, (label, figure) in zip(st.columns(3), ESTIMATES, strict=True):
     column.container(border=True).markdown(f"{label}\n\n#### \\${figure.total_usd:.2f}")
 run_col, summary_col = st.columns([3, 7], vertical_alignment="center")
-clicked = run_col.button("Run the measurement", type="primary", key="lab_run", width="stretch")
+# Team mode: a sweep runs on the workers (it outlives the tab and the replica); here, in the page.
+on_workers = workbench.runs_on_workers(user.store_url())
+clicked = run_col.button(
+    "Send to the workers" if on_workers else "Run the measurement",
+    type="primary",
+    key="lab_run",
+    width="stretch",
+)
 summary_col.markdown(
     f"**Before running:** {plural(len(plan.trials), 'trial')} × methods = {plural(len(plan.jobs), 'run')}, "
     f"about {plural(plan.calls, 'call')} and {plan.input_tokens:,} input tokens "
@@ -394,6 +404,91 @@ if unpriced:
         "model whose prices the server charges under 'Price as' in the sidebar, or set the budget to 0 "
         "(no cap) to run anyway."
     )
+
+
+def _submit() -> None:
+    """Queue the sweep for the workers, as plain data (the document by hash, or the sample)."""
+    if qa_path is not None or (document is not None and document.password):
+        st.error(
+            "The workers read documents from the store and cannot take a Lost-in-the-Middle file or an "
+            "encrypted PDF: run this one from the command line on a machine that has the file."
+        )
+        return
+    session = S.session()
+    store = user.history()
+    sha, sample = "", ""
+    if document is not None and st.session_state.get("source") == "upload" and session.upload is not None:
+        sha = store.put_document(session.upload.data, session.upload.name)
+    elif document is not None:
+        sample = session.sample
+    settings = engine_choice()
+    work = SweepWork(
+        preset=preset.name, series=tuple(specs), provider=settings.provider, model=settings.model,
+        price_model=settings.price_model, base_url=settings.base_url, task=task, lengths=lengths,
+        repeats=int(lab.repeats), paraphrase=bool(paraphrase), distracters=int(distracters),
+        questions=tuple((q.text, q.answers, q.gold_pages) for q in own_questions), depths=depths,
+        bounds=with_bounds, layout=lab.layout, document_sha256=sha, sample=sample, mode=mode,
+        max_usd=float(lab.budget) if not free and float(lab.budget) > 0 else None, concurrency=S.concurrency(),
+    )  # fmt: skip
+    workbench.submit_measurement(work, store=store, owner=user.current().owner, url=user.store_url())
+    st.success("Sent to the workers: its progress is below, and stays there when this tab closes.")
+
+
+def engine_choice() -> workbench.Engine:
+    """The engine the sweep runs on, without a key (the workers use theirs)."""
+    if engine == PROVIDER:
+        chosen = S.engine()
+        return workbench.Engine(chosen.provider, chosen.model, chosen.price_model, base_url=chosen.base_url)
+    return workbench.Engine.choose(engine, price_model=DEFAULT_PRICE_MODEL)
+
+
+def _show_work(record: WorkRecord) -> None:
+    """A finished sweep's results: replayed from the store (every reply is there), paying nothing."""
+    work = SweepWork.from_dict(record.spec)
+    store = user.history()
+    try:
+        shown_document, shown_plan, shown_engine = work.planned(store)
+        replay = S.new_client() if work.provider == S.provider() and S.provider_info().is_llm else (
+            shown_engine.client(counter_for_model(shown_engine.counting_model()))
+        )  # fmt: skip
+        # A budget of 0: a reply the store does not hold is not bought here.
+        finished = workbench.sweep(
+            shown_plan, replay, concurrency=S.concurrency(), store=store, max_usd=0.0 if replay.is_llm else None,
+            label=work.title,
+        )  # fmt: skip
+    except (RRError, LedgerError) as exc:
+        results.show_rr_error(exc)
+        return
+    state["lab_result"] = {
+        "plan": shown_plan,
+        "result": finished,
+        "engine": f"{work.provider} / {work.model}" + ("" if replay.is_llm else " (not an LLM)"),
+        "note": f"{work.provider} / {work.model} — run on the workers",
+        "records": {
+            "engine": work.provider,
+            "is_llm": int(replay.is_llm),
+            "seed": work.seed,
+            "temperature": temperature_sent(replay),
+        },  # fmt: skip
+        "document": shown_document.name
+        if shown_document is not None
+        else get_task(work.task or "planted").label,
+        "title": PRESETS[work.preset].title,
+        "mode": work.mode,
+    }
+    st.rerun()
+
+
+if clicked and on_workers:
+    try:
+        workbench.check_sweep_budget(
+            plan, float(lab.budget) if not free and float(lab.budget) > 0 else None, mode
+        )
+        _submit()
+    except (RRError, LedgerError) as exc:
+        results.show_rr_error(exc)
+    clicked = False
+work_panel("sweep", "Sweeps on the workers", on_show=_show_work)
 
 if clicked:
     # A free engine pays nothing: no budget to keep (0: no cap).

@@ -1184,6 +1184,7 @@ def cmd_work(args: argparse.Namespace) -> dict[str, Any]:
     """Long work in the store: the list, one work's cells, a stop or a resume request."""
     from dataclasses import asdict
 
+    from rr_core.store import is_postgres
     from rr_core.work import resume_work, review_cells
     from rr_core.workbench import acting_user, open_history, open_queue
 
@@ -1198,6 +1199,12 @@ def cmd_work(args: argparse.Namespace) -> dict[str, Any]:
             if not resume_work(store, args.resume):
                 raise ConfigError(f"work {args.resume}: no such ended work of {owner}")
             open_queue(owner).submit(args.resume)
+            if not is_postgres(None):  # the in-process queue: this command is the process
+                from rr_core.work import InProcessQueue
+
+                queue = open_queue(owner)
+                if isinstance(queue, InProcessQueue):
+                    queue.wait(args.resume, 24 * 3600)
             return {"work_id": args.resume, "queued": True}
         if args.show:
             record = store.get_work(args.show)

@@ -69,7 +69,15 @@ from rr_core.settings import QuestionPlacement, RunSettings
 from rr_core.store import LOCAL_OWNER, DocumentStore, Store, StoredRun, is_postgres, open_store, redact_url
 from rr_core.store.config import DB_ENV
 from rr_core.tokens import TokenCounter, counter_for_model
-from rr_core.work import InProcessQueue, ReviewWork, WorkQueue, submit_review
+from rr_core.work import (
+    InProcessQueue,
+    ReviewWork,
+    SweepWork,
+    WorkQueue,
+    resume_work,
+    submit_review,
+    submit_sweep,
+)
 
 # ---- the narrow points: the runner and the store ----------------------------------------------
 
@@ -628,19 +636,25 @@ def review(
 
 # ---- work that outlives the page ----------------------------------------------------------------
 
-_IN_PROCESS: dict[str, InProcessQueue] = {}
+_IN_PROCESS: dict[tuple[str, str], InProcessQueue] = {}
 
 
-def open_queue(owner: str = LOCAL_OWNER) -> WorkQueue:
+def runs_on_workers(url: str | Path | None = None) -> bool:
+    """Whether submitted work runs on team mode's workers (a PostgreSQL store), not in this process."""
+    return is_postgres(url)
+
+
+def open_queue(owner: str = LOCAL_OWNER, *, url: str | Path | None = None) -> WorkQueue:
     """Where submitted work runs: the workers of team mode (a PostgreSQL store), else a thread
-    of this process (one queue per owner, shared by every page of the process)."""
-    if is_postgres(None):
+    of this process (one queue per owner and store, shared by every page of the process)."""
+    if is_postgres(url):
         from rr_core.queue import WorkerQueue
 
-        return WorkerQueue(os.environ[DB_ENV], owner)
-    queue = _IN_PROCESS.get(owner)
+        return WorkerQueue(str(url or os.environ[DB_ENV]), owner)
+    key = (owner, str(url or ""))
+    queue = _IN_PROCESS.get(key)
     if queue is None:
-        queue = _IN_PROCESS[owner] = InProcessQueue(lambda: open_history(owner))
+        queue = _IN_PROCESS[key] = InProcessQueue(lambda: open_history(owner, url=url))
     return queue
 
 
@@ -650,12 +664,33 @@ def submit_grid(
     *,
     store: Store,
     owner: str = LOCAL_OWNER,
+    url: str | Path | None = None,
     client: LLMClient | None = None,
 ) -> str:
-    """Record the grid as work and hand it to the queue; its id (watch it with ``store.get_work``)."""
+    """Record the grid as work and hand it to the queue; its id (watch it with ``store.get_work``).
+    ``client``: the page's own (a typed key), used only by the in-process queue."""
     work_id = submit_review(store, work, plan)
-    open_queue(owner).submit(work_id, client=client)
+    open_queue(owner, url=url).submit(work_id, client=client)
     return work_id
+
+
+def submit_measurement(
+    work: SweepWork, *, store: Store, owner: str = LOCAL_OWNER, url: str | Path | None = None,
+    client: LLMClient | None = None,
+) -> str:  # fmt: skip
+    """Record a Lab sweep as work and hand it to the queue; its id."""
+    work_id = submit_sweep(store, work)
+    open_queue(owner, url=url).submit(work_id, client=client)
+    return work_id
+
+
+def resume(work_id: str, *, owner: str = LOCAL_OWNER, url: str | Path | None = None) -> None:
+    """Queue stopped or failed work again (only what is missing is asked; ``ConfigError`` when
+    there is no such ended work)."""
+    store = open_history(owner, url=url)
+    if not resume_work(store, work_id):
+        raise ConfigError(f"There is no stopped or failed work {work_id} to resume.")
+    open_queue(owner, url=url).submit(work_id)
 
 
 # ---- batches ---------------------------------------------------------------------------------

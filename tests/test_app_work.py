@@ -1,0 +1,54 @@
+"""Long work on the screens, in team mode (a PostgreSQL store): the Lab sends its sweep to the
+workers as plain data, shows its progress read from the store (any replica would), and shows
+the results of a finished sweep replayed from the store, paying nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from rr_core.store import open_store
+from rr_core.work import run_work
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+TIMEOUT = 300
+
+
+def test_the_lab_sends_a_sweep_to_the_workers_and_shows_it_done(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RR_STUDIO_DB", pg_url)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("pages/lab.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.text_input(key="w.lab_lengths").input("3000").run()
+    at.text_input(key="w.lab_depths").input("0, 50").run()
+    at.number_input(key="w.lab_repeats").set_value(1).run()
+    at.checkbox(key="w.lab_bounds").uncheck().run()
+    send = next(b for b in at.button if b.key == "lab_run")
+    assert send.label == "Send to the workers"
+    send.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Sent to the workers" in s.value for s in at.success)
+    store = open_store(pg_url)
+    [record] = store.list_work(kind="sweep")
+    assert record.state == "queued" and record.total > 0
+    assert "api_key" not in str(record.spec) and record.spec["sample"]  # the sample by name, no key
+    assert any("queued" in m.value and "Sweeps on the workers" not in m.value for m in at.markdown)
+
+    # A worker (here, this process) runs it; the screen reads its state from the store.
+    finished = run_work(store, record.work_id)
+    assert finished is not None and finished.state == "done"
+    at.run()
+    assert any(
+        "done" in m.value and f"{finished.total:,} of {finished.total:,} runs" in m.value for m in at.markdown
+    )
+    show = next(b for b in at.button if b.key == f"work_{record.work_id}_show")
+    show.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    result = at.session_state["lab_result"]["result"]
+    assert result.calls_made == 0 and result.calls_cached > 0  # replayed from the store: nothing bought
+    assert len(result.summaries) >= 2
