@@ -377,16 +377,20 @@ def _pdf_texts(
     warnings: list[str] = []
     try:
         repaired = bool(getattr(doc, "is_repaired", False))
-        if doc.page_count == 0:
+        try:
+            page_count = doc.page_count
+        except Exception:  # noqa: BLE001 - MuPDF raises RuntimeError ("Invalid number of pages")
+            raise CorruptDocument(filename, _damaged(data, "its page tree could not be read")) from None
+        if page_count == 0:
             if repaired or _cut_short(data):
                 raise CorruptDocument(filename, _damaged(data, "no page could be found in it"))
             raise EmptyDocument(filename, "the PDF has no pages")
-        if doc.page_count > max_pages:
-            raise DocumentTooLarge(filename, f"{doc.page_count:,} pages; the limit is {max_pages:,}")
+        if page_count > max_pages:
+            raise DocumentTooLarge(filename, f"{page_count:,} pages; the limit is {max_pages:,}")
         texts: list[str] = []
         labels: list[str] = []
         broken: list[int] = []
-        for index in range(doc.page_count):
+        for index in range(page_count):
             try:
                 page = doc[index]
                 texts.append(_clean(page.get_text()))

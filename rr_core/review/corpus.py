@@ -331,6 +331,13 @@ def read_item(item: Item, model: str, ocr: bool = False) -> tuple[CorpusFile, by
             None,
             None,
         )
+    except Exception as exc:  # noqa: BLE001 -- a parser's own failure: this file only, as in a worker
+        return (
+            CorpusFile(item.name, len(data), sha256=sha, problem="damaged",
+                       message=f"{item.name}: the reader stopped on this file ({type(exc).__name__})"),
+            None,
+            None,
+        )  # fmt: skip
     summary = CorpusFile(
         item.name,
         len(data),
