@@ -1330,12 +1330,13 @@ def _print_review(data: dict[str, Any]) -> None:
         mark = {True: "  RIGHT", False: "  WRONG"}.get(c["correct"], "")
         answer = f"failed: {c['error']}" if c["error"] else c["answer"]
         print(f"  {c['question']}: {answer}{where}{mark}")
-    marked = [s for s in data["scores"] if s["column"] is None and s["marked"]]
-    if marked:
+    groups = [g for g in data["scores"].values() if g["all"] and g["all"]["marked"]]
+    if groups:
         print("\nscores against the answer key:")
-        for s in data["scores"]:
-            if s["marked"]:
-                print(f"  {s['method']} — {s['question']}: {s['right']}/{s['marked']}")
+        for g in groups:
+            for s in [*g["columns"], g["all"]]:
+                if s["marked"]:
+                    print(f"  {g['method']} — {s['question']}: {s['right']}/{s['marked']}")
     engine = "" if data.get("is_llm") else " (not an LLM: nothing paid)"
     print(f"\npaid ${data['paid_usd']:.4f}{engine}")
 

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Any
 
 from rr_core.errors import ConfigError
+from rr_core.outputs import says_not_stated
 
 MAX_COLUMNS = 50
 
@@ -195,7 +196,15 @@ _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _SLASHED = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{2}|\d{4})\b")
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 _SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "k": 1e3, "m": 1e6, "bn": 1e9}
-_CURRENCY = re.compile(r"(US\$|\$|€|£|¥|USD|EUR|GBP|JPY|CHF|CAD|AUD|dollars?|euros?|pounds?)", re.I)
+_CURRENCY = re.compile(
+    r"(US\$|\$|€|£|¥|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|dollars?|euros?|pounds?(?: sterling)?|yen)\b)", re.I
+)
+# How a currency is shown: a symbol where there is one, else its ISO code.
+_CURRENCY_SHOWN = {
+    "us$": "$", "$": "$", "usd": "$", "dollar": "$", "dollars": "$", "€": "€", "eur": "€", "euro": "€",
+    "euros": "€", "£": "£", "gbp": "£", "pound": "£", "pounds": "£", "pound sterling": "£",
+    "pounds sterling": "£", "¥": "¥", "jpy": "¥", "yen": "¥",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +245,19 @@ def read_date(text: str) -> date | None:
     return min(found)[1] if found else None
 
 
+_MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?(?:\s+_+|\s+\[\s*\])?,?\s+(\d{{4}})\b", re.I)
+
+
+def read_month(text: str) -> tuple[int, int] | None:
+    """The (month, year) of the first date in ``text``, whether or not it gives the day
+    ("April 2013", "April ___, 2013" as a contract leaves it blank)."""
+    found = read_date(text)
+    if found is not None:
+        return found.month, found.year
+    m = _MONTH_YEAR.search(text)
+    return (_MONTHS[m.group(1).lower()], int(m.group(2))) if m else None
+
+
 def _date(year: int, month: int, day: int) -> date | None:
     try:
         return date(year, month, day)
@@ -259,8 +281,15 @@ def read_number(text: str) -> float | None:
     return value
 
 
-def _plain_number(value: float) -> str:
-    return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}".rstrip("0").rstrip(".")
+_SYMBOLS = ("$", "€", "£", "¥")
+
+
+def _plain_number(value: float, *, cents: bool = False) -> str:
+    if value == int(value):
+        return f"{value:,.0f}"
+    if cents and round(value, 2) == value:
+        return f"{value:,.2f}"  # an amount's cents: $10,000.50
+    return f"{value:,.4f}".rstrip("0").rstrip(".")
 
 
 def typed_answer(column: Column, answer: str, *, stated: bool) -> Typed:
@@ -268,6 +297,8 @@ def typed_answer(column: Column, answer: str, *, stated: bool) -> Typed:
     question asks whether a provision exists), every other type as no value."""
     raw = " ".join(answer.split())
     kind = column.type
+    if kind is AnswerType.YES_NO and says_not_stated(raw):
+        stated = False  # "not stated" given as the answer: no such provision was found
     if not stated:
         if kind is AnswerType.YES_NO:
             return Typed("No", raw, True)
@@ -288,14 +319,15 @@ def typed_answer(column: Column, answer: str, *, stated: bool) -> Typed:
         if number is None:
             return Typed("", raw, False)
         currency = _CURRENCY.search(raw) if kind is AnswerType.AMOUNT else None
-        unit = currency.group(1) if currency else ""
-        unit = "$" if unit.lower() in ("us$", "usd", "dollar", "dollars") else unit
-        shown = _plain_number(number)
-        return Typed(
-            f"{unit}{shown}" if unit in ("$", "€", "£", "¥") else f"{shown} {unit}".strip(), raw, True
-        )
+        found = " ".join(currency.group(1).lower().split()) if currency else ""
+        unit = _CURRENCY_SHOWN.get(found, found.upper())
+        shown = _plain_number(number, cents=kind is AnswerType.AMOUNT)
+        return Typed(f"{unit}{shown}" if unit in _SYMBOLS else f"{shown} {unit}".strip(), raw, True)
     if kind is AnswerType.LIST:
-        items = [i.strip(" .") for i in re.split(r";|\n|•|\band\b(?=[^;]*$)", raw) if i.strip(" .")]
+        # One item a line, or separated by semicolons or bullets, or "x, y and z"'s last "and".
+        parts = [part for line in answer.splitlines() for part in re.split(r";|•|\band\b(?=[^;]*$)", line)]
+        items = [" ".join(i.split()).strip(" .-*") for i in parts]
+        items = [i for i in items if i]
         return Typed("; ".join(items), raw, bool(items))
     # one of the choices: the choice the answer names (the longest, when several match)
     low = raw.lower()

@@ -420,17 +420,25 @@ def read_corpus(
 
 
 def _known(item: Item, store: ReadingStore, tokenizer: str) -> CorpusFile | None:
-    """The summary of a file whose reading is stored already (uploads only: a path is read in
-    the worker, so its hash is not known here)."""
-    if item.data is None:
-        return None
-    sha = hashlib.sha256(item.data).hexdigest()
+    """The summary of a file whose reading is stored already (a path's file is hashed here,
+    streamed, a block at a time: it is parsed in a worker only when its reading is not kept)."""
+    if item.data is not None:
+        sha, size = hashlib.sha256(item.data).hexdigest(), len(item.data)
+    else:
+        try:
+            with open(item.path, "rb") as handle:
+                sha, size = (
+                    hashlib.file_digest(handle, "sha256").hexdigest(),
+                    os.fstat(handle.fileno()).st_size,
+                )
+        except OSError:
+            return None  # the worker says why
     blob = store.get_reading(sha, tokenizer)
     document = document_from_reading(sha, blob) if blob is not None else None
-    if document is None:
+    if document is None or store.document_name(sha) is None:  # the bytes are kept too
         return None
     return CorpusFile(
-        item.name, len(item.data), sha256=sha, kind=document.kind, pages=len(document.pages),
+        item.name, size, sha256=sha, kind=document.kind, pages=len(document.pages),
         tokens=document.total_tokens, empty_pages=len(document.empty_pages), warnings=document.warnings,
     )  # fmt: skip
 

@@ -114,13 +114,28 @@ def review_json(
         "methods": {role: plan.method_label(role) for role in plan.roles},
         "estimate": estimate_json(plan),
         "cells": [c.to_dict() for c in _ordered(plan, cells)],
-        "scores": [s.to_dict() for s in scores(plan, cells)],
+        "scores": scores_json(plan, cells),
     }
     if e.alone_ratio is not None:
         data["estimate"]["several_questions_input_share"] = round(e.alone_ratio, 4)
     if traces:
         data["traces"] = [t.to_dict(prompts=False) for t in traces]
     return data
+
+
+def scores_json(plan: ReviewPlan, cells: Sequence[Cell]) -> dict[str, Any]:
+    """The scores against the answer key, by method: ``main`` (the grid's method), and with a
+    comparison ``compare`` and ``main-on-sample`` (the grid's method on the comparison's rows);
+    each with its method's label, one entry per column and ``all`` columns together."""
+    out: dict[str, Any] = {}
+    for s in scores(plan, cells):
+        entry = {k: v for k, v in s.to_dict().items() if k not in ("method", "role")}
+        group = out.setdefault(s.role, {"method": s.method, "columns": [], "all": None})
+        if s.column is None:
+            group["all"] = entry
+        else:
+            group["columns"].append(entry)
+    return out
 
 
 def estimate_json(plan: ReviewPlan) -> dict[str, Any]:

@@ -26,7 +26,15 @@ from rr_core.jobs import Job, Resolver, plan_job
 from rr_core.methods import get_method
 from rr_core.metrics import fuzzy_match
 from rr_core.plans import Citation, Plan, estimate_calls
-from rr_core.review.columns import AnswerType, Column, Typed, read_date, read_number, typed_answer
+from rr_core.review.columns import (
+    AnswerType,
+    Column,
+    Typed,
+    read_date,
+    read_month,
+    read_number,
+    typed_answer,
+)
 from rr_core.review.corpus import CorpusFile
 from rr_core.settings import RunSettings
 from rr_core.tokens import TokenCounter
@@ -110,16 +118,15 @@ def is_right(column: Column, typed: Typed, answer: str, stated: bool, accepted: 
         return bool(gold_not_stated)
     if column.type is AnswerType.DATE:
         mine = read_date(answer)
-        if mine is None:
-            return False
+        month = read_month(answer)  # also when the answer gives no day (a partial key accepts it)
         for a in accepted:
             partial = _PARTIAL_DATE.match(a.strip())
             if partial:
                 year = int(partial.group(2))
                 year = year + (2000 if year < 50 else 1900) if year < 100 else year
-                if (mine.month, mine.year) == (int(partial.group(1)), year):
+                if month == (int(partial.group(1)), year):
                     return True
-            elif read_date(a) == mine:
+            elif mine is not None and read_date(a) == mine:
                 return True
         return False
     if column.type in (AnswerType.AMOUNT, AnswerType.NUMBER):
