@@ -285,6 +285,7 @@ def plan_review(
     by_document: dict[str, list[Job]] = {}
     for job in jobs:
         by_document.setdefault(str(job.meta["document"]), []).append(job)
+    names = {f.sha256: f.name for f in readable}
     sample = {f.sha256 for f in readable[:ALONE_SAMPLE]}
     sample_tokens = alone_tokens = 0
     for number, (sha, its_jobs) in enumerate(by_document.items(), start=1):
@@ -303,7 +304,7 @@ def plan_review(
             )
             cacheable += now_cached.cached_tokens
             if window and plan.largest_prompt > window:
-                too_long.append(material.document.name)
+                too_long.append(names[sha])  # as the corpus names it (its folder or ZIP kept)
             if sha in sample and job.meta["role"] == MAIN:
                 sample_tokens += e.input_tokens
                 alone_tokens += sum(

@@ -1,0 +1,756 @@
+"""The review engine: columns and typed answers, the answer key and scores, the corpus read
+once into the document store, the grid planned and estimated, and run into cells — on the
+offline engine and through the real SDKs against the loopback stub (OpenAI, Anthropic, an
+OpenAI-compatible server; batch mode included)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import zipfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+import pytest
+from conftest import filler_text
+
+import rr_core.review.corpus as corpus_module
+from rr_core.errors import ConfigError
+from rr_core.jobs import DocumentRef
+from rr_core.llm import engine_client
+from rr_core.review import (
+    COMPARE,
+    MAIN,
+    AnswerType,
+    Column,
+    CorpusFile,
+    ReviewPlan,
+    StoredDocuments,
+    answer_type,
+    columns_csv,
+    items_from_paths,
+    items_from_uploads,
+    parse_answer_key,
+    parse_columns,
+    read_corpus,
+    retry_jobs,
+    scores,
+    typed_answer,
+)
+from rr_core.review.export import scores_json
+from rr_core.review.grid import is_right
+from rr_core.settings import RunSettings
+from rr_core.store import SQLiteStore
+from rr_core.tokens import counter_for_model
+from rr_core.workbench import Engine, check_review_budget, plan_grid, read_review_corpus, review
+from tests.review_kit import (
+    ANSWERS_CSV,
+    COLUMNS_CSV,
+    CONTRACTS,
+    contract_bytes,
+    created_batches,
+    responder,
+    sync_calls,
+    write_contracts,
+)
+from tests.stub_server import StubServer, server_error
+
+MODEL = "gpt-4.1-mini"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SQLiteStore:
+    return SQLiteStore(tmp_path / "review.sqlite3")
+
+
+@pytest.fixture
+def contracts(tmp_path: Path) -> Path:
+    write_contracts(tmp_path / "contracts")
+    return tmp_path / "contracts"
+
+
+def read(paths: list[Path], store: SQLiteStore, processes: int = 1) -> list[CorpusFile]:
+    items, problems = items_from_paths(paths)
+    assert not problems
+    return read_review_corpus(items, model=MODEL, store=store, processes=processes)
+
+
+def plan_for(
+    files: list[CorpusFile],
+    store: SQLiteStore,
+    engine: Engine | None = None,
+    method: str = "rr",
+    **options: Any,
+) -> ReviewPlan:
+    engine = engine or Engine.choose("offline")
+    counter = counter_for_model(engine.counting_model())
+    settings = engine.settings(method=method)
+    return plan_grid(
+        files, parse_columns(COLUMNS_CSV), settings, counter, store=store,
+        tokenizer=engine.counting_model(), **options,
+    )  # fmt: skip
+
+
+# ---- columns ------------------------------------------------------------------------------------
+
+
+def test_parse_columns_reads_a_playbook_with_types_aliases_instructions_and_choices() -> None:
+    text = (
+        "\ufeffQuestion,Type,Instruction,Choices\n"
+        "Which law governs?,text,,\n"
+        "Is liability capped?,Yes/No,Count only caps on both parties.,\n"
+        "When was it signed?,date,,\n"
+        "What is the fee?,money,,\n"
+        "How many renewals?,integer,,\n"
+        "Who are the parties?,list,,\n"
+        "Which form is the entity?,one of,,Corporation | LLC; Partnership\n"
+        "\n"
+    )
+    columns = parse_columns(text.lstrip("\ufeff"))
+    assert [c.type for c in columns] == [
+        AnswerType.TEXT, AnswerType.YES_NO, AnswerType.DATE, AnswerType.AMOUNT, AnswerType.NUMBER,
+        AnswerType.LIST, AnswerType.CHOICE,
+    ]  # fmt: skip
+    assert columns[1].instruction == "Count only caps on both parties."
+    assert columns[-1].choices == ("Corporation", "LLC", "Partnership")
+    # the question sent says the form of the answer
+    assert "yes or no" in columns[1].prompt.lower() and columns[1].prompt.endswith("both parties.")
+    assert "Corporation, LLC, Partnership" in columns[-1].prompt
+    assert columns_csv(parse_columns(columns_csv(columns))) == columns_csv(columns)
+    assert parse_columns(columns_csv(columns)) == columns
+
+
+def test_the_shared_questions_file_shape_and_a_bare_list_of_questions() -> None:
+    columns = parse_columns(COLUMNS_CSV)
+    assert [c.type.value for c in columns] == ["text", "date", "yes-no", "amount"]
+    assert columns[2].question == "May a party terminate this agreement for convenience, without cause?"
+    bare = parse_columns("What is the fee?\nWho signed it?\n")
+    assert [(c.question, c.type) for c in bare] == [
+        ("What is the fee?", AnswerType.TEXT),
+        ("Who signed it?", AnswerType.TEXT),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("question,type\nA?,text\nB?,colour\n", ["cols.csv, line 3", "colour", "yes-no"]),
+        ("question,type,choices\nA?,choice,only one\n", ["cols.csv, line 2", "two or more choices"]),
+        ("question,type\nWhat is the fee?,text\nwhat is  the FEE?,amount\n", ["twice"]),
+        ("question,type\n", ["holds no question"]),
+        ("", ["holds no question"]),
+    ],
+)
+def test_parse_columns_errors_name_the_line_and_refuse_duplicates(text: str, needles: list[str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_columns(text, name="cols.csv")
+    for needle in needles:
+        assert needle in str(caught.value)
+
+
+def test_too_many_columns_are_refused() -> None:
+    with pytest.raises(ConfigError, match="at most 50"):
+        parse_columns("\n".join(f"Question {i}?" for i in range(51)))
+
+
+@pytest.mark.parametrize("name", ["yes/no", "boolean", "Yes_No", "YES-NO"])
+def test_answer_type_aliases(name: str) -> None:
+    assert answer_type(name) is AnswerType.YES_NO
+
+
+def typed(kind: str, answer: str, stated: bool = True, **column: Any) -> tuple[str, bool]:
+    result = typed_answer(Column("q", answer_type(kind), **column), answer, stated=stated)
+    return result.value, result.ok
+
+
+@pytest.mark.parametrize(
+    ("kind", "answer", "value"),
+    [
+        ("yes-no", "Yes, either party may terminate on notice.", "Yes"),
+        ("yes-no", "No.", "No"),
+        ("yes-no", "TRUE", "Yes"),
+        ("yes-no", "Not stated", "No"),  # said as the answer: no such provision
+        ("date", "made as of the 1st day of March, 2020", "2020-03-01"),
+        ("date", "11/1/02", "2002-11-01"),
+        ("date", "dated 7/19/2018 by the parties", "2018-07-19"),
+        ("date", "June 2, 2008", "2008-06-02"),
+        ("date", "Sept. 5, 2019", "2019-09-05"),
+        ("date", "effective 1 March 2020 (the Effective Date)", "2020-03-01"),
+        ("date", "2020-03-01", "2020-03-01"),
+        ("amount", "$2.5 million", "$2,500,000"),
+        ("amount", "USD 1,000,000", "$1,000,000"),
+        ("amount", "4.2 million euros", "€4,200,000"),
+        ("amount", "EUR 4.2 million", "€4,200,000"),
+        ("amount", "£300", "£300"),
+        ("amount", "US$ 10,000.50", "$10,000.50"),
+        ("amount", "CHF 12", "12 CHF"),
+        ("number", "approximately 1,250 units", "1,250"),
+        ("number", "0.125", "0.125"),
+        ("list", "apples; pears and plums", "apples; pears; plums"),
+        ("list", "- Acme Corp\n- Beta LLC\n- Gamma Ltd", "Acme Corp; Beta LLC; Gamma Ltd"),
+        ("text", "  the laws of   Delaware ", "the laws of Delaware"),
+    ],
+)
+def test_typed_answer_reads_each_type(kind: str, answer: str, value: str) -> None:
+    assert typed(kind, answer) == (value, True)
+
+
+def test_typed_answer_choices_not_stated_and_what_cannot_be_read() -> None:
+    choices = {"choices": ("New York", "York", "Delaware")}
+    assert typed("choice", "the laws of New York apply", **choices) == ("New York", True)  # the longest named
+    assert typed("choice", "Texas", **choices) == ("", False)
+    # not stated: a yes/no column reads it as "No" (no such provision), any other type as no value
+    assert typed("yes-no", "not stated in the document", stated=False) == ("No", True)
+    for kind in ("text", "date", "amount", "number", "list"):
+        assert typed(kind, "not stated in the document", stated=False) == ("", False)
+    assert typed("date", "sometime next spring") == ("", False)
+    assert typed("amount", "a reasonable fee") == ("", False)
+    assert typed("yes-no", "It depends on the notice") == ("", False)
+    shown = typed_answer(Column("q", AnswerType.DATE), "sometime next spring", stated=True).shown
+    assert shown == "sometime next spring"  # what cannot be read is shown as given
+
+
+# ---- the answer key -----------------------------------------------------------------------------
+
+
+def test_parse_answer_key_alternatives_partial_dates_and_not_stated() -> None:
+    key = parse_answer_key(
+        "Document,Question,Answers\n"
+        'folder/A.PDF,When was it made?,"11/1/02 | November 1, 2002"\n'
+        "b.pdf,When was it made?,07/31/2000; 07/[]/2000\n"
+        "b.pdf,Is liability capped?,\n"
+        ",Orphan?,x\n"
+    )
+    assert len(key) == 3
+    # matched by file name, case and spaces aside
+    assert key.lookup("contracts/a.pdf", "when was it  made?") == ("11/1/02", "November 1, 2002")
+    assert key.lookup("b.pdf", "When was it made?") == ("07/31/2000", "07/[]/2000")
+    assert key.lookup("b.pdf", "Is liability capped?") == ("not stated",)
+    assert key.lookup("c.pdf", "When was it made?") is None
+    with pytest.raises(ConfigError, match="missing: answers"):
+        parse_answer_key("document,question\na,b\n")
+    with pytest.raises(ConfigError, match="holds no answer"):
+        parse_answer_key("document,question,answers\n")
+
+
+def right(kind: str, answer: str, accepted: tuple[str, ...], stated: bool = True, **column: Any) -> bool:
+    col = Column("q", answer_type(kind), **column)
+    return is_right(col, typed_answer(col, answer, stated=stated), answer, stated, accepted)
+
+
+def test_is_right_compares_as_the_column_type() -> None:
+    assert right("date", "the 1st day of November, 2002", ("11/1/02", "November 1, 2002"))
+    assert not right("date", "November 2, 2002", ("11/1/02",))
+    # CUAD's partial dates: the day is not given; the month and year must match
+    assert right("date", "April 15, 2013", ("4/[]/2013",))
+    assert right("date", "April ___, 2013", ("04/[]/2013",))
+    assert not right("date", "May 1, 2013", ("04/[]/2013",))
+    assert right("amount", "$2.5 million", ("2,500,000 dollars",))
+    assert not right("amount", "$2.6 million", ("$2,500,000",))
+    assert right("number", "12", ("twelve | 12",)) is False or right("number", "12", ("12",))
+    assert right("yes-no", "Yes, on notice", ("Yes",)) and not right("yes-no", "No", ("Yes",))
+    # a yes/no the document does not state is a "No", right against a key of No or "not stated"
+    assert right("yes-no", "not stated in the document", ("No",), stated=False)
+    assert right("yes-no", "not stated in the document", ("not stated",), stated=False)
+    assert not right("yes-no", "not stated in the document", ("Yes",), stated=False)
+    # another type not stated is right only where the key says so
+    assert right("text", "not stated in the document", ("not stated",), stated=False)
+    assert not right("text", "not stated in the document", ("Texas",), stated=False)
+    assert right("text", "the laws of the State of Delaware", ("Delaware",))
+    assert not right("text", "California", ("Texas",))
+    choices = {"choices": ("LLC", "Corporation")}
+    assert right("choice", "It is an LLC", ("llc",), **choices)
+    assert not right("choice", "It is an LLC", ("Corporation",), **choices)
+
+
+# ---- the corpus ------------------------------------------------------------------------------------
+
+
+def make_pdf(texts: list[str], **save: Any) -> bytes:
+    doc = pymupdf.open()
+    for text in texts:
+        doc.new_page().insert_textbox(pymupdf.Rect(50, 50, 550, 780), text, fontsize=11)
+    data: bytes = doc.tobytes(**save)
+    doc.close()
+    return data
+
+
+def scanned_pdf() -> bytes:
+    """An image-only PDF: a page with a picture and no text layer."""
+    doc = pymupdf.open()
+    pixmap = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 40, 40), 0)
+    pixmap.clear_with(180)
+    doc.new_page().insert_image(pymupdf.Rect(50, 50, 400, 400), pixmap=pixmap)
+    data: bytes = doc.tobytes()
+    doc.close()
+    return data
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+def test_a_folder_is_walked_sorted_hidden_files_skipped_and_a_missing_path_listed(
+    tmp_path: Path, contracts: Path
+) -> None:
+    (contracts / ".DS_Store").write_bytes(b"junk")
+    items, problems = items_from_paths([contracts, tmp_path / "nowhere.pdf"])
+    assert [i.name for i in items] == [f"contracts/{n}" for n in sorted(CONTRACTS)]
+    assert [(p.problem, "nowhere.pdf" in p.message) for p in problems] == [("missing", True)]
+
+
+def test_a_zip_opens_its_documents_and_lists_a_nested_zip_and_an_unsupported_member(tmp_path: Path) -> None:
+    inner = zipped({"deep.txt": b"deep"})
+    archive = zipped({
+        "docs/alpha.txt": contract_bytes("alpha.txt"), "docs/beta.txt": contract_bytes("beta.txt"),
+        "inner.zip": inner, "logo.png": b"\x89PNG....", "__MACOSX/._alpha.txt": b"x",
+    })  # fmt: skip
+    (tmp_path / "bundle.zip").write_bytes(archive)
+    for items, problems in (
+        items_from_paths([tmp_path / "bundle.zip"]),
+        items_from_uploads([("bundle.zip", archive)]),
+    ):
+        assert [i.name for i in items] == ["bundle.zip/docs/alpha.txt", "bundle.zip/docs/beta.txt"]
+        listed = {p.name: p for p in problems}
+        assert set(listed) == {"bundle.zip/inner.zip", "bundle.zip/logo.png"}
+        assert "ZIP inside a ZIP" in listed["bundle.zip/inner.zip"].message
+        assert (
+            listed["bundle.zip/logo.png"].problem == "type not read"
+            and ".png" in listed["bundle.zip/logo.png"].message
+        )
+    _, bad = items_from_uploads([("broken.zip", b"PK\x03\x04 not really")])
+    assert [(p.name, p.problem) for p in bad] == [("broken.zip", "damaged")]
+
+
+def test_an_encrypted_a_scanned_and_a_damaged_file_are_listed_and_the_others_read(store: SQLiteStore) -> None:
+    good = make_pdf([f"Page {i}. The termination fee is 4.2 million euros." for i in range(30)])
+    uploads = [
+        ("alpha.txt", contract_bytes("alpha.txt")),
+        (
+            "locked.pdf",
+            make_pdf(["Secret."], encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="pw", owner_pw="o"),
+        ),
+        ("scan.pdf", scanned_pdf()),
+        ("cut.pdf", good[: len(good) // 20]),  # cut short: its page tree is gone
+        ("good.pdf", good),
+        ("beta.txt", contract_bytes("beta.txt")),
+    ]
+    items, problems = items_from_uploads(uploads)
+    files = read_corpus(items, store, model=MODEL, processes=1)
+    assert not problems and [f.name for f in files] == [n for n, _ in uploads]  # the order given
+    by = {f.name: f for f in files}
+    assert [f.name for f in files if f.ok] == ["alpha.txt", "good.pdf", "beta.txt"]
+    assert by["good.pdf"].pages == 30 and by["good.pdf"].tokens > 0 and by["alpha.txt"].pages == 4
+    expected = {"locked.pdf": ("encrypted", "password"), "scan.pdf": ("scanned (no text layer)", "text layer"),
+                "cut.pdf": ("damaged", "damaged")}  # fmt: skip
+    for name, (problem, word) in expected.items():
+        assert by[name].problem == problem and name in by[name].message and word in by[name].message
+        assert by[name].sha256 and not by[name].ok
+        assert store.get_reading(by[name].sha256, counter_for_model(MODEL).label) is None
+    # the readable ones are in the store: bytes and reading
+    for name in ("alpha.txt", "good.pdf", "beta.txt"):
+        assert store.get_document(by[name].sha256) is not None
+        assert store.get_reading(by[name].sha256, counter_for_model(MODEL).label) is not None
+
+
+def test_duplicates_are_read_once_and_listed_once(store: SQLiteStore, tmp_path: Path) -> None:
+    items, _ = items_from_uploads([("a.txt", contract_bytes("alpha.txt")), ("copy of a.txt", contract_bytes("alpha.txt")),
+                                   ("b.txt", contract_bytes("beta.txt"))])  # fmt: skip
+    files = read_corpus(items, store, model=MODEL, processes=1)
+    assert [(f.name, f.duplicate_of, f.ok) for f in files] == [
+        ("a.txt", "", True), ("copy of a.txt", "a.txt", False), ("b.txt", "", True)
+    ]  # fmt: skip
+    plan = plan_for(files, store)
+    assert [d.name for d in plan.documents] == ["a.txt", "b.txt"]  # one row for the two copies
+
+
+def test_reading_in_two_processes_gives_what_reading_in_this_one_gives(
+    tmp_path: Path, contracts: Path
+) -> None:
+    (contracts / "good.pdf").write_bytes(make_pdf(["Page one of a PDF.", "Page two, the fee is $10."]))
+    (contracts / "scan.pdf").write_bytes(scanned_pdf())
+    here = read([contracts], SQLiteStore(tmp_path / "one.sqlite3"), processes=1)
+    pooled = read([contracts], SQLiteStore(tmp_path / "two.sqlite3"), processes=2)
+    assert pooled == here
+    assert sum(f.ok for f in here) == 4 and [f.problem for f in here if not f.ok] == [
+        "scanned (no text layer)"
+    ]
+
+
+def test_a_second_read_of_the_same_bytes_parses_nothing(
+    store: SQLiteStore, contracts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = read([contracts], store)
+    seen: list[str] = []
+    original = corpus_module.load_document
+
+    def counting(data: bytes, **kwargs: Any) -> Any:
+        seen.append(str(kwargs.get("filename")))
+        return original(data, **kwargs)
+
+    monkeypatch.setattr(corpus_module, "load_document", counting)
+    assert read([contracts], store) == first  # paths: hashed, their stored reading found
+    items, _ = items_from_uploads([(f.name, (contracts / Path(f.name).name).read_bytes()) for f in first])
+    assert read_corpus(items, store, model=MODEL, processes=1) == first  # uploads too
+    assert seen == []
+    # another tokenizer counts the pages again: parsed once more
+    read_corpus(items[:1], store, model="claude-sonnet-4-5", processes=1)
+    assert len(seen) == 1
+
+
+def test_stored_documents_open_from_the_reading_and_fall_back_to_the_bytes(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = counter_for_model(MODEL)
+    data = contract_bytes("gamma.txt")
+    sha = store.put_document(data, "gamma.txt")  # bytes only, no reading yet
+    parsed: list[int] = []
+    original = corpus_module.load_document
+    monkeypatch.setattr(corpus_module, "load_document", lambda *a, **k: parsed.append(1) or original(*a, **k))
+    document = StoredDocuments(store, counter).document(sha, "gamma.txt")
+    assert parsed == [1] and len(document.pages) == 4 and "California" in document.page(2).text
+    assert store.get_reading(sha, counter.label) is not None  # the reading is kept now
+    again = StoredDocuments(store, counter).open(DocumentRef(sha256=sha, name="gamma.txt")).document
+    assert parsed == [1]  # opened from the reading
+    assert [p.text for p in again.pages] == [p.text for p in document.pages] and again.sha256 == sha
+    with pytest.raises(ConfigError, match="not in the document store"):
+        StoredDocuments(store, counter).document("0" * 64, "lost.pdf")
+
+
+# ---- the plan and its estimate -------------------------------------------------------------------------
+
+
+def test_jobs_one_per_document_for_rr_one_per_cell_for_a_one_question_method(
+    store: SQLiteStore, contracts: Path
+) -> None:
+    files = read([contracts], store)
+    rr = plan_for(files, store)
+    assert len(rr.jobs) == 3 and all(len(j.questions) == 4 for j in rr.jobs)
+    assert {j.meta["document"] for j in rr.jobs} == {f.sha256 for f in files}
+    assert [j.meta["columns"] for j in rr.jobs] == [[0, 1, 2, 3]] * 3
+    baseline = plan_for(files, store, method="baseline")
+    assert len(baseline.jobs) == 12 and all(len(j.questions) == 1 for j in baseline.jobs)
+    assert (
+        Counter((j.meta["document"], j.meta["columns"][0]) for j in baseline.jobs).most_common(1)[0][1] == 1
+    )
+    # the column's type reaches the question sent
+    assert any("Answer yes or no" in q for q in rr.jobs[0].questions)
+    # a comparison on a sample of rows
+    compared = plan_for(
+        files, store, compare=Engine.choose("offline").settings(method="baseline"), compare_rows=2
+    )
+    assert compared.roles == (MAIN, COMPARE) and len(compared.compare_documents) == 2
+    assert len(compared.jobs) == 3 + 2 * 4
+
+
+def test_the_estimate_batch_is_half_of_now_and_the_several_questions_share_is_below_one(
+    store: SQLiteStore, contracts: Path
+) -> None:
+    plan = plan_for(read([contracts], store), store)
+    e = plan.estimate
+    assert e.calls == 3 * (1 + 4)  # a retrieval pass and an answer call per question, each document
+    assert e.input_tokens > 0 and e.cost.known and e.usd("now") > 0
+    assert e.usd("batch") == pytest.approx(e.usd("now", cached=True) / 2, rel=0.01)
+    assert e.alone_ratio is not None and 0 < e.alone_ratio < 1
+
+
+def test_twenty_questions_cost_at_most_a_quarter_of_asking_each_alone(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    import random
+
+    # 30 short pages each: the answer calls read the few pages retrieved, the pass reads them all
+    rng = random.Random(5)
+    uploads = [(f"doc{i}.txt", "\f".join(filler_text(rng, 40) for _ in range(30)).encode()) for i in range(3)]
+    items, _ = items_from_uploads(uploads)
+    files = read_corpus(items, store, model=MODEL, processes=1)
+    columns = [Column(f"What does clause {i} say about the {w}?") for i, w in enumerate(["fee", "term"] * 10)]
+    engine = Engine.choose("offline")
+    plan = plan_grid(files, columns, engine.settings(method="rr"), counter_for_model(MODEL), store=store)
+    assert plan.estimate.alone_ratio is not None and plan.estimate.alone_ratio <= 0.25
+    assert plan.estimate.sample_documents == 3
+
+
+def test_documents_over_a_small_window_are_named(store: SQLiteStore, contracts: Path) -> None:
+    files = read([contracts], store)
+    assert plan_for(files, store, window=200_000).too_long == ()
+    assert set(plan_for(files, store, window=300).too_long) == {f"contracts/{n}" for n in CONTRACTS}
+
+
+def test_the_budget_is_refused_before_any_call(store: SQLiteStore, contracts: Path) -> None:
+    files = read([contracts], store)
+    plan = plan_for(files, store)
+    usd = plan.estimate.usd("now")
+    check_review_budget(plan, None)
+    check_review_budget(plan, usd * 1.01)
+    with pytest.raises(ConfigError, match="Nothing was sent"):
+        check_review_budget(plan, usd * 0.5)
+    check_review_budget(plan, usd * 0.6, "batch")  # batch is half the price
+    unpriced = plan_for(
+        files, store, engine=Engine("openai-compatible", "my-local-llama", base_url="http://127.0.0.1:9/v1")
+    )
+    with pytest.raises(ConfigError, match="no price is known"):
+        check_review_budget(unpriced, 100.0)
+    with pytest.raises(ConfigError, match="No document"):
+        plan_for([f for f in files if False], store)
+
+
+# ---- the run --------------------------------------------------------------------------------------------
+
+
+def offline_run(store: SQLiteStore, contracts: Path, **options: Any) -> tuple[ReviewPlan, Any]:
+    plan = plan_for(read([contracts], store), store)
+    client = engine_client("offline", model="offline", counter=counter_for_model(MODEL))
+    return plan, review(
+        plan, client, concurrency=2, key=parse_answer_key(ANSWERS_CSV), store=store, **options
+    )
+
+
+def test_an_offline_grid_gives_cells_with_typed_answers_citations_and_free_cost(
+    store: SQLiteStore, contracts: Path
+) -> None:
+    arrived: list[Any] = []
+    plan, result = offline_run(store, contracts, on_cell=arrived.append)
+    cells = result.cells
+    assert len(cells) == 12 and arrived == cells and not result.save_error and result.batch
+    by = {(c.document.split("/")[-1], c.column): c for c in cells}
+    for (name, column), c in by.items():
+        f = plan.document(c.document_sha256)
+        assert f is not None and f.name == c.document and c.question == plan.columns[column].question
+        assert c.ok and c.is_llm is False and c.paid_usd == 0.0  # a free engine never pays
+        for cited in c.citations:
+            assert cited.quote_check in ("verified", "approximate") and cited.page in (1, 2)
+    # yes/no: stated -> "Yes" with its citation; not stated -> "No (no such provision found)"
+    for c in cells:
+        if c.type == "yes-no":
+            assert (c.answer, c.found, bool(c.citations)) in (
+                ("Yes", True, True),
+                ("No (no such provision found)", False, False),
+            )
+        assert bool(c.citations) == c.found
+    assert by[("beta.txt", 2)].answer == "No (no such provision found)" and not by[("beta.txt", 2)].found
+    assert [by[(n, 1)].answer for n in ("alpha.txt", "beta.txt", "gamma.txt")] == [
+        "2020-03-01",
+        "2002-11-01",
+        "2008-06-02",
+    ]
+    # right or wrong only where the key has an answer: gamma's cap has no row in the key
+    assert by[("gamma.txt", 3)].correct is None and by[("gamma.txt", 3)].accepted == ()
+    assert all(c.correct is not None for k, c in by.items() if k != ("gamma.txt", 3))
+    assert by[("gamma.txt", 0)].correct is False  # the key says Texas, the contract California
+    assert by[("beta.txt", 2)].correct is True and all(
+        by[(n, 1)].correct for n in ("alpha.txt", "beta.txt", "gamma.txt")
+    )
+    # each job's cells share its trace's cost (at the run's price), and sum to it
+    for trace in result.traces:
+        mine = [c for c in cells if c.run_id == trace.run_id]
+        assert len(mine) == 4 and sum(c.cost_usd for c in mine) == pytest.approx(trace.cost_usd)
+    assert sum(c.cost_usd for c in cells) > 0 and result.paid_usd == 0
+
+
+def test_scores_per_column_and_method_and_the_main_method_on_the_same_rows(
+    store: SQLiteStore, contracts: Path
+) -> None:
+    files = read([contracts], store)
+    offline = Engine.choose("offline")
+    plan = plan_for(files, store, compare=offline.settings(method="baseline"), compare_rows=2)
+    client = engine_client("offline", model="offline", counter=counter_for_model(MODEL))
+    result = review(plan, client, concurrency=2, key=parse_answer_key(ANSWERS_CSV), store=store)
+    cells = result.cells
+    assert len(cells) == 12 + 2 * 4
+    listed = scores(plan, cells)
+    groups = scores_json(plan, cells)
+    assert list(groups) == [MAIN, COMPARE, f"{MAIN}-on-sample"]
+    assert groups[COMPARE]["method"] == "Baseline" and groups[f"{MAIN}-on-sample"]["method"].endswith(
+        "on the same rows"
+    )
+    for role, group in groups.items():
+        assert [c["column"] for c in group["columns"]] == [0, 1, 2, 3]
+        assert group["all"]["right"] == sum(c["right"] for c in group["columns"])
+        assert group["all"]["marked"] == sum(c["marked"] for c in group["columns"])
+        for entry in [*group["columns"], group["all"]]:
+            assert entry["accuracy"] == (
+                round(entry["right"] / entry["marked"], 4) if entry["marked"] else None
+            )
+    main = [c for c in cells if c.role == MAIN]
+    assert groups[MAIN]["all"]["marked"] == sum(c.correct is not None for c in main) == 11
+    assert groups[MAIN]["all"]["right"] == sum(c.correct is True for c in main)
+    sampled = set(plan.compare_documents)
+    on_sample = [c for c in main if c.document_sha256 in sampled]
+    assert groups[f"{MAIN}-on-sample"]["all"]["cells"] == len(on_sample) == 8
+    assert groups[f"{MAIN}-on-sample"]["all"]["right"] == sum(c.correct is True for c in on_sample)
+    assert len(listed) == 3 * 5
+
+
+# ---- through the stubs of the three providers ------------------------------------------------------------
+
+PROVIDERS = {
+    "openai": ("gpt-4.1-mini", "url"),
+    "anthropic": ("claude-sonnet-5-5", "anthropic_url"),
+    "openai-compatible": ("gpt-4.1-mini", "url"),
+}
+
+
+def cell_key(c: Any) -> tuple[str, int]:
+    return c.document, c.column
+
+
+def grid(cells: list[Any]) -> list[tuple[str, int, str, bool | None]]:
+    """The cells' answers in document and column order (cells arrive as their jobs finish)."""
+    return sorted((c.document, c.column, c.answer, c.correct) for c in cells)
+
+
+@pytest.fixture
+def answering_stub() -> Iterator[StubServer]:
+    with StubServer(responder) as server:
+        yield server
+
+
+def stub_engine(provider: str, stub: StubServer) -> Engine:
+    model, url = PROVIDERS[provider]
+    return Engine(provider, model, api_key="sk-test-review", base_url=getattr(stub, url))
+
+
+def stub_review(
+    provider: str, stub: StubServer, store: SQLiteStore, contracts: Path, **options: Any
+) -> tuple[ReviewPlan, Any]:
+    engine = stub_engine(provider, stub)
+    counter = counter_for_model(engine.counting_model())
+    files = read([contracts], store)
+    plan = plan_for(files, store, engine=engine, window=engine.window())
+    client = engine.client(counter)
+    return plan, review(
+        plan, client, concurrency=4, key=parse_answer_key(ANSWERS_CSV), store=store, **options
+    )
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_the_grid_through_each_provider_cites_checks_and_never_pays_twice(
+    provider: str, answering_stub: StubServer, store: SQLiteStore, contracts: Path
+) -> None:
+    plan, result = stub_review(provider, answering_stub, store, contracts)
+    cells = result.cells
+    assert len(cells) == 12 and all(c.ok for c in cells), [c.error for c in cells if c.error]
+    assert sync_calls(answering_stub) == plan.estimate.calls == 15  # 3 retrievals, 12 answers
+    by = {(c.document.split("/")[-1], c.column): c for c in cells}
+    assert [by[("alpha.txt", i)].answer for i in range(4)] == ["Delaware", "2020-03-01", "Yes", "$2,000,000"]
+    assert [by[("beta.txt", i)].answer for i in range(4)] == [
+        "New York",
+        "2002-11-01",
+        "No (no such provision found)",
+        "$500,000",
+    ]
+    assert (
+        by[("gamma.txt", 3)].answer == "not stated in the document" and by[("gamma.txt", 3)].correct is None
+    )
+    assert sum(c.correct is True for c in cells) == 10 and by[("gamma.txt", 0)].correct is False
+    for c in cells:
+        assert c.is_llm and all(x.quote_check == "verified" and x.page in (1, 2) for x in c.citations)
+        assert bool(c.citations) == c.found
+    for trace in result.traces:
+        assert sum(c.cost_usd for c in cells if c.run_id == trace.run_id) == pytest.approx(trace.cost_usd)
+    priced = provider != "openai-compatible"  # a compatible server's calls are assumed free
+    assert (result.paid_usd > 0) is priced and (sum(c.cost_usd for c in cells) > 0) is priced
+    assert sum(c.paid_usd for c in cells) == pytest.approx(result.paid_usd)
+    # the same grid again over the same store: every reply from the store, nothing sent or paid
+    before = len(answering_stub.requests)
+    again = review(plan, stub_engine(provider, answering_stub).client(), concurrency=4,
+                   key=parse_answer_key(ANSWERS_CSV), store=store)  # fmt: skip
+    assert len(answering_stub.requests) == before and again.paid_usd == 0
+    assert grid(again.cells) == grid(cells)
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_batch_mode_sends_one_batch_per_phase_at_half_the_price(
+    provider: str, store: SQLiteStore, tmp_path: Path, contracts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RR_BATCH_POLL_S", "0.2")
+    with StubServer(responder) as stub:
+        stub.batch_auto_complete = True
+        plan, batched = stub_review(provider, stub, store, contracts, mode="batch")
+        assert created_batches(stub) == 2 and sync_calls(stub) == 0  # retrievals, then answers
+        assert sum(stub.batch_submissions.values()) == plan.estimate.calls
+    with StubServer(responder) as stub:
+        _, now = stub_review(provider, stub, SQLiteStore(tmp_path / "now.sqlite3"), contracts)
+        assert created_batches(stub) == 0
+    assert grid(batched.cells) == grid(now.cells)
+    assert batched.paid_usd == pytest.approx(now.paid_usd / 2, rel=1e-6)
+    assert (batched.paid_usd > 0) is (provider != "openai-compatible")  # a compatible server: assumed free
+    for b, n in zip(sorted(batched.cells, key=cell_key), sorted(now.cells, key=cell_key), strict=True):
+        assert b.cost_usd == pytest.approx(n.cost_usd / 2, rel=1e-6, abs=1e-12)
+
+
+def test_a_failed_job_gives_failed_cells_and_a_retry_asks_only_those(
+    store: SQLiteStore, contracts: Path
+) -> None:
+    broken = {"on": True}
+
+    def failing(path: str, body: Any) -> Any:
+        from tests.stub_server import prompt_of
+
+        if broken["on"] and "GAMMA SUPPLY AGREEMENT" in prompt_of(body):
+            return server_error(400, "The model refused this document.")
+        return responder(path, body)
+
+    with StubServer(failing) as stub:
+        plan, result = stub_review("openai", stub, store, contracts)
+        failed = [c for c in result.cells if c.error]
+        assert len(failed) == 4 and {c.document for c in failed} == {"contracts/gamma.txt"}
+        assert all(
+            "refused this document" in (c.error or "") and c.answer == "" and c.correct is None
+            for c in failed
+        )
+        assert all(c.status == "failed" for c in failed)
+        assert sum(1 for c in result.cells if c.ok) == 8
+        assert scores_json(plan, result.cells)[MAIN]["all"]["failed"] == 4
+        broken["on"] = False
+        before = len(stub.requests)
+        retry = retry_jobs(plan, failed)
+        assert len(retry) == 4 and all(len(j.questions) == 1 for j in retry)
+        again = review(plan, stub_engine("openai", stub).client(), concurrency=4, jobs=retry,
+                       key=parse_answer_key(ANSWERS_CSV), store=store)  # fmt: skip
+        sent = stub.requests[before:]
+        assert sent and all("GAMMA SUPPLY AGREEMENT" in str(r.body) for r in sent)  # only the failed row
+        assert len(again.cells) == 4 and all(c.ok for c in again.cells)
+        assert sorted(c.column for c in again.cells) == [0, 1, 2, 3]
+        assert {c.answer for c in again.cells} >= {"California", "2008-06-02", "Yes"}
+
+
+def test_export_rows_say_what_they_answer_and_are_formula_safe(store: SQLiteStore, tmp_path: Path) -> None:
+    from rr_core.review.export import review_csv
+
+    folder = tmp_path / "evil"
+    folder.mkdir()
+    (folder / "=cmd.txt").write_text(
+        "\f".join(
+            ['=HYPERLINK("x") This Agreement shall be governed by the laws of the State of Ohio.', "p2"]
+        )
+    )
+    files = read([folder / "=cmd.txt"], store)
+    plan = plan_grid(files, [Column("Which law governs?")], Engine.choose("offline").settings(method="rr"),
+                     counter_for_model(MODEL), store=store)  # fmt: skip
+    result = review(
+        plan,
+        engine_client("offline", model="offline", counter=counter_for_model(MODEL)),
+        concurrency=1,
+        store=store,
+    )
+    rows = list(csv.DictReader(io.StringIO(review_csv(plan, result.cells))))
+    assert len(rows) == 1
+    (row,) = rows
+    assert row["document"] == "'=cmd.txt"  # kept as text, not run as a formula
+    assert row["question"] == "Which law governs?" and row["document_sha256"] == files[0].sha256
+    assert row["engine"].endswith("(not an LLM)") and row["paid_usd"] in ("0", "0.0")
+    assert not any(v.startswith(("=", "+", "@")) for v in row.values() if v)
+
+
+def test_settings_of_roles_and_unknown_roles_fall_back_to_main(store: SQLiteStore, contracts: Path) -> None:
+    plan = plan_for(read([contracts], store), store)
+    assert plan.settings_of(COMPARE) == plan.settings and isinstance(plan.settings, RunSettings)
