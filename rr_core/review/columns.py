@@ -319,8 +319,8 @@ def typed_answer(column: Column, answer: str, *, stated: bool) -> Typed:
         if number is None:
             return Typed("", raw, False)
         currency = _CURRENCY.search(raw) if kind is AnswerType.AMOUNT else None
-        found = " ".join(currency.group(1).lower().split()) if currency else ""
-        unit = _CURRENCY_SHOWN.get(found, found.upper())
+        named_as = " ".join(currency.group(1).lower().split()) if currency else ""
+        unit = _CURRENCY_SHOWN.get(named_as, named_as.upper())
         shown = _plain_number(number, cents=kind is AnswerType.AMOUNT)
         return Typed(f"{unit}{shown}" if unit in _SYMBOLS else f"{shown} {unit}".strip(), raw, True)
     if kind is AnswerType.LIST:
