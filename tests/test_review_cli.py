@@ -176,10 +176,18 @@ def cell_order(c: dict[str, Any]) -> tuple[str, int]:
 def test_dry_run_sends_nothing_and_prints_the_estimate(
     capsys: pytest.CaptureFixture[str], files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    copy = files["contracts"] / "zz copy of alpha.txt"
+    copy.write_bytes((files["contracts"] / "alpha.txt").read_bytes())
     with StubServer(responder) as stub:
         data, err = run_json(capsys, review_argv(files, *point_at(stub, "openai", monkeypatch), "--dry-run"))
         assert not stub.requests
     assert data["dry_run"] is True and data["cells"] == [] and data["estimate"]["calls"] == 15
+    # the copy is read once and listed once, as a copy
+    listed = [d for d in data["documents"] if d["document_sha256"] == data["documents"][0]["document_sha256"]]
+    assert [(d["document"], d["read"], d["duplicate_of"]) for d in listed] == [
+        ("contracts/alpha.txt", True, None), ("contracts/zz copy of alpha.txt", False, "contracts/alpha.txt")
+    ]  # fmt: skip
+    assert "same content as contracts/alpha.txt" in err
     assert data["estimate"]["usd_now"] > 0 and data["estimate"]["usd_batch"] < data["estimate"]["usd_now"]
     assert "estimate:" in err and "documents × 4 questions" in err
 
