@@ -577,6 +577,14 @@ class _Reader:
         self.asked = set(asked)
         content = [t for t in asked if t not in _CUE_WORDS] or asked
         self.weights = {t: self.page_index.idf(t) for t in content}
+        # A yes/no question asks whether a provision exists, in its own words or the
+        # document's ("without cause", "for convenience"): over the few pages an answer call is
+        # sent, a word of the question none of them holds would outweigh every word they do
+        # hold, and the provision would go unseen. Such a word weighs as the heaviest found.
+        present = {t for page in self.read for t in page.counts}
+        heaviest = max((w for t, w in self.weights.items() if t in present), default=0.0)
+        if self.want is Want.YES_NO and heaviest > 0:
+            self.weights = {t: w if t in present else min(w, heaviest) for t, w in self.weights.items()}
         # What a "what/which X" question is about: a figure, a rate or a count of X that the
         # document never names is not in it ("What was the dividend per share?" is not
         # answered by the earnings per share).

@@ -754,3 +754,32 @@ def test_export_rows_say_what_they_answer_and_are_formula_safe(store: SQLiteStor
 def test_settings_of_roles_and_unknown_roles_fall_back_to_main(store: SQLiteStore, contracts: Path) -> None:
     plan = plan_for(read([contracts], store), store)
     assert plan.settings_of(COMPARE) == plan.settings and isinstance(plan.settings, RunSettings)
+
+
+# ---- the offline reader's yes/no answers ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "question", "found"),
+    [
+        ("alpha.txt", "May a party terminate this agreement for convenience, without cause?", True),
+        ("alpha.txt", "Is either party's liability capped?", True),
+        ("beta.txt", "May a party terminate this agreement for convenience, without cause?", False),
+        ("alpha.txt", "Does the agreement restrict assignment without the other party's consent?", False),
+        ("alpha.txt", "Does the agreement contain a non-compete clause?", False),
+    ],
+)
+def test_the_offline_reader_says_yes_from_the_two_pages_an_answer_call_is_sent(
+    name: str, question: str, found: bool
+) -> None:
+    """R&R's answer call sends only the retrieved pages: a word of the question that none of
+    them holds ("without cause") must not hide the provision that is there."""
+    from rr_core.reader import read_answer
+    from tests.review_kit import contract_pages
+
+    pages = list(enumerate(contract_pages(name), start=1))[:2]
+    reading = read_answer(Column(question, AnswerType.YES_NO).prompt, pages)
+    assert reading.found is found
+    if found:
+        assert reading.answer == "Yes" and [c.page for c in reading.citations] == [2]
+        assert reading.citations[0].quote in pages[1][1]
