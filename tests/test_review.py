@@ -109,7 +109,7 @@ def test_parse_columns_reads_a_playbook_with_types_aliases_instructions_and_choi
         "Which form is the entity?,one of,,Corporation | LLC; Partnership\n"
         "\n"
     )
-    columns = parse_columns(text.lstrip("\ufeff"))
+    columns = parse_columns(text)  # a spreadsheet's byte-order mark first
     assert [c.type for c in columns] == [
         AnswerType.TEXT, AnswerType.YES_NO, AnswerType.DATE, AnswerType.AMOUNT, AnswerType.NUMBER,
         AnswerType.LIST, AnswerType.CHOICE,
@@ -140,6 +140,11 @@ def test_the_shared_questions_file_shape_and_a_bare_list_of_questions() -> None:
         ("question,type\nA?,text\nB?,colour\n", ["cols.csv, line 3", "colour", "yes-no"]),
         ("question,type,choices\nA?,choice,only one\n", ["cols.csv, line 2", "two or more choices"]),
         ("question,type\nWhat is the fee?,text\nwhat is  the FEE?,amount\n", ["twice"]),
+        (
+            "\nquestion,type\nA?,text\n\n\nB?,colour\n",
+            ["cols.csv, line 6", "colour"],
+        ),  # as the file numbers it
+        ('question,type\n"A\nquestion?",text\nB?,colour\n', ["cols.csv, line 4"]),
         ("question,type\n", ["holds no question"]),
         ("", ["holds no question"]),
     ],

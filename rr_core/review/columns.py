@@ -130,18 +130,24 @@ class Column:
 def parse_columns(text: str, *, name: str = "columns") -> list[Column]:
     """Columns from a playbook CSV: a header with ``question`` and ``type`` (``instruction`` and
     ``choices`` optional; choices separated by ``|`` or ``;``), or one question a line (free
-    text). ``ConfigError`` names the line at fault."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        raise ConfigError(f"{name} holds no question.")
-    header = [h.strip().lower() for h in next(csv.reader([lines[0]]))]
+    text). ``ConfigError`` names the line at fault (as the file numbers it)."""
+    text = text.lstrip("\ufeff")  # a byte-order mark, as spreadsheets save CSV
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    header = [h.strip().lower() for h in next(csv.reader([first]), [])]
     out: list[Column] = []
     if "question" not in header:
-        out = [Column(" ".join(line.split())) for line in lines]
+        out = [Column(" ".join(line.split())) for line in text.splitlines() if line.strip()]
     else:
-        rows = csv.DictReader(io.StringIO("\n".join(lines)))
-        for number, row in enumerate(rows, start=2):
-            row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+        lines = text.splitlines(keepends=True)
+        skipped = next(i for i, line in enumerate(lines) if line.strip())  # blank lines before the header
+        rows = csv.DictReader(io.StringIO("".join(lines[skipped:])))
+        for row in rows:
+            number = skipped + rows.line_num  # the line the row ends on
+            row = {
+                (k or "").strip().lower(): (v or "").strip()
+                for k, v in row.items()
+                if isinstance(v, str | None)
+            }
             question = " ".join(row.get("question", "").split())
             if not question:
                 continue
