@@ -32,7 +32,7 @@ from rr_core.costs import Mode
 from rr_core.errors import ConfigError, LLMError, RRError
 from rr_core.llm import LLMClient
 from rr_core.review import AnswerKey, Cell, Column, CorpusFile, ReviewPlan
-from rr_core.review.grid import scores
+from rr_core.review.export import scores_json
 from rr_core.runs import Executor
 from rr_core.settings import RunSettings
 from rr_core.store import Store, WorkRecord
@@ -312,7 +312,7 @@ def _run_review(
         "paid_usd": round(result.paid_usd, 8) if result else 0.0,
         "history_batch": result.batch if result else None,
         "save_error": result.save_error if result else None,
-        "scores": [s.to_dict() for s in scores(plan, cells)],
+        "scores": scores_json(plan, cells),
     }
     record = store.get_work(work_id)
     total = record.total if record is not None else len(cells)
