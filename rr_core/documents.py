@@ -491,7 +491,8 @@ _SPACES = re.compile(r"[ \t\u00a0]+")
 
 def _clean(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-    lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
+    # One pass over the page (a run of spaces never crosses a line), then each line stripped.
+    lines = [line.strip() for line in _SPACES.sub(" ", text).split("\n")]
     return "\n".join(lines).strip()
 
 

@@ -273,7 +273,9 @@ def reading_bytes(document: Document) -> bytes:
         "warnings": list(document.warnings),
         "pages": [[p.text, p.tokens, p.source_page, p.label] for p in document.pages],
     }
-    return zlib.compress(json.dumps(data, ensure_ascii=False).encode(), 6)
+    # Level 1: a tenth of level 6's time for a reading ~25% larger (level 6 cost ~15% of the
+    # page extraction itself; benchmarks/bench_review.py).
+    return zlib.compress(json.dumps(data, ensure_ascii=False).encode(), 1)
 
 
 def document_from_reading(sha256: str, blob: bytes, pdf_bytes: bytes | None = None) -> Document | None:
