@@ -491,8 +491,11 @@ _SPACES = re.compile(r"[ \t\u00a0]+")
 
 def _clean(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-    # One pass over the page (a run of spaces never crosses a line), then each line stripped.
-    lines = [line.strip() for line in _SPACES.sub(" ", text).split("\n")]
+    # Runs of spaces squeezed in one pass over the page (a run never crosses a line), and only
+    # where there is one to squeeze (most pages have none); then each line stripped.
+    if "  " in text or "\t" in text or "\u00a0" in text:
+        text = _SPACES.sub(" ", text)
+    lines = [line.strip() for line in text.split("\n")]
     return "\n".join(lines).strip()
 
 

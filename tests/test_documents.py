@@ -722,3 +722,17 @@ def test_printed_page_labels_travel_with_the_pages_and_the_cited_page() -> None:
     )
     (trace,) = run_plans(document, [plan], OfflineEngine())
     assert trace.page == 3 and trace.outcome.page_label == "1"
+
+
+def _clean_line_by_line(text: str) -> str:
+    """What ``_clean`` means: each line's runs of spaces, tabs and no-break spaces squeezed to
+    one space, each line stripped, the whole stripped (the one-pass version must agree)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    lines = [re.sub(r"[ \t\u00a0]+", " ", line).strip() for line in text.split("\n")]
+    return "\n".join(lines).strip()
+
+
+@given(st.text(alphabet=" \t\u00a0\n\r\x00ab.\u2003\f", max_size=40))
+def test_clean_squeezes_spaces_line_by_line(text: str) -> None:
+    assert _clean(text) == _clean_line_by_line(text)
+    assert _clean("a  b\t\u00a0c \n  d ") == "a b c\nd"
