@@ -213,7 +213,11 @@ def test_killed_mid_batch_resumes_polling_never_submits_twice_and_ends_with_the_
     with StubServer() as fresh:  # the uninterrupted run: a fresh stub and a fresh store
         fresh.batch_auto_complete = True
         whole = lab(provider, fresh, tmp_path / "whole.sqlite3", document, "batch")
-        assert (created_batches(fresh), sum(fresh.batch_submissions.values())) == kill_counts
+        # The same calls submitted, each once. The batches may number one more after a kill:
+        # runs whose first replies were stored before it reach the next phase while the others
+        # still wait for the polled batch, and their calls can go out as a batch of their own.
+        assert sum(fresh.batch_submissions.values()) == kill_counts[1]
+        assert created_batches(fresh) <= kill_counts[0] <= created_batches(fresh) + 1
     assert ledger(resumed_data) == ledger(whole)
     assert not SQLiteStore(db).open_batches()
 
