@@ -57,7 +57,13 @@ def _unavailable(reason: str, required_by: str) -> None:
     pytest.skip(reason)
 
 
+NGINX_ENV = "RR_NGINX"  # the nginx to use, instead of looking (PATH, then Debian's /usr/sbin/nginx)
+
+
 def nginx_path() -> str | None:
+    chosen = os.environ.get(NGINX_ENV)
+    if chosen:
+        return chosen if os.access(chosen, os.X_OK) else None
     return shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None)
 
 
@@ -151,9 +157,21 @@ def team(chromium: str, postgres_server: Any, tmp_path_factory: pytest.TempPathF
             replicas[f"127.0.0.1:{port}"] = start(
                 f"replica-{port}",
                 [
-                    sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                    "--server.address", "127.0.0.1", "--server.headless", "true",
-                    "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
+                    sys.executable,
+                    "-m",
+                    "streamlit",
+                    "run",
+                    "app.py",
+                    "--server.port",
+                    str(port),
+                    "--server.address",
+                    "127.0.0.1",
+                    "--server.headless",
+                    "true",
+                    "--server.fileWatcherType",
+                    "none",
+                    "--browser.gatherUsageStats",
+                    "false",
                 ],  # fmt: skip
                 app_env,
             )
@@ -276,7 +294,9 @@ def test_a_browser_keeps_to_one_replica_its_upload_included(team: Team, browser:
     from rr_core.documents import pdf_from_texts
 
     pdf = tmp_path / "memo.pdf"
-    pdf.write_bytes(pdf_from_texts([f"Memo page {p}. The budget is 12 units." * 20 for p in range(3)], title="Memo"))
+    pdf.write_bytes(
+        pdf_from_texts([f"Memo page {p}. The budget is 12 units." * 20 for p in range(3)], title="Memo")
+    )
     seen: set[str] = set()
     for attempt in range(4):  # fresh browsers land on either replica
         session = Session(browser, team.url)
@@ -299,7 +319,9 @@ def test_a_browser_keeps_to_one_replica_its_upload_included(team: Team, browser:
             assert session.failed == [], session.failed
             assert len(session.replicas) >= 3, session.replicas
             assert set(session.replicas) <= set(team.replicas), session.replicas
-            assert len(set(session.replicas)) == 1, f"one browser reached both replicas: {Counter(session.replicas)}"
+            assert len(set(session.replicas)) == 1, (
+                f"one browser reached both replicas: {Counter(session.replicas)}"
+            )
             seen |= set(session.replicas)
         finally:
             session.close()
@@ -457,6 +479,31 @@ def test_a_replica_killed_during_a_grid_the_worker_goes_on_nothing_lost_or_paid_
     after = {c.key: c.run_id for c in cells}
     assert all(after[key] == run for key, run in before.items()), "a cell recorded before the kill was redone"
     assert progress == sorted(progress) and progress[-1] == total
-    sent = Counter(prompt_of(r.body) for r in team.stub.requests if r.path.endswith(("/responses", "/chat/completions")))
+    sent = Counter(
+        prompt_of(r.body) for r in team.stub.requests if r.path.endswith(("/responses", "/chat/completions"))
+    )
     assert sum(sent.values()) >= total and all(n == 1 for n in sent.values()), "a call was sent twice"
-    print(f"\ngrid of {total} cells: {len(before)} recorded when a replica was killed; progress seen {progress}")
+    print(
+        f"\ngrid of {total} cells: {len(before)} recorded when a replica was killed; progress seen {progress}"
+    )
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_without_nginx_the_team_tests_skip_saying_why_unless_required(tmp_path: Path, required: bool) -> None:
+    """A machine without nginx: skipped, with the command that installs it; under ``.ci/run``
+    (``RR_REQUIRE_TEAM=1``) the same is a failure. Nothing is started either way."""
+    env = dict(os.environ) | {NGINX_ENV: str(tmp_path / "no-nginx-here")}
+    env.pop(REQUIRE_TEAM, None)
+    if required:
+        env[REQUIRE_TEAM] = "1"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+         "tests/test_team.py::test_a_browser_keeps_to_one_replica_its_upload_included"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if required:
+        assert done.returncode == 1 and "1 error" in done.stdout, done.stdout
+        assert "RR_REQUIRE_TEAM=1 but nginx is not installed (Debian: apt-get install nginx)" in done.stdout
+    else:
+        assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout
+        assert "nginx is not installed (Debian: apt-get install nginx)" in done.stdout
