@@ -41,8 +41,8 @@ typecheck: $(BIN)/.installed-dev ## mypy on rr_core, pages and app.py
 bench: $(BIN)/.installed-dev ## run the benchmarks (they print ratios against a floor)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-team: $(BIN)/.installed ## team mode, a local trial: PostgreSQL, a worker, 2 replicas, nginx (deploy/team.sh)
-	RR_PYTHON=$(abspath $(BIN))/python deploy/team.sh
+team: $(BIN)/.installed ## team mode trial: PostgreSQL, a worker, 2 replicas, nginx (TEAM_ARGS=--mock-oidc: sign-in)
+	RR_PYTHON=$(abspath $(BIN))/python deploy/team.sh $(TEAM_ARGS)
 
 team-stop: ## stop what make team started
 	deploy/team.sh stop

@@ -2,6 +2,9 @@
 # R&R Studio, team mode: a local trial of the deployment, on this machine's loopback only.
 #
 #   make team            (or deploy/team.sh)       start everything; Ctrl-C stops everything
+#   deploy/team.sh --mock-oidc                      the same with sign-in through a mock OpenID
+#                                                   provider (users ann and bob): try team mode's
+#                                                   sign-in without a real provider
 #   make team-stop       (or deploy/team.sh stop)  stop what a team.sh in another terminal started
 #
 # What runs (state and logs under ./.team/, git-ignored):
@@ -56,7 +59,7 @@ stop_all() {
   trap - INT TERM EXIT
   say "stopping"
   local f pid
-  for f in nginx worker replica-*; do
+  for f in nginx worker replica-* mock-oidc; do
     for pidfile in "$RUN"/$f.pid; do
       pid="$(cat "$pidfile" 2>/dev/null)" || continue
       kill -TERM "$pid" 2>/dev/null || true
@@ -83,7 +86,7 @@ MOCK_OIDC=0
 for arg in "$@"; do
   case "$arg" in
     --mock-oidc) MOCK_OIDC=1 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) die "unknown argument $arg (try --help)" ;;
   esac
 done
@@ -139,7 +142,31 @@ say "PostgreSQL on 127.0.0.1:$PG_PORT, database $DATABASE as $APP_ROLE (log: .te
 # ---- sign-in -----------------------------------------------------------------------------------
 SECRETS_ARGS=()
 if [ "$MOCK_OIDC" = 1 ]; then
-  die "--mock-oidc needs sign-in (st.login), which is not on this branch yet"
+  # A mock OpenID provider (oidc-provider-mock, requirements-dev.txt) with two users, and a
+  # secrets file for the replicas pointing at it: sign-in for real, without a real provider.
+  # Its cookie_secret is made once and kept (the same for both replicas: a sign-in holds on both).
+  "$PY" -c "import oidc_provider_mock" 2>/dev/null \
+    || die "--mock-oidc needs oidc-provider-mock (pip install -r requirements-dev.txt)"
+  OIDC_PORT="${TEAM_OIDC_PORT:-9400}"
+  "$PY" -m oidc_provider_mock --host 127.0.0.1 --port "$OIDC_PORT" \
+    --user-claims '{"sub": "ann", "email": "ann@example.org", "name": "Ann Analyst"}' \
+    --user-claims '{"sub": "bob", "email": "bob@example.org", "name": "Bob Reviewer"}' \
+    >"$LOGS/mock-oidc.log" 2>&1 &
+  echo $! >"$RUN/mock-oidc.pid"
+  [ -s "$TEAM/secrets/cookie-secret" ] || (umask 077; "$PY" -c 'import secrets; print(secrets.token_hex(32))' >"$TEAM/secrets/cookie-secret")
+  (umask 077; cat >"$TEAM/secrets/secrets.toml" <<EOF
+[auth]
+redirect_uri = "http://localhost:$PORT/oauth2callback"
+cookie_secret = "$(cat "$TEAM/secrets/cookie-secret")"
+client_id = "rr-studio-trial"
+client_secret = "not-checked-by-the-mock"
+server_metadata_url = "http://127.0.0.1:$OIDC_PORT/.well-known/openid-configuration"
+EOF
+  )
+  SECRETS_ARGS=(--secrets.files "$TEAM/secrets/secrets.toml")
+  export AUTHLIB_INSECURE_TRANSPORT=1  # the mock speaks plain HTTP on loopback; never in production
+  say "sign-in: a MOCK provider on 127.0.0.1:$OIDC_PORT (users ann and bob, no password): a trial only"
+  say "         open http://localhost:$PORT (localhost, as the redirect URI says)"
 elif [ -f .streamlit/secrets.toml ] && grep -q '^\[auth\]' .streamlit/secrets.toml; then
   say "sign-in: on ([auth] in .streamlit/secrets.toml; its redirect_uri must be http://localhost:$PORT/oauth2callback)"
 else
