@@ -17,15 +17,18 @@ Screenshots go to ``artifacts/team/`` (git-ignored).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -105,8 +108,7 @@ class Team:
     url: str  # nginx's
     db_url: str
     replicas: dict[str, subprocess.Popen[bytes]]  # by "127.0.0.1:port", as X-RR-Replica names them
-    worker: subprocess.Popen[bytes]
-    stub: StubServer
+    worker: subprocess.Popen[bytes] | None
     logs: Path
 
     def log_tails(self) -> str:
@@ -125,17 +127,17 @@ def chromium() -> str:
         raise AssertionError("unreachable") from exc
 
 
-@pytest.fixture(scope="module")
-def team(chromium: str, postgres_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
-    base = tmp_path_factory.mktemp("team")
+@contextlib.contextmanager
+def deployment(
+    base: Path, db_url: str, *, worker_env: dict[str, str] | None = None, secrets: str = ""
+) -> Iterator[Team]:
+    """Two replicas (and a worker with ``worker_env`` when given) on ``db_url``, nginx in front
+    (its configuration made from ``deploy/nginx.conf.in``); ``secrets`` (a secrets file's text,
+    where ``@URL@`` stands for nginx's address) is given to the replicas. Stopped on exit."""
     logs, run = base / "logs", base / "run"
-    logs.mkdir()
+    logs.mkdir(parents=True)
     run.mkdir()
-    database = postgres_server.new_database()
-    db_url = postgres_server.url(database)
     started: list[subprocess.Popen[bytes]] = []
-    stub = StubServer(responder=lambda path, body: slow(CALL_DELAY_S))
-    stub.__enter__()
 
     def start(name: str, command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         with (logs / f"{name}.log").open("wb") as out:
@@ -144,45 +146,37 @@ def team(chromium: str, postgres_server: Any, tmp_path_factory: pytest.TempPathF
         return process
 
     try:
+        port = kit.free_port()
+        url = f"http://127.0.0.1:{port}"
         app_env = {**kit.app_environment(base), "RR_STUDIO_DB": db_url, "PYTHONPATH": str(ROOT)}
-        worker = start(
-            "worker",
-            [sys.executable, "-m", "rr_core", "worker", "--concurrency", "1", "--heartbeat", "1"],
-            # The worker's own key and server (the stub): a submitted grid names neither.
-            {**app_env, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": stub.url},
-        )
+        options: list[str] = []
+        if secrets:
+            (base / "secrets.toml").write_text(secrets.replace("@URL@", url))
+            options = ["--secrets.files", str(base / "secrets.toml")]
+            app_env["AUTHLIB_INSECURE_TRANSPORT"] = "1"  # the mock provider speaks plain HTTP on loopback
+        worker = None
+        if worker_env is not None:
+            worker = start(
+                "worker",
+                [sys.executable, "-m", "rr_core", "worker", "--concurrency", "1", "--heartbeat", "1"],
+                {**app_env, **worker_env},
+            )
         ports = [kit.free_port(), kit.free_port()]
         replicas = {}
-        for port in ports:
-            replicas[f"127.0.0.1:{port}"] = start(
-                f"replica-{port}",
-                [
-                    sys.executable,
-                    "-m",
-                    "streamlit",
-                    "run",
-                    "app.py",
-                    "--server.port",
-                    str(port),
-                    "--server.address",
-                    "127.0.0.1",
-                    "--server.headless",
-                    "true",
-                    "--server.fileWatcherType",
-                    "none",
-                    "--browser.gatherUsageStats",
-                    "false",
-                ],  # fmt: skip
-                app_env,
-            )
-        port = kit.free_port()
+        for replica_port in ports:
+            command = [
+                sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(replica_port),
+                "--server.address", "127.0.0.1", "--server.headless", "true",
+                "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false", *options,
+            ]  # fmt: skip
+            replicas[f"127.0.0.1:{replica_port}"] = start(f"replica-{replica_port}", command, app_env)
         conf = base / "nginx.conf"
         conf.write_text(render_nginx_conf(port=port, replicas=ports, run=run, logs=logs))
         nginx = [str(nginx_path()), "-p", str(base), "-c", str(conf), "-e", str(logs / "nginx-error.log")]
         checked = subprocess.run([*nginx, "-t", "-q"], capture_output=True, text=True, timeout=60)
         assert checked.returncode == 0, f"nginx refused the generated configuration: {checked.stderr}"
         start("nginx", nginx, dict(os.environ))
-        deployed = Team(f"http://127.0.0.1:{port}", db_url, replicas, worker, stub, logs)
+        deployed = Team(url, db_url, replicas, worker, logs)
 
         def healthy() -> bool:
             for process in started:
@@ -195,7 +189,29 @@ def team(chromium: str, postgres_server: Any, tmp_path_factory: pytest.TempPathF
     finally:
         for process in reversed(started):
             _stop(process)
-        stub.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    """The provider for the worker: each reply a little slow, so that a grid lasts a while."""
+    with StubServer(responder=lambda path, body: slow(CALL_DELAY_S)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def team(
+    chromium: str, postgres_server: Any, stub: StubServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Team]:
+    """The deployment in single-user mode (no sign-in), with a worker whose provider is the stub."""
+    database = postgres_server.new_database()
+    try:
+        # The worker's own key and server (the stub): a submitted grid names neither.
+        worker_env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": stub.url}
+        with deployment(
+            tmp_path_factory.mktemp("team"), postgres_server.url(database), worker_env=worker_env
+        ) as t:
+            yield t
+    finally:
         from rr_core.store.postgres import close_pools
 
         close_pools()
@@ -406,7 +422,7 @@ def _cli(team: Team, *args: str) -> Any:
 
 
 def test_a_replica_killed_during_a_grid_the_worker_goes_on_nothing_lost_or_paid_twice(
-    team: Team, browser: Any, tmp_path: Path
+    team: Team, stub: StubServer, browser: Any, tmp_path: Path
 ) -> None:
     from playwright.sync_api import expect
 
@@ -420,7 +436,7 @@ def test_a_replica_killed_during_a_grid_the_worker_goes_on_nothing_lost_or_paid_
         files.append(str(path))
     columns = tmp_path / "columns.csv"
     columns.write_text(COLUMNS)
-    team.stub.clear()
+    stub.clear()
     submitted = _cli(
         team, "review", *files, "--questions", str(columns), "--provider", "openai", "--model", "gpt-4.1-mini",
         "--method", "baseline", "--concurrency", "1", "--processes", "1", "--submit",
@@ -440,7 +456,7 @@ def test_a_replica_killed_during_a_grid_the_worker_goes_on_nothing_lost_or_paid_
         watcher = open_store(team.db_url, owner="ana")
 
         def done() -> int:
-            if team.worker.poll() is not None:
+            if team.worker is None or team.worker.poll() is not None:
                 raise AssertionError(f"the worker exited:\n{team.log_tails()}")
             record = watcher.get_work(work_id)
             return 0 if record is None else int(record.done)
@@ -480,12 +496,119 @@ def test_a_replica_killed_during_a_grid_the_worker_goes_on_nothing_lost_or_paid_
     assert all(after[key] == run for key, run in before.items()), "a cell recorded before the kill was redone"
     assert progress == sorted(progress) and progress[-1] == total
     sent = Counter(
-        prompt_of(r.body) for r in team.stub.requests if r.path.endswith(("/responses", "/chat/completions"))
+        prompt_of(r.body) for r in stub.requests if r.path.endswith(("/responses", "/chat/completions"))
     )
     assert sum(sent.values()) >= total and all(n == 1 for n in sent.values()), "a call was sent twice"
     print(
         f"\ngrid of {total} cells: {len(before)} recorded when a replica was killed; progress seen {progress}"
     )
+
+
+# ---- Signed in: two users on the two replicas ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def signed_in_team(
+    chromium: str, postgres_server: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Team]:
+    """Another deployment (no worker) with sign-in: a mock OpenID provider and the same ``[auth]``
+    secrets on both replicas, whose redirect URI is nginx's address."""
+    from tests.test_browser_signin import mock_provider
+
+    base = tmp_path_factory.mktemp("signed-in")
+    database = postgres_server.new_database()
+    try:
+        with mock_provider(base / "provider") as provider:
+            secrets_text = (
+                "[auth]\n"
+                'redirect_uri = "@URL@/oauth2callback"\n'
+                f'cookie_secret = "{secrets.token_hex(32)}"\n'
+                'client_id = "rr-studio-team-test"\n'
+                f'client_secret = "{secrets.token_hex(16)}"\n'
+                f'server_metadata_url = "{provider.url}/.well-known/openid-configuration"\n'
+            )
+            with deployment(base / "app", postgres_server.url(database), secrets=secrets_text) as t:
+                yield t
+    finally:
+        from rr_core.store.postgres import close_pools
+
+        close_pools()
+        postgres_server.drop_database(database)
+
+
+def _affinity_key(team: Team, replica: str) -> str:
+    """A value of the affinity cookie that nginx sends to ``replica``."""
+    for i in range(200):
+        key = f"key-{i}"
+        request = urllib.request.Request(
+            f"{team.url}/_stcore/health", headers={"Cookie": f"rr_replica={key}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            if response.headers.get("X-RR-Replica") == replica:
+                return key
+    raise AssertionError(f"no affinity key found for {replica}")
+
+
+def _pinned(browser: Any, team: Team, replica: str) -> Session:
+    """A fresh browser whose affinity cookie sends it to ``replica``."""
+    session = Session(browser, team.url)
+    session.context.add_cookies(
+        [{"name": "rr_replica", "value": _affinity_key(team, replica), "url": team.url}]
+    )
+    return session
+
+
+def test_two_users_signed_in_on_the_two_replicas_each_see_only_their_own_history(
+    signed_in_team: Team, browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    from tests.test_browser_signin import email, open_history, sign_in
+
+    first, second = sorted(signed_in_team.replicas)
+    ann = _pinned(browser, signed_in_team, first)
+    try:
+        sign_in(ann.page, signed_in_team.url, "ann")
+        kit.main_area(ann.page).get_by_role("button", name="Run").click()
+        expect(kit.main_area(ann.page).get_by_role("heading", name="Results")).to_be_visible(
+            timeout=kit.RUN_TIMEOUT_MS
+        )
+        settle(ann.page)
+        open_history(ann.page)
+        expect(
+            kit.main_area(ann.page).get_by_text(re.compile(rf"^Runs of {email('ann')} in "))
+        ).to_be_visible()
+        expect(kit.main_area(ann.page).get_by_text(re.compile(r"1 question, 2 runs stored"))).to_be_visible()
+        kit.shot(ann.page, ARTIFACTS / "04_ann_history_replica_1.png", full=False)
+        assert set(ann.replicas) == {first} and ann.failed == [], (ann.seen, ann.failed)
+    finally:
+        ann.close()
+
+    bob = _pinned(browser, signed_in_team, second)
+    try:
+        sign_in(bob.page, signed_in_team.url, "bob")
+        open_history(bob.page)
+        expect(
+            kit.main_area(bob.page).get_by_text(re.compile(rf"^Runs of {email('bob')} in "))
+        ).to_be_visible()
+        expect(kit.main_area(bob.page).get_by_text("No runs yet.", exact=False)).to_be_visible()
+        expect(kit.main_area(bob.page).get_by_text(re.compile(r"runs? stored"))).to_have_count(0)
+        kit.shot(bob.page, ARTIFACTS / "05_bob_history_replica_2.png", full=False)
+        assert set(bob.replicas) == {second} and bob.failed == [], (bob.seen, bob.failed)
+    finally:
+        bob.close()
+
+    # Ann again, on the other replica: her run is there (one database), Bob's screen showed none.
+    again = _pinned(browser, signed_in_team, second)
+    try:
+        sign_in(again.page, signed_in_team.url, "ann")
+        open_history(again.page)
+        expect(
+            kit.main_area(again.page).get_by_text(re.compile(r"1 question, 2 runs stored"))
+        ).to_be_visible()
+        assert set(again.replicas) == {second} and again.failed == [], (again.seen, again.failed)
+    finally:
+        again.close()
 
 
 @pytest.mark.parametrize("required", [False, True])
