@@ -344,6 +344,32 @@ def test_a_browser_keeps_to_one_replica_its_upload_included(team: Team, browser:
     print(f"\nfresh browsers landed on: {sorted(seen)}")
 
 
+# Timed in the page, by the browser's clock: from the click on Run to this question's known
+# answer shown (a driver clicking 20 busy pages one after another would time itself instead).
+_ARM = """pattern => {
+    const re = new RegExp(pattern);
+    window.__rr = {click: null, done: null};
+    document.addEventListener('click', () => { if (window.__rr.click === null) window.__rr.click = Date.now(); }, true);
+    const timer = setInterval(() => {
+        const main = document.querySelector('[data-testid="stMain"]');
+        if (window.__rr.click !== null && main && re.test(main.innerText)) {
+            window.__rr.done = Date.now();
+            clearInterval(timer);
+        }
+    }, 20);
+}"""
+
+
+def _arm(session: Session, question: Any) -> None:
+    session.page.evaluate(_ARM, rf"known answer[^\n]*on p\. {question.page}\b")
+
+
+def _seconds_to_results(session: Session) -> float:
+    timing = session.page.evaluate("() => window.__rr")
+    assert timing["click"] is not None and timing["done"] is not None, timing
+    return float(timing["done"] - timing["click"]) / 1000
+
+
 def test_20_sessions_ask_at_once_each_gets_its_own_answer(team: Team, browser: Any) -> None:
     from playwright.sync_api import expect
 
@@ -355,10 +381,11 @@ def test_20_sessions_ask_at_once_each_gets_its_own_answer(team: Team, browser: A
         settle(alone.page)
         _type_question(alone, _question(2).question)
         settle(alone.page)
-        began = time.monotonic()
+        _arm(alone, _question(2))
         kit.main_area(alone.page).get_by_role("button", name="Run").click()
         expect(_results_for(alone, _question(2))).to_be_visible(timeout=kit.RUN_TIMEOUT_MS)
-        single_s = time.monotonic() - began
+        _wait(lambda: alone.page.evaluate("() => window.__rr.done") is not None, "the page's own timing")
+        single_s = _seconds_to_results(alone)
         assert alone.failed == [], alone.failed
     finally:
         alone.close()
@@ -373,13 +400,17 @@ def test_20_sessions_ask_at_once_each_gets_its_own_answer(team: Team, browser: A
         # order): the results show which question each session's run answered.
         for i, s in enumerate(sessions):
             _type_question(s, _question(i).question)
+            _arm(s, _question(i))
         began = time.monotonic()
         for s in sessions:
             kit.main_area(s.page).get_by_role("button", name="Run").click()
-        took: list[float] = []
+        clicked_s = time.monotonic() - began
         for i, s in enumerate(sessions):
             expect(_results_for(s, _question(i))).to_be_visible(timeout=kit.RUN_TIMEOUT_MS)
-            took.append(time.monotonic() - began)
+        burst_s = time.monotonic() - began
+        for s in sessions:
+            _wait(lambda s=s: s.page.evaluate("() => window.__rr.done") is not None, "the page's own timing")
+        took = sorted(_seconds_to_results(s) for s in sessions)
         kit.shot(sessions[0].page, ARTIFACTS / "01_one_of_20_sessions.png", full=False)
         kit.shot(sessions[-1].page, ARTIFACTS / "02_another_of_20_sessions.png", full=False)
         errors = [f"session {i}: {e}" for i, s in enumerate(sessions) for e in s.failed]
@@ -389,13 +420,14 @@ def test_20_sessions_ask_at_once_each_gets_its_own_answer(team: Team, browser: A
     finally:
         for s in sessions:
             s.close()
-    ratio = max(took) / single_s
+    median = statistics.median(took)
     print(
-        f"\n{SESSIONS} sessions at once across {dict(per_replica)}: all results after {max(took):.1f} s "
-        f"(median {statistics.median(took):.1f} s); one session alone {single_s:.1f} s; "
-        f"ratio {ratio:.1f}x (target <= 2.5x)"
+        f"\n{SESSIONS} sessions at once across {dict(per_replica)}: Run to results per session (in the page) "
+        f"median {median:.1f} s, slowest {took[-1]:.1f} s; one session alone {single_s:.1f} s; "
+        f"ratio median {median / single_s:.1f}x, slowest {took[-1] / single_s:.1f}x (target <= 2.5x); "
+        f"the driver's 20 clicks took {clicked_s:.1f} s, all results seen after {burst_s:.1f} s"
     )
-    # No bound on the ratio: each replica is one Python process sharing 2 cores with the browser.
+    # No bound on the ratio: each replica is one Python process sharing 2 cores with 21 browser tabs.
     assert len(per_replica) == 2, f"every session landed on one replica: {dict(per_replica)}"
 
 
