@@ -321,6 +321,9 @@ def test_a_browser_keeps_to_one_replica_its_upload_included(team: Team, browser:
             session.opened()
             settle(session.page)
             if attempt == 0:  # an upload goes to the replica holding the session, or fails
+                # Without [auth], every browser is the same user: the app says so.
+                sidebar = session.page.locator('[data-testid="stSidebar"]')
+                expect(sidebar.get_by_text(re.compile(r"Single-user mode"))).to_be_visible()
                 main = kit.main_area(session.page)
                 main.locator('[data-testid="stRadio"]').get_by_text("My file", exact=True).click()
                 main.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(pdf))
