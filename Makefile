@@ -10,7 +10,7 @@ ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
 export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
 endif
 
-.PHONY: help run test lint typecheck bench samples clean
+.PHONY: help run test lint typecheck bench samples clean team team-stop
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -40,6 +40,12 @@ typecheck: $(BIN)/.installed-dev ## mypy on rr_core, pages and app.py
 
 bench: $(BIN)/.installed-dev ## run the benchmarks (they print ratios against a floor)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+team: $(BIN)/.installed ## team mode trial: PostgreSQL, a worker, 2 replicas, nginx (TEAM_ARGS=--mock-oidc: sign-in)
+	RR_PYTHON=$(abspath $(BIN))/python deploy/team.sh $(TEAM_ARGS)
+
+team-stop: ## stop what make team started
+	deploy/team.sh stop
 
 samples: $(BIN)/.installed ## write the generated sample documents to samples_out/
 	$(BIN)/python -m rr_core samples --write samples_out
