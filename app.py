@@ -28,6 +28,7 @@ screens = [
     st.Page(ROOT / "pages" / "ask.py", title="Ask", default=True),
     st.Page(ROOT / "pages" / "document.py", title="Document"),
     st.Page(ROOT / "pages" / "lab.py", title="Lab"),
+    st.Page(ROOT / "pages" / "review.py", title="Review"),
     st.Page(ROOT / "pages" / "history.py", title="History"),
 ]
 # With sign-in configured ([auth] in the secrets), nothing but the sign-in screen is drawn until

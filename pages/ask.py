@@ -480,6 +480,7 @@ def run() -> None:
         "traces": traces,
     }
     S.session().scroll_to_results = True
+    S.session().doc_focus = None  # the Document screen shows this run, not a Review cell
 
 
 if clicked:

@@ -33,16 +33,38 @@ sidebar.page_setup()
 state = st.session_state
 st.title("What the model saw")
 
+
+
+def _leave_focus() -> None:
+    S.session().doc_focus = None
+    state.pop("w.doc_show", None)
+
+
+# Opened from a Review cell: that document (from the document store, by hash) and the run that
+# answered the cell; otherwise the active document of the session and its last run.
+focus = S.session().doc_focus
 try:
-    document: Document = docs.active_document()
+    document: Document = docs.focused_document() or docs.active_document()
 except RRError as exc:
     results.show_rr_error(exc)
+    if focus is not None:
+        st.button("Back to the active document", key="doc_unfocus", on_click=_leave_focus)
     st.page_link("pages/ask.py", label="Open the document on the Ask screen")
     st.stop()
 
 tokens = S.counter()
 last = state.get("results")
 traces: list[RunTrace] = list(last["traces"]) if last and last["document_sha256"] == document.sha256 else []
+if focus is not None:
+    traces = [focus.trace] if focus.trace is not None else []
+    last = {"batch": focus.key} if traces else None
+    back_col, note_col = st.columns([1, 3], vertical_alignment="center")
+    back_col.button("Back to the active document", key="doc_unfocus", on_click=_leave_focus)
+    note_col.info(
+        f"Opened from the Review grid: **{md(focus.name)}** from the document store"
+        + (f", at the cited {docs.page_ref(None, focus.page)}" if focus.page else "")
+        + (" with its quote highlighted." if focus.quote else ".")
+    )
 st.caption(
     f"**{md(document.name)}** — {plural(len(document.pages), 'page')}, {document.total_tokens:,} tokens "
     f"({md(document.tokenizer)})."
@@ -145,7 +167,11 @@ if shown is not None and len(shown.outcomes) > 1:
     asked_index = st.selectbox(
         "Question",
         range(len(answered)),
-        index=next((i for i, o in enumerate(answered) if o.stated and o.cited_pages), 0),
+        index=(
+            focus.question
+            if focus is not None and shown is focus.trace and focus.question < len(answered)
+            else next((i for i, o in enumerate(answered) if o.stated and o.cited_pages), 0)
+        ),
         format_func=_question_label,
         key=f"w.doc_question_{shown.run_id}",
     )

@@ -582,6 +582,7 @@ def review(
     mode: Mode = "now",
     store: Store | None = None,
     on_cell: Callable[[Cell], None] | None = None,
+    on_trace: Callable[[RunTrace], None] | None = None,
     on_event: Callable[[CallEvent], None] | None = None,
     on_batch: Callable[[BatchProgress], None] | None = None,
     guard: Guard | None = None,
@@ -589,8 +590,9 @@ def review(
 ) -> ReviewResult:
     """Run the grid's jobs (or ``jobs``: a retry of some cells) through the run store as call
     cache: a grid stopped and started again pays only for what is missing, and a cell asked
-    before is answered from the store. Cells are handed to ``on_cell`` as their job finishes;
-    the traces are saved to the history at the end."""
+    before is answered from the store. Each job's trace is handed to ``on_trace`` and then its
+    cells to ``on_cell`` as the job finishes (a screen keeps them as they come); the traces
+    are saved to the history at the end."""
     cache = store if store is not None else open_history()
     todo = list(jobs) if jobs is not None else list(plan.jobs)
     counter = counter_for_model(todo[0].token_model) if todo else None
@@ -615,6 +617,8 @@ def review(
         for item in runner.stream_jobs(todo, resolver=resolver, counter=counter):
             if isinstance(item, RunTrace):
                 traces.append(item)
+                if on_trace is not None:
+                    on_trace(item)
                 for cell in cells_of(item, todo[item.position], plan, key):
                     cells.append(cell)
                     if on_cell is not None:

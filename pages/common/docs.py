@@ -15,6 +15,7 @@ from rr_core.samples import get_sample, list_samples, questions_middle_first
 from rr_core.sources import sample_document
 from rr_core.tokens import TokenCounter
 from rr_core.viewer import Placement, place_quote
+from rr_core.workbench import stored_document
 
 UPLOAD_TYPES = ["pdf", "docx", "txt", "text", "md", "markdown", "html", "htm"]
 PAGE_WIDTH = 640  # CSS pixels of the page viewer: fits a half-width column at 1280 px
@@ -61,6 +62,22 @@ def active_document() -> Document:
             tokens,
         )
     return _sample(session.sample, tokens.label, tokens)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Opening the document from the store…")
+def _stored(sha256: str, tokenizer: str, _counter: TokenCounter) -> Document:
+    return stored_document(sha256, _counter)
+
+
+def focused_document() -> Document | None:
+    """The stored document the Document screen was opened on from another screen (a Review
+    cell), by content hash; None when it shows the active document (raises ``RRError`` when
+    the store no longer holds it)."""
+    focus = S.session().doc_focus
+    if focus is None:
+        return None
+    tokens = S.counter()
+    return _stored(focus.sha256, tokens.label, tokens)
 
 
 def ocr_missing() -> str | None:

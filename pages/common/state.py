@@ -17,7 +17,7 @@ field of the session).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,9 +33,12 @@ from rr_core.llm import (
     starting_provider,
 )
 from rr_core.methods import GROUP_LABELS, all_methods, get_method, parse_spec
+from rr_core.review import Cell, Column, CorpusFile, ReviewPlan
+from rr_core.review.sample import COLUMNS as SAMPLE_COLUMNS
 from rr_core.samples import list_samples
 from rr_core.settings import PARAMS, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.tokens import TokenCounter, counter_for_model
+from rr_core.traces import RunTrace
 from rr_core.workbench import Engine
 
 W = "w."  # prefix of widget keys; the plain key holds the value that persists
@@ -74,6 +77,83 @@ class LabChoices:
     mode: str = "now"  # "now" or "batch" (an engine that can batch, or a free one in-process)
 
 
+def column_rows(columns: Sequence[Column]) -> list[dict[str, str]]:
+    """Columns as the Review screen's editor holds them (text, as typed)."""
+    return [
+        {
+            "question": c.question,
+            "type": c.type.value,
+            "instruction": c.instruction,
+            "choices": " | ".join(c.choices),
+        }
+        for c in columns
+    ]
+
+
+@dataclass(slots=True)
+class ReviewRun:
+    """A grid run (or the part of it done so far): its plan, the cells as they arrived, their
+    traces, and what the run said of itself."""
+
+    plan: ReviewPlan
+    cells: list[Cell] = field(default_factory=list)
+    traces: list[RunTrace] = field(default_factory=list)
+    engine: str = ""  # the engine as the screen named it
+    is_llm: bool = True
+    mode: str = "now"
+    done: bool = False  # False: running, or stopped before the end
+    paid_usd: float = 0.0
+    save_error: str = ""
+    key_name: str = ""  # the answer key the cells were marked against ("" for none)
+
+
+@dataclass(slots=True)
+class ReviewChoices:
+    """The Review screen's state: the corpus as read (summaries only: the documents are in the
+    document store by hash), the columns, the method, and the last grid run."""
+
+    source: str = "sample"  # "sample" (generated) or "upload"
+    files: tuple[CorpusFile, ...] = ()
+    read_for: str = ""  # what the files were read from (the uploads' ids, or "sample")
+    # The questions as the editor holds them (question, type, instruction, choices: text, as
+    # typed; read into columns on every run, their faults shown), and the editor's generation
+    # (a new one after an import or a loaded playbook: the editor starts again from the rows).
+    column_rows: list[dict[str, str]] = field(default_factory=lambda: column_rows(SAMPLE_COLUMNS))
+    editor_version: int = 0
+    columns_for: str = "sample"  # the corpus the questions were last filled in for
+    playbooks: dict[str, tuple[Column, ...]] = field(default_factory=dict)  # saved in this session
+    playbook_name: str = ""
+    playbook_for: str = ""  # the imported playbook file last read
+    key_csv: str = ""  # the answer key (CSV) the cells are marked against
+    key_name: str = ""
+    key_for: str = ""  # the uploaded answer key last read
+    method: str = "rr"
+    compare: str = ""  # "" for no comparison
+    compare_rows: int = 3
+    mode: str = "now"
+    budget: float = 5.0
+    plan: ReviewPlan | None = None
+    plan_for: str = ""  # what the plan was made from (a change plans again)
+    run: ReviewRun | None = None
+    role: str = "main"  # the grid shown: the main method's, or the comparison's
+    selected: tuple[str, int, str] | None = None  # (document sha256, column, role) of the open cell
+    message: tuple[str, str] | None = None  # (kind, text) said after a rerun
+
+
+@dataclass(frozen=True, slots=True)
+class DocFocus:
+    """A stored document the Document screen opens on instead of the active one (from a Review
+    cell): by content hash, at a page, with the run that cited it and the quote to highlight."""
+
+    sha256: str
+    name: str
+    page: int | None = None
+    quote: str = ""
+    trace: RunTrace | None = None
+    question: int = 0  # the outcome of ``trace`` the cell is
+    key: str = ""  # names the opening (the viewer opens on its citation once)
+
+
 @dataclass(slots=True)
 class Session:
     """The screens' own state, typed, kept under one key of Streamlit's session state."""
@@ -93,6 +173,8 @@ class Session:
     notice_seen: bool = False  # the first-run notice was dismissed (or not due) in this session
     notice_error: str = ""  # why the per-project store could not be made (shown once)
     lab: LabChoices = field(default_factory=LabChoices)
+    review: ReviewChoices = field(default_factory=ReviewChoices)
+    doc_focus: DocFocus | None = None  # a stored document the Document screen shows instead
 
 
 def session() -> Session:

@@ -1,0 +1,744 @@
+"""Review: many documents × a list of questions, one table of cited answers."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from pages.common import results, sidebar
+from pages.common import state as S
+from pages.common.state import DocFocus, ReviewRun
+from pages.common.text import md, plural, short
+from rr_core import workbench
+from rr_core.costs import Mode
+from rr_core.errors import LedgerError, RRError
+from rr_core.jobs import Job
+from rr_core.methods import all_methods, parse_spec
+from rr_core.quotes import check_words
+from rr_core.review import (
+    COMPARE,
+    MAIN,
+    AnswerKey,
+    AnswerType,
+    Cell,
+    Column,
+    CorpusFile,
+    ReviewPlan,
+    columns_csv,
+    items_from_uploads,
+    iter_grid,
+    parse_answer_key,
+    parse_columns,
+    retry_jobs,
+    scores,
+)
+from rr_core.review.export import review_csv, review_json, review_xlsx
+from rr_core.review.sample import sample_corpus
+from rr_core.traces import RunTrace
+
+sidebar.page_setup()
+state = st.session_state
+review = S.session().review
+st.title("Review: many documents, one table of cited answers")
+st.caption(
+    "The same questions asked of every document: one row per document, one column per question, each "
+    "cell a typed answer with the passage it rests on. R&R asks all the questions in one pass over each "
+    "document, then one short call per question, so reading the whole document stays affordable."
+)
+
+UPLOAD_TYPES = ["pdf", "docx", "txt", "text", "md", "html", "htm", "zip"]
+FIELDS = ("question", "type", "instruction", "choices")
+GREEN, RED = "background-color: #d3f0d8", "background-color: #f7d4d4"
+FAILED_STYLE, NOT_STATED_STYLE = "color: #a15c00", "color: #6b7280"
+
+# ---- 1. The corpus -----------------------------------------------------------------------------
+
+st.subheader("1. Documents")
+SOURCES = {
+    "sample": "Use the sample corpus (generated contracts, no key needed)",
+    "upload": "Upload files (PDF, DOCX, TXT, HTML, or a ZIP of them)",
+}
+S.bind(
+    st.radio,
+    "Corpus",
+    review,
+    "source",
+    key="review_source",
+    options=list(SOURCES),
+    format_func=SOURCES.__getitem__,
+    horizontal=True,
+    label_visibility="collapsed",
+)
+
+
+def _rows_of(columns: Sequence[Column]) -> list[dict[str, str]]:
+    return S.column_rows(columns)
+
+
+def _read(items: Sequence[Any], problems: Sequence[CorpusFile], read_for: str) -> None:
+    """Read the files once into the document store, with a progress bar; keep their summaries."""
+    bar = st.progress(0.0, text=f"Reading {plural(len(items), 'file')}…")
+
+    def on_file(done: int, total: int, f: CorpusFile) -> None:
+        bar.progress(done / total, text=f"Read {done} of {total}: {f.name}")
+
+    try:
+        files = workbench.read_review_corpus(
+            list(items), model=S.token_model(), processes=1 if len(items) < 8 else None, on_file=on_file
+        )
+    except (RRError, LedgerError) as exc:
+        bar.empty()
+        results.show_rr_error(exc)
+        st.stop()
+    bar.empty()
+    review.files = (*files, *problems)
+    review.read_for = read_for
+    review.selected = None
+
+
+if review.source == "sample":
+    sample = sample_corpus()
+    st.caption(f"**Generated, not real documents:** {md(sample.description)}")
+    if review.read_for != "sample":
+        _read(sample.items, (), "sample")
+        if review.columns_for != "sample":
+            review.column_rows = _rows_of(sample.columns)
+            review.editor_version += 1
+            review.columns_for = "sample"
+        review.key_csv, review.key_name = sample.answers_csv, "the generator's answer key (sample corpus)"
+else:
+    uploaded = st.file_uploader(
+        "Documents", type=UPLOAD_TYPES, accept_multiple_files=True, key="w.review_files"
+    )
+    read_for = ",".join(f.file_id for f in uploaded or [])
+    if not uploaded:
+        st.info("Upload documents, or use the sample corpus.")
+        st.stop()
+    if review.read_for != read_for:
+        items, problems = items_from_uploads((f.name, f.getvalue()) for f in uploaded)
+        if review.key_name.endswith("(sample corpus)"):
+            review.key_csv = review.key_name = ""
+        _read(items, problems, read_for)
+
+files = review.files
+readable = [f for f in files if f.ok]
+unread = [f for f in files if not f.ok]
+st.dataframe(
+    pd.DataFrame(
+        [
+            {
+                "File": f.name,
+                "Read": "yes" if f.ok else ("copy" if f.duplicate_of else "no"),
+                "Pages": f.pages if f.ok else None,
+                "Tokens": f.tokens if f.ok else None,
+                "Problem": f.problem or (f"same bytes as {f.duplicate_of}" if f.duplicate_of else ""),
+                "Message": f.message,
+            }
+            for f in files
+        ]
+    ),
+    hide_index=True,
+    width="stretch",
+    height=min(38 + 35 * len(files), 320),
+    key="w.review_corpus",
+    column_config={"Message": st.column_config.TextColumn(width="large")},
+)
+st.caption(
+    f"{plural(len(readable), 'document')} read ({sum(f.pages for f in readable):,} pages, "
+    f"{sum(f.tokens for f in readable):,} tokens counted as {md(S.token_model())})"
+    + (
+        f"; {plural(len(unread), 'file')} not read, listed with the reason — the others go on"
+        if unread
+        else ""
+    )
+    + ". Each document is kept in the document store by its content hash and read once."
+)
+for f in unread:
+    if f.problem:
+        st.warning(f"**{md(f.name)}** — {md(f.problem)}: {md(f.message)}")
+if not readable:
+    st.stop()
+
+# ---- 2. Columns (the playbook) -------------------------------------------------------------------
+
+st.subheader("2. Questions (columns)")
+TYPES = [t.value for t in AnswerType]
+
+
+def _apply_edits() -> None:
+    """The editor's changes into the session's rows (kept when the screen is left)."""
+    delta = state.get(f"w.review_columns_{review.editor_version}") or {}
+    rows = [dict(r) for r in review.column_rows]
+    for index, changes in (delta.get("edited_rows") or {}).items():
+        if int(index) < len(rows):
+            rows[int(index)].update({k: "" if v is None else str(v) for k, v in changes.items()})
+    for added in delta.get("added_rows") or []:
+        rows.append(
+            {k: "" if added.get(k) is None else str(added.get(k)) for k in FIELDS}
+            | {"type": str(added.get("type") or "text")}
+        )
+    deleted = {int(i) for i in delta.get("deleted_rows") or []}
+    review.column_rows = [r for i, r in enumerate(rows) if i not in deleted]
+    review.editor_version += 1
+
+
+st.data_editor(
+    pd.DataFrame(review.column_rows, columns=list(FIELDS)),
+    num_rows="dynamic",
+    hide_index=True,
+    width="stretch",
+    key=f"w.review_columns_{review.editor_version}",
+    on_change=_apply_edits,
+    column_config={
+        "question": st.column_config.TextColumn("Question", width="large", required=True),
+        "type": st.column_config.SelectboxColumn(
+            "Answer type",
+            options=TYPES,
+            required=True,
+            default="text",
+            help=" · ".join(f"{t.value}: {t.label}" for t in AnswerType),
+        ),  # fmt: skip
+        "instruction": st.column_config.TextColumn("Instruction (optional)", width="medium"),
+        "choices": st.column_config.TextColumn("Choices (for 'choice', separated by |)", width="medium"),
+    },
+)
+
+
+def _rows_csv(rows: Sequence[dict[str, str]]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(FIELDS), lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(
+        [{k: str(r.get(k) or "") for k in FIELDS} for r in rows if str(r.get("question") or "").strip()]
+    )
+    return out.getvalue()
+
+
+try:
+    columns = parse_columns(_rows_csv(review.column_rows), name="The questions")
+except RRError as exc:
+    st.error(md(exc))
+    st.stop()
+
+
+def _load(columns_given: Sequence[Column]) -> None:
+    review.column_rows = _rows_of(columns_given)
+    review.editor_version += 1
+
+
+playbook_cols = st.columns(3)
+with playbook_cols[0]:
+    imported = st.file_uploader(
+        "Import a playbook (CSV: question, type, instruction, choices)", type=["csv"], key="w.review_playbook"
+    )
+    if imported is not None and review.playbook_for != imported.file_id:
+        review.playbook_for = imported.file_id
+        try:
+            _load(parse_columns(imported.getvalue().decode("utf-8-sig"), name=imported.name))
+        except (RRError, UnicodeDecodeError) as exc:
+            st.error(md(exc))
+        else:
+            st.rerun()
+with playbook_cols[1]:
+    S.bind(
+        st.text_input,
+        "Save these questions as a playbook named",
+        review,
+        "playbook_name",
+        key="review_playbook_name",
+    )
+    if st.button("Save playbook", key="review_save_playbook", disabled=not review.playbook_name.strip()):
+        review.playbooks[review.playbook_name.strip()] = tuple(columns)
+        st.toast(f"Saved the playbook {review.playbook_name.strip()!r} for this session.")
+    st.download_button(
+        "Download the playbook (CSV)",
+        columns_csv(columns),
+        "playbook.csv",
+        "text/csv",
+        key="review_playbook_dl",
+    )
+with playbook_cols[2]:
+    if review.playbooks:
+        chosen_playbook = st.selectbox(
+            "Saved playbooks (this session)", list(review.playbooks), key="w.review_playbooks"
+        )
+        if st.button("Use this playbook", key="review_use_playbook"):
+            _load(review.playbooks[chosen_playbook])
+            st.rerun()
+    else:
+        st.caption("Playbooks saved here are kept for this session; download one to keep it.")
+
+# ---- 3. Method, answer key, estimate ----------------------------------------------------------------
+
+st.subheader("3. Method and estimate")
+METHODS = [m for m in all_methods() if m.group != "bounds"]
+LABELS = {m.name: m.label + (" (all questions in one pass)" if m.several_questions else "") for m in METHODS}
+method_cols = st.columns(3)
+with method_cols[0]:
+    S.bind(st.selectbox, "Method for the grid", review, "method", key="review_method", options=list(LABELS),
+           format_func=LABELS.__getitem__)  # fmt: skip
+with method_cols[1]:
+    S.bind(st.selectbox, "Compare with (on sample rows)", review, "compare", key="review_compare",
+           options=["", *LABELS], format_func=lambda m: LABELS.get(m, "No comparison"))  # fmt: skip
+with method_cols[2]:
+    S.bind(st.number_input, "Sample rows compared", review, "compare_rows", key="review_compare_rows",
+           min_value=1, max_value=max(1, len(readable)), step=1, disabled=not review.compare)  # fmt: skip
+engine = S.engine()
+info = S.provider_info()
+st.caption(
+    f"Engine: **{md(info.name)} / {md(S.model())}** (the sidebar's provider and model)"
+    + (
+        " — not an LLM: it shows how the grid works and what it would cost, not how well a model reads."
+        if not info.is_llm
+        else "."
+    )
+)
+
+key_file = st.file_uploader(
+    "Answer key (optional; CSV: document, question, answers): cells are then marked right or wrong",
+    type=["csv"], key="w.review_key",
+)  # fmt: skip
+if key_file is not None and review.key_for != key_file.file_id:
+    review.key_for = key_file.file_id
+    review.key_csv, review.key_name = key_file.getvalue().decode("utf-8-sig", errors="replace"), key_file.name
+answer_key: AnswerKey | None = None
+if review.key_csv:
+    try:
+        answer_key = parse_answer_key(review.key_csv, name=review.key_name)
+    except RRError as exc:
+        st.error(md(exc))
+    else:
+        st.caption(f"Marked against **{md(review.key_name)}** ({plural(len(answer_key), 'known answer')}).")
+
+try:
+    base = S.base_settings()
+    settings = parse_spec(review.method, base)
+    compare = parse_spec(review.compare, base) if review.compare else None
+except RRError as exc:
+    results.show_rr_error(exc)
+    st.stop()
+plan_for = json.dumps(
+    [[f.sha256 for f in readable], columns_csv(columns), settings.to_dict(),
+     compare.to_dict() if compare else None, int(review.compare_rows), S.token_model()],
+    sort_keys=True, default=str,
+)  # fmt: skip
+if review.plan is None or review.plan_for != plan_for:
+    with st.spinner("Planning the grid…"):
+        try:
+            review.plan = workbench.plan_grid(
+                readable, columns, settings, S.counter(), compare=compare, compare_rows=int(review.compare_rows),
+                window=engine.window(), tokenizer=S.token_model(),
+            )  # fmt: skip
+        except (RRError, LedgerError) as exc:
+            results.show_rr_error(exc)
+            st.stop()
+    review.plan_for = plan_for
+plan: ReviewPlan = review.plan
+e = plan.estimate
+free = not info.is_llm
+would = " (would cost)" if free else ""
+ESTIMATES = (
+    (f"Now, list price, no cache{would or ' — the ceiling'}", e.usd("now")),
+    (f"Now, with prompt cache{would}", e.usd("now", cached=True)),
+    (f"In batches, with prompt cache{would}", e.usd("batch")),
+)
+for box, (label, usd) in zip(st.columns(3), ESTIMATES, strict=True):
+    box.container(border=True).markdown(f"{label}\n\n#### \\${usd:.4f}")
+priced_as = plan.settings.pricing[0]
+lines = [
+    f"**Before running, the whole grid:** {plural(len(plan.documents), 'document')} × "
+    f"{plural(len(plan.columns), 'question')} with {md(plan.method_label(MAIN))}"
+    + (
+        f", and {md(plan.method_label(COMPARE))} on {plural(len(plan.compare_documents), 'sample row')}"
+        if plan.compare
+        else ""
+    )
+    + f": about {plural(e.calls, 'call')}, {e.input_tokens:,} input and {e.output_tokens:,} output tokens, "
+    f"priced as {md(priced_as)}" + (" — free here (not an LLM): nothing is paid." if free else "."),
+]
+if e.alone_ratio is not None:
+    lines.append(
+        f"**One pass for all questions:** {e.alone_ratio:.0%} of the input tokens of asking each question alone "
+        f"(measured on the first {plural(e.sample_documents, 'document')})."
+    )
+lines.append(
+    f"**Cacheable share:** {e.cacheable_share:.0%} of the input tokens are expected to be read from the "
+    "provider's prompt cache. Cells already answered in the run store are not paid again."
+)
+if plan.too_long:
+    lines.append(f":orange[Longer than the model's context window: {md(', '.join(plan.too_long))}.]")
+st.markdown("  \n".join(lines))
+
+batchable = info.can_batch or free
+if not batchable:
+    review.mode = "now"
+MODES = {"now": "Now (every call at once, list price)", "batch": "In batches (half price, within 24 h)"}
+send_col, budget_col = st.columns(2)
+with send_col:
+    S.bind(st.radio, "Send", review, "mode", key="review_mode", options=list(MODES) if batchable else ["now"],
+           format_func=MODES.__getitem__, horizontal=True)  # fmt: skip
+    if free and review.mode == "batch":
+        st.caption(
+            "A free engine has no provider batch: 'in batches' answers here, in this process; nothing is paid either way."
+        )
+with budget_col:
+    S.bind(st.number_input, "Budget cap (USD; 0: no cap)", review, "budget", key="review_budget",
+           min_value=0.0, step=1.0, format="%.2f", disabled=free)  # fmt: skip
+mode: Mode = "batch" if review.mode == "batch" else "now"
+
+# ---- 4. Run ----------------------------------------------------------------------------------------
+
+run_col, cancel_col, note_col = st.columns([2, 1, 4], vertical_alignment="center")
+clicked = run_col.button("Run the grid", type="primary", key="review_run", width="stretch")
+cancel_col.button(
+    "Cancel", key="review_cancel", width="stretch", help="Stops the run; finished cells are kept."
+)
+note_col.caption(
+    "Cells fill in as they arrive. The run store is the call cache: a second run, or a run after a cancel, "
+    "pays nothing for cells already finished."
+)
+if review.message is not None:
+    kind, text = review.message
+    (st.warning if kind == "warning" else st.info)(text)
+    review.message = None
+
+
+def _engine_label() -> str:
+    return f"{info.name} / {S.model()}" + ("" if info.is_llm else " (not an LLM)")
+
+
+def _same_cell(a: Cell, b: Cell) -> bool:
+    return (a.role, a.document_sha256, a.column) == (b.role, b.document_sha256, b.column)
+
+
+def _execute(run: ReviewRun, jobs: Sequence[Job] | None, what: str) -> None:
+    """Run the grid's jobs (or a retry's), cells into the session as they arrive."""
+    max_usd = float(review.budget) if not free and float(review.budget) > 0 else None
+    try:
+        if jobs is None:  # a retry asks a few cells again: the runner's cap still holds it
+            workbench.check_review_budget(run.plan, max_usd, mode)
+        client = S.new_client()
+    except (RRError, LedgerError) as exc:
+        results.show_rr_error(exc)
+        return
+    todo = list(jobs) if jobs is not None else list(run.plan.jobs)
+    cells_total = sum(len(list_of) for j in todo if isinstance(list_of := j.meta.get("columns"), list))
+    bar = st.progress(0.0, text=f"{what}: starting…")
+    live = st.empty()
+    arrived = [0]
+    last_draw = [0.0]
+    run.done = False
+    review.message = ("warning", "The run was cancelled: the cells finished before the cancel are kept. "
+                      "Run again to fill in the rest — finished cells are not paid again.")  # fmt: skip
+
+    def on_trace(trace: RunTrace) -> None:
+        run.traces = [t for t in run.traces if t.run_id != trace.run_id] + [trace]
+
+    def on_cell(cell: Cell) -> None:
+        run.cells = [c for c in run.cells if not _same_cell(c, cell)] + [cell]
+        arrived[0] += 1
+        bar.progress(
+            min(arrived[0] / max(cells_total, 1), 1.0), text=f"{what}: {arrived[0]} of {cells_total} cells"
+        )
+        now = time.monotonic()
+        if now - last_draw[0] > 0.5:
+            last_draw[0] = now
+            live.dataframe(_grid_frame(run, MAIN, answer_key is not None)[0], width="stretch", key=None)
+
+    done = workbench.review(
+        run.plan, client, concurrency=S.concurrency(), key=answer_key, jobs=jobs, max_usd=max_usd, mode=mode,
+        on_cell=on_cell, on_trace=on_trace,
+    )  # fmt: skip
+    bar.empty()
+    live.empty()
+    review.message = None
+    run.done = not done.cancelled
+    run.paid_usd += done.paid_usd
+    run.save_error = done.save_error or ""
+    if done.cancelled:
+        review.message = (
+            "warning",
+            "The run stopped before the end; finished cells are kept. Run again to fill in the rest.",
+        )
+
+
+def _grid_frame(run: ReviewRun, role: str, keyed: bool) -> tuple[pd.DataFrame, list[list[str]]]:
+    """The grid as shown: one row per document, one column per question; and each cell's style."""
+    headers = [f"{i + 1}. {short(c.question, 48)}" for i, c in enumerate(run.plan.columns)]
+    rows, styles, names = [], [], []
+    for f, cells in iter_grid(run.plan, run.cells, role):
+        names.append(f.name)
+        row, style = [], []
+        for cell in cells:
+            if cell is None:
+                row.append("…")
+                style.append("")
+            elif cell.error:
+                row.append("failed")
+                style.append(FAILED_STYLE)
+            else:
+                page = next((c.page for c in cell.citations if c.page is not None), None)
+                row.append(cell.answer + (f"  · p. {page}" if page is not None else ""))
+                style.append(
+                    GREEN if keyed and cell.correct is True
+                    else RED if keyed and cell.correct is False
+                    else NOT_STATED_STYLE if not cell.found
+                    else ""
+                )  # fmt: skip
+            # nothing verified is green: only right against the key
+        rows.append(row)
+        styles.append(style)
+    frame = pd.DataFrame(rows, columns=headers, index=pd.Index(names, name="Document"))
+    return frame, styles
+
+
+if clicked:
+    review.run = ReviewRun(
+        plan,
+        engine=_engine_label(),
+        is_llm=info.is_llm,
+        mode=mode,
+        key_name=review.key_name if answer_key else "",
+    )
+    review.selected = None
+    _execute(review.run, None, "Running the grid")
+
+last_run = review.run
+if last_run is None:
+    if free:
+        st.caption("No key needed: the offline engine runs the grid here for free (not an LLM).")
+    st.stop()
+run: ReviewRun = last_run
+
+# ---- 5. The grid ----------------------------------------------------------------------------------
+
+if run.plan is not plan and run.plan.ledger_key() != plan.ledger_key():
+    st.info(
+        "The grid below was run before the documents, questions or method changed; run again to update it."
+    )
+st.subheader("4. The grid")
+roles = run.plan.roles
+ROLE_LABELS = {
+    MAIN: run.plan.method_label(MAIN),
+    COMPARE: run.plan.method_label(COMPARE) + " (sample rows)" if run.plan.compare else "",
+}
+if len(roles) > 1:
+    S.bind(st.radio, "Grid of", review, "role", key="review_role", options=list(roles),
+           format_func=ROLE_LABELS.__getitem__, horizontal=True)  # fmt: skip
+role = review.role if review.role in roles else MAIN
+keyed = any(c.correct is not None for c in run.cells)
+frame, styles = _grid_frame(run, role, keyed)
+main_cells = [c for c in run.cells if c.role == role]
+failed = [c for c in run.cells if c.error]
+paid = (
+    "nothing paid: the engine is free (not an LLM)"
+    if not run.is_llm
+    else f"${run.paid_usd:.4f} paid by this run (cells found in the run store cost nothing)"
+)
+st.caption(
+    f"{md(ROLE_LABELS[role])} on {md(run.engine)} · {len(main_cells)} of {frame.size} cells answered"
+    + (f" · {plural(len(failed), 'failed cell')}" if failed else "")
+    + f" · {paid}"
+    + (" · sent in batches" if run.mode == "batch" else "")
+)
+legend = (
+    "Green: right against the answer key; red: wrong against it. "
+    if keyed
+    else "No answer key: no cell is marked right or wrong (upload one to score the grid). "
+)
+st.caption(
+    legend
+    + "Grey: not stated in the document; amber: failed. '· p. N': the page the answer cites (where its "
+    "quote stands, not whether the answer is right). Select a cell to see its citations and cost."
+)
+styled = frame.style.apply(
+    lambda _: pd.DataFrame(styles, index=frame.index, columns=frame.columns), axis=None
+)
+event = st.dataframe(
+    styled,
+    width="stretch",
+    height=min(38 + 35 * len(frame), 720),
+    key="w.review_grid",
+    on_select="rerun",
+    selection_mode="single-cell",
+    column_config={"Document": st.column_config.TextColumn(pinned=True)}
+    | {
+        h: st.column_config.TextColumn(help=c.question)
+        for h, c in zip(frame.columns, run.plan.columns, strict=True)
+    },
+)
+picked_cells = list(getattr(event, "selection", {}).get("cells", []) or [])
+if picked_cells:
+    row_index, header = picked_cells[0]
+    if 0 <= int(row_index) < len(frame) and header in list(frame.columns):
+        rows_docs = [f for f, _ in iter_grid(run.plan, [], role)]
+        review.selected = (rows_docs[int(row_index)].sha256, list(frame.columns).index(header), role)
+
+# ---- The cell ------------------------------------------------------------------------------------------
+
+
+def _find(selected: tuple[str, int, str] | None) -> Cell | None:
+    if selected is None:
+        return None
+    sha, column, in_role = selected
+    return next(
+        (c for c in run.cells if (c.document_sha256, c.column, c.role) == (sha, column, in_role)), None
+    )
+
+
+def _trace_of(cell: Cell) -> tuple[RunTrace | None, int]:
+    prompt = run.plan.columns[cell.column].prompt
+    for t in reversed(run.traces):
+        if (t.run_id == cell.run_id or t.document_sha256 == cell.document_sha256) and prompt in t.questions:
+            return t, list(t.questions).index(prompt)
+    return None, 0
+
+
+cell = _find(review.selected)
+if cell is not None:
+    with st.container(border=True, key="review_cell"):
+        st.markdown(f"**{md(cell.document)}** — {md(cell.question)} ({md(cell.type)}; {md(cell.method)})")
+        if cell.error:
+            st.error(f"Failed: {md(cell.error)}")
+        else:
+            verdict = (
+                ":green[Right against the answer key]" if cell.correct is True
+                else ":red[Wrong against the answer key]" if cell.correct is False
+                else "Not checked against a known answer"
+            )  # fmt: skip
+            st.markdown(f"**Answer:** {md(cell.answer)}  \n{verdict}" + (
+                f" (accepted: {md(' | '.join(cell.accepted))})" if cell.accepted else ""))  # fmt: skip
+            if cell.raw and cell.raw != cell.answer:
+                st.caption(f"As the model gave it: {md(short(cell.raw, 300))}")
+        if cell.citations:
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {
+                            "Page": c.page,
+                            "Printed label": c.page_label,
+                            "Quote": c.quote,
+                            "Quote check": check_words(c.quote_check, f"p. {c.page}", c.quote_score)
+                            or c.quote_check,
+                        }
+                        for c in cell.citations
+                    ]
+                ),
+                hide_index=True,
+                width="stretch",
+                key="w.review_citations",
+            )
+            st.caption(
+                "The quote check says where the quoted sentence stands, not whether the answer is right."
+            )
+        elif not cell.error:
+            st.caption(
+                "No citation: the document does not state it." if not cell.found else "No citation given."
+            )
+        st.caption(
+            f"Cost of this cell (its share of the calls it rests on): ${cell.cost_usd:.5f}"
+            + (
+                " — would cost, nothing paid (not an LLM)"
+                if not cell.is_llm
+                else f"; paid by this run ${cell.paid_usd:.5f}"
+            )
+            + ("" if cell.price_known else " (no price known)")
+        )
+        actions = st.container(horizontal=True)
+        first = next((c for c in cell.citations if c.page is not None), None)
+        if actions.button(
+            "Open in the Document screen", key="review_open_doc", icon=":material/description:"
+        ):
+            trace, question = _trace_of(cell)
+            S.session().doc_focus = DocFocus(
+                sha256=cell.document_sha256, name=cell.document, page=first.page if first else None,
+                quote=first.quote if first else "", trace=trace, question=question,
+                key=f"review:{cell.run_id}:{cell.column}",
+            )  # fmt: skip
+            S.session().view_citation = 0
+            if first is not None and first.page is not None:
+                state["view_page"] = first.page
+            state.pop("w.doc_show", None)
+            st.switch_page("pages/document.py")
+        if cell.error and actions.button("Retry this cell", key="review_retry_one"):
+            _execute(run, retry_jobs(run.plan, [cell]), "Retrying the cell")
+            st.rerun()
+
+if failed:
+    st.warning(
+        f"{plural(len(failed), 'cell')} failed: "
+        + md(
+            "; ".join(
+                f"{short(c.document, 30)} / Q{c.column + 1}: {short(c.error or '', 90)}" for c in failed[:6]
+            )
+        )
+        + (" …" if len(failed) > 6 else "")
+    )
+    if st.button(f"Retry the {plural(len(failed), 'failed cell')}", key="review_retry"):
+        _execute(run, retry_jobs(run.plan, failed), "Retrying the failed cells")
+        st.rerun()
+
+# ---- Scores and exports ------------------------------------------------------------------------------
+
+if keyed:
+    st.subheader("Scores against the answer key")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "Method": s.method,
+                    "Question": s.question,
+                    "Right": s.right,
+                    "Marked": s.marked,
+                    "Accuracy": "—" if s.accuracy is None else f"{s.accuracy:.0%}",
+                    "Not stated": s.not_stated,
+                    "Failed": s.failed,
+                }
+                for s in scores(run.plan, run.cells)
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        key="w.review_scores",
+    )
+    st.caption(
+        f"Right over the cells the key marks ({md(run.key_name or review.key_name)}); failed cells are not marked."
+    )
+
+st.subheader("Exports")
+context = {"engine": run.engine, "mode": run.mode, "engine_is_llm": run.is_llm}
+skipped = [f for f in review.files if not f.ok]
+exports = st.container(horizontal=True)
+grid_run = run
+exports.download_button(
+    "Download CSV",
+    lambda: review_csv(grid_run.plan, grid_run.cells),
+    "rr-review.csv",
+    "text/csv",
+    key="review_csv",
+)
+exports.download_button(
+    "Download Excel workbook",
+    lambda: review_xlsx(grid_run.plan, grid_run.cells, context=context),
+    "rr-review.xlsx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    key="review_xlsx",
+)
+exports.download_button(
+    "Download JSON (with traces)",
+    lambda: json.dumps(
+        review_json(grid_run.plan, grid_run.cells, traces=grid_run.traces, context=context, skipped=skipped),
+        indent=1,
+        default=str,
+    ),  # fmt: skip
+    "rr-review.json",
+    "application/json",
+    key="review_json",
+)
