@@ -34,7 +34,6 @@ state = st.session_state
 st.title("What the model saw")
 
 
-
 def _leave_focus() -> None:
     S.session().doc_focus = None
     state.pop("w.doc_show", None)

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from pages.common import results, sidebar
+from pages.common import results, reviewgrid, sidebar
 from pages.common import state as S
 from pages.common.state import DocFocus, ReviewRun
 from pages.common.text import md, plural, short
@@ -32,6 +29,7 @@ from rr_core.review import (
     CorpusFile,
     ReviewPlan,
     columns_csv,
+    columns_from_rows,
     items_from_uploads,
     iter_grid,
     parse_answer_key,
@@ -39,6 +37,7 @@ from rr_core.review import (
     retry_jobs,
     scores,
 )
+from rr_core.review.columns import COLUMN_FIELDS
 from rr_core.review.export import review_csv, review_json, review_xlsx
 from rr_core.review.sample import sample_corpus
 from rr_core.traces import RunTrace
@@ -54,9 +53,7 @@ st.caption(
 )
 
 UPLOAD_TYPES = ["pdf", "docx", "txt", "text", "md", "html", "htm", "zip"]
-FIELDS = ("question", "type", "instruction", "choices")
-GREEN, RED = "background-color: #d3f0d8", "background-color: #f7d4d4"
-FAILED_STYLE, NOT_STATED_STYLE = "color: #a15c00", "color: #6b7280"
+FIELDS = COLUMN_FIELDS
 
 # ---- 1. The corpus -----------------------------------------------------------------------------
 
@@ -211,18 +208,8 @@ st.data_editor(
 )
 
 
-def _rows_csv(rows: Sequence[dict[str, str]]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(FIELDS), lineterminator="\n", extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(
-        [{k: str(r.get(k) or "") for k in FIELDS} for r in rows if str(r.get("question") or "").strip()]
-    )
-    return out.getvalue()
-
-
 try:
-    columns = parse_columns(_rows_csv(review.column_rows), name="The questions")
+    columns = columns_from_rows(review.column_rows, name="The questions")
 except RRError as exc:
     st.error(md(exc))
     st.stop()
@@ -433,7 +420,7 @@ def _execute(run: ReviewRun, jobs: Sequence[Job] | None, what: str) -> None:
     bar = st.progress(0.0, text=f"{what}: starting…")
     live = st.empty()
     arrived = [0]
-    last_draw = [0.0]
+    every = max(1, cells_total // 20)  # the table redrawn about 20 times a run, not per cell
     run.done = False
     review.message = ("warning", "The run was cancelled: the cells finished before the cancel are kept. "
                       "Run again to fill in the rest — finished cells are not paid again.")  # fmt: skip
@@ -447,10 +434,12 @@ def _execute(run: ReviewRun, jobs: Sequence[Job] | None, what: str) -> None:
         bar.progress(
             min(arrived[0] / max(cells_total, 1), 1.0), text=f"{what}: {arrived[0]} of {cells_total} cells"
         )
-        now = time.monotonic()
-        if now - last_draw[0] > 0.5:
-            last_draw[0] = now
-            live.dataframe(_grid_frame(run, MAIN, answer_key is not None)[0], width="stretch", key=None)
+        if arrived[0] % every == 0:
+            live.dataframe(
+                reviewgrid.grid_frame(run.plan, run.cells, MAIN, answer_key is not None)[0],
+                width="stretch",
+                key=None,
+            )
 
     done = workbench.review(
         run.plan, client, concurrency=S.concurrency(), key=answer_key, jobs=jobs, max_usd=max_usd, mode=mode,
@@ -467,36 +456,6 @@ def _execute(run: ReviewRun, jobs: Sequence[Job] | None, what: str) -> None:
             "warning",
             "The run stopped before the end; finished cells are kept. Run again to fill in the rest.",
         )
-
-
-def _grid_frame(run: ReviewRun, role: str, keyed: bool) -> tuple[pd.DataFrame, list[list[str]]]:
-    """The grid as shown: one row per document, one column per question; and each cell's style."""
-    headers = [f"{i + 1}. {short(c.question, 48)}" for i, c in enumerate(run.plan.columns)]
-    rows, styles, names = [], [], []
-    for f, cells in iter_grid(run.plan, run.cells, role):
-        names.append(f.name)
-        row, style = [], []
-        for cell in cells:
-            if cell is None:
-                row.append("…")
-                style.append("")
-            elif cell.error:
-                row.append("failed")
-                style.append(FAILED_STYLE)
-            else:
-                page = next((c.page for c in cell.citations if c.page is not None), None)
-                row.append(cell.answer + (f"  · p. {page}" if page is not None else ""))
-                style.append(
-                    GREEN if keyed and cell.correct is True
-                    else RED if keyed and cell.correct is False
-                    else NOT_STATED_STYLE if not cell.found
-                    else ""
-                )  # fmt: skip
-            # nothing verified is green: only right against the key
-        rows.append(row)
-        styles.append(style)
-    frame = pd.DataFrame(rows, columns=headers, index=pd.Index(names, name="Document"))
-    return frame, styles
 
 
 if clicked:
@@ -534,7 +493,7 @@ if len(roles) > 1:
            format_func=ROLE_LABELS.__getitem__, horizontal=True)  # fmt: skip
 role = review.role if review.role in roles else MAIN
 keyed = any(c.correct is not None for c in run.cells)
-frame, styles = _grid_frame(run, role, keyed)
+frame, styles = reviewgrid.grid_frame(run.plan, run.cells, role, keyed)
 main_cells = [c for c in run.cells if c.role == role]
 failed = [c for c in run.cells if c.error]
 paid = (

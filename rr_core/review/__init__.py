@@ -15,6 +15,7 @@ from rr_core.review.columns import (
     Typed,
     answer_type,
     columns_csv,
+    columns_from_rows,
     parse_columns,
     typed_answer,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "answer_type",
     "cells_of",
     "columns_csv",
+    "columns_from_rows",
     "items_from_paths",
     "items_from_uploads",
     "iter_grid",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from enum import Enum
@@ -168,6 +168,23 @@ def parse_columns(text: str, *, name: str = "columns") -> list[Column]:
             raise ConfigError(f"{name} asks {column.question!r} twice.")
         seen.add(key)
     return out
+
+
+COLUMN_FIELDS = ("question", "type", "instruction", "choices")
+
+
+def columns_from_rows(rows: Sequence[Mapping[str, object]], *, name: str = "columns") -> list[Column]:
+    """Columns from a table's rows as typed (a screen's editor: ``question``, ``type``,
+    ``instruction``, ``choices``; rows without a question left out), read as a playbook CSV
+    is, with the same faults named (the row by its line: the header is line 1)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMN_FIELDS)
+    for row in rows:
+        values = ["" if row.get(f) is None else str(row.get(f)) for f in COLUMN_FIELDS]
+        if values[0].strip():
+            writer.writerow(values)
+    return parse_columns(out.getvalue(), name=name)
 
 
 def columns_csv(columns: Sequence[Column]) -> str:

@@ -1,0 +1,283 @@
+"""The Review screen on the offline engine: the generated sample corpus read (its damaged file
+listed), the estimate before running, the grid filled and scored against the answer key, a
+cell's citations opened on the Document screen, the playbook as CSV both ways, a failed cell
+retried alone, and a second run answered from the run store."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from pages.common import reviewgrid
+from pages.common.state import SESSION_KEY, Session
+from rr_core import workbench
+from rr_core.errors import ConfigError, ContextTooLongError
+from rr_core.llm import offline
+from rr_core.plans import Citation
+from rr_core.review import MAIN, Cell, columns_csv, columns_from_rows, parse_answer_key, parse_columns, scores
+from rr_core.review.sample import DAMAGED_NAME, sample_corpus
+from rr_core.store import open_store
+from rr_core.tokens import counter_for_model
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+TIMEOUT = 300
+PRICE_MODEL = "gpt-4.1-mini"  # the offline engine's "Price as" by default
+
+
+def open_review(**state: Any) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def session(at: AppTest) -> Session:
+    value = at.session_state[SESSION_KEY]
+    assert isinstance(value, Session)
+    return value
+
+
+def frame(at: AppTest, column: str) -> Any:
+    """The table on screen with this column (AppTest keeps no key of a read-only table)."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert found, f"no table with {column!r} on screen"
+    return found[-1]
+
+
+def grid(at: AppTest) -> Any:
+    found = [d.value for d in at.dataframe if list(d.value.index.names) == ["Document"]]
+    assert found, "no grid on screen"
+    return found[-1]
+
+
+def expected_cells() -> tuple[list[Cell], Any]:
+    """The sample grid run straight through the engine, with the screen's settings (its own store)."""
+    sample = sample_corpus()
+    store = open_store()
+    files = workbench.read_review_corpus(list(sample.items), model=PRICE_MODEL, store=store, processes=1)
+    engine = workbench.Engine.choose("offline")
+    counter = counter_for_model(PRICE_MODEL)
+    plan = workbench.plan_grid(files, sample.columns, engine.settings(method="rr"), counter, store=store)
+    done = workbench.review(
+        plan, engine.client(counter), concurrency=1, key=parse_answer_key(sample.answers_csv), store=store
+    )
+    return done.cells, plan
+
+
+def test_the_sample_corpus_runs_end_to_end_with_scores_and_its_damaged_file_listed() -> None:
+    at = open_review()
+    corpus = frame(at, "Problem")
+    assert len(corpus) == len(sample_corpus().items)
+    damaged = corpus[corpus["File"] == DAMAGED_NAME].iloc[0]
+    assert damaged["Read"] == "no" and damaged["Problem"] == "damaged" and "cut short" in damaged["Message"]
+    assert any(DAMAGED_NAME.replace("-", "\\-").replace(".", "\\.") in w.value for w in at.warning)
+    assert (corpus[corpus["File"] != DAMAGED_NAME]["Pages"] > 0).all()
+    shown = "\n".join(m.value for m in at.markdown)
+    # The estimate before running: three figures (a free engine's "would cost"), the
+    # several-questions share and the cacheable share.
+    assert shown.count("(would cost)") == 3
+    assert "One pass for all questions:" in shown and "Cacheable share:" in shown
+    assert "not an LLM" in shown
+    assert not [d for d in at.dataframe if list(d.value.index.names) == ["Document"]]
+
+    at.button(key="review_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = grid(at)
+    cells, plan = expected_cells()
+    assert table.shape == (len(plan.documents), len(plan.columns))
+    want = {(c.document, c.column): reviewgrid.cell_text(c) for c in cells}
+    for name, row in table.iterrows():
+        for column, value in enumerate(row):
+            assert value == want[(str(name), column)]
+    # Scores per column and method, as the engine scores the same cells.
+    score_table = frame(at, "Marked")
+    assert list(score_table["Right"]) == [s.right for s in scores(plan, cells)]
+    assert list(score_table["Marked"]) == [s.marked for s in scores(plan, cells)]
+    captions = "\n".join(c.value for c in at.caption)
+    assert "nothing paid: the engine is free (not an LLM)" in captions
+    assert "Green: right against the answer key" in captions
+
+
+def test_a_second_run_is_answered_from_the_run_store() -> None:
+    at = open_review()
+    at.button(key="review_run").click().run()
+    first = session(at).review.run
+    assert first is not None and first.traces
+    assert any(not call.cached for t in first.traces for call in t.calls)
+    at.button(key="review_run").click().run()
+    second = session(at).review.run
+    assert second is not None and second is not first and second.traces
+    assert all(call.cached for t in second.traces for call in t.calls)
+    assert [reviewgrid.cell_text(c) for c in sorted(second.cells, key=lambda c: (c.document, c.column))] == [
+        reviewgrid.cell_text(c) for c in sorted(first.cells, key=lambda c: (c.document, c.column))
+    ]
+
+
+def test_a_cell_shows_its_citations_and_opens_on_the_document_screen_at_the_cited_page() -> None:
+    at = open_review()
+    at.button(key="review_run").click().run()
+    run = session(at).review.run
+    assert run is not None
+    cited = next(c for c in run.cells if c.citations and c.citations[0].page and c.citations[0].quote)
+    row = [f.sha256 for f in run.plan.documents].index(cited.document_sha256)
+    header = reviewgrid.headers(run.plan)[cited.column]
+    at.session_state["w.review_grid"] = {"selection": {"rows": [], "columns": [], "cells": [[row, header]]}}
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert session(at).review.selected == (cited.document_sha256, cited.column, MAIN)
+    citations = frame(at, "Quote check")
+    assert list(citations["Page"]) == [c.page for c in cited.citations]
+    assert list(citations["Quote"]) == [c.quote for c in cited.citations]
+    assert any("share of the calls" in c.value and "nothing paid (not an LLM)" in c.value for c in at.caption)
+
+    at.button(key="review_open_doc").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    focus = session(at).doc_focus
+    assert focus is not None and focus.sha256 == cited.document_sha256
+    assert any("Opened from the Review grid" in i.value for i in at.info)
+    assert at.number_input(key="w.view_page").value == cited.citations[0].page
+    page_caption = at.image[0].captions[0]
+    assert "citation 1 of" in page_caption and "its quote highlighted" in page_caption
+
+    at.button(key="doc_unfocus").click().run()
+    assert session(at).doc_focus is None
+    assert not any("Opened from the Review grid" in i.value for i in at.info)
+
+
+def test_a_failed_cell_says_why_and_is_retried_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = offline.OfflineEngine.complete
+    failing = {"on": True}
+
+    def complete(self: Any, request: Any) -> Any:
+        if failing["on"] and "terminate this agreement for convenience" in request.prompt:
+            raise ContextTooLongError("The prompt does not fit (a test's failure).")
+        return real(self, request)
+
+    monkeypatch.setattr(offline.OfflineEngine, "complete", complete)
+    at = open_review()
+    # One question a column: the method that asks each question alone fails only that column.
+    at.selectbox(key="w.review_method").set_value("baseline").run()
+    at.button(key="review_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = session(at).review.run
+    assert run is not None
+    failed = [c for c in run.cells if c.error]
+    assert failed and {c.column for c in failed} == {2}
+    assert (grid(at).iloc[:, 2] == "failed").all()
+    assert any("a test's failure" in w.value for w in at.warning)
+
+    failing["on"] = False
+    at.button(key="review_retry").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = session(at).review.run
+    assert run is not None and not [c for c in run.cells if c.error]
+    assert len(run.cells) == len(run.plan.documents) * len(run.plan.columns)
+    assert "failed" not in set(grid(at).iloc[:, 2])
+
+
+def test_the_playbook_goes_out_and_comes_back_as_csv(downloads: list[tuple[str | None, bytes]]) -> None:
+    at = open_review()
+    sent = dict(downloads)["playbook.csv"].decode()
+    assert parse_columns(sent) == list(sample_corpus().columns)
+    mine = (
+        "question,type,instruction,choices\n"
+        "Which party supplies the goods?,text,Name the company.,\n"
+        "What kind of agreement is this?,choice,,Supply | Services | Distribution | Licence\n"
+    )
+    downloads.clear()
+    at.file_uploader(key="w.review_playbook").set_value(("mine.csv", mine.encode(), "text/csv")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    back = dict(downloads)["playbook.csv"].decode()
+    assert back == columns_csv(parse_columns(mine))
+    assert session(at).review.plan is not None
+    assert [c.question for c in session(at).review.plan.columns] == [c.question for c in parse_columns(mine)]
+    # Saved for the session, and used again after other questions were loaded.
+    at.text_input(key="w.review_playbook_name").input("kinds").run()
+    at.button(key="review_save_playbook").click().run()
+    assert list(session(at).review.playbooks) == ["kinds"]
+
+
+def test_uploaded_files_and_a_zip_are_read_and_the_bad_ones_listed() -> None:
+    sample = sample_corpus(3)
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as archive:
+        for item in sample.items[1:3]:
+            archive.writestr(f"deal/{item.name}", item.data or b"")
+    at = open_review()
+    at.radio(key="w.review_source").set_value("upload").run()
+    at.file_uploader(key="w.review_files").set_value(
+        [
+            (sample.items[0].name, sample.items[0].data, "text/plain"),
+            ("deal.zip", packed.getvalue(), "application/zip"),
+            (DAMAGED_NAME, sample.items[-1].data, "application/pdf"),
+        ]
+    ).run()
+    assert not at.exception, [e.value for e in at.exception]
+    corpus = frame(at, "Problem")
+    assert list(corpus["Read"]).count("yes") == 3
+    assert list(corpus[corpus["Read"] == "no"]["Problem"]) == ["damaged"]
+    # The sample's answer key is not applied to uploads.
+    assert session(at).review.key_csv == ""
+    at.button(key="review_run").click().run()
+    assert grid(at).shape == (3, len(sample.columns))
+    assert not any(c.correct is not None for c in (session(at).review.run.cells or []))  # type: ignore[union-attr]
+
+
+def _cell(correct: bool | None, *, found: bool = True, error: str | None = None) -> Cell:
+    return Cell(
+        document="a.txt", document_sha256="0" * 64, column=0, question="q", type="text", role=MAIN,
+        method="R&R", answer="Delaware", raw="Delaware", typed=True, found=found,
+        citations=(Citation(page=2, quote="governed by the laws of Delaware", quote_check="verified"),),
+        correct=correct, error=error,
+    )  # fmt: skip
+
+
+def test_only_a_right_answer_against_the_key_is_green() -> None:
+    verified_unkeyed = _cell(None)
+    assert reviewgrid.cell_style(verified_unkeyed, keyed=False) == ""
+    assert reviewgrid.cell_style(verified_unkeyed, keyed=True) == ""
+    assert reviewgrid.cell_style(_cell(True), keyed=True) == reviewgrid.RIGHT_STYLE
+    assert reviewgrid.cell_style(_cell(False), keyed=True) == reviewgrid.WRONG_STYLE
+    assert reviewgrid.cell_style(_cell(True), keyed=False) != reviewgrid.RIGHT_STYLE
+    assert reviewgrid.cell_text(verified_unkeyed) == "Delaware  · p. 2"
+    assert reviewgrid.cell_text(_cell(None, error="boom")) == "failed"
+    assert reviewgrid.cell_text(None) == reviewgrid.PENDING
+
+
+def test_the_editor_rows_are_read_as_a_playbook_is() -> None:
+    rows = [
+        {"question": "Which law governs?", "type": "text", "instruction": None, "choices": ""},
+        {"question": "  ", "type": "text", "instruction": "", "choices": ""},  # a new row, not filled in
+        {"question": "Which kind?", "type": "choice", "instruction": "", "choices": "Supply | Services"},
+    ]
+    assert columns_from_rows(rows) == parse_columns(
+        "question,type,instruction,choices\nWhich law governs?,text,,\nWhich kind?,choice,,Supply | Services\n"
+    )
+    with pytest.raises(ConfigError, match="line 3"):
+        columns_from_rows([rows[0], {"question": "Which kind?", "type": "choice", "choices": ""}])
+
+
+def test_review_hands_each_trace_over_before_its_cells() -> None:
+    sample = sample_corpus(2, damaged=False)
+    store = open_store()
+    files = workbench.read_review_corpus(list(sample.items), model=PRICE_MODEL, store=store, processes=1)
+    engine = workbench.Engine.choose("offline")
+    counter = counter_for_model(PRICE_MODEL)
+    plan = workbench.plan_grid(files, sample.columns, engine.settings(method="rr"), counter, store=store)
+    seen: list[tuple[str, str]] = []
+    done = workbench.review(
+        plan, engine.client(counter), concurrency=1, store=store,
+        on_trace=lambda t: seen.append(("trace", t.run_id)), on_cell=lambda c: seen.append(("cell", c.run_id)),
+    )  # fmt: skip
+    assert [run_id for kind, run_id in seen if kind == "trace"] == [t.run_id for t in done.traces]
+    for index, (kind, run_id) in enumerate(seen):
+        if kind == "cell":
+            assert ("trace", run_id) in seen[:index]
