@@ -54,6 +54,7 @@ st.caption(
 
 UPLOAD_TYPES = ["pdf", "docx", "txt", "text", "md", "html", "htm", "zip"]
 FIELDS = COLUMN_FIELDS
+GRID_FIRST_PX, GRID_COLUMN_PX = 220, 200  # the grid's columns: the document's name, each question
 
 # ---- 1. The corpus -----------------------------------------------------------------------------
 
@@ -115,10 +116,16 @@ else:
         "Documents", type=UPLOAD_TYPES, accept_multiple_files=True, key="w.review_files"
     )
     read_for = ",".join(f.file_id for f in uploaded or [])
-    if not uploaded:
+    if not uploaded and review.files and review.read_for not in ("", "sample"):
+        # The uploader forgets its files when the screen is left; the corpus read stays.
+        st.caption(
+            f"The {plural(len(review.files), 'file')} read earlier are kept (their documents are in the "
+            "store); upload files to review others."
+        )
+    elif not uploaded:
         st.info("Upload documents, or use the sample corpus.")
         st.stop()
-    if review.read_for != read_for:
+    elif review.read_for != read_for:
         items, problems = items_from_uploads((f.name, f.getvalue()) for f in uploaded)
         if review.key_name.endswith("(sample corpus)"):
             review.key_csv = review.key_name = ""
@@ -136,7 +143,7 @@ st.dataframe(
                 "Pages": f.pages if f.ok else None,
                 "Tokens": f.tokens if f.ok else None,
                 "Problem": f.problem or (f"same bytes as {f.duplicate_of}" if f.duplicate_of else ""),
-                "Message": f.message,
+                "Message": f.message or "; ".join(f.warnings),
             }
             for f in files
         ]
@@ -520,16 +527,17 @@ st.caption(
 styled = frame.style.apply(
     lambda _: pd.DataFrame(styles, index=frame.index, columns=frame.columns), axis=None
 )
-event = st.dataframe(
+event = st.container(key="review_grid_box").dataframe(
     styled,
     width="stretch",
     height=min(38 + 35 * len(frame), 720),
     key="w.review_grid",
     on_select="rerun",
     selection_mode="single-cell",
-    column_config={"Document": st.column_config.TextColumn(pinned=True)}
+    # Fixed widths: the grid reads the same on every corpus (the document's name pinned at left).
+    column_config={"Document": st.column_config.TextColumn(pinned=True, width=GRID_FIRST_PX)}
     | {
-        h: st.column_config.TextColumn(help=c.question)
+        h: st.column_config.TextColumn(help=c.question, width=GRID_COLUMN_PX)
         for h, c in zip(frame.columns, run.plan.columns, strict=True)
     },
 )
