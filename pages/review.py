@@ -659,14 +659,14 @@ if keyed:
     st.dataframe(
         pd.DataFrame(
             [
-                {
-                    "Method": s.method,
-                    "Question": s.question,
+                {  # the figures first: a narrow screen shows them before the long texts
                     "Right": s.right,
                     "Marked": s.marked,
                     "Accuracy": "—" if s.accuracy is None else f"{s.accuracy:.0%}",
                     "Not stated": s.not_stated,
                     "Failed": s.failed,
+                    "Question": s.question,
+                    "Method": s.method,
                 }
                 for s in scores(run.plan, run.cells)
             ]
