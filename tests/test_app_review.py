@@ -106,6 +106,24 @@ def test_the_sample_corpus_runs_end_to_end_with_scores_and_its_damaged_file_list
     assert "Green: right against the answer key" in captions
 
 
+def test_a_comparison_method_runs_on_sample_rows_sent_in_batches() -> None:
+    at = open_review()
+    at.selectbox(key="w.review_compare").set_value("baseline").run()
+    at.number_input(key="w.review_compare_rows").set_value(2).run()
+    at.radio(key="w.review_mode").set_value("batch").run()
+    at.button(key="review_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = session(at).review.run
+    assert run is not None and run.mode == "batch" and run.plan.compare is not None
+    compared = {c.document_sha256 for c in run.cells if c.role == "compare"}
+    assert compared == set(run.plan.compare_documents) and len(compared) == 2
+    methods = set(frame(at, "Marked")["Method"])
+    assert {run.plan.method_label("main"), run.plan.method_label("compare")} <= methods
+    assert any(m.endswith("on the same rows") for m in methods)
+    at.radio(key="w.review_role").set_value("compare").run()
+    assert grid(at).shape == (2, len(run.plan.columns))
+
+
 def test_a_second_run_is_answered_from_the_run_store() -> None:
     at = open_review()
     at.button(key="review_run").click().run()
