@@ -22,7 +22,7 @@ from rr_core.store import BatchRecord, CachedCall, open_store
 from rr_core.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresStore, close_pools
 from tests.pg_kit import APP_PASSWORD
 
-OWNED = ("runs", "calls", "documents", "batches", "batch_items", "readings")
+OWNED = ("runs", "calls", "documents", "batches", "batch_items", "readings", "work", "work_results")
 
 
 def _database(url: str) -> str:
@@ -40,6 +40,8 @@ def _fill(store: PostgresStore, document: Document, tag: str) -> list[str]:
         BatchRecord(batch_id=f"{tag}-batch", provider="openai", label=tag, state="submitted", total=2),
         [f"{tag}-k1", f"{tag}-k2"],
     )
+    work = store.submit_work("review", f"{tag}'s grid", {"who": tag}, 2)
+    store.add_results(work, [(f"{tag}-cell", {"answer": f"{tag}'s answer"})])
     return [t.run_id for t in traces]
 
 
@@ -90,6 +92,7 @@ def test_another_owners_rows_are_zero_rows_at_the_sql_layer(
         "runs": [("alice", 2), ("bob", 2)], "calls": [("alice", 1), ("bob", 1)],
         "documents": [("alice", 1), ("bob", 1)], "batches": [("alice", 1), ("bob", 1)],
         "batch_items": [("alice", 2), ("bob", 2)], "readings": [("alice", 1), ("bob", 1)],
+        "work": [("alice", 1), ("bob", 1)], "work_results": [("alice", 1), ("bob", 1)],
     }  # fmt: skip
     with alice.transaction() as db:
         for table in OWNED:
