@@ -9,10 +9,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages.common import results, reviewgrid, sidebar
+from pages.common import results, reviewgrid, sidebar, user
 from pages.common import state as S
 from pages.common.state import DocFocus, ReviewRun
 from pages.common.text import md, plural, short
+from pages.common.work import where_it_runs, work_panel
 from rr_core import workbench
 from rr_core.costs import Mode
 from rr_core.errors import LedgerError, RRError
@@ -40,7 +41,9 @@ from rr_core.review import (
 from rr_core.review.columns import COLUMN_FIELDS
 from rr_core.review.export import review_csv, review_json, review_xlsx
 from rr_core.review.sample import sample_corpus
+from rr_core.store import WorkRecord
 from rr_core.traces import RunTrace
+from rr_core.work import ReviewWork, review_cells
 
 sidebar.page_setup()
 state = st.session_state
@@ -89,7 +92,11 @@ def _read(items: Sequence[Any], problems: Sequence[CorpusFile], read_for: str) -
 
     try:
         files = workbench.read_review_corpus(
-            list(items), model=S.token_model(), processes=1 if len(items) < 8 else None, on_file=on_file
+            list(items),
+            model=S.token_model(),
+            processes=1 if len(items) < 8 else None,
+            on_file=on_file,
+            store=user.history(),
         )
     except (RRError, LedgerError) as exc:
         bar.empty()
@@ -328,7 +335,7 @@ if review.plan is None or review.plan_for != plan_for:
         try:
             review.plan = workbench.plan_grid(
                 readable, columns, settings, S.counter(), compare=compare, compare_rows=int(review.compare_rows),
-                window=engine.window(), tokenizer=S.token_model(),
+                window=engine.window(), tokenizer=S.token_model(), store=user.history(),
             )  # fmt: skip
         except (RRError, LedgerError) as exc:
             results.show_rr_error(exc)
@@ -389,11 +396,24 @@ mode: Mode = "batch" if review.mode == "batch" else "now"
 
 # ---- 4. Run ----------------------------------------------------------------------------------------
 
+# Team mode: the grid runs on the workers (it outlives the tab and the replica); otherwise here,
+# in the page (cells as they arrive), or in the background (a thread of this app's process).
+on_workers = workbench.runs_on_workers(user.store_url())
 run_col, cancel_col, note_col = st.columns([2, 1, 4], vertical_alignment="center")
-clicked = run_col.button("Run the grid", type="primary", key="review_run", width="stretch")
-cancel_col.button(
-    "Cancel", key="review_cancel", width="stretch", help="Stops the run; finished cells are kept."
+clicked = run_col.button(
+    "Send to the workers" if on_workers else "Run the grid", type="primary", key="review_run", width="stretch"
 )
+if on_workers:
+    background = clicked
+    clicked = False
+else:
+    background = cancel_col.button(
+        "In the background", key="review_background", width="stretch",
+        help="Runs in this app's process: it goes on when you close the tab; its progress is below.",
+    )  # fmt: skip
+    cancel_col.button(
+        "Cancel", key="review_cancel", width="stretch", help="Stops the run; finished cells are kept."
+    )
 note_col.caption(
     "Cells fill in as they arrive. The run store is the call cache: a second run, or a run after a cancel, "
     "pays nothing for cells already finished."
@@ -450,7 +470,7 @@ def _execute(run: ReviewRun, jobs: Sequence[Job] | None, what: str) -> None:
 
     done = workbench.review(
         run.plan, client, concurrency=S.concurrency(), key=answer_key, jobs=jobs, max_usd=max_usd, mode=mode,
-        on_cell=on_cell, on_trace=on_trace,
+        on_cell=on_cell, on_trace=on_trace, store=user.history(),
     )  # fmt: skip
     bar.empty()
     live.empty()
@@ -464,6 +484,56 @@ def _execute(run: ReviewRun, jobs: Sequence[Job] | None, what: str) -> None:
             "The run stopped before the end; finished cells are kept. Run again to fill in the rest.",
         )
 
+
+def _submit(grid: Any) -> None:
+    """The grid as work (plain data: documents by hash, no key) for the queue."""
+    max_usd = float(review.budget) if not free and float(review.budget) > 0 else None
+    chosen = S.engine()
+    work = ReviewWork(
+        files=tuple(review.files), columns=grid.columns, settings=grid.settings, provider=chosen.provider,
+        model=chosen.model, price_model=chosen.price_model, base_url=chosen.base_url, compare=grid.compare,
+        compare_rows=int(review.compare_rows), key=answer_key, mode=mode, max_usd=max_usd,
+        concurrency=S.concurrency(),
+    )  # fmt: skip
+    try:
+        workbench.check_review_budget(grid, max_usd, mode)
+        workbench.submit_grid(
+            work, grid, store=user.history(), owner=user.current().owner, url=user.store_url(),
+            client=None if on_workers else S.new_client(),
+        )  # fmt: skip
+    except (RRError, LedgerError) as exc:
+        results.show_rr_error(exc)
+        return
+    st.success(
+        f"Sent: the grid runs {where_it_runs()}. Its progress is below, and stays when this tab closes."
+    )
+
+
+def _show_work(record: WorkRecord) -> None:
+    """A grid run in the background: its cells from the store (and its traces from the history)."""
+    store = user.history()
+    work = ReviewWork.from_dict(record.spec)
+    try:
+        grid = work.plan(store)
+    except (RRError, LedgerError) as exc:
+        results.show_rr_error(exc)
+        return
+    cells = review_cells(store, record.work_id)
+    traces = [t for t in (store.get(r) for r in dict.fromkeys(c.run_id for c in cells if c.run_id)) if t]
+    shown_engine = f"{work.provider} / {work.model}"
+    is_llm = any(c.is_llm for c in cells) if cells else True
+    review.run = ReviewRun(
+        grid, cells=cells, traces=traces, engine=shown_engine + ("" if is_llm else " (not an LLM)"), is_llm=is_llm,
+        mode=work.mode, done=record.state == "done", paid_usd=float((record.result or {}).get("paid_usd", 0.0)),
+        key_name=(work.key.name if work.key else ""),
+    )  # fmt: skip
+    review.selected = None
+    st.rerun()
+
+
+if background:
+    _submit(plan)
+work_panel("review", "Grids in the background", on_show=_show_work)
 
 if clicked:
     review.run = ReviewRun(

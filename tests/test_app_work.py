@@ -52,3 +52,59 @@ def test_the_lab_sends_a_sweep_to_the_workers_and_shows_it_done(
     result = at.session_state["lab_result"]["result"]
     assert result.calls_made == 0 and result.calls_cached > 0  # replayed from the store: nothing bought
     assert len(result.summaries) >= 2
+
+
+def _wait(condition, what: str, limit: float = 120.0) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    end = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"waited {limit:.0f} s for {what}")
+        time.sleep(0.05)
+
+
+def _review(at_env: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_a_grid_run_in_the_background_goes_on_without_the_page_and_shows_its_cells() -> None:
+    at = _review()
+    at.button(key="review_background").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("in this app's process" in s.value for s in at.success)
+    store = open_store()
+    [record] = store.list_work(kind="review")
+    assert "api_key" not in str(record.spec)
+    # The page is not needed: the grid runs in a thread of this process and records its cells.
+    _wait(lambda: (store.get_work(record.work_id) or record).state == "done", "the grid to finish")
+    done = store.get_work(record.work_id)
+    assert done is not None and done.done == done.total > 0
+    at.run()
+    show = next(b for b in at.button if b.key == f"work_{record.work_id}_show")
+    show.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    grid = [d.value for d in at.dataframe if list(d.value.index.names) == ["Document"]][-1]
+    assert grid.size == done.total  # every cell of the grid, from the store
+    assert any("Scores against the answer key" in h.value for h in at.subheader)
+
+
+def test_team_mode_sends_the_grid_to_the_workers(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RR_STUDIO_DB", pg_url)
+    at = _review()
+    send = at.button(key="review_run")
+    assert send.label == "Send to the workers"
+    send.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("on the team's workers" in s.value for s in at.success)
+    store = open_store(pg_url)
+    [record] = store.list_work(kind="review")
+    assert record.state == "queued"  # no worker in this test: it waits for one
+    finished = run_work(store, record.work_id)  # a worker picks it up
+    assert finished is not None and finished.state == "done"
+    at.run()
+    assert any(f"{finished.total:,} of {finished.total:,} cells" in m.value for m in at.markdown)

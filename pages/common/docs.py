@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from pages.common import state as S
+from pages.common import user
 from pages.common.state import Upload
 from rr_core.documents import Document, RenderedPage, load_document, ocr_available, page_words, render_page
 from rr_core.samples import get_sample, list_samples, questions_middle_first
@@ -65,8 +66,9 @@ def active_document() -> Document:
 
 
 @st.cache_resource(max_entries=8, show_spinner="Opening the document from the store…")
-def _stored(sha256: str, tokenizer: str, _counter: TokenCounter) -> Document:
-    return stored_document(sha256, _counter)
+def _stored(sha256: str, tokenizer: str, scope: str, _counter: TokenCounter) -> Document:
+    # ``scope``: whose store (the cache is shared by every session of the process).
+    return stored_document(sha256, _counter, store=user.history())
 
 
 def focused_document() -> Document | None:
@@ -77,7 +79,7 @@ def focused_document() -> Document | None:
     if focus is None:
         return None
     tokens = S.counter()
-    return _stored(focus.sha256, tokens.label, tokens)
+    return _stored(focus.sha256, tokens.label, user.cache_scope(), tokens)
 
 
 def ocr_missing() -> str | None:
