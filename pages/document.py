@@ -60,7 +60,7 @@ if focus is not None:
     back_col, note_col = st.columns([1, 3], vertical_alignment="center")
     back_col.button("Back to the active document", key="doc_unfocus", on_click=_leave_focus)
     note_col.info(
-        f"Opened from the Review grid: **{md(focus.name)}** from the document store"
+        f"Opened from {focus.origin}: **{md(focus.name)}** from the document store"
         + (f", at the cited {docs.page_ref(None, focus.page)}" if focus.page else "")
         + (" with its quote highlighted." if focus.quote else ".")
     )

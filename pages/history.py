@@ -9,6 +9,7 @@ import streamlit as st
 
 from pages.common import docs, results, sidebar, user
 from pages.common import state as S
+from pages.common.state import DocFocus
 from pages.common.text import md, plural, short, when
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError, RRError
@@ -150,6 +151,25 @@ def _calls(trace: RunTrace) -> None:
         st.code(call.response or "(no response)", language="json", wrap_lines=True)
 
 
+def _open_in_document(trace: RunTrace, question: int = 0) -> None:
+    """A button that opens the run's document on the Document screen, from the document store
+    (any run saved with its document: not only the one open now), at its cited page."""
+    if not st.button("Open in the Document screen", key=f"hist_doc_{trace.run_id}_{question}"):
+        return
+    outcome = trace.outcomes[question] if question < len(trace.outcomes) else None
+    first = outcome.first if outcome is not None and outcome.stated else None
+    S.session().doc_focus = DocFocus(
+        sha256=trace.document_sha256, name=trace.document, page=first.page if first else None,
+        quote=first.quote if first else "", trace=trace, question=question, key=f"history:{trace.run_id}",
+        origin="the History",
+    )  # fmt: skip
+    S.session().view_citation = 0
+    if first is not None and first.page is not None:
+        st.session_state["view_page"] = first.page
+    st.session_state.pop("w.doc_show", None)
+    st.switch_page("pages/document.py")
+
+
 def _open_one_question(runs: list[RunTrace]) -> None:
     """One question asked of several methods: a card per method, side by side."""
     st.markdown(
@@ -159,6 +179,7 @@ def _open_one_question(runs: list[RunTrace]) -> None:
     for i, trace in enumerate(runs):
         with columns[i % len(columns)], st.container(border=True):
             results.result_card(trace, _doc_for(trace))  # type: ignore[arg-type]
+            _open_in_document(trace)
             with st.expander("Calls, prompts and responses"):
                 _calls(trace)
 

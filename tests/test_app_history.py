@@ -390,3 +390,21 @@ def test_a_history_in_a_store_no_backend_serves_is_a_message_not_a_crash(
     (error,) = at.error
     assert "is not a store" in error.value and "pw-0123" not in error.value  # (markdown-escaped)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_opens_on_the_document_screen_from_the_store_when_another_document_is_open() -> None:
+    from pages.common.state import SESSION_KEY
+
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    at.button(key="run").click().run()  # the contract, saved with its document
+    asked = at.session_state["results"]["traces"][0]
+    at.session_state[SESSION_KEY].sample = "protocol"  # another document is open now
+    at.switch_page("pages/history.py").run()
+    select(at, 0)
+    opener = next(b for b in at.button if b.key == f"hist_doc_{asked.run_id}_0")
+    opener.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    caption = " ".join(c.value for c in at.caption)
+    assert caption.startswith(f"**{md(asked.document)}**")  # the run's document, not the open one
+    assert any("Opened from the History" in i.value and "from the document store" in i.value for i in at.info)

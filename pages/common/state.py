@@ -152,6 +152,7 @@ class DocFocus:
     trace: RunTrace | None = None
     question: int = 0  # the outcome of ``trace`` the cell is
     key: str = ""  # names the opening (the viewer opens on its citation once)
+    origin: str = "the Review grid"  # the screen it was opened from, as the notice names it
 
 
 @dataclass(slots=True)
