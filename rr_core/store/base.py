@@ -17,6 +17,7 @@ sees only that owner's rows.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -234,6 +235,60 @@ class WorkRecord:
     def is_open(self) -> bool:
         """Queued or running."""
         return self.state in OPEN_WORK_STATES
+
+
+# The work table's columns as both backends read them, and a row of them as a record.
+WORK_COLUMNS = (
+    "work_id, kind, title, state, spec, done, total, result, error, cancel_requested, worker, attempts,"
+    " created_at, updated_at, owner"
+)
+
+
+def work_from_row(row: Sequence[Any]) -> WorkRecord:
+    """A ``WORK_COLUMNS`` row as a record (spec and result are JSON text)."""
+    (work_id, kind, title, state, spec, done, total, result, error, cancel, worker, attempts, created, updated,
+     owner) = row  # fmt: skip
+    return WorkRecord(
+        work_id=work_id, kind=kind, title=title, state=state, spec=json.loads(spec), done=int(done),
+        total=int(total), result=json.loads(result) if result else None, error=error,
+        cancel_requested=bool(cancel), worker=worker, attempts=int(attempts), created_at=created,
+        updated_at=updated, owner=owner,
+    )  # fmt: skip
+
+
+def work_changes(
+    now: str,
+    *,
+    state: str | None,
+    done: int | None,
+    total: int | None,
+    result: Mapping[str, Any] | None,
+    error: str | None,
+    worker: str | None,
+    started: bool,
+) -> tuple[list[str], list[Any]]:
+    """What ``update_work`` sets, as column names (``name = ?``-ready, without the placeholder)
+    and their values; ``attempts`` (when ``started``) is set without a value."""
+    if state is not None and state not in WORK_STATES:
+        raise ValueError(f"work state {state!r} is not one of {', '.join(WORK_STATES)}")
+    names: list[str] = ["updated_at"]
+    values: list[Any] = [now]
+    for name, value in (
+        ("state", state),
+        ("done", done),
+        ("total", total),
+        ("error", error),
+        ("worker", worker),
+    ):
+        if value is not None:
+            names.append(name)
+            values.append(value)
+    if result is not None:
+        names.append("result")
+        values.append(json.dumps(dict(result)))
+    if started:
+        names.append("attempts")
+    return names, values
 
 
 class WorkStore(Protocol):

@@ -55,11 +55,13 @@ from rr_core.store.base import (
     LOCAL_OWNER,
     OPEN_BATCH_STATES,
     RELEASED_OUTCOMES,
-    WORK_STATES,
+    WORK_COLUMNS,
     BatchRecord,
     CachedCall,
     StoredRun,
     WorkRecord,
+    work_changes,
+    work_from_row,
 )
 from rr_core.store.config import DB_ENV, postgres_url, redact_url
 from rr_core.traces import RunTrace
@@ -803,22 +805,22 @@ class PostgresStore:
     def get_work(self, work_id: str) -> WorkRecord | None:
         """The work with this id, or None."""
         with self.transaction() as db:
-            row = db.execute(f"SELECT {_WORK_COLUMNS} FROM work WHERE work_id = %s", (work_id,)).fetchone()
-        return _work(row) if row else None
+            row = db.execute(f"SELECT {WORK_COLUMNS} FROM work WHERE work_id = %s", (work_id,)).fetchone()
+        return work_from_row(row) if row else None
 
     def list_work(self, limit: int = 50, kind: str | None = None) -> builtins.list[WorkRecord]:
         """The newest work first."""
         with self.transaction() as db:
             if kind is None:
                 rows = db.execute(
-                    f"SELECT {_WORK_COLUMNS} FROM work ORDER BY seq DESC LIMIT %s", (limit,)
+                    f"SELECT {WORK_COLUMNS} FROM work ORDER BY seq DESC LIMIT %s", (limit,)
                 ).fetchall()
             else:
                 rows = db.execute(
-                    f"SELECT {_WORK_COLUMNS} FROM work WHERE kind = %s ORDER BY seq DESC LIMIT %s",
+                    f"SELECT {WORK_COLUMNS} FROM work WHERE kind = %s ORDER BY seq DESC LIMIT %s",
                     (kind, limit),
                 ).fetchall()
-        return [_work(r) for r in rows]
+        return [work_from_row(r) for r in rows]
 
     def update_work(
         self,
@@ -833,27 +835,19 @@ class PostgresStore:
         started: bool = False,
     ) -> None:
         """Record progress or an end."""
-        if state is not None and state not in WORK_STATES:
-            raise ValueError(f"work state {state!r} is not one of {', '.join(WORK_STATES)}")
-        sets: builtins.list[str] = ["updated_at = %s"]
-        args: builtins.list[Any] = [_now()]
-        for name, value in (
-            ("state", state),
-            ("done", done),
-            ("total", total),
-            ("error", error),
-            ("worker", worker),
-        ):
-            if value is not None:
-                sets.append(f"{name} = %s")
-                args.append(value)
-        if result is not None:
-            sets.append("result = %s")
-            args.append(json.dumps(dict(result)))
-        if started:
-            sets.append("attempts = attempts + 1")
+        names, values = work_changes(
+            _now(),
+            state=state,
+            done=done,
+            total=total,
+            result=result,
+            error=error,
+            worker=worker,
+            started=started,
+        )
+        sets = ", ".join("attempts = attempts + 1" if n == "attempts" else f"{n} = %s" for n in names)
         with self.transaction() as db:
-            db.execute(f"UPDATE work SET {', '.join(sets)} WHERE work_id = %s", (*args, work_id))
+            db.execute(f"UPDATE work SET {sets} WHERE work_id = %s", (*values, work_id))
 
     def request_cancel(self, work_id: str) -> bool:
         """Ask the work to stop; False when it is not open. Queued work ends at once."""
@@ -895,23 +889,6 @@ class PostgresStore:
                 "SELECT data FROM work_results WHERE work_id = %s ORDER BY seq", (work_id,)
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
-
-
-_WORK_COLUMNS = (
-    "work_id, kind, title, state, spec, done, total, result, error, cancel_requested, worker, attempts,"
-    " created_at, updated_at, owner"
-)
-
-
-def _work(row: tuple[Any, ...]) -> WorkRecord:
-    (work_id, kind, title, state, spec, done, total, result, error, cancel, worker, attempts, created, updated,
-     owner) = row  # fmt: skip
-    return WorkRecord(
-        work_id=work_id, kind=kind, title=title, state=state, spec=json.loads(spec), done=int(done),
-        total=int(total), result=json.loads(result) if result else None, error=error,
-        cancel_requested=bool(cancel), worker=worker, attempts=int(attempts), created_at=created,
-        updated_at=updated, owner=owner,
-    )  # fmt: skip
 
 
 def close_pools() -> None:

@@ -34,11 +34,13 @@ from rr_core.store.base import (
     OPEN_BATCH_STATES,
     OPEN_WORK_STATES,
     RELEASED_OUTCOMES,
-    WORK_STATES,
+    WORK_COLUMNS,
     BatchRecord,
     CachedCall,
     StoredRun,
     WorkRecord,
+    work_changes,
+    work_from_row,
 )
 from rr_core.store.config import DB_ENV, MEMORY, sqlite_path
 from rr_core.traces import RunTrace
@@ -771,13 +773,13 @@ class SQLiteStore:
         """The work with this id, or None."""
         with self._transaction() as db:
             row = db.execute(
-                f"SELECT {_WORK_FIELDS} FROM work WHERE owner = ? AND work_id = ?", (self._owner, work_id)
+                f"SELECT {WORK_COLUMNS} FROM work WHERE owner = ? AND work_id = ?", (self._owner, work_id)
             ).fetchone()
-        return _work_record(row) if row else None
+        return work_from_row(row) if row else None
 
     def list_work(self, limit: int = 50, kind: str | None = None) -> builtins.list[WorkRecord]:
         """The newest work first."""
-        query = f"SELECT {_WORK_FIELDS} FROM work WHERE owner = ?"
+        query = f"SELECT {WORK_COLUMNS} FROM work WHERE owner = ?"
         args: builtins.list[Any] = [self._owner]
         if kind is not None:
             query += " AND kind = ?"
@@ -786,7 +788,7 @@ class SQLiteStore:
             rows = db.execute(
                 query + " ORDER BY created_at DESC, rowid DESC LIMIT ?", (*args, limit)
             ).fetchall()
-        return [_work_record(r) for r in rows]
+        return [work_from_row(r) for r in rows]
 
     def update_work(
         self,
@@ -801,29 +803,20 @@ class SQLiteStore:
         started: bool = False,
     ) -> None:
         """Record progress or an end."""
-        if state is not None and state not in WORK_STATES:
-            raise ValueError(f"work state {state!r} is not one of {', '.join(WORK_STATES)}")
-        sets: builtins.list[str] = ["updated_at = ?"]
-        args: builtins.list[Any] = [_now()]
-        for name, value in (
-            ("state", state),
-            ("done", done),
-            ("total", total),
-            ("error", error),
-            ("worker", worker),
-        ):
-            if value is not None:
-                sets.append(f"{name} = ?")
-                args.append(value)
-        if result is not None:
-            sets.append("result = ?")
-            args.append(json.dumps(dict(result)))
-        if started:
-            sets.append("attempts = attempts + 1")
+        names, values = work_changes(
+            _now(),
+            state=state,
+            done=done,
+            total=total,
+            result=result,
+            error=error,
+            worker=worker,
+            started=started,
+        )
+        sets = ", ".join("attempts = attempts + 1" if n == "attempts" else f"{n} = ?" for n in names)
         with self._transaction(write=True) as db:
             db.execute(
-                f"UPDATE work SET {', '.join(sets)} WHERE owner = ? AND work_id = ?",
-                (*args, self._owner, work_id),
+                f"UPDATE work SET {sets} WHERE owner = ? AND work_id = ?", (*values, self._owner, work_id)
             )
 
     def request_cancel(self, work_id: str) -> bool:
@@ -879,20 +872,3 @@ class SQLiteStore:
                 (self._owner, work_id),
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
-
-
-_WORK_FIELDS = (
-    "work_id, kind, title, state, spec, done, total, result, error, cancel_requested, worker, attempts,"
-    " created_at, updated_at, owner"
-)
-
-
-def _work_record(row: Sequence[Any]) -> WorkRecord:
-    (work_id, kind, title, state, spec, done, total, result, error, cancel, worker, attempts, created, updated,
-     owner) = row  # fmt: skip
-    return WorkRecord(
-        work_id=work_id, kind=kind, title=title, state=state, spec=json.loads(spec), done=int(done),
-        total=int(total), result=json.loads(result) if result else None, error=error,
-        cancel_requested=bool(cancel), worker=worker, attempts=int(attempts), created_at=created,
-        updated_at=updated, owner=owner,
-    )  # fmt: skip
