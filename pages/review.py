@@ -399,7 +399,8 @@ mode: Mode = "batch" if review.mode == "batch" else "now"
 # Team mode: the grid runs on the workers (it outlives the tab and the replica); otherwise here,
 # in the page (cells as they arrive), or in the background (a thread of this app's process).
 on_workers = workbench.runs_on_workers(user.store_url())
-run_col, cancel_col, note_col = st.columns([2, 1, 4], vertical_alignment="center")
+run_col, background_col, cancel_col = st.columns(3, vertical_alignment="center")
+note_col = st.container()
 clicked = run_col.button(
     "Send to the workers" if on_workers else "Run the grid", type="primary", key="review_run", width="stretch"
 )
@@ -407,8 +408,8 @@ if on_workers:
     background = clicked
     clicked = False
 else:
-    background = cancel_col.button(
-        "In the background", key="review_background", width="stretch",
+    background = background_col.button(
+        "Run in the background", key="review_background", width="stretch",
         help="Runs in this app's process: it goes on when you close the tab; its progress is below.",
     )  # fmt: skip
     cancel_col.button(
