@@ -292,6 +292,8 @@ def _run_review(
         nonlocal done
         if cell.not_asked:  # stopped before it was sent: left for a resumed run to ask
             return
+        if cell.key in kept:  # recorded before this run (its document is asked again for its other
+            return  # columns): the recorded answer stays, with its run and its citations
         store.add_results(work_id, [(cell.key, cell.to_dict())])
         done += 1 if cell.key not in kept else 0
         kept.add(cell.key)

@@ -184,6 +184,29 @@ def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypa
     assert client.calls + again.calls == whole.calls
 
 
+def test_a_document_half_recorded_when_its_worker_died_keeps_the_recorded_cell(setup) -> None:  # type: ignore[no-untyped-def]
+    """A worker can die between a document's two cells: the resumed run asks that document
+    again for its missing column, and the cell recorded before stays as it was (same run,
+    same answer), never replaced by the second asking."""
+    path, store, work = setup
+    first_id = submit_review(store, work)
+    assert run_work(store, first_id) is not None
+    recorded = next(c for c in review_cells(store, first_id) if c.column == 0 and c.document == "c0.pdf")
+    marked = {**recorded.to_dict(), "run_id": "recorded-before-the-worker-died"}
+
+    work_id = submit_review(store, work)
+    store.add_results(work_id, [(recorded.key, marked)])
+    finished = run_work(store, work_id)
+    assert finished is not None and finished.state == "done" and finished.done == 8, finished
+    cells = {c.key: c for c in review_cells(store, work_id)}
+    assert len(cells) == 8 and all(c.ok for c in cells.values())
+    assert cells[recorded.key].run_id == "recorded-before-the-worker-died"
+    assert cells[recorded.key].answer == recorded.answer
+    # The document's other column was asked and recorded by the resumed run.
+    sibling = next(c for c in cells.values() if c.document == "c0.pdf" and c.column == 1)
+    assert sibling.run_id and sibling.run_id != "recorded-before-the-worker-died"
+
+
 def test_stopping_queued_work_ends_it_at_once_and_cannot_stop_twice(setup) -> None:  # type: ignore[no-untyped-def]
     _, store, work = setup
     work_id = submit_review(store, work)
