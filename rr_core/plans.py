@@ -12,6 +12,7 @@ The executor (``rr_core.runs``) runs any plan and never asks which method made i
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -125,21 +126,35 @@ def expected_cache(
     document_sha256: str = "",
     *,
     min_tokens: int = MIN_CACHED_PREFIX_TOKENS,
+    lone_prefixes: bool = True,
 ) -> list[tuple[int, int]]:
     """(cached tokens, cache-write tokens) expected of each call, in order, when each is sent
     after the replies of those before it: the first call with a given prefix writes it, later
-    ones read it; a prefix shorter than ``min_tokens`` is neither (0, 0)."""
+    ones read it; a prefix shorter than ``min_tokens`` is neither (0, 0), and so is a prefix
+    no other call has when ``lone_prefixes`` is False (the runner then does not mark it)."""
+    shared = shared_prefixes(calls, document_sha256, min_tokens=min_tokens)
     seen: set[str] = set()
     out: list[tuple[int, int]] = []
     for call in calls:
         hint = call.cache_hint(document_sha256, min_tokens=min_tokens)
-        if hint is None:
+        identity = call.prefix_digest() if hint is not None else ""
+        if hint is None or (identity not in shared and not lone_prefixes):
             out.append((0, 0))
             continue
-        identity = call.prefix_digest()
         out.append((hint.tokens, 0) if identity in seen else (0, hint.tokens))
         seen.add(identity)
     return out
+
+
+def shared_prefixes(
+    calls: Sequence[Call], document_sha256: str = "", *, min_tokens: int = MIN_CACHED_PREFIX_TOKENS
+) -> frozenset[str]:
+    """The digests of the cacheable prefixes at least two of ``calls`` have: the prefixes worth
+    writing to a provider's prompt cache (another call reads them)."""
+    digests = Counter(
+        call.prefix_digest() for call in calls if call.cache_hint(document_sha256, min_tokens=min_tokens)
+    )
+    return frozenset(d for d, n in digests.items() if n > 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -381,14 +396,16 @@ def estimate_calls(
     caching: bool = False,
     mode: Mode = "now",
     ttl: CacheTTL = "5m",
+    lone_prefixes: bool = True,
 ) -> Estimate:
     """Tokens and cost of calls; priced per call (long-context tiers price each prompt).
 
     ``caching``: the calls' shared prefixes are expected to be written once and read after
-    (``expected_cache``, with the model's shortest cached prefix); ``mode``: sent now or in a
+    (``expected_cache``, with the model's shortest cached prefix; ``lone_prefixes``: as the
+    runner's ``cache_lone_prefixes``); ``mode``: sent now or in a
     provider batch (priced at its discount)."""
     expected = (
-        expected_cache(calls, min_tokens=min_cached_prefix(settings.model))
+        expected_cache(calls, min_tokens=min_cached_prefix(settings.model), lone_prefixes=lone_prefixes)
         if caching
         else [(0, 0)] * len(calls)
     )

@@ -26,7 +26,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -47,9 +47,9 @@ from rr_core.errors import (
     SaveFailed,
 )
 from rr_core.jobs import DocumentRef, Job, Resolver, plan_job
-from rr_core.llm.base import Completion, LLMClient, LLMRequest, calls_at_once
+from rr_core.llm.base import CacheHint, Completion, LLMClient, LLMRequest, calls_at_once
 from rr_core.llm.errors_map import redact
-from rr_core.plans import Call, LocalStep, Phase, PhaseResults, Plan, StepResult
+from rr_core.plans import Call, LocalStep, Phase, PhaseResults, Plan, StepResult, shared_prefixes
 from rr_core.quotes import check_quote
 from rr_core.settings import RunSettings
 from rr_core.store.base import CachedCall as CachedCall
@@ -257,6 +257,7 @@ class Executor:
         batch_label: str = "",
         poll_s: float = 30.0,
         ledger: str = "",
+        cache_lone_prefixes: bool = True,
     ) -> None:
         self.client = client
         # Plans jobs: one counter for all, or (None) the tokenizer each job names.
@@ -282,6 +283,12 @@ class Executor:
         self._count_lock = threading.Lock()
         # Prompt-cache prefixes (``Outgoing.prefix``) a reply has come back for, and when.
         self._warm: dict[str, float] = {}
+        # Whether a prefix no other call of its phase shares is marked for the prompt cache:
+        # yes when later questions over the document are likely (a question asked on the
+        # Document screen); no for work that knows all its calls (a review grid), where the
+        # write would cost more (Anthropic: 1.25x) and, in a batch, send the call ahead at the
+        # full price to warm a cache no call reads.
+        self.cache_lone_prefixes = cache_lone_prefixes
         self.mode = mode
         now = NowSender(self._pool.submit, self._call_now)
         self.batcher: BatchSender | None = None
@@ -586,8 +593,13 @@ class Executor:
         hint = out.request.cache
         if hint is None or out.prefix is None:
             return False
+        return self._is_warm(out.prefix, hint)
+
+    def _is_warm(self, prefix: str, hint: CacheHint | None) -> bool:
+        if hint is None:
+            return False
         with self._count_lock:
-            since = self._warm.get(out.prefix)
+            since = self._warm.get(prefix)
         return since is not None and time.monotonic() - since < CACHE_TTL_S[hint.ttl]
 
     def _note_cache(
@@ -635,8 +647,12 @@ class Executor:
                 self.save_error = self.save_error or message
             self._stop(f"A reply could not be kept in the run store ({message}).")
 
-    def _prepare(self, run: _Run, call: Call) -> Outgoing:
-        """The call's record, event and request, on its way into the dispatch chain."""
+    def _prepare(self, run: _Run, call: Call, *, shared: Collection[str] = ()) -> Outgoing:
+        """The call's record, event and request, on its way into the dispatch chain.
+
+        ``shared``: the prefix digests another call of the same phase also has. Unless lone
+        prefixes are cached (``cache_lone_prefixes``), only such a prefix, or one a reply came
+        back for within its lifetime, is marked for the provider's prompt cache."""
         prompt = call.render()
         settings = run.plan.settings
         key = call_key(self.client, settings.model, call, prompt)
@@ -658,6 +674,10 @@ class Executor:
             run.index, run.plan.method, run.plan.label, call.stage, call.chunk, len(record.pages), "started"
         )
         hint = call.cache_hint(run.plan.document_sha256, "5m")
+        prefix = call.prefix_digest() if hint is not None else None
+        lone = prefix is not None and prefix not in shared and not self.cache_lone_prefixes
+        if lone and not self._is_warm(prefix or "", hint):
+            hint = prefix = None  # no other call reads it: sent as a plain prompt
         request = LLMRequest(
             prompt=prompt,
             schema=call.schema,
@@ -667,7 +687,6 @@ class Executor:
             cache=hint,
         )
         pending = _Pending(run, call, record, event, time.perf_counter())
-        prefix = call.prefix_digest() if hint is not None else None
         return Outgoing(key=key, request=request, prefix=prefix, owner=pending)
 
     def _finish(self, out: Outgoing, sent: Future[Delivered]) -> tuple[CallTrace, Any]:
@@ -922,7 +941,8 @@ class _Run:
     def _run_phase(self, phase: Phase) -> PhaseResults:
         executor = self.executor
         results: dict[str, StepResult] = {}
-        outgoing = {step.id: executor._prepare(self, step) for step in phase.calls}
+        shared = shared_prefixes(phase.calls, self.plan.document_sha256)
+        outgoing = {step.id: executor._prepare(self, step, shared=shared) for step in phase.calls}
         sent = {sid: executor.dispatcher.submit(out) for sid, out in outgoing.items()}
         for step in phase.steps:
             if isinstance(step, LocalStep):

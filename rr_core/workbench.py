@@ -105,10 +105,13 @@ def open_runner(
     mode: Mode = "now",
     label: str = "",
     ledger: str = "",
+    cache_lone_prefixes: bool = True,
 ) -> Executor:
     """The runner every use case runs through (the in-process executor), with the store as
     call cache when given and a budget cap when ``max_usd`` is set; ``mode`` "batch" sends
-    each phase's calls as provider batches (recorded in the store, ``label`` naming them)."""
+    each phase's calls as provider batches (recorded in the store, ``label`` naming them);
+    ``cache_lone_prefixes`` False: work that knows all its calls marks for the prompt cache only
+    the prefixes two of them share (see ``Executor``)."""
     budget = Budget(max_usd) if max_usd is not None else None
     return Executor(
         client,
@@ -120,6 +123,7 @@ def open_runner(
         batch_label=label,
         poll_s=batch_poll_s(),
         ledger=ledger,
+        cache_lone_prefixes=cache_lone_prefixes,
     )
 
 
@@ -611,6 +615,7 @@ def review(
             mode=mode,
             label=f"Review · {len(plan.documents)} documents × {len(plan.columns)} questions",
             ledger=ledger,
+            cache_lone_prefixes=plan.caches_lone_prefixes,
         ) as runner,
         guard(runner) if guard is not None else nullcontext(),
     ):

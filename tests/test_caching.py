@@ -399,6 +399,13 @@ def test_the_first_call_with_a_prefix_writes_it_and_later_ones_read_it() -> None
     tokens = calls[0].prefix_tokens
     assert tokens >= 1_024
     assert expected_cache(calls, document.sha256) == [(0, tokens), (tokens, 0), (tokens, 0)]
+    # Work that marks only shared prefixes (a review grid): the same for calls that share one,
+    # nothing for a call alone with its prefix (it is sent unmarked).
+    assert expected_cache(calls, document.sha256, lone_prefixes=False) == expected_cache(
+        calls, document.sha256
+    )
+    assert expected_cache(calls[:1], document.sha256) == [(0, tokens)]
+    assert expected_cache(calls[:1], document.sha256, lone_prefixes=False) == [(0, 0)]
     # The paper's layout: nothing is expected either way.
     paper = [
         plan_method(document, q, BASE.but(method="baseline"), word_counter()).calls[0] for q in QUESTIONS

@@ -21,6 +21,7 @@ import rr_core.review.corpus as corpus_module
 from rr_core.errors import ConfigError
 from rr_core.jobs import DocumentRef
 from rr_core.llm import engine_client
+from rr_core.methods import parse_spec
 from rr_core.review import (
     COMPARE,
     MAIN,
@@ -690,6 +691,62 @@ def test_batch_mode_sends_one_batch_per_phase_at_half_the_price(
     assert (batched.paid_usd > 0) is (provider != "openai-compatible")  # a compatible server: assumed free
     for b, n in zip(sorted(batched.cells, key=cell_key), sorted(now.cells, key=cell_key), strict=True):
         assert b.cost_usd == pytest.approx(n.cost_usd / 2, rel=1e-6, abs=1e-12)
+
+
+def long_contracts(folder: Path) -> Path:
+    """Two contracts long enough for a provider's prompt cache (its whole text over 1,024 tokens)."""
+    folder.mkdir()
+    for i, state in enumerate(("Delaware", "Ohio")):
+        pages = [f"Master services agreement {i}, schedule page {p}. Services are delivered weekly. " * 30
+                 for p in range(8)]  # fmt: skip
+        pages[5] += f" This Agreement is governed by the laws of the State of {state}."
+        (folder / f"long{i}.pdf").write_bytes(make_pdf(pages))
+    return folder
+
+
+@pytest.mark.parametrize("mode", ["now", "batch"])
+def test_a_grid_marks_for_the_prompt_cache_only_prefixes_another_call_reads(
+    mode: str, store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the question after the document: R&R asks each document once (one retrieval pass
+    for all columns), so nothing would read that pass's prefix: it is sent unmarked, with no
+    1.25x cache write and, in a batch, in the batch (not ahead at the full price to warm a cache).
+    The baseline asks each column in a run of its own over the same document: the first run
+    writes the document, the others read it. The estimate says what the runner does."""
+    monkeypatch.setenv("RR_BATCH_POLL_S", "0.2")
+    files = read([long_contracts(tmp_path / "long")], store)
+    engine = Engine("anthropic", PROVIDERS["anthropic"][0], api_key="sk-test-review")  # its settings
+    counter = counter_for_model(engine.counting_model())
+    columns = parse_columns(COLUMNS_CSV)
+    seen: dict[str, tuple[int, int]] = {}
+    for method in ("rr", "baseline"):
+        settings = parse_spec(f"{method}:layout=cache-aware", engine.settings(method=method))
+        plan = plan_grid(files, columns, settings, counter, store=store, tokenizer=engine.counting_model())
+        assert plan.caches_lone_prefixes is (method == "baseline")
+        with StubServer(prompt_cache=True) as stub:
+            stub.batch_auto_complete = True
+            result = review(plan, stub_engine("anthropic", stub).client(counter), concurrency=2, store=store,
+                            mode=mode)  # fmt: skip
+            cache = stub.prompt_cache
+            assert cache is not None
+            seen[method] = (cache.writes, cache.reads)
+            sent_now = sync_calls(stub)
+        assert len(result.cells) == 2 * len(columns) and all(c.ok for c in result.cells), [
+            c.error for c in result.cells if c.error
+        ]
+        if method == "rr":
+            assert plan.estimate.cacheable_tokens == 0
+            assert plan.estimate.cached_cost.total_usd == pytest.approx(plan.estimate.cost.total_usd)
+            if mode == "batch":
+                assert sent_now == 0  # no call sent ahead of its batch
+        else:
+            assert plan.estimate.cacheable_tokens > 0
+            assert plan.estimate.cached_cost.total_usd < plan.estimate.cost.total_usd
+    assert seen["rr"] == (0, 0)
+    if mode == "now":
+        assert seen["baseline"] == (2, 2 * (len(columns) - 1))  # per document: one write, the rest read
+    else:  # a batch's calls are sent together: the first of each document ahead, the rest read it
+        assert seen["baseline"][0] == 2 and seen["baseline"][1] >= 2 * (len(columns) - 1)
 
 
 def test_a_failed_job_gives_failed_cells_and_a_retry_asks_only_those(

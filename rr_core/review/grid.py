@@ -15,6 +15,7 @@ import csv
 import hashlib
 import io
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -25,7 +26,7 @@ from rr_core.errors import ConfigError, RRError
 from rr_core.jobs import Job, Resolver, plan_job
 from rr_core.methods import get_method
 from rr_core.metrics import fuzzy_match
-from rr_core.plans import Citation, Plan, estimate_calls
+from rr_core.plans import Call, Citation, Plan, estimate_calls
 from rr_core.review.columns import (
     AnswerType,
     Column,
@@ -215,6 +216,15 @@ class ReviewPlan:
             digest.update(repr(job.to_dict()).encode())
         return "review-" + digest.hexdigest()[:24]
 
+    @property
+    def caches_lone_prefixes(self) -> bool:
+        """Whether a call's cacheable prefix is worth marking for the prompt cache when no other
+        call of its run shares it: only when some document has several runs of one method
+        (a method that answers one question at a time, several columns), whose prompts can
+        share the document as prefix. Otherwise such a prefix (the one retrieval pass over a
+        document) would be written (Anthropic bills 1.25x) and never read."""
+        return _caches_lone_prefixes(self.jobs)
+
     def document(self, sha256: str) -> CorpusFile | None:
         """The corpus file with this hash."""
         return next((d for d in self.documents if d.sha256 == sha256), None)
@@ -288,8 +298,10 @@ def plan_review(
     names = {f.sha256: f.name for f in readable}
     sample = {f.sha256 for f in readable[:ALONE_SAMPLE]}
     sample_tokens = alone_tokens = 0
+    lone = _caches_lone_prefixes(jobs)
     for number, (sha, its_jobs) in enumerate(by_document.items(), start=1):
         material = resolver.open(its_jobs[0].source)
+        by_role: dict[str, tuple[RunSettings, list[Call]]] = {}
         for job in its_jobs:
             plan = _plan(job, material, counter)
             e = plan.estimate
@@ -297,12 +309,7 @@ def plan_review(
             input_tokens += e.input_tokens
             output_tokens += e.output_tokens
             cost = cost + e.cost
-            now_cached = estimate_calls(plan.calls, job.settings, caching=True)
-            cached_cost = cached_cost + now_cached.cost
-            batch_cost = (
-                batch_cost + estimate_calls(plan.calls, job.settings, caching=True, mode="batch").cost
-            )
-            cacheable += now_cached.cached_tokens
+            by_role.setdefault(str(job.meta["role"]), (job.settings, []))[1].extend(plan.calls)
             if window and plan.largest_prompt > window:
                 too_long.append(names[sha])  # as the corpus names it (its folder or ZIP kept)
             if sha in sample and job.meta["role"] == MAIN:
@@ -310,6 +317,19 @@ def plan_review(
                 alone_tokens += sum(
                     _plan(_alone(job, q), material, counter).estimate.input_tokens for q in job.questions
                 ) if len(job.questions) > 1 else e.input_tokens  # fmt: skip
+        # The prompt cache as the grid's runner uses it: the document's runs of one method one
+        # after another (a prefix they share written once, then read), lone prefixes as the
+        # plan says (``caches_lone_prefixes``).
+        for role_settings, role_calls in by_role.values():
+            now_cached = estimate_calls(role_calls, role_settings, caching=True, lone_prefixes=lone)
+            cached_cost = cached_cost + now_cached.cost
+            batch_cost = (
+                batch_cost
+                + estimate_calls(
+                    role_calls, role_settings, caching=True, mode="batch", lone_prefixes=lone
+                ).cost
+            )
+            cacheable += now_cached.cached_tokens
         if on_document is not None:
             on_document(number, len(by_document))
     estimate = ReviewEstimate(
@@ -335,6 +355,11 @@ def plan_review(
         too_long=tuple(dict.fromkeys(too_long)),
         window=window,
     )
+
+
+def _caches_lone_prefixes(jobs: Sequence[Job]) -> bool:
+    runs = Counter((job.meta["role"], job.meta["document"]) for job in jobs)
+    return any(n > 1 for n in runs.values())
 
 
 def _plan(job: Job, material: Any, counter: TokenCounter) -> Plan:
