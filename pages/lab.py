@@ -430,7 +430,13 @@ def _submit() -> None:
         bounds=with_bounds, layout=lab.layout, document_sha256=sha, sample=sample, mode=mode,
         max_usd=float(lab.budget) if not free and float(lab.budget) > 0 else None, concurrency=S.concurrency(),
     )  # fmt: skip
-    workbench.submit_measurement(work, store=store, owner=user.current().owner, url=user.store_url())
+    sent = workbench.submit_measurement(work, store=store, owner=user.current().owner, url=user.store_url())
+    if not sent.new:
+        st.info(
+            "This measurement, with these settings, is already queued or running: it was not sent again. "
+            "Its progress is below."
+        )
+        return
     st.success("Sent to the workers: its progress is below, and stays there when this tab closes.")
 
 

@@ -498,12 +498,18 @@ def _submit(grid: Any) -> None:
     )  # fmt: skip
     try:
         workbench.check_review_budget(grid, max_usd, mode)
-        workbench.submit_grid(
+        sent = workbench.submit_grid(
             work, grid, store=user.history(), owner=user.current().owner, url=user.store_url(),
             client=None if on_workers else S.new_client(),
         )  # fmt: skip
     except (RRError, LedgerError) as exc:
         results.show_rr_error(exc)
+        return
+    if not sent.new:
+        st.info(
+            "This grid, with these settings, is already queued or running: it was not sent again "
+            "(it would be paid twice). Its progress is below."
+        )
         return
     st.success(
         f"Sent: the grid runs {where_it_runs()}. Its progress is below, and stays when this tab closes."

@@ -33,7 +33,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -813,11 +813,17 @@ def _share_range(row: dict[str, Any]) -> str:
     return f"[{row['ci_low']:.0%}–{row['ci_high']:.0%}]"
 
 
+def _queued_line(data: Mapping[str, Any]) -> str:
+    """What a submit says: the work queued, or the same work already open (not sent twice)."""
+    how = "already queued or running, not sent again" if data.get("already_open") else "queued"
+    return (
+        f"{how}: {data['title']} — work {data['work_id']} (python -m rr_core work --show {data['work_id']})"
+    )
+
+
 def _print_table(command: str, data: dict[str, Any]) -> None:
     if command in ("review", "lab") and data.get("queued"):
-        print(
-            f"queued: {data['title']} — work {data['work_id']} (python -m rr_core work --show {data['work_id']})"
-        )
+        print(_queued_line(data))
     elif command == "pages":
         print(
             f"{data['file']}: {len(data['pages'])} pages, {data['total_tokens']:,} tokens ({data['tokenizer']})"
@@ -996,9 +1002,7 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 f"{b['label']}  (submitted {b['created_at']}, waited {b['waited']})"
             )
     elif command in ("review", "lab") and data.get("queued"):
-        print(
-            f"queued: {data['title']} — work {data['work_id']} (python -m rr_core work --show {data['work_id']})"
-        )
+        print(_queued_line(data))
     elif command == "review":
         _print_review(data)
     elif command == "work":
@@ -1128,8 +1132,8 @@ def _submit_review(
         base_url=args.base_url, compare=plan.compare, compare_rows=args.compare_rows, key=key, mode=args.mode,
         max_usd=args.max_usd, concurrency=args.concurrency,
     )  # fmt: skip
-    work_id = submit_grid(work, plan, store=store, owner=acting_user(args.user))
-    return {"work_id": work_id, "queued": True, "title": work.title}
+    sent = submit_grid(work, plan, store=store, owner=acting_user(args.user))
+    return {"work_id": sent.work_id, "queued": True, "already_open": not sent.new, "title": work.title}
 
 
 def _submit_sweep(
@@ -1145,8 +1149,8 @@ def _submit_sweep(
     """Queue the sweep for the workers (team mode): the work's id, to watch with ``work``."""
     from rr_core.samples import list_samples
     from rr_core.store import is_postgres
-    from rr_core.work import SweepWork, submit_sweep
-    from rr_core.workbench import open_history, open_queue
+    from rr_core.work import SweepWork
+    from rr_core.workbench import open_history, submit_measurement
 
     if not is_postgres(None):
         raise ConfigError(
@@ -1175,9 +1179,8 @@ def _submit_sweep(
         bounds=not args.no_bounds, layout=layout.value, document_sha256=sha, sample=sample, mode=args.mode,
         max_usd=args.max_usd, concurrency=args.concurrency,
     )  # fmt: skip
-    work_id = submit_sweep(store, work)
-    open_queue(owner).submit(work_id)
-    return {"work_id": work_id, "queued": True, "title": work.title}
+    sent = submit_measurement(work, store=store, owner=owner)
+    return {"work_id": sent.work_id, "queued": True, "already_open": not sent.new, "title": work.title}
 
 
 def cmd_work(args: argparse.Namespace) -> dict[str, Any]:

@@ -98,7 +98,10 @@ class WorkerQueue:
             app = make_app(self._url)
             async with app.open_async():
                 await _apply_schema(app)
-                await app.configure_task(TASK).defer_async(owner=self._owner, work_id=work_id)
+                # One job of a work runs at a time (a second submit, a resume while a stalled job
+                # is queued again): the lock makes the next wait for the one running to end.
+                lock = f"{self._owner}:{work_id}"
+                await app.configure_task(TASK, lock=lock).defer_async(owner=self._owner, work_id=work_id)
 
         try:
             asyncio.run(go())

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -209,17 +210,28 @@ class SweepWork:
         return document, plan, engine
 
 
-def submit_sweep(store: Store, work: SweepWork) -> str:
-    """Record a Lab sweep as queued work; its id."""
+def new_work_id() -> str:
+    """A new work's id."""
+    return uuid.uuid4().hex[:16]
+
+
+def submit_sweep(store: Store, work: SweepWork, *, work_id: str | None = None) -> str:
+    """Record a Lab sweep as queued work; its id (the same sweep already queued or running:
+    that one's, so that it is not run, and paid, twice at once)."""
     _, plan, _ = work.planned(store)
-    return store.submit_work(SWEEP, work.title, work.to_dict(), len(plan.jobs))
+    return store.submit_work(
+        SWEEP, work.title, work.to_dict(), len(plan.jobs), reuse_open=True, work_id=work_id
+    )
 
 
-def submit_review(store: Store, work: ReviewWork, plan: ReviewPlan | None = None) -> str:
-    """Record a review as queued work; its id. ``plan``: the grid as shown (its cell count)."""
+def submit_review(
+    store: Store, work: ReviewWork, plan: ReviewPlan | None = None, *, work_id: str | None = None
+) -> str:
+    """Record a review as queued work; its id (the same grid already queued or running: that
+    one's). ``plan``: the grid as shown (its cell count)."""
     plan = plan or work.plan(store)
     cells = len(plan.documents) * len(plan.columns) + len(plan.compare_documents) * len(plan.columns)
-    return store.submit_work(REVIEW, work.title, work.to_dict(), cells)
+    return store.submit_work(REVIEW, work.title, work.to_dict(), cells, reuse_open=True, work_id=work_id)
 
 
 def resume_work(store: Store, work_id: str) -> bool:

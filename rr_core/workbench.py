@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rr_core.batching import BatchProgress
 from rr_core.costs import Mode, assumed_free, context_window
@@ -74,6 +74,7 @@ from rr_core.work import (
     ReviewWork,
     SweepWork,
     WorkQueue,
+    new_work_id,
     resume_work,
     submit_review,
     submit_sweep,
@@ -667,6 +668,14 @@ def open_queue(owner: str = LOCAL_OWNER, *, url: str | Path | None = None) -> Wo
     return queue
 
 
+class Submitted(NamedTuple):
+    """Work handed to the queue: its id, and whether it was recorded now (False: the same work
+    was already queued or running, and that is the one shown)."""
+
+    work_id: str
+    new: bool
+
+
 def submit_grid(
     work: ReviewWork,
     plan: ReviewPlan,
@@ -675,22 +684,26 @@ def submit_grid(
     owner: str = LOCAL_OWNER,
     url: str | Path | None = None,
     client: LLMClient | None = None,
-) -> str:
-    """Record the grid as work and hand it to the queue; its id (watch it with ``store.get_work``).
+) -> Submitted:
+    """Record the grid as work and hand it to the queue; its id (watch it with ``store.get_work``),
+    and whether it is new: the same grid already queued or running is that work, not a second
+    one (it is handed to the queue again: a queue runs one work once at a time).
     ``client``: the page's own (a typed key), used only by the in-process queue."""
-    work_id = submit_review(store, work, plan)
+    fresh = new_work_id()
+    work_id = submit_review(store, work, plan, work_id=fresh)
     open_queue(owner, url=url).submit(work_id, client=client)
-    return work_id
+    return Submitted(work_id, new=work_id == fresh)
 
 
 def submit_measurement(
     work: SweepWork, *, store: Store, owner: str = LOCAL_OWNER, url: str | Path | None = None,
     client: LLMClient | None = None,
-) -> str:  # fmt: skip
-    """Record a Lab sweep as work and hand it to the queue; its id."""
-    work_id = submit_sweep(store, work)
+) -> Submitted:  # fmt: skip
+    """Record a Lab sweep as work and hand it to the queue (as ``submit_grid``)."""
+    fresh = new_work_id()
+    work_id = submit_sweep(store, work, work_id=fresh)
     open_queue(owner, url=url).submit(work_id, client=client)
-    return work_id
+    return Submitted(work_id, new=work_id == fresh)
 
 
 def resume(work_id: str, *, owner: str = LOCAL_OWNER, url: str | Path | None = None) -> None:

@@ -104,6 +104,11 @@ def test_team_mode_sends_the_grid_to_the_workers(pg_url: str, monkeypatch: pytes
     store = open_store(pg_url)
     [record] = store.list_work(kind="review")
     assert record.state == "queued"  # no worker in this test: it waits for one
+    # Sent again while it waits (a second click): the same work, and the screen says so.
+    at.button(key="review_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("already queued or running: it was not sent again" in i.value for i in at.info)
+    assert [w.work_id for w in store.list_work(kind="review")] == [record.work_id]
     finished = run_work(store, record.work_id)  # a worker picks it up
     assert finished is not None and finished.state == "done"
     at.run()

@@ -137,6 +137,58 @@ def test_a_killed_worker_loses_no_cell_and_pays_no_stored_reply_again(pg_url: st
         assert other.get_document(files[0].sha256) is None
 
 
+def _open_jobs(pg_url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(pg_url) as db:
+        row = db.execute(
+            "SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_one_work_handed_to_the_queue_twice_runs_once_at_a_time(pg_url: str, tmp_path: Path) -> None:
+    """The same work queued twice (a second tab's submit, a resume while its job waits) with two
+    workers free: the jobs share a lock, so the second starts only when the first has ended,
+    finds the work done and sends nothing."""
+    from rr_core.queue import WorkerQueue
+    from rr_core.workbench import Engine
+
+    with StubServer(responder=lambda path, body: slow(0.2)) as stub:
+        store = open_store(pg_url, owner="ana")
+        files = read_review_corpus(
+            items_from_uploads([(f"b{i}.pdf", _contract(i)) for i in range(3)])[0],
+            model="gpt-4.1-mini", store=store, processes=1,
+        )  # fmt: skip
+        engine = Engine("openai", "gpt-4.1-mini", "gpt-4.1-mini")
+        work = ReviewWork(
+            tuple(files), tuple(parse_columns(COLUMNS)), engine.settings(method="rr"), "openai", "gpt-4.1-mini",
+            "gpt-4.1-mini", concurrency=1,
+        )  # fmt: skip
+        work_id = submit_review(store, work)
+        queue = WorkerQueue(pg_url, "ana")
+        queue.submit(work_id)
+        queue.submit(work_id)
+        assert _open_jobs(pg_url) == 2
+        workers = [_worker(pg_url, stub, tmp_path / f"worker-{i}.log") for i in range(2)]
+        try:
+            _wait(
+                lambda: (store.get_work(work_id) or work).state == "done" and _open_jobs(pg_url) == 0,  # type: ignore[attr-defined]
+                "both jobs to end",
+                180,
+            )
+        finally:
+            for worker in workers:
+                _stop(worker)
+        record = store.get_work(work_id)
+        assert record is not None and record.state == "done" and record.attempts == 1, record
+        assert len(review_cells(store, work_id)) == 2 * 3
+        sent = Counter(
+            prompt_of(r.body) for r in stub.requests if r.path.endswith(("/responses", "/chat/completions"))
+        )
+        assert sent and all(n == 1 for n in sent.values())  # nothing asked twice
+
+
 def _cli(pg_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RR_STUDIO_DB": pg_url, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
@@ -154,6 +206,14 @@ def test_the_cli_submits_a_lab_sweep_a_worker_runs_it_and_work_shows_it(pg_url: 
     )  # fmt: skip
     assert submitted.returncode == 0, submitted.stderr
     work_id = json.loads(submitted.stdout)["work_id"]
+    assert json.loads(submitted.stdout)["already_open"] is False
+    # The same sweep again while it is queued: the same work, not a second one.
+    again = _cli(
+        pg_url, "lab", "contract", "--provider", "offline", "--price-model", "gpt-4.1-mini", "--methods", "rr,baseline",
+        "--lengths", "3000", "--depths", "0,50", "--repeats", "1", "--no-bounds", "--submit",
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["work_id"] == work_id and json.loads(again.stdout)["already_open"] is True
     listed = json.loads(_cli(pg_url, "work").stdout)
     assert [w["work_id"] for w in listed["work"]] == [work_id] and listed["work"][0]["state"] == "queued"
     # Another user cannot stop it, or see it.

@@ -7,7 +7,10 @@ The contract it shares with SQLite (runs, replies, batches, documents) is in ``t
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError
 from rr_core.llm.base import Usage
 from rr_core.store import BatchRecord, CachedCall, open_store
-from rr_core.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresStore, close_pools
+from rr_core.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresStore, close_pools, submit_lock
 from tests.pg_kit import APP_PASSWORD
 
 OWNED = ("runs", "calls", "documents", "batches", "batch_items", "readings", "work", "work_results")
@@ -312,3 +315,38 @@ def test_a_migration_that_fails_changes_nothing(
     assert store.schema_version() == SCHEMA_VERSION and store.find("k") is not None
     with postgres_server.admin(_database(pg_url)) as db:
         assert db.execute("SELECT to_regclass('public.half')").fetchone() == (None,)
+
+
+def test_a_submit_waits_for_the_owners_submit_in_progress_and_reuses_what_it_recorded(pg_url: str) -> None:
+    """Two replicas submit the same grid at once: the second waits for the first's transaction
+    (an advisory lock per owner), then finds the work it recorded and returns its id; no second
+    work is recorded (it would run, and be paid, twice). Another owner does not wait."""
+    first, second = PostgresStore(pg_url, owner="ana"), PostgresStore(pg_url, owner="ana")
+    spec = {"grid": "the same"}
+    found: list[str] = []
+    with first.transaction() as db:
+        db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (submit_lock("ana"),))
+        submitting = threading.Thread(
+            target=lambda: found.append(second.submit_work("review", "grid", spec, 2, reuse_open=True))
+        )
+        submitting.start()
+        end = time.monotonic() + 60
+        while True:  # the other submit is waiting on the lock
+            waiting = db.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            ).fetchone()
+            if waiting is not None and waiting[0] >= 1:
+                break
+            assert time.monotonic() < end, "the second submit never waited for the first"
+            time.sleep(0.02)
+        assert found == []
+        assert PostgresStore(pg_url, owner="bo").submit_work("review", "grid", spec, 2, reuse_open=True)
+        db.execute(
+            "INSERT INTO work (work_id, kind, title, state, spec, total, created_at, updated_at)"
+            " VALUES ('recorded-first', 'review', 'grid', 'queued', %s, 2, '2026-11-26T00:00:00+00:00',"
+            " '2026-11-26T00:00:00+00:00')",
+            (json.dumps(spec),),
+        )
+    submitting.join(60)
+    assert found == ["recorded-first"]
+    assert [w.work_id for w in first.list_work()] == ["recorded-first"]

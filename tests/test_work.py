@@ -207,6 +207,62 @@ def test_a_document_half_recorded_when_its_worker_died_keeps_the_recorded_cell(s
     assert sibling.run_id and sibling.run_id != "recorded-before-the-worker-died"
 
 
+def test_the_same_grid_submitted_again_while_open_is_the_same_work(setup) -> None:  # type: ignore[no-untyped-def]
+    """A second click, a second tab: the grid queued or running is not recorded (nor run, nor
+    paid) a second time; once it has ended, or a stop was asked for, submitting makes new work."""
+    from rr_core.store import LOCAL_OWNER
+    from rr_core.workbench import open_queue, submit_grid
+
+    path, store, work = setup
+    first = submit_review(store, work)
+    assert submit_review(open_store(path), work) == first  # another handle: another process
+    other = ReviewWork.from_dict({**work.to_dict(), "concurrency": 2})  # other settings: other work
+    assert submit_review(store, other) != first
+    assert open_store(path, owner="someone-else").list_work() == []
+    store.update_work(first, state="running")
+    assert submit_review(store, work) == first
+    assert store.request_cancel(first)  # a stop asked for: the next submit is new work
+    second = submit_review(store, work)
+    assert second != first
+    # Through the application layer: it says whether the work is new.
+    again = submit_grid(work, work.plan(store), store=store, url=path)
+    assert again.work_id == second and not again.new
+    queue = open_queue(LOCAL_OWNER, url=path)
+    if isinstance(queue, InProcessQueue):  # handed to the queue again: the one thread runs it
+        assert queue.wait(second, 120)
+    else:  # team mode: a worker would; here, this test
+        run_work(store, second)
+    ended = store.get_work(second)
+    assert ended is not None and ended.state == "done" and ended.attempts == 1
+    fresh = submit_grid(work, work.plan(store), store=store, url=path)
+    assert fresh.new and fresh.work_id not in (first, second)
+    if isinstance(queue, InProcessQueue):
+        assert queue.wait(fresh.work_id, 120)
+
+
+def test_submits_at_the_same_instant_record_one_work(setup) -> None:  # type: ignore[no-untyped-def]
+    """Eight handles (eight processes, in team mode replicas) submit the same grid at once, five
+    times over: each time one work is recorded and all eight are given its id."""
+    path, _, work = setup
+    handles = [open_store(path) for _ in range(8)]
+    for round_ in range(5):
+        spec = {**work.to_dict(), "concurrency": round_ + 1}
+        barrier = threading.Barrier(len(handles))
+        ids: list[str] = []
+
+        def submit(handle, spec=spec, barrier=barrier, ids=ids) -> None:  # type: ignore[no-untyped-def]
+            barrier.wait(timeout=60)
+            ids.append(handle.submit_work("review", "a grid", spec, 8, reuse_open=True))
+
+        threads = [threading.Thread(target=submit, args=(h,)) for h in handles]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert len(ids) == len(handles) and len(set(ids)) == 1, ids
+    assert len(open_store(path).list_work()) == 5
+
+
 def test_stopping_queued_work_ends_it_at_once_and_cannot_stop_twice(setup) -> None:  # type: ignore[no-untyped-def]
     _, store, work = setup
     work_id = submit_review(store, work)

@@ -294,8 +294,20 @@ def work_changes(
 class WorkStore(Protocol):
     """Long work and its results as they arrive (the owner's only)."""
 
-    def submit_work(self, kind: str, title: str, spec: Mapping[str, Any], total: int) -> str:
-        """Record new work, queued; returns its id."""
+    def submit_work(
+        self,
+        kind: str,
+        title: str,
+        spec: Mapping[str, Any],
+        total: int,
+        *,
+        reuse_open: bool = False,
+        work_id: str | None = None,
+    ) -> str:
+        """Record new work, queued; returns its id. ``reuse_open``: when the owner has open work
+        (queued or running, no stop asked) of this kind with this very spec, its id instead (a
+        second click, a second tab: the same grid is not run, and paid, twice at once); checked
+        and recorded in one transaction. ``work_id``: the id to give new work (else a new one)."""
         ...
 
     def get_work(self, work_id: str) -> WorkRecord | None:

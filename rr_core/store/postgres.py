@@ -242,6 +242,11 @@ MIGRATIONS: tuple[Migration, ...] = (
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
+def submit_lock(owner: str) -> str:
+    """The advisory lock an owner's work submissions take in turn (hashed to its key)."""
+    return f"rr.work:{owner}"
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -790,15 +795,38 @@ class PostgresStore:
 
     # ---- Work ------------------------------------------------------------------------------------
 
-    def submit_work(self, kind: str, title: str, spec: Mapping[str, Any], total: int) -> str:
-        """Record new work, queued; returns its id."""
-        work_id = uuid.uuid4().hex[:16]
+    def submit_work(
+        self,
+        kind: str,
+        title: str,
+        spec: Mapping[str, Any],
+        total: int,
+        *,
+        reuse_open: bool = False,
+        work_id: str | None = None,
+    ) -> str:
+        """Record new work, queued; returns its id (``reuse_open``: see ``WorkStore``)."""
+        work_id = work_id or uuid.uuid4().hex[:16]
         now = _now()
+        text = json.dumps(dict(spec))
         with self.transaction() as db:
+            if reuse_open:
+                # One submit at a time per owner (two replicas, two tabs): the lock is released
+                # when this transaction ends, after the new row is committed.
+                db.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (submit_lock(self._owner),)
+                )
+                row = db.execute(
+                    "SELECT work_id FROM work WHERE kind = %s AND spec = %s AND NOT cancel_requested"
+                    " AND state IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1",
+                    (kind, text),
+                ).fetchone()
+                if row is not None:
+                    return str(row[0])
             db.execute(
                 "INSERT INTO work (work_id, kind, title, state, spec, total, created_at, updated_at)"
                 " VALUES (%s,%s,%s,'queued',%s,%s,%s,%s)",
-                (work_id, kind, title, json.dumps(dict(spec)), total, now, now),
+                (work_id, kind, title, text, total, now, now),
             )
         return work_id
 

@@ -757,15 +757,33 @@ class SQLiteStore:
 
     # ---- Work ------------------------------------------------------------------------------------
 
-    def submit_work(self, kind: str, title: str, spec: Mapping[str, Any], total: int) -> str:
-        """Record new work, queued; returns its id."""
-        work_id = uuid.uuid4().hex[:16]
+    def submit_work(
+        self,
+        kind: str,
+        title: str,
+        spec: Mapping[str, Any],
+        total: int,
+        *,
+        reuse_open: bool = False,
+        work_id: str | None = None,
+    ) -> str:
+        """Record new work, queued; returns its id (``reuse_open``: see ``WorkStore``)."""
+        work_id = work_id or uuid.uuid4().hex[:16]
         now = _now()
-        with self._transaction(write=True) as db:
+        text = json.dumps(dict(spec))
+        with self._transaction(write=True) as db:  # the write lock first: no other submit between
+            if reuse_open:
+                row = db.execute(
+                    "SELECT work_id FROM work WHERE owner = ? AND kind = ? AND spec = ? AND cancel_requested = 0"
+                    " AND state IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1",
+                    (self._owner, kind, text),
+                ).fetchone()
+                if row is not None:
+                    return str(row[0])
             db.execute(
                 "INSERT INTO work (owner, work_id, kind, title, state, spec, total, created_at, updated_at)"
                 " VALUES (?,?,?,?,?,?,?,?,?)",
-                (self._owner, work_id, kind, title, "queued", json.dumps(dict(spec)), total, now, now),
+                (self._owner, work_id, kind, title, "queued", text, total, now, now),
             )
         return work_id
 
