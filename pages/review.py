@@ -429,10 +429,6 @@ def _engine_label() -> str:
     return f"{info.name} / {S.model()}" + ("" if info.is_llm else " (not an LLM)")
 
 
-def _same_cell(a: Cell, b: Cell) -> bool:
-    return (a.role, a.document_sha256, a.column) == (b.role, b.document_sha256, b.column)
-
-
 def _execute(run: ReviewRun, jobs: Sequence[Job] | None, what: str) -> None:
     """Run the grid's jobs (or a retry's), cells into the session as they arrive."""
     max_usd = float(review.budget) if not free and float(review.budget) > 0 else None
@@ -454,10 +450,10 @@ def _execute(run: ReviewRun, jobs: Sequence[Job] | None, what: str) -> None:
                       "Run again to fill in the rest — finished cells are not paid again.")  # fmt: skip
 
     def on_trace(trace: RunTrace) -> None:
-        run.traces = [t for t in run.traces if t.run_id != trace.run_id] + [trace]
+        run.put_trace(trace)
 
     def on_cell(cell: Cell) -> None:
-        run.cells = [c for c in run.cells if not _same_cell(c, cell)] + [cell]
+        run.put_cell(cell)
         arrived[0] += 1
         bar.progress(
             min(arrived[0] / max(cells_total, 1), 1.0), text=f"{what}: {arrived[0]} of {cells_total} cells"

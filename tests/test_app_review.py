@@ -270,6 +270,28 @@ def test_only_a_right_answer_against_the_key_is_green() -> None:
     assert reviewgrid.cell_text(None) == reviewgrid.PENDING
 
 
+def test_a_cell_that_arrives_again_takes_its_place_and_the_others_stay() -> None:
+    """The session's grid as cells arrive: one per place (role, document, column), a retry's
+    cell in place of the failed one, however the list was set before."""
+    from dataclasses import replace
+
+    from pages.common.state import ReviewRun
+
+    run = ReviewRun(plan=None)  # type: ignore[arg-type]  # the plan is not read here
+    cells = [replace(_cell(None), document_sha256=f"{i:064d}", column=c) for i in range(50) for c in range(3)]
+    for cell in cells:
+        run.put_cell(replace(cell, error="boom", found=False))
+    assert len(run.cells) == 150
+    for cell in cells[::7]:  # the retry answers some
+        run.put_cell(cell)
+    assert len(run.cells) == 150 and {c.key for c in run.cells} == {c.key for c in cells}
+    assert sum(1 for c in run.cells if c.error is None) == len(cells[::7])
+    assert all(run.cells[i].error is None for i in range(0, 150, 7))  # in their places
+    run.cells = list(reversed(run.cells))  # set whole elsewhere: still one per place
+    run.put_cell(cells[1])
+    assert len(run.cells) == 150 and run.cells[148] == cells[1]
+
+
 def test_the_editor_rows_are_read_as_a_playbook_is() -> None:
     rows = [
         {"question": "Which law governs?", "type": "text", "instruction": None, "choices": ""},
