@@ -433,8 +433,8 @@ def _submit() -> None:
     sent = workbench.submit_measurement(work, store=store, owner=user.current().owner, url=user.store_url())
     if not sent.new:
         st.info(
-            "This measurement, with these settings, is already queued or running: it was not sent again. "
-            "Its progress is below."
+            "The same measurement (these trials, methods and model) is already queued or running: it was "
+            "not sent again, since it would ask, and pay for, the same calls twice. Its progress is below."
         )
         return
     st.success("Sent to the workers: its progress is below, and stays there when this tab closes.")

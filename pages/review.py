@@ -503,8 +503,9 @@ def _submit(grid: Any) -> None:
         return
     if not sent.new:
         st.info(
-            "This grid, with these settings, is already queued or running: it was not sent again "
-            "(it would be paid twice). Its progress is below."
+            "The same grid (these documents, questions, method and model) is already queued or running: "
+            "it was not sent again, since it would ask, and pay for, the same calls twice. Its progress is "
+            "below; stop it to send the grid with another budget or mode."
         )
         return
     st.success(

@@ -402,7 +402,8 @@ def estimate_calls(
 
     ``caching``: the calls' shared prefixes are expected to be written once and read after
     (``expected_cache``, with the model's shortest cached prefix; ``lone_prefixes``: as the
-    runner's ``cache_lone_prefixes``); ``mode``: sent now or in a
+    runner's ``cache_lone_prefixes``; in a batch, each prefix's writer is sent ahead at the list
+    price, as the runner sends it); ``mode``: sent now or in a
     provider batch (priced at its discount)."""
     expected = (
         expected_cache(calls, min_tokens=min_cached_prefix(settings.model), lone_prefixes=lone_prefixes)
@@ -417,7 +418,9 @@ def estimate_calls(
             cached_tokens=read,
             cache_write_tokens=written,
             cache_ttl=ttl,
-            mode=mode,
+            # In a batch, the call that writes a prefix goes first, sent now at the list price
+            # (the others, in the batch, read what it wrote).
+            mode="now" if written else mode,
         )
         for c, (read, written) in zip(calls, expected, strict=True)
     ]

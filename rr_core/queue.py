@@ -98,8 +98,9 @@ class WorkerQueue:
             app = make_app(self._url)
             async with app.open_async():
                 await _apply_schema(app)
-                # One job of a work runs at a time (a second submit, a resume while a stalled job
-                # is queued again): the lock makes the next wait for the one running to end.
+                # A work's jobs run one at a time (a work handed to the queue again): the lock
+                # makes the next wait for the one running to end. A job queued again as stalled
+                # (its worker stopped beating for --stalled-after) no longer holds it.
                 lock = f"{self._owner}:{work_id}"
                 await app.configure_task(TASK, lock=lock).defer_async(owner=self._owner, work_id=work_id)
 

@@ -257,7 +257,7 @@ class Executor:
         batch_label: str = "",
         poll_s: float = 30.0,
         ledger: str = "",
-        cache_lone_prefixes: bool = True,
+        cache_lone_prefixes: bool | Callable[[Job | None], bool] = True,
     ) -> None:
         self.client = client
         # Plans jobs: one counter for all, or (None) the tokenizer each job names.
@@ -283,11 +283,12 @@ class Executor:
         self._count_lock = threading.Lock()
         # Prompt-cache prefixes (``Outgoing.prefix``) a reply has come back for, and when.
         self._warm: dict[str, float] = {}
-        # Whether a prefix no other call of its phase shares is marked for the prompt cache:
-        # yes when later questions over the document are likely (a question asked on the
-        # Document screen); no for work that knows all its calls (a review grid), where the
-        # write would cost more (Anthropic: 1.25x) and, in a batch, send the call ahead at the
-        # full price to warm a cache no call reads.
+        # Whether a prefix no other call of its phase shares is marked for the prompt cache
+        # (for every run, or per run's job): yes when later questions over the document are
+        # likely (a question asked on the Document screen, a document's next run in a grid);
+        # no where no call will read it (a grid's one run over a document), as the write
+        # would cost more (Anthropic: 1.25x) and, in a batch, send the call ahead at the full
+        # price to warm a cache no call reads.
         self.cache_lone_prefixes = cache_lone_prefixes
         self.mode = mode
         now = NowSender(self._pool.submit, self._call_now)
@@ -595,6 +596,10 @@ class Executor:
             return False
         return self._is_warm(out.prefix, hint)
 
+    def _lone_cached(self, run: _Run) -> bool:
+        policy = self.cache_lone_prefixes
+        return policy if isinstance(policy, bool) else policy(run.job)
+
     def _is_warm(self, prefix: str, hint: CacheHint | None) -> bool:
         if hint is None:
             return False
@@ -675,7 +680,7 @@ class Executor:
         )
         hint = call.cache_hint(run.plan.document_sha256, "5m")
         prefix = call.prefix_digest() if hint is not None else None
-        lone = prefix is not None and prefix not in shared and not self.cache_lone_prefixes
+        lone = prefix is not None and prefix not in shared and not self._lone_cached(run)
         if lone and not self._is_warm(prefix or "", hint):
             hint = prefix = None  # no other call reads it: sent as a plain prompt
         request = LLMRequest(
@@ -941,7 +946,9 @@ class _Run:
     def _run_phase(self, phase: Phase) -> PhaseResults:
         executor = self.executor
         results: dict[str, StepResult] = {}
-        shared = shared_prefixes(phase.calls, self.plan.document_sha256)
+        shared = (
+            () if executor._lone_cached(self) else shared_prefixes(phase.calls, self.plan.document_sha256)
+        )
         outgoing = {step.id: executor._prepare(self, step, shared=shared) for step in phase.calls}
         sent = {sid: executor.dispatcher.submit(out) for sid, out in outgoing.items()}
         for step in phase.steps:

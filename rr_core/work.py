@@ -20,6 +20,8 @@ store, so only the in-process queue can use it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import socket
 import threading
@@ -100,6 +102,11 @@ class ReviewWork:
             concurrency=max(1, int(data.get("concurrency") or 4)),
         )
 
+    def calls_key(self) -> str:
+        """What its calls are (documents, questions, methods, model and server), not how they
+        are paid or bounded: open work with this key would ask, and pay for, the same calls."""
+        return _calls_key(REVIEW, self.to_dict())
+
     @property
     def title(self) -> str:
         """How lists name it."""
@@ -170,6 +177,10 @@ class SweepWork:
         )
         return cls(**values)
 
+    def calls_key(self) -> str:
+        """What its calls are, as ``ReviewWork.calls_key``."""
+        return _calls_key(SWEEP, self.to_dict())
+
     @property
     def title(self) -> str:
         """How lists name it."""
@@ -210,6 +221,16 @@ class SweepWork:
         return document, plan, engine
 
 
+# What changes how a work's calls are paid or bounded, not which calls it makes.
+_NOT_CALLS = frozenset({"key", "mode", "max_usd", "concurrency", "price_model"})
+
+
+def _calls_key(kind: str, spec: Mapping[str, Any]) -> str:
+    kept = {name: value for name, value in spec.items() if name not in _NOT_CALLS}
+    text = json.dumps([kind, kept], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 def new_work_id() -> str:
     """A new work's id."""
     return uuid.uuid4().hex[:16]
@@ -220,7 +241,7 @@ def submit_sweep(store: Store, work: SweepWork, *, work_id: str | None = None) -
     that one's, so that it is not run, and paid, twice at once)."""
     _, plan, _ = work.planned(store)
     return store.submit_work(
-        SWEEP, work.title, work.to_dict(), len(plan.jobs), reuse_open=True, work_id=work_id
+        SWEEP, work.title, work.to_dict(), len(plan.jobs), calls_key=work.calls_key(), work_id=work_id
     )
 
 
@@ -231,7 +252,9 @@ def submit_review(
     one's). ``plan``: the grid as shown (its cell count)."""
     plan = plan or work.plan(store)
     cells = len(plan.documents) * len(plan.columns) + len(plan.compare_documents) * len(plan.columns)
-    return store.submit_work(REVIEW, work.title, work.to_dict(), cells, reuse_open=True, work_id=work_id)
+    return store.submit_work(
+        REVIEW, work.title, work.to_dict(), cells, calls_key=work.calls_key(), work_id=work_id
+    )
 
 
 def resume_work(store: Store, work_id: str) -> bool:
@@ -263,7 +286,9 @@ def run_work(
     record = store.get_work(work_id)
     if record is None:
         return None
-    if record.state in ("done", "cancelled") or record.cancel_requested:
+    # Ended work is not run again by a job that waited behind the one that ended it (a second
+    # submit's): a failed one too, until a resume queues it again.
+    if record.state in ("done", "cancelled", "failed") or record.cancel_requested:
         if record.is_open:
             store.update_work(work_id, state="cancelled")
         return store.get_work(work_id)
@@ -307,7 +332,7 @@ def _run_review(
         if cell.key in kept:  # recorded before this run (its document is asked again for its other
             return  # columns): the recorded answer stays, with its run and its citations
         store.add_results(work_id, [(cell.key, cell.to_dict())])
-        done += 1 if cell.key not in kept else 0
+        done += 1
         kept.add(cell.key)
         store.update_work(work_id, done=done)
         stop.check()  # a stop asked for while the cell was answered: nothing further is sent

@@ -61,6 +61,7 @@ from rr_core.review import (
     StoredDocuments,
     cells_of,
     plan_review,
+    prefix_sharing,
     read_corpus,
 )
 from rr_core.review.corpus import reading_bytes
@@ -106,13 +107,13 @@ def open_runner(
     mode: Mode = "now",
     label: str = "",
     ledger: str = "",
-    cache_lone_prefixes: bool = True,
+    cache_lone_prefixes: bool | Callable[[Job | None], bool] = True,
 ) -> Executor:
     """The runner every use case runs through (the in-process executor), with the store as
     call cache when given and a budget cap when ``max_usd`` is set; ``mode`` "batch" sends
     each phase's calls as provider batches (recorded in the store, ``label`` naming them);
-    ``cache_lone_prefixes`` False: work that knows all its calls marks for the prompt cache only
-    the prefixes two of them share (see ``Executor``)."""
+    ``cache_lone_prefixes`` False (or False for a job): work that knows all its calls marks for
+    the prompt cache only the prefixes two of them share (see ``Executor``)."""
     budget = Budget(max_usd) if max_usd is not None else None
     return Executor(
         client,
@@ -616,7 +617,8 @@ def review(
             mode=mode,
             label=f"Review · {len(plan.documents)} documents × {len(plan.columns)} questions",
             ledger=ledger,
-            cache_lone_prefixes=plan.caches_lone_prefixes,
+            # Per document and method, from the jobs sent (a retry's, a resumed grid's rest).
+            cache_lone_prefixes=prefix_sharing(todo),
         ) as runner,
         guard(runner) if guard is not None else nullcontext(),
     ):
@@ -687,12 +689,20 @@ def submit_grid(
 ) -> Submitted:
     """Record the grid as work and hand it to the queue; its id (watch it with ``store.get_work``),
     and whether it is new: the same grid already queued or running is that work, not a second
-    one (it is handed to the queue again: a queue runs one work once at a time).
-    ``client``: the page's own (a typed key), used only by the in-process queue."""
+    one. ``client``: the page's own (a typed key), used only by the in-process queue."""
     fresh = new_work_id()
     work_id = submit_review(store, work, plan, work_id=fresh)
-    open_queue(owner, url=url).submit(work_id, client=client)
+    _hand_over(Submitted(work_id, new=work_id == fresh), owner, url, client)
     return Submitted(work_id, new=work_id == fresh)
+
+
+def _hand_over(sent: Submitted, owner: str, url: str | Path | None, client: LLMClient | None) -> None:
+    """New work goes to the queue. Work already open has its job with the workers; in this
+    process it is handed over again (a thread already running it is kept; one lost with a
+    restarted server is started again)."""
+    queue = open_queue(owner, url=url)
+    if sent.new or isinstance(queue, InProcessQueue):
+        queue.submit(sent.work_id, client=client)
 
 
 def submit_measurement(
@@ -702,7 +712,7 @@ def submit_measurement(
     """Record a Lab sweep as work and hand it to the queue (as ``submit_grid``)."""
     fresh = new_work_id()
     work_id = submit_sweep(store, work, work_id=fresh)
-    open_queue(owner, url=url).submit(work_id, client=client)
+    _hand_over(Submitted(work_id, new=work_id == fresh), owner, url, client)
     return Submitted(work_id, new=work_id == fresh)
 
 
@@ -711,7 +721,10 @@ def resume(work_id: str, *, owner: str = LOCAL_OWNER, url: str | Path | None = N
     there is no such ended work)."""
     store = open_history(owner, url=url)
     if not resume_work(store, work_id):
-        raise ConfigError(f"There is no stopped or failed work {work_id} to resume.")
+        raise ConfigError(
+            f"There is no stopped or failed work {work_id} to resume, or other work making the same calls "
+            "is queued or running (stop it first: the same calls would be paid twice)."
+        )
     open_queue(owner, url=url).submit(work_id)
 
 

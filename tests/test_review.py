@@ -36,6 +36,7 @@ from rr_core.review import (
     items_from_uploads,
     parse_answer_key,
     parse_columns,
+    prefix_sharing,
     read_corpus,
     retry_jobs,
     scores,
@@ -722,7 +723,8 @@ def test_a_grid_marks_for_the_prompt_cache_only_prefixes_another_call_reads(
     for method in ("rr", "baseline"):
         settings = parse_spec(f"{method}:layout=cache-aware", engine.settings(method=method))
         plan = plan_grid(files, columns, settings, counter, store=store, tokenizer=engine.counting_model())
-        assert plan.caches_lone_prefixes is (method == "baseline")
+        sharing = prefix_sharing(plan.jobs)
+        assert all(sharing(job) is (method == "baseline") for job in plan.jobs)
         with StubServer(prompt_cache=True) as stub:
             stub.batch_auto_complete = True
             result = review(plan, stub_engine("anthropic", stub).client(counter), concurrency=2, store=store,
@@ -734,15 +736,37 @@ def test_a_grid_marks_for_the_prompt_cache_only_prefixes_another_call_reads(
         assert len(result.cells) == 2 * len(columns) and all(c.ok for c in result.cells), [
             c.error for c in result.cells if c.error
         ]
+        estimate = plan.estimate
         if method == "rr":
-            assert plan.estimate.cacheable_tokens == 0
-            assert plan.estimate.cached_cost.total_usd == pytest.approx(plan.estimate.cost.total_usd)
+            assert estimate.cacheable_tokens == 0
+            assert estimate.cached_cost.total_usd == pytest.approx(estimate.cost.total_usd)
+            assert estimate.batch_cost.total_usd == pytest.approx(estimate.cost.total_usd / 2)
             if mode == "batch":
                 assert sent_now == 0  # no call sent ahead of its batch
         else:
-            assert plan.estimate.cacheable_tokens > 0
-            assert plan.estimate.cached_cost.total_usd < plan.estimate.cost.total_usd
+            assert estimate.cacheable_tokens > 0
+            assert estimate.cached_cost.total_usd < estimate.cost.total_usd
+            # Each document's first run is sent ahead of the batch at the list price: priced so.
+            assert estimate.batch_cost.total_usd > estimate.cached_cost.total_usd / 2
+            if mode == "batch":
+                assert sent_now == 2
     assert seen["rr"] == (0, 0)
+    # R&R with the baseline compared on one row: the baseline's runs over that document share
+    # it (one write, the other columns read); R&R's retrieval passes are still unmarked.
+    settings = parse_spec("rr:layout=cache-aware", engine.settings(method="rr"))
+    compare = parse_spec("baseline:layout=cache-aware", engine.settings(method="baseline"))
+    fresh = SQLiteStore(tmp_path / "mixed.sqlite3")  # no reply stored yet
+    mixed = plan_grid(read([tmp_path / "long"], fresh), columns, settings, counter, store=fresh,
+                      tokenizer=engine.counting_model(), compare=compare, compare_rows=1)  # fmt: skip
+    sharing = prefix_sharing(mixed.jobs)
+    assert [sharing(j) for j in mixed.jobs] == [j.meta["role"] == COMPARE for j in mixed.jobs]
+    with StubServer(prompt_cache=True) as stub:
+        stub.batch_auto_complete = True
+        done = review(
+            mixed, stub_engine("anthropic", stub).client(counter), concurrency=2, store=fresh, mode=mode
+        )
+        assert len(done.cells) == 3 * len(columns) and all(c.ok for c in done.cells)
+        assert stub.prompt_cache is not None and stub.prompt_cache.writes == 1
     if mode == "now":
         assert seen["baseline"] == (2, 2 * (len(columns) - 1))  # per document: one write, the rest read
     else:  # a batch's calls are sent together: the first of each document ahead, the rest read it

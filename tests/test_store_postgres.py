@@ -327,7 +327,9 @@ def test_a_submit_waits_for_the_owners_submit_in_progress_and_reuses_what_it_rec
     with first.transaction() as db:
         db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (submit_lock("ana"),))
         submitting = threading.Thread(
-            target=lambda: found.append(second.submit_work("review", "grid", spec, 2, reuse_open=True))
+            target=lambda: found.append(
+                second.submit_work("review", "grid", spec, 2, calls_key="the same calls")
+            )
         )
         submitting.start()
         end = time.monotonic() + 60
@@ -340,11 +342,13 @@ def test_a_submit_waits_for_the_owners_submit_in_progress_and_reuses_what_it_rec
             assert time.monotonic() < end, "the second submit never waited for the first"
             time.sleep(0.02)
         assert found == []
-        assert PostgresStore(pg_url, owner="bo").submit_work("review", "grid", spec, 2, reuse_open=True)
+        assert PostgresStore(pg_url, owner="bo").submit_work(
+            "review", "grid", spec, 2, calls_key="the same calls"
+        )
         db.execute(
-            "INSERT INTO work (work_id, kind, title, state, spec, total, created_at, updated_at)"
-            " VALUES ('recorded-first', 'review', 'grid', 'queued', %s, 2, '2026-11-26T00:00:00+00:00',"
-            " '2026-11-26T00:00:00+00:00')",
+            "INSERT INTO work (work_id, kind, title, state, spec, total, created_at, updated_at, calls_key)"
+            " VALUES ('recorded-first', 'review', 'grid', 'queued', %s, 2,"
+            " '2026-11-26T00:00:00+00:00', '2026-11-26T00:00:00+00:00', 'the same calls')",
             (json.dumps(spec),),
         )
     submitting.join(60)

@@ -209,21 +209,29 @@ def test_a_document_half_recorded_when_its_worker_died_keeps_the_recorded_cell(s
 
 def test_the_same_grid_submitted_again_while_open_is_the_same_work(setup) -> None:  # type: ignore[no-untyped-def]
     """A second click, a second tab: the grid queued or running is not recorded (nor run, nor
-    paid) a second time; once it has ended, or a stop was asked for, submitting makes new work."""
+    paid) a second time, even with another budget, concurrency or answer key (the same calls);
+    once it has ended, or a stop was asked for, submitting makes new work, and the stopped one
+    cannot be resumed while the new one is open."""
     from rr_core.store import LOCAL_OWNER
     from rr_core.workbench import open_queue, submit_grid
 
     path, store, work = setup
     first = submit_review(store, work)
     assert submit_review(open_store(path), work) == first  # another handle: another process
-    other = ReviewWork.from_dict({**work.to_dict(), "concurrency": 2})  # other settings: other work
-    assert submit_review(store, other) != first
+    bounded = ReviewWork.from_dict({**work.to_dict(), "concurrency": 2, "max_usd": 1.0, "key": None})
+    assert submit_review(store, bounded) == first  # the same calls, bounded or paid otherwise
+    fewer = ReviewWork.from_dict({**work.to_dict(), "columns": work.to_dict()["columns"][:1]})
+    other = submit_review(store, fewer)  # other calls: other work
+    assert other != first
+    assert store.request_cancel(other)
     assert open_store(path, owner="someone-else").list_work() == []
     store.update_work(first, state="running")
     assert submit_review(store, work) == first
     assert store.request_cancel(first)  # a stop asked for: the next submit is new work
+    store.update_work(first, state="cancelled")  # (its runner saw the stop)
     second = submit_review(store, work)
     assert second != first
+    assert not resume_work(store, first)  # it would make the calls the open one makes
     # Through the application layer: it says whether the work is new.
     again = submit_grid(work, work.plan(store), store=store, url=path)
     assert again.work_id == second and not again.new
@@ -252,7 +260,9 @@ def test_submits_at_the_same_instant_record_one_work(setup) -> None:  # type: ig
 
         def submit(handle, spec=spec, barrier=barrier, ids=ids) -> None:  # type: ignore[no-untyped-def]
             barrier.wait(timeout=60)
-            ids.append(handle.submit_work("review", "a grid", spec, 8, reuse_open=True))
+            ids.append(
+                handle.submit_work("review", "a grid", spec, 8, calls_key=f"calls {spec['concurrency']}")
+            )
 
         threads = [threading.Thread(target=submit, args=(h,)) for h in handles]
         for thread in threads:

@@ -304,7 +304,7 @@ def plan_sweep(
                         *pricing,
                         cached_tokens=read,
                         cache_write_tokens=write,
-                        mode=mode,
+                        mode="now" if write else mode,  # a prefix's writer is sent ahead of its batch
                     )
                     if mode == "now":
                         cached_cost = cached_cost + with_cache

@@ -39,6 +39,7 @@ from rr_core.review.grid import (
     iter_grid,
     parse_answer_key,
     plan_review,
+    prefix_sharing,
     retry_jobs,
     scores,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "parse_answer_key",
     "parse_columns",
     "plan_review",
+    "prefix_sharing",
     "read_corpus",
     "retry_jobs",
     "scores",

@@ -216,15 +216,6 @@ class ReviewPlan:
             digest.update(repr(job.to_dict()).encode())
         return "review-" + digest.hexdigest()[:24]
 
-    @property
-    def caches_lone_prefixes(self) -> bool:
-        """Whether a call's cacheable prefix is worth marking for the prompt cache when no other
-        call of its run shares it: only when some document has several runs of one method
-        (a method that answers one question at a time, several columns), whose prompts can
-        share the document as prefix. Otherwise such a prefix (the one retrieval pass over a
-        document) would be written (Anthropic bills 1.25x) and never read."""
-        return _caches_lone_prefixes(self.jobs)
-
     def document(self, sha256: str) -> CorpusFile | None:
         """The corpus file with this hash."""
         return next((d for d in self.documents if d.sha256 == sha256), None)
@@ -298,10 +289,10 @@ def plan_review(
     names = {f.sha256: f.name for f in readable}
     sample = {f.sha256 for f in readable[:ALONE_SAMPLE]}
     sample_tokens = alone_tokens = 0
-    lone = _caches_lone_prefixes(jobs)
+    sharing = prefix_sharing(jobs)
     for number, (sha, its_jobs) in enumerate(by_document.items(), start=1):
         material = resolver.open(its_jobs[0].source)
-        by_role: dict[str, tuple[RunSettings, list[Call]]] = {}
+        by_role: dict[str, tuple[RunSettings, list[Call], bool]] = {}
         for job in its_jobs:
             plan = _plan(job, material, counter)
             e = plan.estimate
@@ -309,7 +300,7 @@ def plan_review(
             input_tokens += e.input_tokens
             output_tokens += e.output_tokens
             cost = cost + e.cost
-            by_role.setdefault(str(job.meta["role"]), (job.settings, []))[1].extend(plan.calls)
+            by_role.setdefault(str(job.meta["role"]), (job.settings, [], sharing(job)))[1].extend(plan.calls)
             if window and plan.largest_prompt > window:
                 too_long.append(names[sha])  # as the corpus names it (its folder or ZIP kept)
             if sha in sample and job.meta["role"] == MAIN:
@@ -318,9 +309,9 @@ def plan_review(
                     _plan(_alone(job, q), material, counter).estimate.input_tokens for q in job.questions
                 ) if len(job.questions) > 1 else e.input_tokens  # fmt: skip
         # The prompt cache as the grid's runner uses it: the document's runs of one method one
-        # after another (a prefix they share written once, then read), lone prefixes as the
-        # plan says (``caches_lone_prefixes``).
-        for role_settings, role_calls in by_role.values():
+        # after another (a prefix they share written once, then read), lone prefixes marked
+        # only where the document has several runs of the method (``prefix_sharing``).
+        for role_settings, role_calls, lone in by_role.values():
             now_cached = estimate_calls(role_calls, role_settings, caching=True, lone_prefixes=lone)
             cached_cost = cached_cost + now_cached.cost
             batch_cost = (
@@ -357,9 +348,22 @@ def plan_review(
     )
 
 
-def _caches_lone_prefixes(jobs: Sequence[Job]) -> bool:
-    runs = Counter((job.meta["role"], job.meta["document"]) for job in jobs)
-    return any(n > 1 for n in runs.values())
+def prefix_sharing(jobs: Sequence[Job]) -> Callable[[Job | None], bool]:
+    """Whether a job's calls should mark for the prompt cache a prefix no other call of their
+    run shares: only when its document has several runs of its method among ``jobs`` (a method
+    that answers one question at a time, several columns: each run's prompt can start with the
+    document, the first run writes it and the others read it). Otherwise no call would read it
+    (R&R's one retrieval pass over a document), and writing it costs more (Anthropic: 1.25x)."""
+    runs = Counter(_run_place(job) for job in jobs)
+
+    def shares(job: Job | None) -> bool:
+        return job is not None and runs.get(_run_place(job), 0) > 1
+
+    return shares
+
+
+def _run_place(job: Job) -> tuple[str, str]:
+    return str(job.meta.get("role")), str(job.meta.get("document"))
 
 
 def _plan(job: Job, material: Any, counter: TokenCounter) -> Plan:

@@ -301,13 +301,14 @@ class WorkStore(Protocol):
         spec: Mapping[str, Any],
         total: int,
         *,
-        reuse_open: bool = False,
+        calls_key: str = "",
         work_id: str | None = None,
     ) -> str:
-        """Record new work, queued; returns its id. ``reuse_open``: when the owner has open work
-        (queued or running, no stop asked) of this kind with this very spec, its id instead (a
-        second click, a second tab: the same grid is not run, and paid, twice at once); checked
-        and recorded in one transaction. ``work_id``: the id to give new work (else a new one)."""
+        """Record new work, queued; returns its id. ``calls_key``: what the work's calls are (its
+        jobs, model and server, not its budget or concurrency); when the owner has open work
+        (queued or running, no stop asked) of this kind with this key, its id instead (a second
+        click, a second tab: the same calls are not run, and paid, twice at once); checked and
+        recorded in one transaction. ``work_id``: the id to give new work (else a new one)."""
         ...
 
     def get_work(self, work_id: str) -> WorkRecord | None:
@@ -338,7 +339,8 @@ class WorkStore(Protocol):
         ...
 
     def reopen_work(self, work_id: str) -> bool:
-        """Queue ended work again (stop request cleared); False when it is open or unknown."""
+        """Queue ended work again (stop request cleared); False when it is open or unknown, or
+        when other open work has its ``calls_key`` (it would make the same calls at once)."""
         ...
 
     def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:

@@ -238,6 +238,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             *_owned("work_results"),
         ),
     ),
+    Migration(
+        4,
+        "what a work's calls are (so the same calls are not run twice at once)",
+        ("ALTER TABLE work ADD COLUMN calls_key TEXT NOT NULL DEFAULT ''",),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -802,33 +807,33 @@ class PostgresStore:
         spec: Mapping[str, Any],
         total: int,
         *,
-        reuse_open: bool = False,
+        calls_key: str = "",
         work_id: str | None = None,
     ) -> str:
-        """Record new work, queued; returns its id (``reuse_open``: see ``WorkStore``)."""
+        """Record new work, queued; returns its id (``calls_key``: see ``WorkStore``)."""
         work_id = work_id or uuid.uuid4().hex[:16]
         now = _now()
-        text = json.dumps(dict(spec))
         with self.transaction() as db:
-            if reuse_open:
-                # One submit at a time per owner (two replicas, two tabs): the lock is released
-                # when this transaction ends, after the new row is committed.
-                db.execute(
-                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (submit_lock(self._owner),)
-                )
+            if calls_key:
+                self._lock_submits(db)
                 row = db.execute(
-                    "SELECT work_id FROM work WHERE kind = %s AND spec = %s AND NOT cancel_requested"
+                    "SELECT work_id FROM work WHERE kind = %s AND calls_key = %s AND NOT cancel_requested"
                     " AND state IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1",
-                    (kind, text),
+                    (kind, calls_key),
                 ).fetchone()
                 if row is not None:
                     return str(row[0])
             db.execute(
-                "INSERT INTO work (work_id, kind, title, state, spec, total, created_at, updated_at)"
-                " VALUES (%s,%s,%s,'queued',%s,%s,%s,%s)",
-                (work_id, kind, title, text, total, now, now),
+                "INSERT INTO work (work_id, kind, title, state, spec, total, created_at, updated_at, calls_key)"
+                " VALUES (%s,%s,%s,'queued',%s,%s,%s,%s,%s)",
+                (work_id, kind, title, json.dumps(dict(spec)), total, now, now, calls_key),
             )
         return work_id
+
+    def _lock_submits(self, db: psycopg.Connection[tuple[Any, ...]]) -> None:
+        """One submit or resume at a time per owner (two replicas, two tabs): the lock is
+        released when the transaction ends, after its row is committed."""
+        db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (submit_lock(self._owner),))
 
     def get_work(self, work_id: str) -> WorkRecord | None:
         """The work with this id, or None."""
@@ -889,11 +894,16 @@ class PostgresStore:
         return changed > 0
 
     def reopen_work(self, work_id: str) -> bool:
-        """Queue ended work again (stop request cleared); False when it is open or unknown."""
+        """Queue ended work again (stop request cleared); False when it is open or unknown, or
+        when other open work makes the same calls (it would run them twice at once)."""
         with self.transaction() as db:
+            self._lock_submits(db)
             changed = db.execute(
                 "UPDATE work SET state = 'queued', cancel_requested = FALSE, error = NULL, updated_at = %s"
-                " WHERE work_id = %s AND state NOT IN ('queued', 'running')",
+                " WHERE work_id = %s AND state NOT IN ('queued', 'running')"
+                " AND (calls_key = '' OR NOT EXISTS (SELECT 1 FROM work AS other WHERE other.owner = work.owner"
+                " AND other.kind = work.kind AND other.calls_key = work.calls_key AND NOT other.cancel_requested"
+                " AND other.state IN ('queued', 'running') AND other.work_id <> work.work_id))",
                 (_now(), work_id),
             ).rowcount
         return changed > 0

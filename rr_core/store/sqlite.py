@@ -246,6 +246,10 @@ def _work(db: sqlite3.Connection) -> None:
     )
 
 
+def _work_calls(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE work ADD COLUMN calls_key TEXT NOT NULL DEFAULT ''")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
@@ -254,6 +258,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "how each reply was paid (now or batch), and the ledger that records it", _ledgers),
     Migration(6, "documents' readings (pages and tokens), so a document is parsed once", _readings),
     Migration(7, "long work (review grids, sweeps): its spec, progress, results and stop requests", _work),
+    Migration(8, "what a work's calls are (so the same calls are not run twice at once)", _work_calls),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -764,26 +769,36 @@ class SQLiteStore:
         spec: Mapping[str, Any],
         total: int,
         *,
-        reuse_open: bool = False,
+        calls_key: str = "",
         work_id: str | None = None,
     ) -> str:
-        """Record new work, queued; returns its id (``reuse_open``: see ``WorkStore``)."""
+        """Record new work, queued; returns its id (``calls_key``: see ``WorkStore``)."""
         work_id = work_id or uuid.uuid4().hex[:16]
         now = _now()
-        text = json.dumps(dict(spec))
         with self._transaction(write=True) as db:  # the write lock first: no other submit between
-            if reuse_open:
+            if calls_key:
                 row = db.execute(
-                    "SELECT work_id FROM work WHERE owner = ? AND kind = ? AND spec = ? AND cancel_requested = 0"
-                    " AND state IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1",
-                    (self._owner, kind, text),
+                    "SELECT work_id FROM work WHERE owner = ? AND kind = ? AND calls_key = ?"
+                    " AND cancel_requested = 0 AND state IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1",
+                    (self._owner, kind, calls_key),
                 ).fetchone()
                 if row is not None:
                     return str(row[0])
             db.execute(
-                "INSERT INTO work (owner, work_id, kind, title, state, spec, total, created_at, updated_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?)",
-                (self._owner, work_id, kind, title, "queued", text, total, now, now),
+                "INSERT INTO work (owner, work_id, kind, title, state, spec, total, created_at, updated_at,"
+                " calls_key) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    self._owner,
+                    work_id,
+                    kind,
+                    title,
+                    "queued",
+                    json.dumps(dict(spec)),
+                    total,
+                    now,
+                    now,
+                    calls_key,
+                ),
             )
         return work_id
 
@@ -854,11 +869,15 @@ class SQLiteStore:
         return True
 
     def reopen_work(self, work_id: str) -> bool:
-        """Queue ended work again (stop request cleared); False when it is open or unknown."""
+        """Queue ended work again (stop request cleared); False when it is open or unknown, or
+        when other open work makes the same calls (it would run them twice at once)."""
         with self._transaction(write=True) as db:
             changed = db.execute(
                 "UPDATE work SET state = 'queued', cancel_requested = 0, error = NULL, updated_at = ?"
-                " WHERE owner = ? AND work_id = ? AND state NOT IN ('queued', 'running')",
+                " WHERE owner = ? AND work_id = ? AND state NOT IN ('queued', 'running')"
+                " AND (calls_key = '' OR NOT EXISTS (SELECT 1 FROM work AS other WHERE other.owner = work.owner"
+                " AND other.kind = work.kind AND other.calls_key = work.calls_key AND other.cancel_requested = 0"
+                " AND other.state IN ('queued', 'running') AND other.work_id <> work.work_id))",
                 (_now(), self._owner, work_id),
             ).rowcount
         return changed > 0
