@@ -35,6 +35,22 @@ def _contract(i: int) -> bytes:
     return pdf_from_texts(pages, title=f"Agreement {i}")
 
 
+def _grid(store: Any, prefix: str, documents: int) -> tuple[list[Any], ReviewWork]:
+    """Generated contracts read into the store, and an R&R grid over them on OpenAI (stubbed)."""
+    from rr_core.workbench import Engine
+
+    files = read_review_corpus(
+        items_from_uploads([(f"{prefix}{i}.pdf", _contract(i)) for i in range(documents)])[0],
+        model="gpt-4.1-mini", store=store, processes=1,
+    )  # fmt: skip
+    engine = Engine("openai", "gpt-4.1-mini", "gpt-4.1-mini")
+    work = ReviewWork(
+        tuple(files), tuple(parse_columns(COLUMNS)), engine.settings(method="rr"), "openai", "gpt-4.1-mini",
+        "gpt-4.1-mini", concurrency=1,
+    )  # fmt: skip
+    return files, work
+
+
 def _wait(condition: Any, what: str, limit: float = 120.0) -> None:
     end = time.monotonic() + limit
     while not condition():
@@ -73,17 +89,7 @@ def test_a_killed_worker_loses_no_cell_and_pays_no_stored_reply_again(pg_url: st
 
     with StubServer(responder=lambda path, body: slow(0.3)) as stub:
         store = open_store(pg_url, owner="ana")
-        files = read_review_corpus(
-            items_from_uploads([(f"a{i}.pdf", _contract(i)) for i in range(DOCUMENTS)])[0],
-            model="gpt-4.1-mini", store=store, processes=1,
-        )  # fmt: skip
-        from rr_core.workbench import Engine
-
-        engine = Engine("openai", "gpt-4.1-mini", "gpt-4.1-mini")
-        work = ReviewWork(
-            tuple(files), tuple(parse_columns(COLUMNS)), engine.settings(method="rr"), "openai", "gpt-4.1-mini",
-            "gpt-4.1-mini", concurrency=1,
-        )  # fmt: skip
+        files, work = _grid(store, "a", DOCUMENTS)
         work_id = submit_review(store, work)
         WorkerQueue(pg_url, "ana").submit(work_id)
 
@@ -152,19 +158,10 @@ def test_one_work_handed_to_the_queue_twice_runs_once_at_a_time(pg_url: str, tmp
     workers free: the jobs share a lock, so the second starts only when the first has ended,
     finds the work done and sends nothing."""
     from rr_core.queue import WorkerQueue
-    from rr_core.workbench import Engine
 
     with StubServer(responder=lambda path, body: slow(0.2)) as stub:
         store = open_store(pg_url, owner="ana")
-        files = read_review_corpus(
-            items_from_uploads([(f"b{i}.pdf", _contract(i)) for i in range(3)])[0],
-            model="gpt-4.1-mini", store=store, processes=1,
-        )  # fmt: skip
-        engine = Engine("openai", "gpt-4.1-mini", "gpt-4.1-mini")
-        work = ReviewWork(
-            tuple(files), tuple(parse_columns(COLUMNS)), engine.settings(method="rr"), "openai", "gpt-4.1-mini",
-            "gpt-4.1-mini", concurrency=1,
-        )  # fmt: skip
+        _, work = _grid(store, "b", 3)
         work_id = submit_review(store, work)
         queue = WorkerQueue(pg_url, "ana")
         queue.submit(work_id)
