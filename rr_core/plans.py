@@ -246,6 +246,21 @@ class Outcome:
     gold_pages: list[int] = field(default_factory=list)
     correct: bool | None = None
     error: str | None = None
+    # Triage (README "Answers an analyst can triage"). ``found`` False says nothing was stated;
+    # ``absent_by`` says who says so: "reader" (the offline engine found nothing: "Not found",
+    # a claim about the search, not the document) or "model" (the model's claim that the
+    # document does not state it).
+    absent_by: str = ""
+    # Does the quoted text state this answer to this question? supported | partial |
+    # unsupported | unchecked; who judged it ("offline reader", "verifier <model>") and why.
+    support: str = "unchecked"
+    support_reason: str = ""
+    support_by: str = ""
+    # How far to trust the answer: high | check | none ("" = not assessed), a score in [0, 1]
+    # and the reason a "check" answer should be checked.
+    confidence: str = ""
+    score: float | None = None
+    confidence_reason: str = ""
 
     def not_stated(self) -> None:
         """Record that the document does not state the answer (nothing to cite)."""

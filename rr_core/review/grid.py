@@ -429,6 +429,15 @@ class Cell:
     error: str | None = None
     error_kind: str | None = None  # the error's class ("RunCancelled": stopped before it was asked)
     run_id: str = ""
+    # Triage, as on Outcome: who says the answer is absent, whether the quote supports the answer,
+    # and how far to trust it (high | check | none), with a score and a reason.
+    pages_to_read: tuple[int, ...] = ()
+    absent_by: str = ""
+    support: str = "unchecked"
+    support_reason: str = ""
+    confidence: str = ""
+    score: float | None = None
+    confidence_reason: str = ""
 
     @property
     def not_asked(self) -> bool:
@@ -454,6 +463,11 @@ class Cell:
             cost_usd=float(data.get("cost_usd") or 0.0), paid_usd=float(data.get("paid_usd") or 0.0),
             price_known=bool(data.get("price_known", True)), is_llm=bool(data.get("engine_is_llm", True)),
             error=data.get("error"), error_kind=data.get("error_kind"), run_id=str(data.get("run_id") or ""),
+            pages_to_read=tuple(int(p) for p in data.get("pages_to_read") or ()),
+            absent_by=str(data.get("absent_by") or ""), support=str(data.get("support") or "unchecked"),
+            support_reason=str(data.get("support_reason") or ""), confidence=str(data.get("confidence") or ""),
+            score=None if data.get("score") is None else float(data["score"]),
+            confidence_reason=str(data.get("confidence_reason") or ""),
         )  # fmt: skip
 
     @property
@@ -506,6 +520,13 @@ class Cell:
             "error": self.error,
             "error_kind": self.error_kind,
             "run_id": self.run_id,
+            "pages_to_read": list(self.pages_to_read),
+            "absent_by": self.absent_by,
+            "support": self.support,
+            "support_reason": self.support_reason,
+            "confidence": self.confidence,
+            "score": self.score,
+            "confidence_reason": self.confidence_reason,
         }
 
 
