@@ -61,17 +61,50 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _postgres_reaches(folder: str) -> bool:
+    """Whether the ``postgres`` user can enter ``folder`` (every folder above it included)."""
+    try:
+        done = subprocess.run(
+            ["runuser", "-u", "postgres", "--", "test", "-x", folder],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _cluster_parent(as_root: bool) -> str | None:
+    """Where the cluster's folder is made: the usual temporary folder, unless the tests run as root
+    and the ``postgres`` user (who runs the server) cannot reach it, as with a private ``TMPDIR``
+    (mode 0700): then the first of /tmp and /var/tmp it can reach."""
+    if not as_root:
+        return None
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        return None  # start() says that the user is missing
+    for candidate in dict.fromkeys((tempfile.gettempdir(), "/tmp", "/var/tmp")):
+        if os.path.isdir(candidate) and _postgres_reaches(candidate):
+            return candidate
+    raise RuntimeError(
+        f"the 'postgres' user can reach none of {tempfile.gettempdir()}, /tmp and /var/tmp:"
+        " PostgreSQL, run as that user, needs a folder it can enter"
+    )
+
+
 class PostgresServer:
     """One throwaway PostgreSQL cluster; ``start`` then ``stop`` (``url`` for the app's role)."""
 
     def __init__(self, binaries: Path) -> None:
         self.binaries = binaries
-        self.root = Path(tempfile.mkdtemp(prefix="rr-pg-"))
+        self.as_root = os.geteuid() == 0
+        self.root = Path(tempfile.mkdtemp(prefix="rr-pg-", dir=_cluster_parent(self.as_root)))
         self.data = self.root / "data"
         self.socket_dir = self.root / "socket"
         self.log = self.root / "server.log"
         self.port = _free_port()
-        self.as_root = os.geteuid() == 0
         self.started_s = 0.0  # how long start() took
         self._options = ""
         self._databases = 0
