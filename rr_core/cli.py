@@ -1347,8 +1347,11 @@ def _print_review(data: dict[str, Any]) -> None:
 def _print_history(data: dict[str, Any]) -> None:
     """The runs as a table: when, document, method, model, answer, money (a free engine's is
     what it would cost: nothing was paid)."""
-    runs = data["runs"]
-    print(f"History of {data['user']} in {data['store']}: {_plural(len(runs), 'run')}, newest first")
+    runs, total = data["runs"], int(data.get("total", len(data["runs"])))
+    shown = (
+        _plural(total, "run") if len(runs) >= total else f"showing {len(runs):,} of {_plural(total, 'run')}"
+    )
+    print(f"History of {data['user']} in {data['store']}: {shown}, newest first")
     if not runs:
         print("  (none yet: `ask --save` and the app's Ask screen store runs here)")
         return
@@ -1391,10 +1394,11 @@ def cmd_history(args: argparse.Namespace) -> dict[str, Any]:
     store = open_history(owner)
     try:
         runs = history_records(args.limit, store=store)
+        total = store.count()
         location = store.location
     finally:
         store.close()
-    return {"user": owner, "store": location, "runs": runs}
+    return {"user": owner, "store": location, "runs": runs, "total": total}
 
 
 COMMANDS = {

@@ -930,6 +930,8 @@ def test_history_lists_the_users_runs_newest_first_as_a_table_and_as_json(
     assert main(["history"]) == 0
     table = capsys.readouterr().out
     assert "History of local in" in table and "2 runs, newest first" in table
+    assert main(["history", "--limit", "1"]) == 0  # a limited list says how many there are
+    assert "showing 1 of 2 runs, newest first" in capsys.readouterr().out
     assert "planted.txt" in table and "R&R" in table and "Baseline" in table
     assert f"$0 (would cost ${rr['cost_usd']:.4f})" in table
 
