@@ -1188,7 +1188,7 @@ def cmd_work(args: argparse.Namespace) -> dict[str, Any]:
     from dataclasses import asdict
 
     from rr_core.store import is_postgres
-    from rr_core.work import resume_work, review_cells
+    from rr_core.work import LEASE_S, resume_work, review_cells
     from rr_core.workbench import acting_user, open_history, open_queue
 
     owner = acting_user(args.user)
@@ -1200,7 +1200,11 @@ def cmd_work(args: argparse.Namespace) -> dict[str, Any]:
             return {"work_id": args.cancel, "cancel_requested": True}
         if args.resume:
             if not resume_work(store, args.resume):
-                raise ConfigError(f"work {args.resume}: no such ended work of {owner}")
+                raise ConfigError(
+                    f"work {args.resume}: no such ended work of {owner} (work still running is resumed only once"
+                    " its runner is gone: its process ended, or it has not been heard from for"
+                    f" {LEASE_S:.0f} s)"
+                )
             open_queue(owner).submit(args.resume)
             if not is_postgres(None):  # the in-process queue: this command is the process
                 from rr_core.work import InProcessQueue

@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import socket
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from rr_core.costs import Mode
@@ -44,6 +47,30 @@ from rr_core.tokens import counter_for_model
 REVIEW = "review"
 SWEEP = "sweep"
 STOP_POLL_S = 1.0  # how often a running work looks for a stop request
+# The version of the specs this build writes and reads. A spec of another version is refused
+# with both versions named (never half-read): a newer build's field could change what is asked.
+SPEC_VERSION = 1
+# A running work's lease: its runner touches the work row at least every LEASE_RENEW_S; a work
+# whose row has not moved for LEASE_S (or whose runner, on this host, is gone) may be resumed.
+LEASE_S = 120.0
+LEASE_RENEW_S = 15.0
+log = logging.getLogger(__name__)
+
+
+def _spec_fields(kind: str, data: Mapping[str, Any], known: Iterable[str]) -> None:
+    """Refuse a spec this build cannot read in full: another version, or fields it does not know."""
+    version = data.get("spec_version", 1)
+    if version != SPEC_VERSION:
+        raise ConfigError(
+            f"this {kind} work was written with spec version {version}; this build reads version"
+            f" {SPEC_VERSION}. Run it with the build that wrote it, or submit it again here."
+        )
+    unknown = sorted(set(data) - set(known) - {"spec_version"})
+    if unknown:
+        raise ConfigError(
+            f"this {kind} work's spec (version {version}) has fields this build (spec version {SPEC_VERSION})"
+            f" does not know: {', '.join(unknown)}. Run it with the build that wrote it, or submit it again here."
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +94,7 @@ class ReviewWork:
     def to_dict(self) -> dict[str, Any]:
         """As JSON (what the store keeps)."""
         return {
+            "spec_version": SPEC_VERSION,
             "files": [f.to_dict() for f in self.files],
             "columns": [c.to_dict() for c in self.columns],
             "settings": self.settings.to_dict(),
@@ -84,7 +112,8 @@ class ReviewWork:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReviewWork:
-        """Read ``to_dict``'s output."""
+        """Read ``to_dict``'s output (``ConfigError`` for a spec of another version)."""
+        _spec_fields(REVIEW, data, (f.name for f in fields(cls)))
         mode = str(data.get("mode") or "now")
         return cls(
             files=tuple(CorpusFile.from_dict(f) for f in data["files"]),
@@ -163,12 +192,13 @@ class SweepWork:
         """As JSON."""
         from dataclasses import asdict
 
-        return asdict(self)
+        return {"spec_version": SPEC_VERSION, **asdict(self)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SweepWork:
-        """Read ``to_dict``'s output."""
-        values = dict(data)
+        """Read ``to_dict``'s output (``ConfigError`` for a spec of another version)."""
+        _spec_fields(SWEEP, data, (f.name for f in fields(cls)))
+        values = {k: v for k, v in data.items() if k != "spec_version"}
         for name in ("series", "lengths", "depths"):
             if values.get(name) is not None:
                 values[name] = tuple(values[name])
@@ -222,7 +252,7 @@ class SweepWork:
 
 
 # What changes how a work's calls are paid or bounded, not which calls it makes.
-_NOT_CALLS = frozenset({"key", "mode", "max_usd", "concurrency", "price_model"})
+_NOT_CALLS = frozenset({"key", "mode", "max_usd", "concurrency", "price_model", "spec_version"})
 
 
 def _calls_key(kind: str, spec: Mapping[str, Any]) -> str:
@@ -258,8 +288,44 @@ def submit_review(
 
 
 def resume_work(store: Store, work_id: str) -> bool:
-    """Queue stopped or failed work again (its recorded cells stay; only the rest is asked)."""
+    """Queue stopped or failed work again (its recorded cells stay; only the rest is asked).
+    Work still marked running whose runner is gone (its process on this host ended, or its lease
+    ran out: a killed app or worker) is first marked failed, saying so, then queued again."""
+    record = store.get_work(work_id)
+    if record is not None and record.state == "running":
+        gone = runner_gone(record)
+        if gone:
+            store.update_work(work_id, state="failed", error=gone)
     return store.reopen_work(work_id)
+
+
+def runner_gone(record: WorkRecord, *, now: datetime | None = None) -> str:
+    """Why a running work's runner is known to be gone ("" while it may still run): its
+    process, on this host, has ended; or it has not renewed its lease for ``LEASE_S``."""
+    where = record.worker.rsplit(" ", 1)[-1]
+    host, _, pid = where.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return f"the process running it ({record.worker}) ended before it finished"
+        except PermissionError:
+            pass  # a process of another user has that id: it may be the runner
+        else:
+            if int(pid) != os.getpid():
+                return ""
+    try:
+        touched = datetime.fromisoformat(record.updated_at)
+    except ValueError:
+        return ""
+    if touched.tzinfo is None:
+        touched = touched.replace(tzinfo=UTC)
+    idle = ((now or datetime.now(UTC)) - touched).total_seconds()
+    if idle > LEASE_S:
+        return (
+            f"its runner ({record.worker}) has not been heard from for {idle:.0f} s (lease {LEASE_S:.0f} s)"
+        )
+    return ""
 
 
 def review_cells(store: Store, work_id: str) -> list[Cell]:
@@ -301,6 +367,10 @@ def run_work(
         result = _run_review(store, work_id, ReviewWork.from_dict(record.spec), client, on_cell)
     except (RRError, OSError) as exc:
         store.update_work(work_id, state="failed", error=str(exc))
+        return store.get_work(work_id)
+    except Exception as exc:  # a defect: the work ends, saying what broke, instead of staying "running"
+        log.exception("work %s failed", work_id)
+        store.update_work(work_id, state="failed", error=f"{type(exc).__name__}: {exc}")
         return store.get_work(work_id)
     return result
 
@@ -429,34 +499,37 @@ class _StopWhenAsked:
     def guard_open(self) -> Iterator[Callable[[Executor], None]]:
         """For a use case that opens its own runner: hands back a callback taking the runner,
         and watches for a stop until the block ends."""
-        finished = threading.Event()
-
-        def watch() -> None:
-            while not finished.wait(STOP_POLL_S):
-                if self.check():
-                    return
 
         def found(runner: Executor) -> None:
             self._runner = runner
 
-        watcher = threading.Thread(target=watch, name=f"stop-watch-{self._work_id}", daemon=True)
-        watcher.start()
-        try:
+        with self._watching():
             yield found
-        finally:
-            finished.set()
-            watcher.join(timeout=5)
 
     @contextmanager
     def guard(self, runner: Executor) -> Iterator[None]:
         """Watch for a stop while ``runner`` runs."""
         self._runner = runner
+        with self._watching():
+            yield
+
+    @contextmanager
+    def _watching(self) -> Iterator[None]:
+        """Until the block ends: look for a stop every ``STOP_POLL_S``, and renew the work's
+        lease every ``LEASE_RENEW_S`` (its row touched: the runner is alive)."""
         finished = threading.Event()
 
         def watch() -> None:
+            renewed = time.monotonic()
             while not finished.wait(STOP_POLL_S):
                 if self.check():
                     return
+                if time.monotonic() - renewed >= LEASE_RENEW_S:
+                    renewed = time.monotonic()
+                    try:
+                        self._store.update_work(self._work_id)
+                    except RRError:
+                        log.warning("work %s: could not renew its lease", self._work_id, exc_info=True)
 
         watcher = threading.Thread(target=watch, name=f"stop-watch-{self._work_id}", daemon=True)
         watcher.start()
@@ -525,5 +598,8 @@ class InProcessQueue:
             run_work(store, work_id, client=client, worker=f"in-process {runner_name()}")
         except LLMError as exc:  # a client that could not be made (no key): the work says why
             store.update_work(work_id, state="failed", error=str(exc))
+        except Exception as exc:  # never a thread that dies leaving its work "running"
+            log.exception("work %s failed", work_id)
+            store.update_work(work_id, state="failed", error=f"{type(exc).__name__}: {exc}")
         finally:
             store.close()
