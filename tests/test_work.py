@@ -53,14 +53,14 @@ class Gated:
         return {"provider": "gated-offline"}
 
     def complete(self, request: LLMRequest) -> Completion:
-        if not self.gate.acquire(timeout=60):
+        if not self.gate.acquire(timeout=600):
             raise TimeoutError("the test never opened the gate")
         with self._lock:
             self.calls += 1
         return self._engine.complete(request)
 
 
-def _wait(condition, what: str, limit: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+def _wait(condition, what: str, limit: float = 180.0) -> None:  # type: ignore[no-untyped-def]
     end = time.monotonic() + limit
     while not condition():
         if time.monotonic() > end:
@@ -124,6 +124,26 @@ def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypa
     import rr_core.workbench as workbench
 
     path, store, work = setup
+    # The grid run whole, for another owner of the same store (none of the replies below): how
+    # many calls it makes, and so how many to let through before the stop (see below).
+    whole = Gated()
+    for _ in range(200):
+        whole.gate.release()
+    fresh = open_store(path, owner="fresh")
+    fresh_files = read_review_corpus(
+        items_from_uploads([(f"c{i}.pdf", _contract(i)) for i in range(4)])[0], model="gpt-4.1-mini", store=fresh,
+        processes=1,
+    )  # fmt: skip
+    assert run_work(
+        fresh,
+        submit_review(
+            fresh, ReviewWork.from_dict({**work.to_dict(), "files": [f.to_dict() for f in fresh_files]})
+        ),
+        client=whole,
+    )
+    documents = len(work.files)
+    assert whole.calls >= 2 * documents, whole.calls  # each document: a retrieval, then answers
+
     monkeypatch.setattr(work_module, "STOP_POLL_S", 0.02)
     runners: list[object] = []
     opened = workbench.open_runner
@@ -139,14 +159,21 @@ def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypa
     queue = InProcessQueue(lambda: open_store(path))
     queue.submit(work_id, client=client)
     other = open_store(path)  # another process's view of the same store
-    # Let calls through one at a time until one document's cells are recorded.
-    while (record := other.get_work(work_id)) is not None and record.done < 2:
+    # Calls through one at a time, as many as make sure that at least one document is finished
+    # (one more than every document one call short: all calls but documents - 1) and, with the
+    # one call in flight when the stop is seen, at least one is not (two calls are left). The
+    # documents run side by side: counting calls, not cells, keeps this independent of how
+    # their calls interleave and of when their cells are recorded.
+    let_through = whole.calls - documents + 1
+    for _ in range(let_through):
         sent = client.calls
         client.gate.release()
-        _wait(lambda: client.calls > sent or (other.get_work(work_id) or record).done >= 2, "a call")
+        _wait(lambda sent=sent: client.calls > sent, "a call")
+    _wait(lambda: (other.get_work(work_id) or store.get_work(work_id)).done >= 2, "a document's cells")  # type: ignore[union-attr]
     assert other.request_cancel(work_id)
     _wait(lambda: bool(runners) and runners[0].cancelled, "the runner to see the stop")  # type: ignore[attr-defined]
     paid_when_stopped = client.calls
+    assert paid_when_stopped == let_through
     for _ in range(200):  # open the gate: the call in flight ends, and no further call is sent
         client.gate.release()
     assert queue.wait(work_id, 120)
@@ -166,21 +193,6 @@ def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypa
     assert {c.key for c in cells} >= kept and len({c.key for c in cells}) == 8
     # The second run asks only the documents without recorded cells, and pays for no call the
     # first run made (its replies are in the store): together no more than one uninterrupted run.
-    whole = Gated()
-    for _ in range(200):
-        whole.gate.release()
-    fresh = open_store(path, owner="fresh")  # the same store, another owner: none of the replies above
-    fresh_files = read_review_corpus(
-        items_from_uploads([(f"c{i}.pdf", _contract(i)) for i in range(4)])[0], model="gpt-4.1-mini", store=fresh,
-        processes=1,
-    )  # fmt: skip
-    assert run_work(
-        fresh,
-        submit_review(
-            fresh, ReviewWork.from_dict({**work.to_dict(), "files": [f.to_dict() for f in fresh_files]})
-        ),
-        client=whole,
-    )
     assert client.calls + again.calls == whole.calls
 
 
