@@ -1187,7 +1187,6 @@ def cmd_work(args: argparse.Namespace) -> dict[str, Any]:
     """Long work in the store: the list, one work's cells, a stop or a resume request."""
     from dataclasses import asdict
 
-    from rr_core.store import is_postgres
     from rr_core.work import LEASE_S, resume_work, review_cells
     from rr_core.workbench import acting_user, open_history, open_queue
 
@@ -1199,17 +1198,18 @@ def cmd_work(args: argparse.Namespace) -> dict[str, Any]:
                 raise ConfigError(f"work {args.cancel}: no such open work of {owner}")
             return {"work_id": args.cancel, "cancel_requested": True}
         if args.resume:
-            if not resume_work(store, args.resume):
+            queue = open_queue(owner)
+            hook = queue.enqueue()  # team mode: the job is written with the reopened work
+            if not resume_work(store, args.resume, enqueue=hook):
                 raise ConfigError(
                     f"work {args.resume}: no such ended work of {owner} (work still running is resumed only once"
                     " its runner is gone: its process ended, or it has not been heard from for"
                     f" {LEASE_S:.0f} s)"
                 )
-            open_queue(owner).submit(args.resume)
-            if not is_postgres(None):  # the in-process queue: this command is the process
+            if hook is None:  # the in-process queue: this command is the process
                 from rr_core.work import InProcessQueue
 
-                queue = open_queue(owner)
+                queue.submit(args.resume)
                 if isinstance(queue, InProcessQueue):
                     queue.wait(args.resume, 24 * 3600)
             return {"work_id": args.resume, "queued": True}

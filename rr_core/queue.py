@@ -26,7 +26,7 @@ from procrastinate import exceptions as pq_errors
 
 from rr_core.errors import ConfigError
 from rr_core.llm import LLMClient
-from rr_core.store import open_store, redact_url
+from rr_core.store import Enqueue, open_store, redact_url
 from rr_core.work import run_work, runner_name
 
 QUEUE = "rr-work"
@@ -108,6 +108,38 @@ class WorkerQueue:
             asyncio.run(go())
         except (OSError, pq_errors.ProcrastinateException) as exc:
             raise ConfigError(f"the work could not be queued at {redact_url(self._url)}: {exc}") from None
+
+    def enqueue(self) -> Enqueue:
+        """Queues the work's job on the connection of the store's transaction that records the
+        work (the same database): the row and its job are committed together, or neither is.
+        A work recorded without its job would be answered "already queued" and never run."""
+        _prepared(self._url)
+        app = make_app(self._url)
+
+        def defer(connection: Any, work_id: str) -> None:
+            lock = f"{self._owner}:{work_id}"  # one job of a work runs at a time (see ``submit``)
+            try:
+                app.configure_task(TASK, lock=lock, connection=connection).defer(
+                    owner=self._owner, work_id=work_id
+                )
+            except pq_errors.ProcrastinateException as exc:
+                raise ConfigError(f"the work could not be queued at {redact_url(self._url)}: {exc}") from None
+
+        return defer
+
+
+_PREPARED: set[str] = set()
+
+
+def _prepared(url: str) -> None:
+    """The queue's tables exist (checked once per process and database)."""
+    if url in _PREPARED:
+        return
+    try:
+        prepare(url)
+    except (OSError, pq_errors.ProcrastinateException) as exc:
+        raise ConfigError(f"the work queue at {redact_url(url)} could not be prepared: {exc}") from None
+    _PREPARED.add(url)
 
 
 async def _requeue_stalled(app: procrastinate.App, stalled_after_s: float) -> None:

@@ -41,7 +41,7 @@ from rr_core.review import AnswerKey, Cell, Column, CorpusFile, ReviewPlan
 from rr_core.review.export import scores_json
 from rr_core.runs import Executor
 from rr_core.settings import RunSettings
-from rr_core.store import Store, WorkRecord
+from rr_core.store import Enqueue, Store, WorkRecord
 from rr_core.tokens import counter_for_model
 
 REVIEW = "review"
@@ -266,28 +266,43 @@ def new_work_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def submit_sweep(store: Store, work: SweepWork, *, work_id: str | None = None) -> str:
+def submit_sweep(
+    store: Store, work: SweepWork, *, work_id: str | None = None, enqueue: Enqueue | None = None
+) -> str:
     """Record a Lab sweep as queued work; its id (the same sweep already queued or running:
-    that one's, so that it is not run, and paid, twice at once)."""
+    that one's, so that it is not run, and paid, twice at once). ``enqueue``: the queue's job
+    for new work, written in the same transaction (see ``WorkStore.submit_work``)."""
     _, plan, _ = work.planned(store)
     return store.submit_work(
-        SWEEP, work.title, work.to_dict(), len(plan.jobs), calls_key=work.calls_key(), work_id=work_id
-    )
+        SWEEP, work.title, work.to_dict(), len(plan.jobs), calls_key=work.calls_key(), work_id=work_id,
+        enqueue=enqueue,
+    )  # fmt: skip
 
 
 def submit_review(
-    store: Store, work: ReviewWork, plan: ReviewPlan | None = None, *, work_id: str | None = None
+    store: Store,
+    work: ReviewWork,
+    plan: ReviewPlan | None = None,
+    *,
+    work_id: str | None = None,
+    enqueue: Enqueue | None = None,
 ) -> str:
     """Record a review as queued work; its id (the same grid already queued or running: that
-    one's). ``plan``: the grid as shown (its cell count)."""
+    one's). ``plan``: the grid as shown (its cell count); ``enqueue``: as ``submit_sweep``."""
     plan = plan or work.plan(store)
     cells = len(plan.documents) * len(plan.columns) + len(plan.compare_documents) * len(plan.columns)
     return store.submit_work(
-        REVIEW, work.title, work.to_dict(), cells, calls_key=work.calls_key(), work_id=work_id
+        REVIEW,
+        work.title,
+        work.to_dict(),
+        cells,
+        calls_key=work.calls_key(),
+        work_id=work_id,
+        enqueue=enqueue,
     )
 
 
-def resume_work(store: Store, work_id: str) -> bool:
+def resume_work(store: Store, work_id: str, *, enqueue: Enqueue | None = None) -> bool:
     """Queue stopped or failed work again (its recorded cells stay; only the rest is asked).
     Work still marked running whose runner is gone (its process on this host ended, or its lease
     ran out: a killed app or worker) is first marked failed, saying so, then queued again."""
@@ -296,7 +311,7 @@ def resume_work(store: Store, work_id: str) -> bool:
         gone = runner_gone(record)
         if gone:
             store.update_work(work_id, state="failed", error=gone)
-    return store.reopen_work(work_id)
+    return store.reopen_work(work_id, enqueue=enqueue)
 
 
 def runner_gone(record: WorkRecord, *, now: datetime | None = None) -> str:
@@ -555,6 +570,11 @@ class WorkQueue(Protocol):
         """Have the work run (``client``: one made for the page, key included, in-process only)."""
         ...
 
+    def enqueue(self) -> Enqueue | None:
+        """What queues a work's job inside the store's transaction that records the work (the
+        workers' queue, in the same database), or None: ``submit`` it once it is recorded."""
+        ...
+
 
 class InProcessQueue:
     """The embedded default: each work runs in a thread of this process (it outlives the tab,
@@ -578,6 +598,10 @@ class InProcessQueue:
             )
             self._threads[work_id] = thread
             thread.start()
+
+    def enqueue(self) -> Enqueue | None:
+        """None: a thread is started by ``submit``, once the work is recorded."""
+        return None
 
     def running(self, work_id: str) -> bool:
         """Whether a thread of this process runs the work now."""

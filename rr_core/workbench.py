@@ -691,17 +691,17 @@ def submit_grid(
     and whether it is new: the same grid already queued or running is that work, not a second
     one. ``client``: the page's own (a typed key), used only by the in-process queue."""
     fresh = new_work_id()
-    work_id = submit_review(store, work, plan, work_id=fresh)
-    _hand_over(Submitted(work_id, new=work_id == fresh), owner, url, client)
+    queue = open_queue(owner, url=url)
+    work_id = submit_review(store, work, plan, work_id=fresh, enqueue=queue.enqueue())
+    _hand_over(Submitted(work_id, new=work_id == fresh), queue, client)
     return Submitted(work_id, new=work_id == fresh)
 
 
-def _hand_over(sent: Submitted, owner: str, url: str | Path | None, client: LLMClient | None) -> None:
-    """New work goes to the queue. Work already open has its job with the workers; in this
-    process it is handed over again (a thread already running it is kept; one lost with a
-    restarted server is started again)."""
-    queue = open_queue(owner, url=url)
-    if sent.new or isinstance(queue, InProcessQueue):
+def _hand_over(sent: Submitted, queue: WorkQueue, client: LLMClient | None) -> None:
+    """Work recorded: the workers' job was written with it (in its transaction). In this process
+    a thread runs it: new work, and work already open is handed over again (a thread already
+    running it is kept; one lost with a restarted server is started again)."""
+    if isinstance(queue, InProcessQueue):
         queue.submit(sent.work_id, client=client)
 
 
@@ -711,8 +711,9 @@ def submit_measurement(
 ) -> Submitted:  # fmt: skip
     """Record a Lab sweep as work and hand it to the queue (as ``submit_grid``)."""
     fresh = new_work_id()
-    work_id = submit_sweep(store, work, work_id=fresh)
-    _hand_over(Submitted(work_id, new=work_id == fresh), owner, url, client)
+    queue = open_queue(owner, url=url)
+    work_id = submit_sweep(store, work, work_id=fresh, enqueue=queue.enqueue())
+    _hand_over(Submitted(work_id, new=work_id == fresh), queue, client)
     return Submitted(work_id, new=work_id == fresh)
 
 
@@ -720,12 +721,15 @@ def resume(work_id: str, *, owner: str = LOCAL_OWNER, url: str | Path | None = N
     """Queue stopped or failed work again (only what is missing is asked; ``ConfigError`` when
     there is no such ended work)."""
     store = open_history(owner, url=url)
-    if not resume_work(store, work_id):
+    queue = open_queue(owner, url=url)
+    hook = queue.enqueue()
+    if not resume_work(store, work_id, enqueue=hook):
         raise ConfigError(
             f"There is no stopped or failed work {work_id} to resume, or other work making the same calls "
             "is queued or running (stop it first: the same calls would be paid twice)."
         )
-    open_queue(owner, url=url).submit(work_id)
+    if hook is None:  # the in-process queue: a thread runs it now
+        queue.submit(work_id)
 
 
 # ---- batches ---------------------------------------------------------------------------------

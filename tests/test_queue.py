@@ -237,3 +237,55 @@ def test_the_cli_submits_a_lab_sweep_a_worker_runs_it_and_work_shows_it(pg_url: 
     record = open_store(pg_url, owner="cy").get_work(work_id)
     assert record is not None and record.result is not None and record.result["is_llm"] is False
     assert len(record.result["series"]) == 2 and record.result["paid_usd"] == 0
+
+
+def test_a_work_and_its_job_are_written_in_one_transaction(pg_url: str) -> None:
+    """Team mode: the work row and its procrastinate job are committed together. A job that
+    cannot be written leaves no work behind (a row without a job would be answered "already
+    queued" by the next submit and never run); a resumed work gets its job with its reopening."""
+    import psycopg
+
+    from rr_core.errors import ConfigError
+    from rr_core.queue import WorkerQueue
+    from rr_core.work import resume_work
+
+    store = open_store(pg_url, owner="ana")
+    try:
+        _, work = _grid(store, "t", 2)
+        queue = WorkerQueue(pg_url, "ana")
+        hook = queue.enqueue()
+        work_id = submit_review(store, work, enqueue=hook)
+
+        def jobs() -> list[tuple[Any, ...]]:
+            with psycopg.connect(pg_url) as db:
+                return db.execute(
+                    "SELECT args->>'work_id', status FROM procrastinate_jobs ORDER BY id"
+                ).fetchall()
+
+        assert jobs() == [(work_id, "todo")]
+        assert submit_review(store, work, enqueue=hook) == work_id  # already queued: no second job
+        assert len(jobs()) == 1
+
+        def broken(connection: Any, new_id: str) -> None:
+            hook(connection, new_id)  # written, then the transaction fails after it
+            raise ConfigError("the queue refused the job")
+
+        other = ReviewWork.from_dict({**work.to_dict(), "columns": work.to_dict()["columns"][:1]})
+        try:
+            submit_review(store, other, enqueue=broken)
+        except ConfigError as exc:
+            assert "refused" in str(exc)
+        else:
+            raise AssertionError("the failed enqueue was not reported")
+        assert [w.work_id for w in store.list_work()] == [work_id]  # no row without its job
+        assert len(jobs()) == 1  # and no job without its row
+        again = submit_review(store, other, enqueue=hook)  # nothing stale answers "already queued"
+        assert again != work_id and len(jobs()) == 2
+
+        with psycopg.connect(pg_url) as db:  # the workers never ran them here: clear the queue
+            db.execute("DELETE FROM procrastinate_jobs")
+        assert store.request_cancel(work_id)
+        assert resume_work(store, work_id, enqueue=hook)
+        assert jobs() == [(work_id, "todo")]
+    finally:
+        store.close()

@@ -18,7 +18,7 @@ sees only that owner's rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -291,6 +291,11 @@ def work_changes(
     return names, values
 
 
+# Queues a work's job inside the store's transaction that records the work: called with that
+# transaction's connection and the work's id (team mode's workers: a procrastinate job).
+Enqueue = Callable[[Any, str], None]
+
+
 class WorkStore(Protocol):
     """Long work and its results as they arrive (the owner's only)."""
 
@@ -303,12 +308,15 @@ class WorkStore(Protocol):
         *,
         calls_key: str = "",
         work_id: str | None = None,
+        enqueue: Enqueue | None = None,
     ) -> str:
         """Record new work, queued; returns its id. ``calls_key``: what the work's calls are (its
         jobs, model and server, not its budget or concurrency); when the owner has open work
         (queued or running, no stop asked) of this kind with this key, its id instead (a second
         click, a second tab: the same calls are not run, and paid, twice at once); checked and
-        recorded in one transaction. ``work_id``: the id to give new work (else a new one)."""
+        recorded in one transaction. ``work_id``: the id to give new work (else a new one).
+        ``enqueue``: queues the new work's job in that same transaction (its connection and the
+        work's id); when it raises, nothing is recorded."""
         ...
 
     def get_work(self, work_id: str) -> WorkRecord | None:
@@ -338,9 +346,10 @@ class WorkStore(Protocol):
         """Ask the work to stop (whoever runs it sees it); False when it is not open."""
         ...
 
-    def reopen_work(self, work_id: str) -> bool:
+    def reopen_work(self, work_id: str, *, enqueue: Enqueue | None = None) -> bool:
         """Queue ended work again (stop request cleared); False when it is open or unknown, or
-        when other open work has its ``calls_key`` (it would make the same calls at once)."""
+        when other open work has its ``calls_key`` (it would make the same calls at once).
+        ``enqueue``: queues its job in the transaction that reopens it (see ``submit_work``)."""
         ...
 
     def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:

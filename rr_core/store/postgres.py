@@ -58,6 +58,7 @@ from rr_core.store.base import (
     WORK_COLUMNS,
     BatchRecord,
     CachedCall,
+    Enqueue,
     StoredRun,
     WorkRecord,
     work_changes,
@@ -809,8 +810,9 @@ class PostgresStore:
         *,
         calls_key: str = "",
         work_id: str | None = None,
+        enqueue: Enqueue | None = None,
     ) -> str:
-        """Record new work, queued; returns its id (``calls_key``: see ``WorkStore``)."""
+        """Record new work, queued; returns its id (``calls_key``, ``enqueue``: see ``WorkStore``)."""
         work_id = work_id or uuid.uuid4().hex[:16]
         now = _now()
         with self.transaction() as db:
@@ -828,6 +830,8 @@ class PostgresStore:
                 " VALUES (%s,%s,%s,'queued',%s,%s,%s,%s,%s)",
                 (work_id, kind, title, json.dumps(dict(spec)), total, now, now, calls_key),
             )
+            if enqueue is not None:
+                enqueue(db, work_id)
         return work_id
 
     def _lock_submits(self, db: psycopg.Connection[tuple[Any, ...]]) -> None:
@@ -893,9 +897,10 @@ class PostgresStore:
             ).rowcount
         return changed > 0
 
-    def reopen_work(self, work_id: str) -> bool:
+    def reopen_work(self, work_id: str, *, enqueue: Enqueue | None = None) -> bool:
         """Queue ended work again (stop request cleared); False when it is open or unknown, or
-        when other open work makes the same calls (it would run them twice at once)."""
+        when other open work makes the same calls (it would run them twice at once); ``enqueue``: see
+        ``WorkStore``."""
         with self.transaction() as db:
             self._lock_submits(db)
             changed = db.execute(
@@ -906,6 +911,8 @@ class PostgresStore:
                 " AND other.state IN ('queued', 'running') AND other.work_id <> work.work_id))",
                 (_now(), work_id),
             ).rowcount
+            if changed and enqueue is not None:
+                enqueue(db, work_id)
         return changed > 0
 
     def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:

@@ -37,6 +37,7 @@ from rr_core.store.base import (
     WORK_COLUMNS,
     BatchRecord,
     CachedCall,
+    Enqueue,
     StoredRun,
     WorkRecord,
     work_changes,
@@ -771,8 +772,9 @@ class SQLiteStore:
         *,
         calls_key: str = "",
         work_id: str | None = None,
+        enqueue: Enqueue | None = None,
     ) -> str:
-        """Record new work, queued; returns its id (``calls_key``: see ``WorkStore``)."""
+        """Record new work, queued; returns its id (``calls_key``, ``enqueue``: see ``WorkStore``)."""
         work_id = work_id or uuid.uuid4().hex[:16]
         now = _now()
         with self._transaction(write=True) as db:  # the write lock first: no other submit between
@@ -800,6 +802,8 @@ class SQLiteStore:
                     calls_key,
                 ),
             )
+            if enqueue is not None:
+                enqueue(db, work_id)
         return work_id
 
     def get_work(self, work_id: str) -> WorkRecord | None:
@@ -868,9 +872,10 @@ class SQLiteStore:
             )
         return True
 
-    def reopen_work(self, work_id: str) -> bool:
+    def reopen_work(self, work_id: str, *, enqueue: Enqueue | None = None) -> bool:
         """Queue ended work again (stop request cleared); False when it is open or unknown, or
-        when other open work makes the same calls (it would run them twice at once)."""
+        when other open work makes the same calls (it would run them twice at once); ``enqueue``: see
+        ``WorkStore``."""
         with self._transaction(write=True) as db:
             changed = db.execute(
                 "UPDATE work SET state = 'queued', cancel_requested = 0, error = NULL, updated_at = ?"
@@ -880,6 +885,8 @@ class SQLiteStore:
                 " AND other.state IN ('queued', 'running') AND other.work_id <> work.work_id))",
                 (_now(), self._owner, work_id),
             ).rowcount
+            if changed and enqueue is not None:
+                enqueue(db, work_id)
         return changed > 0
 
     def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
