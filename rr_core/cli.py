@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import signal
@@ -1239,6 +1240,8 @@ def cmd_worker(args: argparse.Namespace) -> dict[str, Any]:
         raise ConfigError("--concurrency 1 or more; --stalled-after must be longer than --heartbeat")
     from rr_core.queue import run_worker
 
+    if not logging.getLogger().handlers:  # a line per work started, progressing and ended (stderr)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     run_worker(
         os.environ[DB_ENV],
         concurrency=args.concurrency,

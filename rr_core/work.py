@@ -375,7 +375,34 @@ def run_work(
         return store.get_work(work_id)
     if record.kind not in (REVIEW, SWEEP):
         raise ConfigError(f"work {work_id} is a {record.kind!r}, which this build cannot run")
-    store.update_work(work_id, state="running", worker=worker or runner_name(), started=True, error="")
+    who = worker or runner_name()
+    store.update_work(work_id, state="running", worker=who, started=True, error="")
+    log.info(
+        "work %s started by %s: %s, %d of %d done", work_id, who, record.title, record.done, record.total
+    )
+    try:
+        ended = _run(store, work_id, record, client, on_cell)
+    finally:
+        try:
+            last = store.get_work(work_id)
+        except RRError:  # the store away: its own error says so
+            last = None
+        if last is not None:
+            log.info(
+                "work %s %s: %d of %d done%s", work_id, last.state if last.state != "running" else "left running",
+                last.done, last.total, f" ({last.error})" if last.error else "",
+            )  # fmt: skip
+    return ended
+
+
+def _run(
+    store: Store,
+    work_id: str,
+    record: WorkRecord,
+    client: LLMClient | None,
+    on_cell: Callable[[Cell], None] | None,
+) -> WorkRecord | None:
+    """``run_work``'s part once the work is marked running: it ends failed on any error."""
     try:
         if record.kind == SWEEP:
             return _run_sweep(store, work_id, SweepWork.from_dict(record.spec), client)
@@ -409,6 +436,8 @@ def _run_review(
         client = engine.client(counter_for_model(engine.counting_model()))
 
     stop = _StopWhenAsked(store, work_id)
+    begun = store.get_work(work_id)
+    total = begun.total if begun is not None else 0
 
     def keep(cell: Cell) -> None:
         nonlocal done
@@ -420,6 +449,8 @@ def _run_review(
         done += 1
         kept.add(cell.key)
         store.update_work(work_id, done=done)
+        if done % _progress_step(total) == 0:
+            log.info("work %s: %d of %d cells", work_id, done, total)
         stop.check()  # a stop asked for while the cell was answered: nothing further is sent
         if on_cell is not None:
             on_cell(cell)
@@ -460,6 +491,8 @@ def _run_sweep(store: Store, work_id: str, work: SweepWork, client: LLMClient | 
 
     def progress(done: int, total: int, partial: Any) -> None:
         store.update_work(work_id, done=done, total=total)
+        if done % _progress_step(total) == 0:
+            log.info("work %s: %d of %d runs", work_id, done, total)
         stop.check()
 
     with stop.guard_open() as runners:
@@ -478,6 +511,11 @@ def _run_sweep(store: Store, work_id: str, work: SweepWork, client: LLMClient | 
         error=result.failures[0] if failed_all and result.failures else None,
     )  # fmt: skip
     return store.get_work(work_id)
+
+
+def _progress_step(total: int) -> int:
+    """Log progress about ten times a work (every cell of a small one)."""
+    return max(1, total // 10)
 
 
 def _all_kept(meta: Mapping[str, Any], kept: set[str]) -> bool:

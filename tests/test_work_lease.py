@@ -210,3 +210,16 @@ def test_work_killed_mid_run_is_resumed_and_finished_with_no_call_sent_twice(tmp
     first, second = _sent(first_log), _sent(second_log)
     assert second and not set(first) & set(second), "a prompt was sent twice"
     assert len(second) == len(set(second))
+
+
+def test_the_runner_logs_a_line_when_a_work_starts_progresses_and_ends(setup, caplog) -> None:  # noqa: F811
+    import logging
+
+    _, store, work = setup
+    work_id = submit_review(store, work)
+    with caplog.at_level(logging.INFO, logger="rr_core.work"):
+        assert run_work(store, work_id) is not None
+    lines = [r.getMessage() for r in caplog.records if r.name == "rr_core.work"]
+    assert lines[0].startswith(f"work {work_id} started by ") and "0 of 8 done" in lines[0]
+    assert f"work {work_id}: 8 of 8 cells" in lines
+    assert lines[-1] == f"work {work_id} done: 8 of 8 done"
