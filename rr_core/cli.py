@@ -1303,8 +1303,10 @@ def _print_work(data: dict[str, Any]) -> None:
     if "work" in data:
         for w in data["work"]:
             stop = " (stop asked)" if w["cancel_requested"] and w["state"] == "running" else ""
+            when = str(w.get("created_at") or "")[:16].replace("T", " ")
             print(
-                f"{w['work_id']}  {w['state']:<9}{stop} {w['done']:>5}/{w['total']:<5} {w['title']}  [{w['worker']}]"
+                f"{w['work_id']}  {when:<16}  {w['state']:<9}{stop} {w['done']:>5}/{w['total']:<5} {w['title']}"
+                f"  [by {w.get('owner') or data['user']}; run by {w['worker'] or 'no one yet'}]"
             )
         if not data["work"]:
             print(f"no work of {data['user']}")

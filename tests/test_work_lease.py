@@ -223,3 +223,21 @@ def test_the_runner_logs_a_line_when_a_work_starts_progresses_and_ends(setup, ca
     assert lines[0].startswith(f"work {work_id} started by ") and "0 of 8 done" in lines[0]
     assert f"work {work_id}: 8 of 8 cells" in lines
     assert lines[-1] == f"work {work_id} done: 8 of 8 done"
+
+
+def test_the_work_list_says_when_by_whom_and_which(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Two identical grids sent at different times are told apart: id, time sent, owner, runner."""
+    from rr_core.cli import main
+
+    path = tmp_path / "runs.sqlite3"
+    monkeypatch.setenv("RR_STUDIO_DB", str(path))
+    store = open_store(str(path))
+    first = store.submit_work("review", "Review · 2 documents × 1 questions", {"files": []}, 2)
+    store.update_work(first, state="done", done=2)
+    second = store.submit_work("review", "Review · 2 documents × 1 questions", {"files": []}, 2)
+    assert main(["work"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    assert [line.split()[0] for line in lines] == [second, first]
+    assert all(today in line and "[by local; run by " in line for line in lines)
+    assert "run by no one yet" in lines[0]

@@ -32,6 +32,15 @@ def _records(kind: str) -> list[WorkRecord]:
         return []
 
 
+def submitted_line(record: WorkRecord) -> str:
+    """When, by whom and which: two identical grids sent at different times are told apart."""
+    me = user.current()
+    who = me.name if record.owner in ("", me.owner) else record.owner
+    when = record.created_at[:16].replace("T", " ")
+    moved = record.updated_at[11:16]
+    return f"id {record.work_id} · sent {when} UTC by {who}" + (f" · last update {moved} UTC" if moved else "")
+
+
 def where_it_runs() -> str:
     """Where submitted work runs, in words."""
     return "on the team's workers" if workbench.runs_on_workers(user.store_url()) else "in this app's process"
@@ -63,6 +72,7 @@ def work_panel(kind: str, title: str, *, on_show: Callable[[WorkRecord], None] |
                 + (f" · attempt {record.attempts}" if record.attempts > 1 else "")
                 + (f" · {md(record.worker)}" if record.worker else "")
             )
+            left.caption(md(submitted_line(record)))
             if record.total:
                 left.progress(min(1.0, record.done / record.total))
             if record.error:
