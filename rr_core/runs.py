@@ -433,8 +433,12 @@ class Executor:
                 sender.run_finished()
 
         # Runs start as others finish: a sweep of a thousand trials holds a few documents'
-        # prompts at a time, not all of them (the pool bounds the calls themselves).
+        # prompts at a time, not all of them (the pool bounds the calls themselves). Nothing
+        # here keeps a run once it has started: a finished run (its document, plan and prompts)
+        # is dropped as soon as its trace has been handed on.
+        total = len(runners)
         waiting = list(reversed(runners))
+        runners.clear()
         # A batch holds every run's calls at once: many runs wait together (threads that
         # mostly sleep), so one batch carries a whole phase of a sweep.
         active_limit = BATCH_ACTIVE_RUNS if self.batcher is not None else max(4, 2 * self.concurrency)
@@ -444,11 +448,11 @@ class Executor:
                 sender.run_started()
                 threading.Thread(target=work, args=(waiting.pop(),), daemon=True).start()
 
-        for _ in range(min(active_limit, len(runners))):
+        for _ in range(min(active_limit, total)):
             start_next()
         finished = 0
         try:
-            while finished < len(runners):
+            while finished < total:
                 item = events.get()
                 if isinstance(item, RunTrace):
                     finished += 1
@@ -456,7 +460,7 @@ class Executor:
                 yield item
         finally:
             # The caller stopped listening (the user left the page): send no further calls.
-            if finished < len(runners):
+            if finished < total:
                 self.cancel()
 
     # -- one call --

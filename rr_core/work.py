@@ -457,7 +457,7 @@ def _run_review(
 
     result = review(
         plan, client, concurrency=work.concurrency, key=work.key, jobs=todo, max_usd=work.max_usd,
-        mode=work.mode, store=store, on_cell=keep, guard=stop.guard,
+        mode=work.mode, store=store, on_cell=keep, guard=stop.guard, keep=False,
     ) if todo else None  # fmt: skip
     cells = review_cells(store, work_id)
     failed = sum(1 for c in cells if not c.ok)

@@ -563,18 +563,20 @@ def check_review_budget(plan: ReviewPlan, max_usd: float | None, mode: Mode = "n
 
 @dataclass(slots=True)
 class ReviewResult:
-    """What a grid run gave back: its cells (as they arrived), traces, and where they were kept."""
+    """What a grid run gave back: its cells (as they arrived), traces (when kept), what it paid
+    and where its traces were saved."""
 
     cells: list[Cell]
     traces: list[RunTrace]
     batch: str | None = None  # the history's batch id; None when not saved
     save_error: str | None = None
     cancelled: bool = False
+    paid_usd: float = 0.0  # what the run paid (stored replies and free engines pay nothing)
 
-    @property
-    def paid_usd(self) -> float:
-        """What the run paid (stored replies and free engines pay nothing)."""
-        return sum(t.paid_usd for t in self.traces)
+
+# A grid's traces are saved to the history as they arrive, this many at a time (one transaction
+# each), and then dropped: a run of any size holds at most this many.
+SAVE_EVERY = 16
 
 
 def review(
@@ -593,12 +595,15 @@ def review(
     on_batch: Callable[[BatchProgress], None] | None = None,
     guard: Guard | None = None,
     save: bool = True,
+    keep: bool = True,
 ) -> ReviewResult:
     """Run the grid's jobs (or ``jobs``: a retry of some cells) through the run store as call
     cache: a grid stopped and started again pays only for what is missing, and a cell asked
     before is answered from the store. Each job's trace is handed to ``on_trace`` and then its
     cells to ``on_cell`` as the job finishes (a screen keeps them as they come); the traces
-    are saved to the history at the end."""
+    are saved to the history as they arrive (``SAVE_EVERY`` at a time, one history batch).
+    ``keep`` False: the result holds no cell and no trace (work that records its cells as
+    they come: memory does not grow with the corpus)."""
     cache = store if store is not None else open_history()
     todo = list(jobs) if jobs is not None else list(plan.jobs)
     counter = counter_for_model(todo[0].token_model) if todo else None
@@ -606,6 +611,19 @@ def review(
     ledger = plan.ledger_key()
     cells: list[Cell] = []
     traces: list[RunTrace] = []
+    unsaved: list[RunTrace] = []
+    result = ReviewResult(cells, traces)
+
+    def flush() -> None:
+        if not (save and unsaved and result.save_error is None):
+            unsaved.clear()
+            return
+        try:
+            result.batch = cache.save_batch(unsaved, batch=result.batch)
+        except (LedgerError, ConfigError, OSError) as exc:
+            result.save_error = str(exc)
+        unsaved.clear()
+
     cancelled = False
     with (
         open_runner(
@@ -624,25 +642,30 @@ def review(
     ):
         for item in runner.stream_jobs(todo, resolver=resolver, counter=counter):
             if isinstance(item, RunTrace):
-                traces.append(item)
+                result.paid_usd += item.paid_usd
+                if keep:
+                    traces.append(item)
                 if on_trace is not None:
                     on_trace(item)
                 for cell in cells_of(item, todo[item.position], plan, key):
-                    cells.append(cell)
+                    if keep:
+                        cells.append(cell)
                     if on_cell is not None:
                         on_cell(cell)
+                unsaved.append(item)
+                if len(unsaved) >= SAVE_EVERY:
+                    flush()
             elif isinstance(item, CallEvent) and on_event is not None:
                 on_event(item)
             elif isinstance(item, BatchProgress) and on_batch is not None:
                 on_batch(item)
         cancelled = runner.cancelled
-    result = ReviewResult(cells, traces, cancelled=cancelled)
+    result.cancelled = cancelled
+    flush()
     try:
         cache.account(ledger)
-        if save and traces:
-            result.batch = cache.save_batch(traces)
     except (LedgerError, ConfigError, OSError) as exc:
-        result.save_error = str(exc)
+        result.save_error = result.save_error or str(exc)
     return result
 
 

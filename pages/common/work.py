@@ -38,7 +38,9 @@ def submitted_line(record: WorkRecord) -> str:
     who = me.name if record.owner in ("", me.owner) else record.owner
     when = record.created_at[:16].replace("T", " ")
     moved = record.updated_at[11:16]
-    return f"id {record.work_id} · sent {when} UTC by {who}" + (f" · last update {moved} UTC" if moved else "")
+    return f"id {record.work_id} · sent {when} UTC by {who}" + (
+        f" · last update {moved} UTC" if moved else ""
+    )
 
 
 def where_it_runs() -> str:

@@ -109,8 +109,9 @@ class BatchRecord:
 class RunStore(Protocol):
     """Runs, as the History screen, ``ask --save`` and the exports see them (the owner's only)."""
 
-    def save_batch(self, traces: Sequence[RunTrace]) -> str:
-        """Store the traces atomically under a new batch id; returns it."""
+    def save_batch(self, traces: Sequence[RunTrace], batch: str | None = None) -> str:
+        """Store the traces of one question (its methods) under a new batch id, atomically, and
+        return it; ``batch``: add them to that batch instead (a grid saved as it runs)."""
         ...
 
     def list(self, limit: int = 200) -> list[StoredRun]:

@@ -469,10 +469,10 @@ class PostgresStore:
 
     # ---- Runs ------------------------------------------------------------------------------------
 
-    def save_batch(self, traces: Sequence[RunTrace]) -> str:
-        """Store the traces of one question (its methods) under a new batch id, atomically; a run
+    def save_batch(self, traces: Sequence[RunTrace], batch: str | None = None) -> str:
+        """Store the traces of one question (its methods) under a new batch id (or ``batch``), atomically; a run
         saved again replaces the owner's earlier row (and is listed as the newest)."""
-        batch = uuid.uuid4().hex[:12]
+        batch = batch or uuid.uuid4().hex[:12]
         rows = [
             (
                 trace.run_id,

@@ -413,9 +413,9 @@ class SQLiteStore:
 
     # ---- Runs ------------------------------------------------------------------------------------
 
-    def save_batch(self, traces: Sequence[RunTrace]) -> str:
-        """Store the traces of one question (its methods) under a new batch id, atomically."""
-        batch = uuid.uuid4().hex[:12]
+    def save_batch(self, traces: Sequence[RunTrace], batch: str | None = None) -> str:
+        """Store the traces of one question (its methods) under a new batch id (or ``batch``), atomically."""
+        batch = batch or uuid.uuid4().hex[:12]
         rows = []
         for trace in traces:
             usage = trace.usage

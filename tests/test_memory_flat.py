@@ -1,0 +1,83 @@
+"""Memory that does not grow with the work: the runner keeps no run once its trace is handed
+on, and a grid saves its traces to the history as they arrive instead of holding them all
+(``benchmarks/bench_grid_memory.py`` measures the peak at two corpus sizes)."""
+
+from __future__ import annotations
+
+import gc
+
+from conftest import PLANTED_QUESTION, small_settings, word_counter
+
+import rr_core.runs as runs_module
+import rr_core.workbench as workbench
+from rr_core.jobs import DocumentRef, Documents, Job
+from rr_core.llm import OfflineEngine
+from rr_core.runs import Executor, RunTrace
+from rr_core.store import open_store
+from rr_core.work import review_cells, run_work, submit_review
+from tests.test_work import setup  # noqa: F401  (the fixture: a store, a 4-contract grid)
+
+
+def _alive_runs() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, runs_module._Run))
+
+
+def test_the_runner_drops_each_run_once_its_trace_is_handed_on(planted_document) -> None:  # type: ignore[no-untyped-def]
+    counter = word_counter()
+    jobs = [
+        Job(id=f"job-{i}", source=DocumentRef.of(planted_document), settings=small_settings("baseline"),
+            questions=(PLANTED_QUESTION,), tokenizer="words")
+        for i in range(12)
+    ]  # fmt: skip
+    before = _alive_runs()
+    finished = 0
+    alive_seen = []
+    with Executor(
+        OfflineEngine(counter), resolver=Documents([planted_document]), counter=counter
+    ) as executor:
+        for item in executor.stream_jobs(jobs):
+            if isinstance(item, RunTrace):
+                finished += 1
+                del item
+                alive_seen.append(_alive_runs() - before)
+    assert finished == len(jobs)
+    # Alive: the runs waiting or running, never a finished one (before, all twelve stayed until
+    # the stream ended, their documents, plans and prompts with them).
+    assert all(alive <= len(jobs) - n for n, alive in enumerate(alive_seen, 1)), alive_seen
+    assert alive_seen[-1] == 0
+
+
+def test_a_grid_saves_its_traces_as_they_arrive_and_holds_none_when_asked(setup, monkeypatch) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    path, store, work = setup
+    monkeypatch.setattr(workbench, "SAVE_EVERY", 2)
+    saved: list[int] = []
+    real_open = open_store
+
+    class Counting:
+        """The store, counting the traces of each history save."""
+
+        def __init__(self, inner):  # type: ignore[no-untyped-def]
+            self._inner = inner
+
+        def __getattr__(self, name):  # type: ignore[no-untyped-def]
+            return getattr(self._inner, name)
+
+        def save_batch(self, traces, batch=None):  # type: ignore[no-untyped-def]
+            saved.append(len(traces))
+            return self._inner.save_batch(traces, batch=batch)
+
+    counted = Counting(real_open(path))
+    work_id = submit_review(store, work)
+    record = run_work(counted, work_id)  # type: ignore[arg-type]
+    assert record is not None and record.state == "done"
+    assert saved == [2, 2]  # four documents' traces, saved two at a time as they came
+    runs = store.list(50)
+    assert len(runs) == 4 and len({r.batch for r in runs}) == 1  # one history batch
+    assert len(review_cells(store, work_id)) == 8
+
+    plan = work.plan(store)
+    held = workbench.review(plan, OfflineEngine(word_counter()), concurrency=1, store=store, keep=False)
+    assert held.cells == [] and held.traces == [] and held.batch is not None
+    kept = workbench.review(plan, OfflineEngine(word_counter()), concurrency=1, store=store)
+    assert len(kept.cells) == 8 and len(kept.traces) == 4
