@@ -348,10 +348,11 @@ would = " (would cost)" if free else ""
 ESTIMATES = (
     (f"Now, list price, no cache{would or ' — the ceiling'}", e.usd("now")),
     (f"Now, with prompt cache{would}", e.usd("now", cached=True)),
-    (f"In batches, with prompt cache{would}", e.usd("batch")),
+    (f"In batches, with prompt cache{would}", e.usd("batch") if info.can_batch or free else None),
 )
 for box, (label, usd) in zip(st.columns(3), ESTIMATES, strict=True):
-    box.container(border=True).markdown(f"{label}\n\n#### \\${usd:.4f}")
+    shown = f"\\${usd:.4f}" if usd is not None else f"not offered for {md(info.label)} in this version"
+    box.container(border=True).markdown(f"{label}\n\n#### {shown}")
 priced_as = plan.settings.pricing[0]
 lines = [
     f"**Before running, the whole grid:** {plural(len(plan.documents), 'document')} × "
@@ -385,6 +386,8 @@ send_col, budget_col = st.columns(2)
 with send_col:
     S.bind(st.radio, "Send", review, "mode", key="review_mode", options=list(MODES) if batchable else ["now"],
            format_func=MODES.__getitem__, horizontal=True)  # fmt: skip
+    if not batchable:
+        st.caption(f"Batches are not offered for {md(info.label)} in this version: every call goes now.")
     if free and review.mode == "batch":
         st.caption(
             "A free engine has no provider batch: 'in batches' answers here, in this process; nothing is paid either way."

@@ -522,6 +522,22 @@ def _engine(args: argparse.Namespace, provider: str | None) -> Engine:
     return Engine.choose(provider, args.model, args.price_model)
 
 
+def _batches_offered(provider: str) -> bool:
+    """Whether the engine takes ``--mode batch``: a provider that sells batches, or a free
+    engine (answered in this process)."""
+    info = get_provider(provider)
+    return info.can_batch or info.free
+
+
+def _check_mode(mode: str, provider: str) -> None:
+    """Refuse ``--mode batch`` for a provider whose batches this version does not offer."""
+    if mode == "batch" and not _batches_offered(provider):
+        label = get_provider(provider).label
+        raise ConfigError(
+            f"--mode batch: batches are not offered for {label} in this version; use --mode now"
+        )
+
+
 def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     """The plan of one method (for one question, or several)."""
     engine = _engine(args, args.provider)
@@ -692,6 +708,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         layout=layout,
         tokenizer=engine.counting_model(),
     )
+    _check_mode(args.mode, engine.provider)
     check_sweep_budget(plan, args.max_usd, args.mode)
     if args.jobs_out:
         try:
@@ -1062,8 +1079,9 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
         files, columns, settings, counter, compare=compare, compare_rows=args.compare_rows,
         window=engine.window(), store=store, tokenizer=engine.counting_model(),
     )  # fmt: skip
+    _check_mode(args.mode, engine.provider)
     check_review_budget(plan, args.max_usd, args.mode)
-    _print_review_plan(estimate_json(plan), plan, args.mode)
+    _print_review_plan(estimate_json(plan), plan, args.mode, batches=_batches_offered(engine.provider))
     context = {
         "provider": engine.provider,
         "model": engine.model,
@@ -1266,8 +1284,10 @@ def _stopping_any() -> Iterator[Any]:
     yield guard
 
 
-def _print_review_plan(e: dict[str, Any], plan: Any, mode: str) -> None:
-    """The plan and its estimate, on stderr (stdout is the result)."""
+def _print_review_plan(e: dict[str, Any], plan: Any, mode: str, *, batches: bool = True) -> None:
+    """The plan and its estimate, on stderr (stdout is the result); ``batches`` False: the
+    engine's batches are not offered in this version."""
+    in_batches = f"${e['usd_batch']:.4f} in batches" if batches else "batches not offered for this provider"
     lines = [
         f"review: {e['documents']} documents × {e['questions']} questions — {plan.method_label('main')}"
         + (
@@ -1278,7 +1298,7 @@ def _print_review_plan(e: dict[str, Any], plan: Any, mode: str) -> None:
         f"  {e['calls']:,} calls, {e['input_tokens']:,} input tokens, priced as {e['priced_as']}"
         + ("" if e["price_known"] else " (no price known)"),
         f"  estimate: ${e['usd_now']:.4f} now (no cache), ${e['usd_now_with_cache']:.4f} now with the prompt cache, "
-        f"${e['usd_batch']:.4f} in batches — sending: {mode}",
+        f"{in_batches} — sending: {mode}",
     ]
     if e.get("each_question_alone_input_tokens"):
         share = e["sample_input_tokens"] / e["each_question_alone_input_tokens"]
