@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from rr_core.llm import LLMClient
     from rr_core.plans import Plan
     from rr_core.questions import Question
+    from rr_core.review.corpus import Passwords
     from rr_core.runs import CallEvent, Runner
     from rr_core.tokens import TokenCounter
     from rr_core.workbench import Engine
@@ -315,6 +316,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_review.add_argument(
         "--mode", default="now", choices=("now", "batch"), help="now, or provider batches at half price"
+    )
+    p_review.add_argument(
+        "--password", default=None, metavar="PW", help="password tried on every encrypted PDF (never stored)"
+    )
+    p_review.add_argument(
+        "--password-file",
+        default=None,
+        metavar="PASSWORDS.csv",
+        help="per-file passwords: CSV file,password (the file as listed, or its name); before --password",
+    )
+    p_review.add_argument(
+        "--ocr", action="store_true", help="read PDF pages without a text layer by OCR (needs Tesseract)"
     )
     p_review.add_argument(
         "--max-usd", type=float, default=None, help="refuse to run above this estimate; never pass it"
@@ -1068,8 +1081,9 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
             print(f"  read {done}/{total} files", file=sys.stderr)
 
     files = read_review_corpus(
-        items, model=engine.counting_model(), store=store, processes=args.processes, on_file=read
-    )
+        items, model=engine.counting_model(), store=store, processes=args.processes, on_file=read,
+        ocr=args.ocr, passwords=_review_passwords(args), where="cli",
+    )  # fmt: skip
     skipped = [*problems, *(f for f in files if not f.ok)]
     for f in skipped:
         print(
@@ -1260,6 +1274,21 @@ def cmd_worker(args: argparse.Namespace) -> dict[str, Any]:
         stalled_after_s=args.stalled_after,
     )
     return {"stopped": True}
+
+
+def _review_passwords(args: argparse.Namespace) -> Passwords:
+    """The passwords ``review`` opens encrypted PDFs with: ``--password-file``'s for their
+    files, ``--password`` for every other."""
+    from rr_core.review.corpus import Passwords, parse_password_file
+
+    by_file = (
+        parse_password_file(
+            _read_text(args.password_file, "--password-file"), name=Path(args.password_file).name
+        )
+        if args.password_file
+        else Passwords()
+    )
+    return Passwords(by_file=by_file.by_file, every=args.password or None)
 
 
 def _read_text(path: str, what: str) -> str:

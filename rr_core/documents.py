@@ -432,6 +432,7 @@ def _pdf_texts(
             filename,
             f"{_no_text(empty, texts)}. OCR is off: load the file again with OCR on "
             "(python -m rr_core ... --ocr; it needs Tesseract: apt-get install tesseract-ocr)",
+            finding=_no_text(empty, texts),
         )
     if empty:
         why = "damaged, or scanned?" if repaired else "scanned?"

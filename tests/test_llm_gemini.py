@@ -25,6 +25,7 @@ from rr_core.llm.base import Usage
 from rr_core.llm.gemini_client import GeminiClient
 from rr_core.outputs import OUTPUTS, AnswerOut, Output
 from tests.llm_fixtures import PROMPT, answer_request, raised
+from tests.review_kit import COLUMNS_CSV, write_contracts
 from tests.stub_server import (
     Reply,
     StubServer,
@@ -275,3 +276,20 @@ def test_an_rr_run_on_gemini_from_the_cli_is_billed_as_reported_and_keeps_no_key
 
 def _stub_tokens(text: str) -> int:
     return max(1, len(text) // 4)  # the stub's count (tests/stub_server.py, no TOKENIZER set)
+
+
+def test_batches_are_not_offered_for_gemini_and_the_plan_says_so(
+    capsys: pytest.CaptureFixture[str], stub: StubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_contracts(tmp_path / "contracts")
+    (tmp_path / "questions.csv").write_text(COLUMNS_CSV, encoding="utf-8")
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    monkeypatch.setenv("GEMINI_BASE_URL", stub.root)
+    argv = ["review", str(tmp_path / "contracts"), "--questions", str(tmp_path / "questions.csv"),
+            "--processes", "1", "--provider", "gemini", "--model", MODEL]  # fmt: skip
+    assert main([*argv, "--mode", "batch"]) == 2
+    err = capsys.readouterr().err
+    assert "batches are not offered for Google Gemini in this version; use --mode now" in err
+    assert main([*argv, "--dry-run"]) == 0
+    assert "batches not offered for this provider" in capsys.readouterr().err
+    assert stub.requests == []
