@@ -237,3 +237,17 @@ def test_the_screens_ocr_switch_reads_the_scanned_file_again(corpus: dict[str, P
     assert not at.exception, [e.value for e in at.exception]
     table = corpus_table(at)
     assert table.loc["beta.pdf", "Read"] == "yes" and table.loc["beta.pdf", "Pages"] == 2
+
+
+def test_the_review_screen_on_gemini_says_batches_are_not_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-test-screen-0123456789")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["provider"] = "gemini"
+    at.session_state["model"] = "gemini-2.5-flash"
+    at.run()
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.radio(key="w.review_mode").options == ["Now (every call at once, list price)"]
+    said = [c.value.replace("\\", "") for c in at.caption] + [m.value.replace("\\", "") for m in at.markdown]
+    assert any("Batches are not offered for Google Gemini in this version" in text for text in said)
+    assert any("not offered for Google Gemini in this version" in text for text in said if "####" in text)
