@@ -56,7 +56,7 @@ def client_for(provider: str, stub: StubServer) -> OpenAIClient | AnthropicClien
 def plan_for(
     document: Document, method: str, provider: str, question: str | list[str] = QUESTION, **changes: Any
 ) -> Plan:
-    model = MODELS[provider]
+    model = MODELS.get(provider, MODELS["anthropic"])
     settings = RunSettings(method=method, provider=provider, model=model, **SMALL).but(**changes)
     return plan_method(document, question, settings, word_counter())
 
