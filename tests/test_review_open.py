@@ -119,6 +119,22 @@ def test_password_opens_every_encrypted_file_and_is_never_stored(
     )
 
 
+def test_an_encrypted_files_pages_are_shown_from_its_text_once_read(
+    capsys: pytest.CaptureFixture[str], corpus: dict[str, Path]
+) -> None:
+    """The password opened the file for its reading only: a cell's page is drawn from the
+    stored text (typeset), not left unrenderable."""
+    from rr_core.tokens import counter_for_model
+    from rr_core.workbench import stored_document
+
+    files, _ = review(capsys, corpus, "--password", SECRET)
+    document = stored_document(files["alpha.pdf"]["document_sha256"], counter_for_model("gpt-4.1-mini"))
+    assert document.pdf_bytes is not None and document.password is None
+    page = documents.render_page(document, 2)
+    words = {w.text for w in documents.page_words(document, 2)}
+    assert page.png.startswith(b"\x89PNG") and {"governed", "Delaware."} <= words
+
+
 def test_a_wrong_password_says_to_check_it(
     capsys: pytest.CaptureFixture[str], corpus: dict[str, Path]
 ) -> None:
