@@ -276,9 +276,6 @@ class Passwords:
         own = self.by_file.get(name) or self.by_file.get(PurePosixPath(name).name)
         return own or self.every or None
 
-    def __bool__(self) -> bool:
-        return bool(self.every) or any(self.by_file.values())
-
 
 def parse_password_file(text: str, *, name: str = "the password file") -> Passwords:
     """``file,password`` lines (a CSV; a header line ``file,password`` is skipped) as
