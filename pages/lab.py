@@ -328,7 +328,10 @@ if batchable:
             "show the machinery. It saves nothing — nothing is paid either way."
         )
 else:
-    st.caption("Sent now: this engine sells no batches (the OpenAI and Anthropic APIs do, at half price).")
+    st.caption(
+        f"Sent now: batches are not offered for {md(measured.label)} in this version"
+        + (" (this engine sells no batches)." if measured.local else ".")
+    )
 mode: Mode = "batch" if lab.mode == "batch" else "now"
 would = "would cost" if free else "expected"
 # Three figures side by side, each in a box whose label wraps (a metric's label is cut short

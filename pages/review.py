@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from pages.common.text import md, plural, short
 from pages.common.work import where_it_runs, work_panel
 from rr_core import workbench
 from rr_core.costs import Mode
+from rr_core.documents import ocr_available
 from rr_core.errors import LedgerError, RRError
 from rr_core.jobs import Job
 from rr_core.methods import all_methods, parse_spec
@@ -39,6 +41,7 @@ from rr_core.review import (
     scores,
 )
 from rr_core.review.columns import COLUMN_FIELDS
+from rr_core.review.corpus import Passwords
 from rr_core.review.export import review_csv, review_json, review_xlsx
 from rr_core.review.sample import sample_corpus
 from rr_core.store import WorkRecord
@@ -83,8 +86,9 @@ def _rows_of(columns: Sequence[Column]) -> list[dict[str, str]]:
     return S.column_rows(columns)
 
 
-def _read(items: Sequence[Any], problems: Sequence[CorpusFile], read_for: str) -> None:
-    """Read the files once into the document store, with a progress bar; keep their summaries."""
+def _read_files(items: Sequence[Any], passwords: Passwords | None = None) -> list[CorpusFile]:
+    """Read files into the document store, with a progress bar (OCR as chosen below; a file
+    not read says what to do on this screen)."""
     bar = st.progress(0.0, text=f"Reading {plural(len(items), 'file')}…")
 
     def on_file(done: int, total: int, f: CorpusFile) -> None:
@@ -97,17 +101,37 @@ def _read(items: Sequence[Any], problems: Sequence[CorpusFile], read_for: str) -
             processes=1 if len(items) < 8 else None,
             on_file=on_file,
             store=user.history(),
+            ocr=review.ocr,
+            passwords=passwords,
+            where="screen",
         )
     except (RRError, LedgerError) as exc:
         bar.empty()
         results.show_rr_error(exc)
         st.stop()
     bar.empty()
+    return files
+
+
+def _read(items: Sequence[Any], problems: Sequence[CorpusFile], read_for: str) -> None:
+    """Read the files once into the document store; keep their summaries."""
+    files = _read_files(items)
     review.files = (*files, *problems)
     review.read_for = read_for
     review.selected = None
+    review.tried, review.ocr_tried = {}, set()
 
 
+def _read_again(names: set[str], passwords: Passwords | None = None) -> None:
+    """Read these files of the corpus again, in their places (a password entered, OCR turned on)."""
+    items, _ = items_from_uploads((f.name, f.getvalue()) for f in uploaded or [])
+    again = [item for item in items if item.name in names]
+    if again:
+        read = {f.name: f for f in _read_files(again, passwords)}
+        review.files = tuple(read.get(f.name, f) for f in review.files)
+
+
+uploaded: list[Any] | None = None
 if review.source == "sample":
     sample = sample_corpus()
     st.caption(f"**Generated, not real documents:** {md(sample.description)}")
@@ -171,9 +195,45 @@ st.caption(
     )
     + ". Each document is kept in the document store by its content hash and read once."
 )
-for f in unread:
-    if f.problem:
-        st.warning(f"**{md(f.name)}** — {md(f.problem)}: {md(f.message)}")
+ENCRYPTED, SCANNED = "encrypted", "scanned (no text layer)"  # the corpus's words for them
+if review.ocr or any(f.problem == SCANNED for f in unread):
+    # The same switch, and the same notice when Tesseract is absent, as the Ask screen's.
+    missing = ocr_available()
+    if missing:
+        st.caption(f"OCR is not available here: {md(missing)}.")
+    else:
+        S.bind(st.toggle, "Read pages without text by OCR (Tesseract; a few seconds a page)", review, "ocr",
+               key="review_ocr", help="Scanned pages have no text for a model to read; OCR turns their images "
+               "into text. It runs on this machine.")  # fmt: skip
+        scanned = {f.name for f in unread if f.problem == SCANNED} - review.ocr_tried
+        if review.ocr and scanned and uploaded:
+            review.ocr_tried |= scanned
+            _read_again(scanned)
+            st.rerun()
+entered: dict[str, str] = {}
+for index, f in enumerate(unread):
+    if not f.problem:
+        continue
+    st.warning(f"**{md(f.name)}** — {md(f.problem)}: {md(f.message)}")
+    if f.problem != ENCRYPTED:
+        continue
+    if not uploaded:
+        st.caption("Upload this file again to enter its password (the upload was left).")
+        continue
+    password = st.text_input(
+        f"Password for {f.name}", type="password", key=f"w.review_password_{f.sha256 or index}"
+    )
+    if password:
+        entered[f.name] = password
+tried = {name: hashlib.sha256(pw.encode()).hexdigest() for name, pw in entered.items()}
+changed = {name for name, digest in tried.items() if review.tried.get(name) != digest}
+if changed:
+    # Each password is used for this reading only: never kept in the store or the session's records.
+    review.tried.update({name: tried[name] for name in changed})
+    _read_again(changed, Passwords(by_file={name: entered[name] for name in changed}))
+    st.rerun()
+if unread and any(f.problem == ENCRYPTED for f in unread):
+    st.caption("A password is used to read its file, for this session only; it is never stored.")
 if not readable:
     st.stop()
 
@@ -348,10 +408,11 @@ would = " (would cost)" if free else ""
 ESTIMATES = (
     (f"Now, list price, no cache{would or ' — the ceiling'}", e.usd("now")),
     (f"Now, with prompt cache{would}", e.usd("now", cached=True)),
-    (f"In batches, with prompt cache{would}", e.usd("batch")),
+    (f"In batches, with prompt cache{would}", e.usd("batch") if info.can_batch or free else None),
 )
 for box, (label, usd) in zip(st.columns(3), ESTIMATES, strict=True):
-    box.container(border=True).markdown(f"{label}\n\n#### \\${usd:.4f}")
+    shown = f"\\${usd:.4f}" if usd is not None else f"not offered for {md(info.label)} in this version"
+    box.container(border=True).markdown(f"{label}\n\n#### {shown}")
 priced_as = plan.settings.pricing[0]
 lines = [
     f"**Before running, the whole grid:** {plural(len(plan.documents), 'document')} × "
@@ -385,6 +446,8 @@ send_col, budget_col = st.columns(2)
 with send_col:
     S.bind(st.radio, "Send", review, "mode", key="review_mode", options=list(MODES) if batchable else ["now"],
            format_func=MODES.__getitem__, horizontal=True)  # fmt: skip
+    if not batchable:
+        st.caption(f"Batches are not offered for {md(info.label)} in this version: every call goes now.")
     if free and review.mode == "batch":
         st.caption(
             "A free engine has no provider batch: 'in batches' answers here, in this process; nothing is paid either way."

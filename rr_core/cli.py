@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from rr_core.llm import LLMClient
     from rr_core.plans import Plan
     from rr_core.questions import Question
+    from rr_core.review.corpus import Passwords
     from rr_core.runs import CallEvent, Runner
     from rr_core.tokens import TokenCounter
     from rr_core.workbench import Engine
@@ -318,6 +319,18 @@ def _parser() -> argparse.ArgumentParser:
         "--mode", default="now", choices=("now", "batch"), help="now, or provider batches at half price"
     )
     p_review.add_argument(
+        "--password", default=None, metavar="PW", help="password tried on every encrypted PDF (never stored)"
+    )
+    p_review.add_argument(
+        "--password-file",
+        default=None,
+        metavar="PASSWORDS.csv",
+        help="per-file passwords: CSV file,password (the file as listed, or its name); before --password",
+    )
+    p_review.add_argument(
+        "--ocr", action="store_true", help="read PDF pages without a text layer by OCR (needs Tesseract)"
+    )
+    p_review.add_argument(
         "--max-usd", type=float, default=None, help="refuse to run above this estimate; never pass it"
     )
     p_review.add_argument(
@@ -523,6 +536,22 @@ def _engine(args: argparse.Namespace, provider: str | None) -> Engine:
     return Engine.choose(provider, args.model, args.price_model)
 
 
+def _batches_offered(provider: str) -> bool:
+    """Whether the engine takes ``--mode batch``: a provider that sells batches, or a free
+    engine (answered in this process)."""
+    info = get_provider(provider)
+    return info.can_batch or info.free
+
+
+def _check_mode(mode: str, provider: str) -> None:
+    """Refuse ``--mode batch`` for a provider whose batches this version does not offer."""
+    if mode == "batch" and not _batches_offered(provider):
+        label = get_provider(provider).label
+        raise ConfigError(
+            f"--mode batch: batches are not offered for {label} in this version; use --mode now"
+        )
+
+
 def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     """The plan of one method (for one question, or several)."""
     engine = _engine(args, args.provider)
@@ -693,6 +722,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         layout=layout,
         tokenizer=engine.counting_model(),
     )
+    _check_mode(args.mode, engine.provider)
     check_sweep_budget(plan, args.max_usd, args.mode)
     if args.jobs_out:
         try:
@@ -1052,8 +1082,9 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
             print(f"  read {done}/{total} files", file=sys.stderr)
 
     files = read_review_corpus(
-        items, model=engine.counting_model(), store=store, processes=args.processes, on_file=read
-    )
+        items, model=engine.counting_model(), store=store, processes=args.processes, on_file=read,
+        ocr=args.ocr, passwords=_review_passwords(args), where="cli",
+    )  # fmt: skip
     skipped = [*problems, *(f for f in files if not f.ok)]
     for f in skipped:
         print(
@@ -1063,8 +1094,9 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
         files, columns, settings, counter, compare=compare, compare_rows=args.compare_rows,
         window=engine.window(), store=store, tokenizer=engine.counting_model(),
     )  # fmt: skip
+    _check_mode(args.mode, engine.provider)
     check_review_budget(plan, args.max_usd, args.mode)
-    _print_review_plan(estimate_json(plan), plan, args.mode)
+    _print_review_plan(estimate_json(plan), plan, args.mode, batches=_batches_offered(engine.provider))
     context = {
         "provider": engine.provider,
         "model": engine.model,
@@ -1251,6 +1283,21 @@ def cmd_worker(args: argparse.Namespace) -> dict[str, Any]:
     return {"stopped": True}
 
 
+def _review_passwords(args: argparse.Namespace) -> Passwords:
+    """The passwords ``review`` opens encrypted PDFs with: ``--password-file``'s for their
+    files, ``--password`` for every other."""
+    from rr_core.review.corpus import Passwords, parse_password_file
+
+    by_file = (
+        parse_password_file(
+            _read_text(args.password_file, "--password-file"), name=Path(args.password_file).name
+        )
+        if args.password_file
+        else Passwords()
+    )
+    return Passwords(by_file=by_file.by_file, every=args.password or None)
+
+
 def _read_text(path: str, what: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8-sig")
@@ -1273,8 +1320,10 @@ def _stopping_any() -> Iterator[Any]:
     yield guard
 
 
-def _print_review_plan(e: dict[str, Any], plan: Any, mode: str) -> None:
-    """The plan and its estimate, on stderr (stdout is the result)."""
+def _print_review_plan(e: dict[str, Any], plan: Any, mode: str, *, batches: bool = True) -> None:
+    """The plan and its estimate, on stderr (stdout is the result); ``batches`` False: the
+    engine's batches are not offered in this version."""
+    in_batches = f"${e['usd_batch']:.4f} in batches" if batches else "batches not offered for this provider"
     lines = [
         f"review: {e['documents']} documents × {e['questions']} questions — {plan.method_label('main')}"
         + (
@@ -1285,7 +1334,7 @@ def _print_review_plan(e: dict[str, Any], plan: Any, mode: str) -> None:
         f"  {e['calls']:,} calls, {e['input_tokens']:,} input tokens, priced as {e['priced_as']}"
         + ("" if e["price_known"] else " (no price known)"),
         f"  estimate: ${e['usd_now']:.4f} now (no cache), ${e['usd_now_with_cache']:.4f} now with the prompt cache, "
-        f"${e['usd_batch']:.4f} in batches — sending: {mode}",
+        f"{in_batches} — sending: {mode}",
     ]
     if e.get("each_question_alone_input_tokens"):
         share = e["sample_input_tokens"] / e["each_question_alone_input_tokens"]

@@ -186,6 +186,10 @@ _KNOWN_MODELS: tuple[str, ...] = (
     "claude-opus-4-1",
     "claude-sonnet-4-5",
     "claude-haiku-4-5",
+    # Google
+    "gemini-2.5-flash",
+    "gemini-2.5-pro",
+    "gemini-2.5-flash-lite",
 )
 
 _O_SERIES = re.compile(r"o[134](?:$|[-_.])")
@@ -387,7 +391,7 @@ def price_data_version() -> str:
 
 
 def known_models() -> list[str]:
-    """A short list of popular OpenAI and Anthropic model ids that the price data covers."""
+    """A short list of popular OpenAI, Anthropic and Gemini model ids that the price data covers."""
     return [model for model in _KNOWN_MODELS if _rates(model, None, _today()).known]
 
 

@@ -432,6 +432,7 @@ def _pdf_texts(
             filename,
             f"{_no_text(empty, texts)}. OCR is off: load the file again with OCR on "
             "(python -m rr_core ... --ocr; it needs Tesseract: apt-get install tesseract-ocr)",
+            finding=_no_text(empty, texts),
         )
     if empty:
         why = "damaged, or scanned?" if repaired else "scanned?"
@@ -880,8 +881,15 @@ def _drawn_page(document: Document, number: int) -> Iterator[Any]:
     """The page as drawn (under the lock): the PDF's own, or one typeset from the text."""
     page_info = document.page(number)
     if document.pdf_bytes is not None and page_info.source_page is not None:
-        yield _open_for_render(document)[page_info.source_page - 1]
-        return
+        try:
+            pdf = _open_for_render(document)
+        except (PasswordRequired, WrongPassword):
+            # An encrypted PDF read with a password that was used for the reading only (a
+            # Review corpus): its pages are shown typeset from their text.
+            pdf = None
+        if pdf is not None:
+            yield pdf[page_info.source_page - 1]
+            return
     scratch = _pymupdf().open()
     try:
         yield _add_text_page(

@@ -49,7 +49,12 @@ class WrongPassword(DocumentError):
 
 
 class NoTextError(DocumentError):
-    """No page has extractable text."""
+    """No page has extractable text. ``finding`` is what was found, without what to do about
+    it (a screen or the command line says what can be done where the user is)."""
+
+    def __init__(self, filename: str, message: str, *, finding: str = "") -> None:
+        super().__init__(filename, message)
+        self.finding = finding or message
 
 
 class EmptyDocument(DocumentError):

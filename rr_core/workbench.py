@@ -64,7 +64,7 @@ from rr_core.review import (
     prefix_sharing,
     read_corpus,
 )
-from rr_core.review.corpus import reading_bytes
+from rr_core.review.corpus import Passwords, Where, reading_bytes
 from rr_core.runs import Budget, CallCache, CallEvent, Executor, RunTrace
 from rr_core.settings import QuestionPlacement, RunSettings
 from rr_core.store import LOCAL_OWNER, DocumentStore, Store, StoredRun, is_postgres, open_store, redact_url
@@ -512,11 +512,17 @@ def read_review_corpus(
     store: Store | None = None,
     processes: int | None = None,
     on_file: Callable[[int, int, CorpusFile], None] | None = None,
+    ocr: bool = False,
+    passwords: Passwords | None = None,
+    where: Where = "cli",
 ) -> list[CorpusFile]:
     """Read a review's files once (in parallel processes) into the document store; one summary
-    per file, problems listed (``model``: the model whose tokenizer counts the pages)."""
+    per file, problems listed (``model``: the model whose tokenizer counts the pages). ``ocr``
+    reads pages without text by OCR, ``passwords`` open encrypted PDFs (never stored); a file
+    not read says what to do ``where`` the user is (the Review screen or the command line)."""
     return read_corpus(items, store if store is not None else open_history(), model=model,
-                       processes=processes, on_file=on_file)  # fmt: skip
+                       processes=processes, on_file=on_file, ocr=ocr, passwords=passwords,
+                       where=where)  # fmt: skip
 
 
 def review_resolver(counter: TokenCounter, store: Store | None = None) -> StoredDocuments:

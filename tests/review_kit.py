@@ -157,7 +157,11 @@ MODEL_CALL_PATHS = ("/v1/responses", "/v1/chat/completions", "/v1/messages")
 
 def sync_calls(stub: Any) -> int:
     """Model calls the stub answered one by one (not in a batch)."""
-    return sum(1 for r in stub.requests if r.path.split("?")[0] in MODEL_CALL_PATHS)
+    return sum(
+        1
+        for r in stub.requests
+        if r.path.split("?")[0] in MODEL_CALL_PATHS or r.path.split("?")[0].endswith(":generateContent")
+    )
 
 
 def created_batches(stub: Any) -> int:

@@ -1,9 +1,10 @@
-"""A loopback HTTP server that speaks the OpenAI and Anthropic wire formats.
+"""A loopback HTTP server that speaks the OpenAI, Anthropic and Gemini wire formats.
 
 The real SDKs talk to it through ``base_url``: point ``OpenAIClient`` at ``stub.url``
 (``http://127.0.0.1:PORT/v1``; the SDK posts to ``/v1/responses`` and
-``/v1/chat/completions``) and ``AnthropicClient`` at ``stub.anthropic_url`` (the root; the SDK
-posts to ``/v1/messages``). Every request is recorded in ``stub.requests``. Replies come from
+``/v1/chat/completions``), ``AnthropicClient`` at ``stub.anthropic_url`` (the root; the SDK
+posts to ``/v1/messages``) and ``GeminiClient`` at ``stub.root`` (the SDK posts to
+``/v1beta/models/{model}:generateContent``). Every request is recorded in ``stub.requests``. Replies come from
 a queue (``stub.enqueue``), else from ``stub.responder``, else a well-formed default reply in
 the wire format of the path. Usable from tests and benchmarks alike: no pytest here.
 
@@ -175,9 +176,11 @@ def json_output(obj: Any, **kwargs: Any) -> Reply:
 # -- the wire formats ----------------------------------------------------------------------
 
 
-def kind_of(path: str) -> Literal["responses", "chat", "messages", "unknown"]:
+def kind_of(path: str) -> Literal["responses", "chat", "messages", "gemini", "unknown"]:
     """Which API a request path belongs to."""
     path = path.split("?", 1)[0].rstrip("/")
+    if _GEMINI_PATH.search(path):
+        return "gemini"
     if path.endswith("/responses"):
         return "responses"
     if path.endswith("/chat/completions"):
@@ -187,10 +190,25 @@ def kind_of(path: str) -> Literal["responses", "chat", "messages", "unknown"]:
     return "unknown"
 
 
+# Gemini's generateContent: POST /v1beta/models/{model}:generateContent
+_GEMINI_PATH = re.compile(r"/models/([^/:]+):generateContent$")
+
+
+def gemini_model_of(path: str) -> str | None:
+    """The model a Gemini request path names, or None."""
+    found = _GEMINI_PATH.search(path.split("?", 1)[0].rstrip("/"))
+    return found.group(1) if found else None
+
+
 def prompt_of(body: Any) -> str:
-    """The text of the last user message in a Responses, Chat or Messages request body."""
+    """The text of the last user message in a Responses, Chat, Messages or generateContent
+    request body."""
     if not isinstance(body, dict):
         return ""
+    if isinstance(body.get("contents"), list) and body["contents"]:
+        last = body["contents"][-1]
+        parts = last.get("parts", []) if isinstance(last, dict) else []
+        return "".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
     if isinstance(body.get("input"), str):
         return str(body["input"])
     items = body.get("messages") or body.get("input") or []
@@ -215,8 +233,9 @@ def schema_name_of(body: Any) -> str | None:
     if schema.get("name"):
         return str(schema["name"])
     anthropic_schema = ((body.get("output_config") or {}).get("format") or {}).get("schema") or {}
-    if anthropic_schema:
-        properties = anthropic_schema.get("properties") or {}
+    gemini_schema = (body.get("generationConfig") or {}).get("responseJsonSchema") or {}
+    if anthropic_schema or gemini_schema:
+        properties = (anthropic_schema or gemini_schema).get("properties") or {}
         if "results" in properties:
             return "retrieval_per_question"
         if "relevant" in properties:
@@ -303,18 +322,32 @@ def usage_for(kind: str, spec: UsageSpec, prompt: str, text: str) -> Any:
             usage["prompt_tokens_details"] = {"cached_tokens": 0}
             usage["completion_tokens_details"] = {"reasoning_tokens": 0}
         return usage
+    if kind == "gemini":
+        usage = {"promptTokenCount": n_in, "candidatesTokenCount": n_out, "totalTokenCount": n_in + n_out}
+        if not bare:
+            usage["cachedContentTokenCount"] = 0
+        return usage
     usage = {"input_tokens": n_in, "output_tokens": n_out}
     if not bare:
         usage.update(cache_read_input_tokens=0, cache_creation_input_tokens=0)
     return usage
 
 
-def success_body(kind: str, reply: Reply, request_body: Any, counter: int) -> dict[str, Any]:
-    """A success reply in the wire format of ``kind``."""
+def success_body(kind: str, reply: Reply, request_body: Any, counter: int, path: str = "") -> dict[str, Any]:
+    """A success reply in the wire format of ``kind`` (Gemini's model is named in ``path``)."""
     text = reply.text if reply.text is not None else default_text(request_body)
     asked = request_body.get("model") if isinstance(request_body, dict) else None
-    model = reply.model or str(asked or "stub-model")
+    model = reply.model or str(asked or gemini_model_of(path) or "stub-model")
     usage = usage_for(kind, reply.usage, prompt_of(request_body), text)
+    if kind == "gemini":
+        return {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": usage,
+            "modelVersion": model,
+            "responseId": f"gemini_stub{counter}",
+        }
     if kind == "responses":
         return {
             "id": f"resp_stub{counter}",
@@ -377,8 +410,30 @@ _ANTHROPIC_ERROR_TYPES = {
 }
 
 
+# Google's status word for an HTTP status (a Reply that names none).
+_GOOGLE_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
 def error_body(kind: str, reply: Reply) -> dict[str, Any]:
     """An error reply in the wire format of ``kind``."""
+    if kind == "gemini":
+        status = reply.error_type if reply.error_type and reply.error_type.isupper() else None
+        return {
+            "error": {
+                "code": reply.status,
+                "message": reply.error_message,
+                "status": status or _GOOGLE_STATUSES.get(reply.status, "UNKNOWN"),
+            }
+        }
     if kind == "messages":
         return {
             "type": "error",
@@ -1060,9 +1115,9 @@ class _Handler(BaseHTTPRequestHandler):
             elif reply.status >= 400:
                 payload = error_body(kind, reply)
             else:
-                payload = success_body(kind, reply, body, counter)
+                payload = success_body(kind, reply, body, counter, self.path)
                 cache = self.stub.prompt_cache if reply.usage == "default" else None
-                if cache is not None:
+                if cache is not None and "usage" in payload:  # Gemini: not simulated
                     payload["usage"] = cache.usage(kind, body, payload["usage"])
             self._send(reply.status, payload, reply.headers, reply.drip_s)
             if self.stub.prompt_cache is not None and reply.status < 400:

@@ -17,8 +17,13 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SDKS = {"openai", "anthropic", "httpx", "httpx2", "httpcore", "httpcore2"}
-ADAPTERS = {"rr_core/llm/openai_client.py", "rr_core/llm/anthropic_client.py", "rr_core/llm/deadline.py"}
+SDKS = {"openai", "anthropic", "google", "httpx", "httpx2", "httpcore", "httpcore2"}
+ADAPTERS = {
+    "rr_core/llm/openai_client.py",
+    "rr_core/llm/anthropic_client.py",
+    "rr_core/llm/gemini_client.py",
+    "rr_core/llm/deadline.py",
+}
 PYMUPDF = {"pymupdf", "fitz"}
 LOADER = {"rr_core/documents.py"}
 POSTGRES_DRIVER = {"psycopg", "psycopg_pool", "psycopg2", "psycopg_binary"}
@@ -280,13 +285,15 @@ def test_the_provider_layer_imports_no_method_lab_run_or_store() -> None:
 
 
 def test_plans_make_no_client() -> None:
-    banned = ("rr_core.llm.openai_client", "rr_core.llm.anthropic_client", "rr_core.llm.deadline")
+    banned = ("rr_core.llm.openai_client", "rr_core.llm.anthropic_client", "rr_core.llm.gemini_client")
+    banned += ("rr_core.llm.deadline",)
     banned += ("rr_core.llm.make_client", "rr_core.llm.client_for", "rr_core.runs")
     assert {k: v for k, v in _offenders("rr_core/plans.py", banned).items()} == {}
 
 
 def test_the_store_imports_no_sdk_adapter() -> None:
-    banned = ("rr_core.llm.openai_client", "rr_core.llm.anthropic_client", "rr_core.llm.deadline")
+    banned = ("rr_core.llm.openai_client", "rr_core.llm.anthropic_client", "rr_core.llm.gemini_client")
+    banned += ("rr_core.llm.deadline",)
     offenders = {**_offenders("rr_core/store.py", banned), **_offenders("rr_core/store", banned)}
     assert offenders == {}
 

@@ -19,6 +19,7 @@ from rr_core.errors import AuthError, LLMError, ProviderError, ProviderTimeout, 
 from rr_core.llm import errors_map
 from rr_core.llm.anthropic_client import AnthropicClient
 from rr_core.llm.base import Completion
+from rr_core.llm.gemini_client import GeminiClient
 from rr_core.llm.openai_client import OpenAIClient
 from rr_core.llm.structured import SDKAdapter
 from tests.llm_fixtures import answer_request
@@ -39,8 +40,14 @@ def anthropic_client(stub: StubServer, **kwargs: Any) -> SDKAdapter:
     return AnthropicClient(model="claude-test", api_key=KEY, base_url=stub.anthropic_url, **kwargs)
 
 
+def gemini_client(stub: StubServer, **kwargs: Any) -> SDKAdapter:
+    return GeminiClient(model="gemini-test", api_key=KEY, base_url=stub.root, **kwargs)
+
+
 MakeClient = Callable[..., SDKAdapter]
-CLIENTS = pytest.mark.parametrize("make", [openai_client, anthropic_client], ids=["openai", "anthropic"])
+CLIENTS = pytest.mark.parametrize(
+    "make", [openai_client, anthropic_client, gemini_client], ids=["openai", "anthropic", "gemini"]
+)
 
 
 def call_bounded(client: SDKAdapter, timeout_s: float) -> Completion | BaseException:

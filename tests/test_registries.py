@@ -23,7 +23,14 @@ from rr_core.stages import FALLBACK_COLOUR, StageInfo, register_stage, stacked, 
 
 
 def test_every_engine_is_one_registered_value() -> None:
-    assert set(ALL_PROVIDERS) == {"offline", "openai", "anthropic", "openai-compatible", "simulated"}
+    assert set(ALL_PROVIDERS) == {
+        "offline",
+        "openai",
+        "anthropic",
+        "gemini",
+        "openai-compatible",
+        "simulated",
+    }
     # The app and `ask` choose among the engines that run questions; the simulated reader is the Lab's.
     assert "simulated" in ALL_PROVIDERS and "simulated" not in PROVIDERS
     for name, info in REGISTRY.items():
@@ -34,13 +41,18 @@ def test_every_engine_is_one_registered_value() -> None:
         if info.free:
             assert info.note.endswith("not an LLM") and info.lab_info and info.price_as is PriceAs.REQUIRED
             assert not info.key_variable and not info.can_batch
-    assert KEY_VARIABLES == {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+    assert KEY_VARIABLES == {
+        "openai": "OPENAI_API_KEY",
+        "anthropic": "ANTHROPIC_API_KEY",
+        "gemini": "GEMINI_API_KEY",
+    }
 
 
 def test_the_engine_to_start_with_is_paid_only_with_a_key() -> None:
     assert starting_provider(lambda variable: None).name == "offline"
     assert starting_provider({"ANTHROPIC_API_KEY": "k"}.get).name == "anthropic"
     assert starting_provider({"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}.get).name == "openai"
+    assert starting_provider({"GEMINI_API_KEY": "k"}.get).name == "gemini"
 
 
 def test_an_unknown_provider_is_refused_or_described_as_paid() -> None:

@@ -1,6 +1,6 @@
 """``python -m rr_core review``: the documented JSON, the plan on stderr, exports, exit codes,
 the budget and dry run (nothing sent), batch mode — in a fresh interpreter and in-process
-(``main([...])``) against the loopback stubs of the three providers."""
+(``main([...])``) against the loopback stubs of the providers."""
 
 from __future__ import annotations
 
@@ -70,6 +70,10 @@ def point_at(stub: StubServer, provider: str, monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-review-cli")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", stub.anthropic_url)
         return ["--provider", "anthropic", "--model", "claude-sonnet-5-5"]
+    if provider == "gemini":
+        monkeypatch.setenv("GEMINI_API_KEY", "AIza-test-review-cli-0123456789")
+        monkeypatch.setenv("GEMINI_BASE_URL", stub.root)
+        return ["--provider", "gemini", "--model", "gemini-2.5-flash"]
     return ["--provider", "openai-compatible", "--base-url", stub.url, "--model", "llama-local"]
 
 
@@ -118,7 +122,7 @@ def test_offline_review_in_a_fresh_interpreter_prints_the_plan_then_the_document
 # ---- in-process, through the stubs ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic", "openai-compatible"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "openai-compatible"])
 def test_review_through_each_provider_answers_cites_and_scores(
     provider: str, capsys: pytest.CaptureFixture[str], files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,6 +1,6 @@
-"""Every method through the real SDKs, over HTTP, against the loopback stub (OpenAI Responses and
-Anthropic Messages): what the server received, phase by phase; concurrency proven with barriers;
-the call cache (no request is paid twice); the fit check and silent truncation."""
+"""Every method through the real SDKs, over HTTP, against the loopback stub (OpenAI Responses,
+Anthropic Messages, Gemini generateContent): what the server received, phase by phase;
+concurrency proven with barriers; the call cache (no request is paid twice); the fit check and silent truncation."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from conftest import FEE_PAGES, fee_document, word_counter
 
 from rr_core.documents import Document
 from rr_core.llm.anthropic_client import AnthropicClient
+from rr_core.llm.gemini_client import GeminiClient
 from rr_core.llm.openai_client import OpenAIClient
 from rr_core.methods import plan_method
 from rr_core.plans import Plan
@@ -28,7 +29,8 @@ from tests.stub_server import Reply, StubServer, json_output, prompt_of, schema_
 QUESTION = "What is the termination fee?"
 QUESTIONS = [QUESTION, "Which harbor crane carries small fishing boats?", "What does the orchard yield?"]
 LIMIT_S = 30  # barriers and waits give up after this: a safety net, not a speed requirement
-PROVIDERS = ("openai", "anthropic")
+PROVIDERS = ("openai", "anthropic", "gemini")
+MODELS = {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-5-5", "gemini": "gemini-2.5-flash"}
 # Small k and c for a 2,000-token document: several chunks, reminders inside them.
 SMALL = {
     "reminder_every": 200,
@@ -39,7 +41,11 @@ SMALL = {
 }
 
 
-def client_for(provider: str, stub: StubServer) -> OpenAIClient | AnthropicClient:
+def client_for(provider: str, stub: StubServer) -> OpenAIClient | AnthropicClient | GeminiClient:
+    if provider == "gemini":
+        return GeminiClient(
+            model=MODELS[provider], api_key="AIza-stub-0123456789", base_url=stub.root, max_retries=0
+        )
     if provider == "openai":
         return OpenAIClient(model="gpt-4.1-mini", api_key="sk-test-stub", base_url=stub.url, max_retries=0)
     return AnthropicClient(
@@ -50,7 +56,7 @@ def client_for(provider: str, stub: StubServer) -> OpenAIClient | AnthropicClien
 def plan_for(
     document: Document, method: str, provider: str, question: str | list[str] = QUESTION, **changes: Any
 ) -> Plan:
-    model = "gpt-4.1-mini" if provider == "openai" else "claude-sonnet-5-5"
+    model = MODELS.get(provider, MODELS["anthropic"])
     settings = RunSettings(method=method, provider=provider, model=model, **SMALL).but(**changes)
     return plan_method(document, question, settings, word_counter())
 
@@ -380,6 +386,8 @@ def test_the_trace_records_the_temperature_sent(stub: StubServer, document: Docu
     body = stub.last.body
     if provider == "openai":  # gpt-4.1-mini takes one: 0
         assert body["temperature"] == 0 and trace.calls[0].temperature == 0.0
+    elif provider == "gemini":  # in the generation config: 0
+        assert body["generationConfig"]["temperature"] == 0 and trace.calls[0].temperature == 0.0
     else:  # the Messages API takes none: none sent, and the trace says so
         assert "temperature" not in body and trace.calls[0].temperature is None
     assert trace.to_dict()["calls"][0]["temperature"] == trace.calls[0].temperature

@@ -167,6 +167,11 @@ class ReviewChoices:
     role: str = "main"  # the grid shown: the main method's, or the comparison's
     selected: tuple[str, int, str] | None = None  # (document sha256, column, role) of the open cell
     message: tuple[str, str] | None = None  # (kind, text) said after a rerun
+    # Opening the corpus: OCR on or off, and each encrypted file's password as last tried (a
+    # hash: the password itself stays in its field for this session only; it is never stored).
+    ocr: bool = False
+    tried: dict[str, str] = field(default_factory=dict)  # file name -> sha256 of the password tried
+    ocr_tried: set[str] = field(default_factory=set)  # the scanned files read again with OCR on
 
 
 @dataclass(frozen=True, slots=True)

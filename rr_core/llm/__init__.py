@@ -161,6 +161,18 @@ def client_for(
             on_wait=on_wait,
             cancel=cancel,
         )
+    if resolved.provider == "gemini":
+        from rr_core.llm.gemini_client import GeminiClient
+
+        return GeminiClient(
+            model=resolved.model,
+            api_key=resolved.api_key,
+            base_url=resolved.base_url,
+            max_retries=max_retries,
+            timeout_s=timeout_s,
+            on_wait=on_wait,
+            cancel=cancel,
+        )
     from rr_core.llm.anthropic_client import AnthropicClient
 
     return AnthropicClient(

@@ -25,17 +25,18 @@ from rr_core.errors import (
 _CONTEXT_STATUSES = frozenset({400, 413, 422})
 _CONTEXT_WORDS = re.compile(
     r"context[ _-]?(length|window|size|limit)|maximum context|too many tokens|prompt is too long"
-    r"|input is too long|input too long|exceed_context_size|input tokens exceed",
+    r"|input is too long|input too long|exceed_context_size|input tokens exceed"
+    r"|exceeds the maximum number of tokens",  # Gemini
     re.IGNORECASE,
 )
 # A server that cannot do structured output says so in terms of the parameter we sent.
 _STRUCTURED_WORDS = re.compile(
     r"response_format|json_schema|json schema|text\.format|structured output|output_config"
-    r"|output_format|guided_json|grammar",
+    r"|output_format|guided_json|grammar|response_?(json_?)?schema|response_?mime_?type",
     re.IGNORECASE,
 )
-# Key-shaped strings (OpenAI sk-..., sk-proj-..., Anthropic sk-ant-...), masked or not.
-_KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_*\-.]{4,}")
+# Key-shaped strings (OpenAI sk-..., sk-proj-..., Anthropic sk-ant-..., Google AIza...), masked or not.
+_KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_*\-.]{4,}|\bAIza[A-Za-z0-9_\-]{20,}")
 _MAX_DETAIL = 300
 
 

@@ -145,6 +145,20 @@ ANTHROPIC = ProviderInfo(
     model_prefixes=("claude",),
     concurrency=4,
 )
+GEMINI = ProviderInfo(
+    name="gemini",
+    label="Google Gemini",
+    is_llm=True,
+    default_model="gemini-2.5-flash",
+    reader="the model",
+    key_variable="GEMINI_API_KEY",
+    base_url_variable="GEMINI_BASE_URL",
+    official_url="https://generativelanguage.googleapis.com",
+    # Gemini's batch mode is not offered in this version (its adapter has no batch API).
+    known_window=True,
+    model_prefixes=("gemini",),
+    concurrency=4,
+)
 COMPATIBLE = ProviderInfo(
     name="openai-compatible",
     label="OpenAI-compatible server",
@@ -180,7 +194,9 @@ SIMULATED = ProviderInfo(
     in_app=False,
 )
 
-REGISTRY: dict[str, ProviderInfo] = {p.name: p for p in (OFFLINE, OPENAI, ANTHROPIC, COMPATIBLE, SIMULATED)}
+REGISTRY: dict[str, ProviderInfo] = {
+    p.name: p for p in (OFFLINE, OPENAI, ANTHROPIC, GEMINI, COMPATIBLE, SIMULATED)
+}
 # The engines a run of the app or of ``ask``/``plan`` may choose (the simulated reader is the Lab's).
 APP_PROVIDERS: tuple[str, ...] = tuple(p.name for p in REGISTRY.values() if p.in_app)
 ALL_PROVIDERS: tuple[str, ...] = tuple(REGISTRY)

@@ -45,7 +45,8 @@ _T = TypeVar("_T")
 class SDKErrors(NamedTuple):
     """An SDK's exception classes."""
 
-    base: type[Exception]  # everything the SDK raises
+    # everything the SDK raises (a tuple: an SDK that lets its HTTP stack's errors through)
+    base: type[Exception] | tuple[type[Exception], ...]
     timeout: type[Exception]  # no answer in time (a kind of connection error: checked first)
     connection: type[Exception]  # could not connect
 

@@ -8,24 +8,28 @@ process) opens its reading from the store. The parent keeps only a summary per f
 (``CorpusFile``), never the corpus: peak memory is a few documents, one per worker in flight.
 
 A file that cannot be read (encrypted, scanned, damaged, empty, too large, of a type not read)
-is listed with its message; the others go on.
+is listed with its message; the others go on. An encrypted PDF is opened with its password
+(``Passwords``: one file's, or one for every file; used for this reading only, never stored) and
+a scanned one by OCR when asked (``Opening``); a file still unreadable says what to do where the
+user is: on the Review screen, or on the command line.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
 import os
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from rr_core.documents import MAX_BYTES, SUPPORTED, Document, Page, load_document
 from rr_core.errors import (
@@ -252,6 +256,82 @@ def unzip(name: str, data: bytes) -> tuple[list[Item], list[CorpusFile]]:
     return items, problems
 
 
+# ---- how files are opened: passwords and OCR -----------------------------------------------------
+
+# Where the user is: what a file still unreadable tells them to do.
+Where = Literal["screen", "cli"]
+
+
+@dataclass(frozen=True, slots=True)
+class Passwords:
+    """Passwords for a corpus's encrypted PDFs, for this reading only (never stored, never
+    shown): one file's, by its name as listed or its base name, and one for every encrypted file
+    without its own."""
+
+    by_file: Mapping[str, str] = field(default_factory=dict, repr=False)
+    every: str | None = field(default=None, repr=False)
+
+    def for_file(self, name: str) -> str | None:
+        """The password to open ``name`` with, or None."""
+        own = self.by_file.get(name) or self.by_file.get(PurePosixPath(name).name)
+        return own or self.every or None
+
+
+def parse_password_file(text: str, *, name: str = "the password file") -> Passwords:
+    """``file,password`` lines (a CSV; a header line ``file,password`` is skipped) as
+    ``Passwords``. A line without both is an error naming its line number, never its text."""
+    by_file: dict[str, str] = {}
+    for number, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not row or not "".join(row).strip():
+            continue
+        cells = [cell.strip() for cell in row]
+        if number == 1 and [c.lower() for c in cells[:2]] == ["file", "password"]:
+            continue
+        if len(cells) < 2 or not cells[0] or not row[1]:
+            raise ConfigError(f"{name}, line {number}: give a file and its password (file,password)")
+        # The password as written: a space may be part of it, and a comma (split by the reader).
+        by_file[cells[0]] = ",".join(row[1:])
+    return Passwords(by_file=by_file)
+
+
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """How a corpus's files are opened: OCR on or off, the passwords for encrypted PDFs, and
+    where the user is (what a file still unreadable tells them to do)."""
+
+    ocr: bool = False
+    passwords: Passwords = field(default_factory=Passwords, repr=False)
+    where: Where = "cli"
+
+
+# What a user can do about a file that was not read, where they are.
+_ACTIONS: dict[tuple[str, Where], str] = {
+    ("locked", "screen"): "the PDF is encrypted: enter its password below, and it is read again",
+    ("locked", "cli"): (
+        "the PDF is encrypted: give its password with --password PW (for every encrypted file) "
+        "or --password-file CSV (file,password lines)"
+    ),
+    ("wrong", "screen"): "the password entered did not open the PDF: check it and enter it again below",
+    ("wrong", "cli"): (
+        "the password given did not open the PDF: check --password, or the file's line in --password-file"
+    ),
+    ("scanned", "screen"): "turn on OCR above to read its pages (Tesseract, a few seconds a page)",
+    ("scanned", "cli"): "run again with --ocr to read its pages (it needs Tesseract)",
+}
+
+
+def _unread_message(name: str, exc: DocumentError, opening: Opening) -> str:
+    """Why a file was not read, with what the user can do where they are."""
+    where = opening.where
+    if isinstance(exc, PasswordRequired):
+        return f"{name}: {_ACTIONS['locked', where]}"
+    if isinstance(exc, WrongPassword):
+        return f"{name}: {_ACTIONS['wrong', where]}"
+    if isinstance(exc, NoTextError) and not opening.ocr:
+        return f"{name}: {exc.finding}: {_ACTIONS['scanned', where]}"
+    return str(exc)
+
+
 # ---- reading (in worker processes) ---------------------------------------------------------------
 
 
@@ -311,9 +391,12 @@ def _counter(model: str) -> TokenCounter:
     return _COUNTERS[model]
 
 
-def read_item(item: Item, model: str, ocr: bool = False) -> tuple[CorpusFile, bytes | None, bytes | None]:
+def read_item(
+    item: Item, model: str, ocr: bool | Opening = False
+) -> tuple[CorpusFile, bytes | None, bytes | None]:
     """Read one file (in a worker): its summary, its bytes and its reading (None when it could
-    not be read)."""
+    not be read). ``ocr``: OCR on or off, or the whole ``Opening`` (passwords too)."""
+    opening = ocr if isinstance(ocr, Opening) else Opening(ocr=ocr)
     try:
         data = item.read()
     except OSError as exc:
@@ -325,11 +408,16 @@ def read_item(item: Item, model: str, ocr: bool = False) -> tuple[CorpusFile, by
     sha = hashlib.sha256(data).hexdigest()
     try:
         document = load_document(
-            data, filename=PurePosixPath(item.name).name, counter=_counter(model), ocr=ocr
+            data,
+            filename=PurePosixPath(item.name).name,
+            password=opening.passwords.for_file(item.name),
+            counter=_counter(model),
+            ocr=opening.ocr,
         )
     except DocumentError as exc:
+        message = _unread_message(item.name, exc, opening)
         return (
-            CorpusFile(item.name, len(data), sha256=sha, problem=_problem_of(exc), message=str(exc)),
+            CorpusFile(item.name, len(data), sha256=sha, problem=_problem_of(exc), message=message),
             None,
             None,
         )
@@ -353,7 +441,7 @@ def read_item(item: Item, model: str, ocr: bool = False) -> tuple[CorpusFile, by
     return summary, data, reading_bytes(document)
 
 
-def _read_for_pool(item: Item, model: str, ocr: bool) -> tuple[CorpusFile, bytes | None, bytes | None]:
+def _read_for_pool(item: Item, model: str, ocr: Opening) -> tuple[CorpusFile, bytes | None, bytes | None]:
     # A path is read in the worker; its bytes come back once, for the store.
     return read_item(item, model, ocr)
 
@@ -377,10 +465,15 @@ def read_corpus(
     processes: int | None = None,
     ocr: bool = False,
     on_file: OnFile | None = None,
+    passwords: Passwords | None = None,
+    where: Where = "cli",
 ) -> list[CorpusFile]:
     """Read every file once (in ``processes`` worker processes; 1: in this one), keep its bytes
     and reading in ``store``, and return one summary per file in the order given. A file whose
-    reading is already stored (same bytes, same tokenizer) is not parsed again."""
+    reading is already stored (same bytes, same tokenizer) is not parsed again; with ``ocr``, one
+    whose stored reading has pages without text is (OCR may read them). ``passwords`` open
+    encrypted PDFs; a file not read says what to do ``where`` the user is."""
+    opening = Opening(ocr=ocr, passwords=passwords or Passwords(), where=where)
     if len(items) > MAX_FILES:
         raise ConfigError(f"{len(items):,} files: a review reads at most {MAX_FILES:,} at a time.")
     tokenizer = _counter(model).label
@@ -399,7 +492,7 @@ def read_corpus(
 
     todo: list[int] = []
     for index, item in enumerate(items):
-        known = _known(item, store, tokenizer)
+        known = _known(item, store, tokenizer, ocr=ocr)
         if known is not None:
             keep(index, known, None, None)
         else:
@@ -407,21 +500,21 @@ def read_corpus(
     workers = min(processes or default_processes(), len(todo))
     if workers <= 1:
         for index in todo:
-            keep(index, *read_item(items[index], model, ocr))
+            keep(index, *read_item(items[index], model, opening))
     else:
         try:
-            for index, result in _in_pool(items, todo, model, ocr, workers):
+            for index, result in _in_pool(items, todo, model, opening, workers):
                 keep(index, *result)
         except BrokenProcessPool:
             # The pool could not start (a program that starts processes on import, say): the
             # files left are read here, one after another.
             for index in todo:
                 if results[index] is None:
-                    keep(index, *read_item(items[index], model, ocr))
+                    keep(index, *read_item(items[index], model, opening))
     return _mark_duplicates([r for r in results if r is not None])
 
 
-def _known(item: Item, store: ReadingStore, tokenizer: str) -> CorpusFile | None:
+def _known(item: Item, store: ReadingStore, tokenizer: str, *, ocr: bool = False) -> CorpusFile | None:
     """The summary of a file whose reading is stored already (a path's file is hashed here,
     streamed, a block at a time: it is parsed in a worker only when its reading is not kept)."""
     if item.data is not None:
@@ -439,6 +532,8 @@ def _known(item: Item, store: ReadingStore, tokenizer: str) -> CorpusFile | None
     document = document_from_reading(sha, blob) if blob is not None else None
     if document is None or store.document_name(sha) is None:  # the bytes are kept too
         return None
+    if ocr and document.empty_pages:  # read without OCR: OCR may read the empty pages now
+        return None
     return CorpusFile(
         item.name, size, sha256=sha, kind=document.kind, pages=len(document.pages),
         tokens=document.total_tokens, empty_pages=len(document.empty_pages), warnings=document.warnings,
@@ -446,7 +541,7 @@ def _known(item: Item, store: ReadingStore, tokenizer: str) -> CorpusFile | None
 
 
 def _in_pool(
-    items: Sequence[Item], todo: Sequence[int], model: str, ocr: bool, workers: int
+    items: Sequence[Item], todo: Sequence[int], model: str, ocr: Opening, workers: int
 ) -> Iterator[tuple[int, tuple[CorpusFile, bytes | None, bytes | None]]]:
     """Results as they finish, with at most two files per worker in flight (memory stays a few
     documents, not the corpus)."""
