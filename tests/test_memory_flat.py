@@ -81,3 +81,40 @@ def test_a_grid_saves_its_traces_as_they_arrive_and_holds_none_when_asked(setup,
     assert held.cells == [] and held.traces == [] and held.batch is not None
     kept = workbench.review(plan, OfflineEngine(word_counter()), concurrency=1, store=store)
     assert len(kept.cells) == 8 and len(kept.traces) == 4
+
+
+def test_stored_documents_are_safe_across_the_run_threads(setup) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """Many threads opening documents through one resolver that keeps one: no KeyError or
+    RuntimeError from two evictions at once, and every open gives its document."""
+    import sys
+    import threading
+
+    from rr_core.review import StoredDocuments
+    from rr_core.tokens import counter_for_model
+
+    _, store, work = setup
+    resolver = StoredDocuments(store, counter_for_model("gpt-4.1-mini"), keep=1)
+    shas = [f.sha256 for f in work.files]
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def open_many(offset: int) -> None:
+        try:
+            start.wait(timeout=60)
+            for n in range(200):
+                sha = shas[(n + offset) % len(shas)]
+                assert resolver.document(sha).sha256 == sha
+        except BaseException as exc:  # noqa: BLE001 - the test reports any
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_many, args=(i,)) for i in range(8)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can: races show, if any
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(300)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[:3]

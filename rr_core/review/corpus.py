@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+import threading
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -603,6 +604,9 @@ class StoredDocuments:
     ) -> None:
         self._store, self._counter, self._keep, self._with_pdf = store, counter, keep, with_pdf
         self._open: dict[str, Document] = {}
+        # The run's threads share it: the kept documents are read and changed under this lock
+        # (unlocked, two threads evicting at once failed cells with KeyError and RuntimeError).
+        self._lock = threading.Lock()
 
     def open(self, source: Source) -> Material:
         """The document behind a ``DocumentRef``."""
@@ -612,7 +616,8 @@ class StoredDocuments:
 
     def document(self, sha256: str, name: str = "") -> Document:
         """The stored document with this hash (``ConfigError`` when the store does not have it)."""
-        found = self._open.get(sha256)
+        with self._lock:
+            found = self._open.get(sha256)
         if found is not None:
             return found
         tokenizer = self._counter.label
@@ -630,7 +635,11 @@ class StoredDocuments:
             self._store.put_reading(sha256, tokenizer, reading_bytes(document))
             if not self._with_pdf:
                 document = document_from_reading(sha256, reading_bytes(document)) or document
-        if len(self._open) >= self._keep:
-            self._open.pop(next(iter(self._open)))
-        self._open[sha256] = document
+        with self._lock:
+            kept = self._open.get(sha256)
+            if kept is not None:  # another thread opened it meanwhile: one copy is kept
+                return kept
+            while len(self._open) >= self._keep:
+                self._open.pop(next(iter(self._open)))
+            self._open[sha256] = document
         return document
