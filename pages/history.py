@@ -22,9 +22,13 @@ from rr_core.traces import RunTrace
 sidebar.page_setup()
 state = st.session_state
 st.title("History")
+PAGE = 1_000  # runs a page of the history lists (a long history is read a page at a time)
+page = int(state.get("history_page", 0))
 try:
     store = user.history()
-    rows: list[StoredRun] = store.list(limit=1000)
+    total = store.count()
+    page = min(page, max(0, (total - 1) // PAGE))
+    rows: list[StoredRun] = store.list(limit=PAGE, offset=page * PAGE)
 except (LedgerError, ConfigError) as exc:  # a file it cannot use, or a store this build does not have
     st.error(md(exc))
     st.stop()
@@ -32,6 +36,23 @@ st.caption(
     f"{user.whose_runs(store.location)} Every run is stored with its settings, prompts, responses, "
     "tokens and cost — never an API key."
 )
+
+
+def _turn_to(page: int) -> None:
+    """Another page: what was selected on this one (rows, runs to compare) is let go."""
+    state["history_page"] = page
+    for key in ("history_table", "w.history_a", "w.history_b", "history_compare"):
+        state.pop(key, None)
+
+
+if total > PAGE:
+    shown_from, shown_to = page * PAGE + 1, min(total, (page + 1) * PAGE)
+    newer, where_, older = st.columns([1, 3, 1], vertical_alignment="center")
+    where_.markdown(f"Runs **{shown_from:,}–{shown_to:,}** of {total:,}, newest first")
+    newer.button("Newer runs", disabled=page == 0, width="stretch", on_click=_turn_to, args=(page - 1,))
+    older.button(
+        "Older runs", disabled=shown_to >= total, width="stretch", on_click=_turn_to, args=(page + 1,)
+    )
 
 if not rows:
     st.info("No runs yet. Ask a question on the Ask screen: every run is saved here.")

@@ -408,3 +408,24 @@ def test_a_run_opens_on_the_document_screen_from_the_store_when_another_document
     caption = " ".join(c.value for c in at.caption)
     assert caption.startswith(f"**{md(asked.document)}**")  # the run's document, not the open one
     assert any("Opened from the History" in i.value and "from the document store" in i.value for i in at.info)
+
+
+def test_a_history_past_a_thousand_runs_is_read_a_page_at_a_time() -> None:
+    """Runs past the first thousand are not lost from view: Older runs shows the next page."""
+    from dataclasses import replace
+
+    _, (first,) = ask("contract", CONTRACT[0].question, methods=("baseline",))
+    store = open_store()
+    for start in range(0, 1004, 251):  # 1,004 runs more, in four batches, after the first
+        store.save_batch([replace(first, run_id=f"bulk-{i}") for i in range(start, min(start + 251, 1004))])
+    at = open_history()
+    assert any("Runs **1–1,000** of 1,005" in str(m.value) for m in at.markdown)
+    assert len(table(at)) == 4  # the four batches of the newest thousand runs
+    older = next(b for b in at.button if b.label == "Older runs")
+    older.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Runs **1,001–1,005** of 1,005" in str(m.value) for m in at.markdown)
+    assert len(table(at)) == 2  # the rest of the oldest bulk batch, and the first question
+    assert next(b for b in at.button if b.label == "Older runs").disabled
+    next(b for b in at.button if b.label == "Newer runs").click().run()
+    assert any("Runs **1–1,000** of 1,005" in str(m.value) for m in at.markdown)

@@ -114,8 +114,8 @@ class RunStore(Protocol):
         return it; ``batch``: add them to that batch instead (a grid saved as it runs)."""
         ...
 
-    def list(self, limit: int = 200) -> list[StoredRun]:
-        """The newest runs first."""
+    def list(self, limit: int = 200, offset: int = 0) -> list[StoredRun]:
+        """The newest runs first (``offset``: skip that many newer ones: a page further back)."""
         ...
 
     def get(self, run_id: str) -> RunTrace | None:

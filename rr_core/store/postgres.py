@@ -509,11 +509,12 @@ class PostgresStore:
             )
         return batch
 
-    def list(self, limit: int = 200) -> list[StoredRun]:
-        """The newest runs first."""
+    def list(self, limit: int = 200, offset: int = 0) -> list[StoredRun]:
+        """The newest runs first (``offset``: see ``RunStore.list``)."""
         with self.transaction() as db:
             rows = db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT %s", (limit,)
+                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT %s OFFSET %s",
+                (limit, max(0, offset)),
             ).fetchall()
         return [StoredRun(*row) for row in rows]
 

@@ -453,15 +453,16 @@ class SQLiteStore:
             )
         return batch
 
-    def list(self, limit: int = 200) -> list[StoredRun]:
-        """The newest runs first."""
+    def list(self, limit: int = 200, offset: int = 0) -> list[StoredRun]:
+        """The newest runs first (``offset``: see ``RunStore.list``)."""
         columns = (
             "run_id, batch, created_at, document, question, method, COALESCE(label, method), provider, model,"
             " answer, page, input_tokens, output_tokens, cost_usd, latency_s, error, COALESCE(questions, 1)"
         )
         with self._transaction() as db:
             rows = db.execute(
-                f"SELECT {columns} FROM runs WHERE owner = ? ORDER BY id DESC LIMIT ?", (self._owner, limit)
+                f"SELECT {columns} FROM runs WHERE owner = ? ORDER BY id DESC LIMIT ? OFFSET ?",
+                (self._owner, limit, max(0, offset)),
             ).fetchall()
         return [StoredRun(*row) for row in rows]
 
