@@ -45,6 +45,7 @@ from rr_core.quotes import check_words
 from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.sources import open_document
 from rr_core.tokens import counter_for_model
+from rr_core.untrusted import plain_name
 
 if TYPE_CHECKING:
     from rr_core.documents import Document
@@ -1164,7 +1165,7 @@ def _submit_sweep(
     store = open_history(owner)
     sha, sample = "", ""
     if args.file and Path(args.file).is_file():
-        sha = store.put_document(Path(args.file).read_bytes(), Path(args.file).name)
+        sha = store.put_document(Path(args.file).read_bytes(), plain_name(Path(args.file).name))
     elif args.file:
         name = args.file.removeprefix("sample:")
         if name not in list_samples():

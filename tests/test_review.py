@@ -313,6 +313,31 @@ def test_a_folder_is_walked_sorted_hidden_files_skipped_and_a_missing_path_liste
     assert [(p.problem, "nowhere.pdf" in p.message) for p in problems] == [("missing", True)]
 
 
+def test_links_out_of_a_folder_are_listed_not_read_and_names_show_bidi_controls_as_codes(
+    tmp_path: Path, contracts: Path
+) -> None:
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (outside / "passwd.txt").write_text("root:x:0:0:root:/root:/bin/bash")
+    (contracts / "passwd.txt").symlink_to(outside / "passwd.txt")
+    (contracts / "secrets").symlink_to(outside, target_is_directory=True)
+    (contracts / "alpha-again.txt").symlink_to(contracts / "alpha.txt")  # inside the folder: read
+    (contracts / "x\u202etxt.pdf").write_text("a name that reads backwards")
+    items, problems = items_from_paths([contracts])
+    names = [i.name for i in items]
+    assert "contracts/passwd.txt" not in names and not any("secret" in n for n in names)
+    assert "contracts/alpha-again.txt" in names and "contracts/x\u2039U+202E\u203atxt.pdf" in names
+    assert [(p.name, p.problem) for p in problems] == [("contracts/passwd.txt", "link out of the folder")]
+    assert "outside contracts" in problems[0].message
+    uploaded, _ = items_from_uploads(
+        [("\u2067evil\u2069.txt", b"x"), ("z\u200f.zip", zipped({"\u202ea.txt": b"y"}))]
+    )
+    assert [i.name for i in uploaded] == [
+        "\u2039U+2067\u203aevil\u2039U+2069\u203a.txt",
+        "z\u2039U+200F\u203a.zip/\u2039U+202E\u203aa.txt",
+    ]
+
+
 def test_a_zip_opens_its_documents_and_lists_a_nested_zip_and_an_unsupported_member(tmp_path: Path) -> None:
     inner = zipped({"deep.txt": b"deep"})
     archive = zipped({
@@ -835,6 +860,58 @@ def test_export_rows_say_what_they_answer_and_are_formula_safe(store: SQLiteStor
     assert row["question"] == "Which law governs?" and row["document_sha256"] == files[0].sha256
     assert row["engine"].endswith("(not an LLM)") and row["paid_usd"] in ("0", "0.0")
     assert not any(v.startswith(("=", "+", "@")) for v in row.values() if v)
+
+
+def test_the_workbook_keeps_every_text_as_text_verbatim_with_frozen_headers_and_filters(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    import dataclasses
+
+    from openpyxl import load_workbook
+
+    from rr_core.plans import Citation
+    from rr_core.review.export import review_xlsx
+
+    folder = tmp_path / "evil"
+    folder.mkdir()
+    name = "=cmd\u202etxt.exe.txt"  # a right-to-left override: the name would read "=cmdexe.txt.txt"
+    (folder / name).write_text("This Agreement shall be governed by the laws of the State of Ohio.\fp2")
+    files = read([folder / name], store)
+    question = '=HYPERLINK("http://evil.example","click")'
+    plan = plan_grid(files, [Column(question)], Engine.choose("offline").settings(method="rr"),
+                     counter_for_model(MODEL), store=store)  # fmt: skip
+    result = review(
+        plan,
+        engine_client("offline", model="offline", counter=counter_for_model(MODEL)),
+        concurrency=1,
+        store=store,
+    )
+    quote = "=SUM(A1:A9) and -3, verbatim"
+    cells = [
+        dataclasses.replace(
+            c,
+            answer="#N/A",
+            citations=(Citation(page=1, quote=quote, page_label="=2+5", quote_check="verified"),),
+        )
+        for c in result.cells
+    ]
+    book = load_workbook(io.BytesIO(review_xlsx(plan, cells)))
+    assert book.sheetnames == ["Answers", "Quotes", "Costs and settings"]
+    texts = [c for sheet in book for row in sheet.iter_rows() for c in row if isinstance(c.value, str)]
+    assert texts and not [c.coordinate for c in texts if c.data_type != "s"]  # no formula, no error value
+    shown = "=cmd\u2039U+202E\u203atxt.exe.txt"  # the override written as its code, on screen and here
+    assert files[0].name == shown
+    answers = book["Answers"]
+    assert answers["D1"].value == f"{question} [text]" and answers["D1"].quotePrefix
+    assert answers["A2"].value == files[0].name and answers["E2"].value.startswith("p. 1 (printed =2+5)")
+    quotes = {h.value: c for h, c in zip(book["Quotes"][1], book["Quotes"][2], strict=True)}
+    assert quotes["Quote"].value == quote and quotes["Quote"].quotePrefix  # verbatim: no apostrophe added
+    assert quotes["Printed label"].value == "=2+5" and quotes["Answer"].value == "#N/A"
+    assert quotes["Question"].value == question and quotes["Document"].value == files[0].name
+    for sheet in book:
+        assert sheet.freeze_panes == "A2" and sheet.auto_filter.ref.startswith("A1:")
+    assert book["Quotes"].auto_filter.ref == "A1:J2"
+    assert book["Costs and settings"].auto_filter.ref == "A1:I2"  # the table, not the settings below it
 
 
 def test_settings_of_roles_and_unknown_roles_fall_back_to_main(store: SQLiteStore, contracts: Path) -> None:

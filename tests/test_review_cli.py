@@ -272,7 +272,9 @@ def test_exports_csv_xlsx_and_traces(
         "Which jurisdiction's law governs this agreement? [text]" in answers[0] and "Citation" in answers[0]
     )
     assert len([r for r in answers[1:] if r and r[0]]) == 3
-    assert all(not str(v).startswith("=") for row in answers for v in row if v is not None)
+    # verbatim, typed as text: never a formula
+    assert "=alpha.txt" in [row[0] for row in answers]
+    assert all(c.data_type != "f" for sheet in book for row in sheet.iter_rows() for c in row)
     quotes = [[c.value for c in row] for row in book["Quotes"].iter_rows()]
     assert len(quotes) - 1 == sum(len(c["citations"]) for c in data["cells"]) > 0
     costs = [[c.value for c in row] for row in book["Costs and settings"].iter_rows()]

@@ -41,6 +41,7 @@ from rr_core.errors import (
 )
 from rr_core.jobs import DocumentRef, Material, Source
 from rr_core.tokens import TokenCounter, counter_for_model
+from rr_core.untrusted import plain_name
 
 MAX_FILES = 10_000
 ZIP_MAX_MEMBERS = 10_000
@@ -146,20 +147,29 @@ class Item:
 
 def items_from_paths(paths: Sequence[str | Path]) -> tuple[list[Item], list[CorpusFile]]:
     """Files from paths and folders (folders walked, sorted; hidden files skipped), ZIPs opened.
-    Paths that do not exist are listed as problems."""
+    Paths that do not exist, and links in a folder to files outside it, are listed as problems."""
     items: list[Item] = []
     problems: list[CorpusFile] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p.relative_to(path)))
+            root = path.resolve()
             for p in found:
-                _add_path(p, str(p.relative_to(path.parent)), items, problems)
+                name = plain_name(str(p.relative_to(path.parent)))
+                if p.is_symlink() and not p.resolve().is_relative_to(root):
+                    # A folder is what was chosen: a link out of it (to /etc/passwd, say) is not.
+                    problems.append(CorpusFile(name, 0, problem="link out of the folder",
+                                               message=f"{name}: a link to a file outside {plain_name(path.name)}; "
+                                               "not read (add that file itself to read it)"))  # fmt: skip
+                    continue
+                _add_path(p, name, items, problems)
         elif path.is_file():
-            _add_path(path, path.name, items, problems)
+            _add_path(path, plain_name(path.name), items, problems)
         else:
+            shown = plain_name(str(given))
             problems.append(
-                CorpusFile(str(given), 0, problem="missing", message=f"{given}: no such file or folder")
+                CorpusFile(shown, 0, problem="missing", message=f"{shown}: no such file or folder")
             )
     return items, problems
 
@@ -188,7 +198,8 @@ def items_from_uploads(files: Iterable[tuple[str, bytes]]) -> tuple[list[Item], 
     """Files from uploads (name, bytes); a ZIP's members become files of their own."""
     items: list[Item] = []
     problems: list[CorpusFile] = []
-    for name, data in files:
+    for given, data in files:
+        name = plain_name(given)
         if name.lower().endswith(".zip"):
             unpacked, bad = unzip(name, data)
             items.extend(unpacked)
@@ -223,7 +234,7 @@ def unzip(name: str, data: bytes) -> tuple[list[Item], list[CorpusFile]]:
     items: list[Item] = []
     problems: list[CorpusFile] = []
     for member in members:
-        shown = f"{name}/{PurePosixPath(member.filename).as_posix()}"
+        shown = plain_name(f"{name}/{PurePosixPath(member.filename).as_posix()}")
         suffix = PurePosixPath(member.filename).suffix.lower()
         if suffix == ".zip":
             problems.append(CorpusFile(shown, member.file_size, problem="type not read",
