@@ -243,6 +243,110 @@ def test_parse_answer_key_alternatives_partial_dates_and_not_stated() -> None:
         parse_answer_key("document,question,answers\n")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "questions,kind\nWhat is the fee?,amount\nWhen was it signed?,date\n",
+        "question;type\nWhat is the fee?;amount\nWhen was it signed?;date\n",
+        "\ufeffQuestion\tAnswer_Type\nWhat is the fee?\tamount\nWhen was it signed?\tdate\n",
+    ],
+)
+def test_a_playbook_with_another_delimiter_or_header_names_is_read_right(text: str) -> None:
+    columns = parse_columns(text)
+    assert [(c.question, c.type) for c in columns] == [
+        ("What is the fee?", AnswerType.AMOUNT),
+        ("When was it signed?", AnswerType.DATE),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("question,questions\nA?,B?\n", ["line 1", "'question' and 'questions' could both be the question"]),
+        ("name,kind\nA?,text\n", ["line 1", "missing: question", "Expected a header question,type"]),
+        ("Topic,Notes\nA?,b\n", ["line 1", "reads as a header but names no question column"]),
+        (
+            'question,type\n"What is the term?,text\nWho signed?,text\nWhen?,date\n',
+            ["line 2", "never closed"],
+        ),
+        ("question,type\nA?,text\nWhat is the fee?,amount,USD 5,000\n", ["line 3", "4 values", "2 columns"]),
+        ('question,type\n"A" B,text\n', ["line 2", "not read as CSV", "a comma"]),
+    ],
+)
+def test_a_playbook_that_cannot_be_read_right_is_refused_in_one_line(text: str, needles: list[str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_columns(text, name="cols.csv")
+    message = str(caught.value)
+    assert message.startswith("cols.csv, line ") and "\n" not in message
+    for needle in needles:
+        assert needle in message
+
+
+def test_an_answer_key_with_semicolons_or_other_header_names_is_read_right() -> None:
+    for text in (
+        "document;question;answers\na.pdf;What is the cap?;USD 5,000,000\n",
+        'File,Questions,Answer\na.pdf,What is the cap?,"USD 5,000,000"\n',
+    ):
+        assert parse_answer_key(text).lookup("a.pdf", "What is the cap?") == ("USD 5,000,000",)
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        (
+            "document,question,answers\na.pdf,What is the cap?,USD 5,000,000\n",
+            ["line 2", "5 values", "quotes"],
+        ),
+        ("document,question,answers\na.pdf,What is the cap?\n", ["line 2", "2 values where 3 are needed"]),
+        ('document,question,answers\na.pdf,Q?,"open\nb.pdf,Q?,x\n', ["line 2", "never closed"]),
+        ("What is the cap?\n", ["line 1", "the header needs document, question and answers"]),
+        ("doc,question,answers\na.pdf,Q?,x\n", ["line 1", "missing: document"]),
+    ],
+)
+def test_an_answer_key_that_cannot_be_read_right_is_refused_in_one_line(
+    text: str, needles: list[str]
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_answer_key(text, name="key.csv")
+    message = str(caught.value)
+    assert message.startswith("key.csv, line ") and "\n" not in message
+    for needle in needles:
+        assert needle in message
+
+
+def test_no_text_makes_the_csv_readers_fail_other_than_with_a_message() -> None:
+    import random
+
+    rng = random.Random(27)
+    alphabet = [
+        '"',
+        ",",
+        ";",
+        "\t",
+        "\n",
+        "\r",
+        " ",
+        "a",
+        "?",
+        "question",
+        "type",
+        "document",
+        "answers",
+        "\x00",
+    ]
+    outcomes = Counter()
+    for _ in range(600):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        for parse in (parse_columns, parse_answer_key):
+            try:
+                parse(text)
+                outcomes["read"] += 1
+            except ConfigError as exc:
+                assert "\n" not in str(exc).strip()
+                outcomes["refused"] += 1
+    assert outcomes["read"] and outcomes["refused"]  # both happen; nothing else does
+
+
 def right(kind: str, answer: str, accepted: tuple[str, ...], stated: bool = True, **column: Any) -> bool:
     col = Column("q", answer_type(kind), **column)
     return is_right(col, typed_answer(col, answer, stated=stated), answer, stated, accepted)
