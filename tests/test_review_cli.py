@@ -211,6 +211,33 @@ def test_a_budget_below_the_estimate_exits_2_with_nothing_sent(
         assert code == 2 and "no price is known" in err and not stub.requests
 
 
+@pytest.mark.parametrize("option", ["--csv", "--xlsx"])
+def test_an_output_that_cannot_be_written_exits_2_before_anything_is_read_or_sent(
+    capsys: pytest.CaptureFixture[str], files: dict[str, Path], monkeypatch: pytest.MonkeyPatch, option: str
+) -> None:
+    (files["contracts"].parent / "a-file").write_text("x")
+    for bad in (
+        files["contracts"].parent / "a-file" / "out",
+        files["contracts"].parent / "no-folder" / "out",
+    ):
+        with StubServer(responder) as stub:
+            code = main(
+                ["--json", *review_argv(files, *point_at(stub, "openai", monkeypatch), option, str(bad))]
+            )
+            out, err = capsys.readouterr()
+            assert not stub.requests
+        assert code == 2 and out == "" and "Traceback" not in err
+        (line,) = err.strip().splitlines()  # nothing read: one line
+        assert (
+            line.startswith(f"error: {option} {bad}: cannot write there")
+            and "Nothing was read or sent" in line
+        )
+    assert not list(files["contracts"].parent.glob("*/out"))
+    # a folder is not a file
+    code = main(review_argv(files, option, str(files["contracts"])))
+    assert code == 2 and "that is a folder" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("failing", "code"),
     [("GAMMA SUPPLY AGREEMENT", 4), ("SUPPLY AGREEMENT", 3)],  # one row fails; every row fails
