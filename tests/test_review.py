@@ -520,6 +520,68 @@ def test_reading_in_two_processes_gives_what_reading_in_this_one_gives(
     ]
 
 
+_READER_PARENT = """
+import multiprocessing, sys, threading
+from pathlib import Path
+from rr_core.review.corpus import Item, read_corpus
+from rr_core.store import SQLiteStore
+
+folder = Path(sys.argv[1])
+items = [Item(f"doc{i}.txt", data=f"Document {i}. ".encode() * 200) for i in range(8)]
+
+def on_file(done, total, summary):
+    # the readers are up: say who they are, then hang here (the pool open) until killed
+    pids = sorted(p.pid for p in multiprocessing.active_children())
+    print("readers", *pids, flush=True)
+    threading.Event().wait()
+
+read_corpus(items, SQLiteStore(folder / "store.sqlite3"), model="gpt-4.1-mini", processes=2, on_file=on_file)
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether a process is there and not a zombie (an orphan's zombie waits for init to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_reader_processes_end_when_their_parent_is_killed(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _READER_PARENT, str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    try:
+        assert parent.stdout is not None
+        line = parent.stdout.readline()  # blocks until the readers are up (or the parent ends)
+        assert line.startswith("readers "), line
+        readers = [int(p) for p in line.split()[1:]]
+        assert len(readers) == 2 and all(_running(p) for p in readers)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=60)
+        deadline = time.monotonic() + 120  # generous: the readers notice within a second
+        while any(_running(p) for p in readers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [p for p in readers if _running(p)]
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait(timeout=60)
+        for pid in [p for p in locals().get("readers", []) if _running(p)]:
+            os.kill(pid, signal.SIGKILL)  # left behind by a failure above: not by the next test
+
+
 def test_a_second_read_of_the_same_bytes_parses_nothing(
     store: SQLiteStore, contracts: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,6 +17,8 @@ import hashlib
 import io
 import json
 import os
+import threading
+import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -364,6 +366,27 @@ def read_item(item: Item, model: str, ocr: bool = False) -> tuple[CorpusFile, by
     return summary, data, reading_bytes(document)
 
 
+# How often a reader process looks whether the process that started it is still there.
+PARENT_POLL_S = 0.5
+
+
+def _end_with_parent(parent: int) -> None:
+    """A reader process's start: a watchdog thread ends the process when its parent is gone.
+
+    A reader waits on the pool's queue, whose pipe it holds both ends of: a parent killed
+    (kill -9, out of memory) would leave it blocked for ever, holding a document's memory.
+    When the parent dies the reader is given another parent (init, or a subreaper), which this
+    sees; a parent thread's death, as ``PR_SET_PDEATHSIG`` would, does not count.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="rr-parent-watch", daemon=True).start()
+
+
 def _read_for_pool(item: Item, model: str, ocr: bool) -> tuple[CorpusFile, bytes | None, bytes | None]:
     # A path is read in the worker; its bytes come back once, for the store.
     return read_item(item, model, ocr)
@@ -463,7 +486,12 @@ def _in_pool(
     documents, not the corpus)."""
     pending: dict[Future[tuple[CorpusFile, bytes | None, bytes | None]], int] = {}
     queue = iter(todo)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=get_context("spawn"),
+        initializer=_end_with_parent,
+        initargs=(os.getpid(),),
+    ) as pool:
         for index in queue:
             pending[pool.submit(_read_for_pool, items[index], model, ocr)] = index
             if len(pending) >= 2 * workers:
