@@ -51,7 +51,7 @@ def _get(url: str, **headers: str) -> int:
 
 
 @pytest.fixture
-def nginx(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def nginx(tmp_path: Path) -> Iterator[tuple[str, Path, ThreadingHTTPServer]]:
     binary = nginx_path()
     if binary is None:
         if os.environ.get(REQUIRE_TEAM) == "1":
@@ -84,17 +84,18 @@ def nginx(tmp_path: Path) -> Iterator[tuple[str, Path]]:
                     f"nginx did not start: {process.stderr.read() if process.stderr else ''!r}"
                 )
             time.sleep(0.1)
-        yield url, logs
+        yield url, logs, replica
     finally:
         process.terminate()
         process.wait(30)
         replica.shutdown()
+        replica.server_close()
 
 
 def test_the_access_log_holds_no_query_string_and_the_callback_still_gets_its_code(
-    nginx: tuple[str, Path],
+    nginx: tuple[str, Path, ThreadingHTTPServer],
 ) -> None:
-    url, logs = nginx
+    url, logs, _ = nginx
     _Replica.seen.clear()
     code = "c0de-7Hq2xPz"
     assert _get(f"{url}/oauth2callback?code={code}&state=st4te-9") == 200
@@ -105,8 +106,8 @@ def test_the_access_log_holds_no_query_string_and_the_callback_still_gets_its_co
     assert code not in log and "st4te" not in log and "?" not in log
 
 
-def test_streamlit_metrics_are_not_served_through_nginx(nginx: tuple[str, Path]) -> None:
-    url, _ = nginx
+def test_streamlit_metrics_are_not_served_through_nginx(nginx: tuple[str, Path, ThreadingHTTPServer]) -> None:
+    url, _, _ = nginx
     _Replica.seen.clear()
     for path in (
         "/_stcore/metrics",
@@ -117,6 +118,18 @@ def test_streamlit_metrics_are_not_served_through_nginx(nginx: tuple[str, Path])
         assert _get(url + path) == 404, path
     assert _get(f"{url}/_stcore/health") == 200
     assert _Replica.seen == ["/_stcore/health"]
+
+
+def test_a_callback_that_fails_leaves_its_code_out_of_the_error_log(
+    nginx: tuple[str, Path, ThreadingHTTPServer],
+) -> None:
+    url, logs, replica = nginx
+    replica.shutdown()
+    replica.server_close()  # the replica is down: nginx logs an error for each request it passes on
+    assert _get(f"{url}/oauth2callback?code=c0de-Err9&state=st4te-1") == 502
+    assert _get(f"{url}/page?seen=1") == 502  # another path's error is logged, as before
+    errors = (logs / "nginx-error.log").read_text()
+    assert "/page?seen=1" in errors and "c0de-Err9" not in errors and "oauth2callback" not in errors
 
 
 def test_the_replicas_listen_on_loopback_only() -> None:
