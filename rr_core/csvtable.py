@@ -96,7 +96,9 @@ def read_table(
     None when its first line names no known column. ``aliases`` maps each accepted header name
     (lower case, single spaces) to its column; ``expected`` says in words what the header should
     be. ``ConfigError`` names the line at fault."""
-    lines = text.lstrip("\ufeff").splitlines(keepends=True)
+    # Line ends as any system writes them (\r\n, and a lone \r of old Mac files) read as \n.
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if line.strip()), None)
     if start is None:
         return None

@@ -249,6 +249,8 @@ def test_parse_answer_key_alternatives_partial_dates_and_not_stated() -> None:
         "questions,kind\nWhat is the fee?,amount\nWhen was it signed?,date\n",
         "question;type\nWhat is the fee?;amount\nWhen was it signed?;date\n",
         "\ufeffQuestion\tAnswer_Type\nWhat is the fee?\tamount\nWhen was it signed?\tdate\n",
+        "question,type\r\nWhat is the fee?,amount\r\nWhen was it signed?,date\r\n",  # Windows line ends
+        "question;type\rWhat is the fee?;amount\rWhen was it signed?;date\r",  # old Mac line ends
     ],
 )
 def test_a_playbook_with_another_delimiter_or_header_names_is_read_right(text: str) -> None:
