@@ -197,6 +197,8 @@ for p in $REPLICA_PORTS; do
 done
 
 # ---- nginx ---------------------------------------------------------------------------------------
+# Its logs are for whoever runs the trial only (nginx makes them world-readable otherwise).
+for f in nginx-access nginx-error; do touch "$LOGS/$f.log"; chmod 600 "$LOGS/$f.log"; done
 sed -e "s|@RUN@|$RUN|g" -e "s|@LOGS@|$LOGS|g" -e "s|@PORT@|$PORT|g" -e "s|@SERVERS@|${SERVERS%\\n}|" \
   deploy/nginx.conf.in >"$TEAM/nginx.conf"
 "$NGINX" -t -q -p "$TEAM" -c "$TEAM/nginx.conf" -e "$LOGS/nginx-error.log" \

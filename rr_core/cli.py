@@ -3,14 +3,15 @@
 JSON on stdout with ``--json``, a readable table without. Exit codes:
 
 - 0: done (for ``ask`` and ``lab``: every run answered, and what was to be stored was stored);
-- 2: a user mistake (a file, a setting, a missing key, a budget with no known price): one line
-  on stderr, nothing run;
+- 2: a user mistake (a file, a setting, a missing key, a budget with no known price, an output
+  path that cannot be written): one line on stderr, nothing run;
 - 3: a provider failure: every method of ``ask`` (every run of ``lab``) failed (or the call
   could not be made); ``lab`` says on stderr each reason once, with how many runs it stopped;
 - 4: partly failed: some runs answered, others failed or were not sent because the budget cap
   (``--max-usd``) was reached (the errors are printed);
-- 5: not saved: ``ask --save`` printed the results but could not store them in the history, or
-  ``lab`` could not keep a reply in the run store (it stopped sending; what it paid is printed);
+- 5: not saved: ``ask --save`` printed the results but could not store them in the history,
+  ``lab`` could not keep a reply in the run store (it stopped sending; what it paid is printed),
+  or ``review`` printed the grid but could not write ``--csv``/``--xlsx`` (checked before the run);
 - 130: interrupted (Ctrl-C), 143: terminated (SIGTERM): no further call is sent; the calls in
   flight are waited for. ``lab`` keeps their replies in the run store; ``ask`` prints the
   results with them (and with ``--save`` stores them in the history and the run store). A
@@ -46,6 +47,7 @@ from rr_core.quotes import check_words
 from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.sources import open_document
 from rr_core.tokens import counter_for_model
+from rr_core.untrusted import plain_name
 
 if TYPE_CHECKING:
     from rr_core.documents import Document
@@ -94,6 +96,28 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(
             "--api-key-env takes the NAME of an environment variable that holds the key, not the key"
         )
+    for option in ("--csv", "--xlsx", "--trials-csv", "--jobs-out"):
+        path = getattr(args, option[2:].replace("-", "_"), None)
+        if path:
+            _check_writable(option, path)
+
+
+def _check_writable(option: str, path: str) -> None:
+    """Refuse an output file that cannot be written, before anything is read or paid for (the
+    file is opened for appending, and removed again when this made it)."""
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"{option} {path}: that is a folder; give a file name. Nothing was read or sent.")
+    existed = target.exists()
+    try:
+        with open(target, "ab"):
+            pass
+        if not existed:
+            target.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"{option} {path}: cannot write there ({exc.strerror or exc}). Nothing was read or sent."
+        ) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -1140,8 +1164,8 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
         if option:
             try:
                 Path(option).write_bytes(write())
-            except OSError as exc:
-                raise ConfigError(f"cannot write {option}: {exc.strerror or exc}") from None
+            except OSError as exc:  # checked writable before the run: it changed since
+                data["write_error"] = f"cannot write {option}: {exc.strerror or exc}"
     return data
 
 
@@ -1197,7 +1221,7 @@ def _submit_sweep(
     store = open_history(owner)
     sha, sample = "", ""
     if args.file and Path(args.file).is_file():
-        sha = store.put_document(Path(args.file).read_bytes(), Path(args.file).name)
+        sha = store.put_document(Path(args.file).read_bytes(), plain_name(Path(args.file).name))
     elif args.file:
         name = args.file.removeprefix("sample:")
         if name not in list_samples():
@@ -1576,7 +1600,8 @@ def _ask_exit_code(data: dict[str, Any]) -> int:
 
 def _review_exit_code(data: dict[str, Any]) -> int:
     """0 when every cell was answered and kept; 4 when some cells failed (or the run was
-    stopped); 3 when every cell failed; 5 when the history could not keep the grid."""
+    stopped); 3 when every cell failed; 5 when the history could not keep the grid, or an
+    output file could not be written after the run."""
     if data.get("dry_run"):
         return EXIT_OK
     cells, failed = len(data["cells"]), int(data["failed_cells"])
@@ -1590,9 +1615,11 @@ def _review_exit_code(data: dict[str, Any]) -> int:
             print(f"  {n:,} × {reason}", file=sys.stderr)
     if data.get("save_error"):
         print(f"warning: the grid was not saved to the history: {data['save_error']}", file=sys.stderr)
+    if data.get("write_error"):
+        print(f"warning: {data['write_error']} (the grid is printed above)", file=sys.stderr)
     if cells and failed >= cells:
         return EXIT_PROVIDER
-    if data.get("save_error"):
+    if data.get("save_error") or data.get("write_error"):
         return EXIT_NOT_SAVED
     return EXIT_PARTIAL if failed or data.get("cancelled") else EXIT_OK
 

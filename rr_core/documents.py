@@ -34,6 +34,7 @@ from rr_core.errors import (
     WrongPassword,
 )
 from rr_core.tokens import TokenCounter, counter_for_model
+from rr_core.untrusted import plain_name
 
 _MB = 1024 * 1024
 MAX_BYTES = 200 * _MB  # "200 MB", as README, the app and Streamlit's upload limit say
@@ -178,6 +179,7 @@ def load_document(
     else:
         data = bytes(source)
         filename = filename or "document"
+    filename = plain_name(filename)
     if len(data) > max_bytes:
         raise DocumentTooLarge(filename, _too_large(len(data), max_bytes))
     if not data.strip():

@@ -119,12 +119,16 @@ def answer_rows(trace: RunTrace) -> list[dict[str, object]]:
 _FORMULA_STARTS = frozenset("=+-@\t\r\n") | frozenset("\u2212\u2796\u2795\ufe63\uff0d")
 
 
+def formula_like(text: str) -> bool:
+    """Whether a spreadsheet would read this text, typed into a cell, as a formula."""
+    folded = unicodedata.normalize("NFKC", text).lstrip(" \u00a0\u3000")
+    return text[:1] in _FORMULA_STARTS or folded[:1] in _FORMULA_STARTS
+
+
 def _csv_safe(value: object) -> object:
-    """Text a spreadsheet would run as a formula is kept as text (a leading apostrophe)."""
-    if not isinstance(value, str) or not value:
-        return value
-    folded = unicodedata.normalize("NFKC", value).lstrip(" \u00a0\u3000")
-    if value[:1] in _FORMULA_STARTS or folded[:1] in _FORMULA_STARTS:
+    """Text a spreadsheet would run as a formula is kept as text (a leading apostrophe: CSV
+    has no other way to say so)."""
+    if isinstance(value, str) and value and formula_like(value):
         return "'" + value
     return value
 

@@ -4,14 +4,13 @@ by ``|`` or ``;``)."""
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from rr_core.csvtable import looks_like_header, read_table
 from rr_core.errors import ConfigError
 from rr_core.metrics import mark_outcome
 from rr_core.plans import Outcome
@@ -39,30 +38,47 @@ class Question:
     gold_pages: tuple[int, ...] = ()
 
 
+# The header names a questions file's columns may go by (lower case, "_" read as a space).
+QUESTION_ALIASES = {
+    "question": "question", "questions": "question", "query": "question",
+    "answers": "answers", "answer": "answers", "accepted answers": "answers",
+    "gold pages": "gold_pages", "gold page": "gold_pages", "pages": "gold_pages",
+}  # fmt: skip
+_EXPECTED = "a header question,answers,gold_pages (answers and gold_pages optional), or one question a line"
+
+
 def parse_questions(text: str, *, name: str = "questions") -> list[Question]:
-    """Questions from a file's text: CSV with a ``question`` header, else one per line."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        raise ConfigError(f"{name} holds no question.")
-    header = [h.strip().lower() for h in next(csv.reader([lines[0]]))]
-    if "question" in header:
-        out = []
-        for number, row in enumerate(csv.DictReader(io.StringIO("\n".join(lines))), start=2):
-            row = {(k or "").strip().lower(): (v or "") for k, v in row.items()}
-            question = " ".join(row.get("question", "").split())
+    """Questions from a file's text: CSV with a ``question`` header (the delimiter a comma, a
+    semicolon or a tab, as the header is written), else one per line. ``ConfigError`` names
+    the line at fault: a header that reads as one but names no question, a stray value, a quote
+    left open, a gold page that is not a number."""
+    text = text.lstrip("\ufeff")
+    table = read_table(text, name=name, aliases=QUESTION_ALIASES, required=("question",), expected=_EXPECTED)
+    out: list[Question] = []
+    if table is None:
+        lines = [(i, line) for i, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        if lines and looks_like_header(lines[0][1]):
+            raise ConfigError(
+                f"{name}, line {lines[0][0]}: {lines[0][1].strip()!r} reads as a header but names no question "
+                f"column; expected {_EXPECTED}."
+            )
+        out = [Question(" ".join(line.split())) for _, line in lines]
+    else:
+        for row in table.rows:
+            question = " ".join(row.get("question").split())
             if not question:
                 continue
-            answers = tuple(a.strip() for a in _SPLIT.split(row.get("answers", "")) if a.strip())
+            answers = tuple(a.strip() for a in _SPLIT.split(row.get("answers")) if a.strip())
             pages: list[int] = []
-            for p in _SPLIT.split(row.get("gold_pages", "").replace(",", ";")):
+            for p in _SPLIT.split(row.get("gold_pages").replace(",", ";")):
                 if not p.strip():
                     continue
                 if not p.strip().isdigit():
-                    raise ConfigError(f"{name}, line {number}: gold page {p.strip()!r} is not a page number.")
+                    raise ConfigError(
+                        f"{name}, line {row.line}: gold page {p.strip()!r} is not a page number."
+                    )
                 pages.append(int(p))
             out.append(Question(question, answers, tuple(pages)))
-    else:
-        out = [Question(" ".join(line.split())) for line in lines]
     if not out:
         raise ConfigError(f"{name} holds no question.")
     if len(out) > MAX_QUESTIONS:

@@ -11,7 +11,9 @@ A job carries only (owner, work id): the work itself (its spec, progress, cells 
 request) is in the store, owned and under row-level security, and ``rr_core.work.run_work``
 runs it. A worker that dies mid-job loses nothing recorded: another worker's requeue loop
 finds the job stalled (no heartbeat for ``stalled_after_s``) and runs it again, which asks only
-the cells not recorded and pays for no call the store already holds.
+the cells not recorded and pays for no call the store already holds. A worker told to stop
+(SIGTERM, Ctrl-C) sends nothing further, waits for the calls in flight (the cell in hand), and
+hands its job back to the queue, where the next worker resumes the work.
 """
 
 from __future__ import annotations
@@ -37,17 +39,29 @@ STALLED_AFTER_S = 20.0  # a worker silent this long is taken for dead: its jobs 
 log = logging.getLogger("rr_core.queue")
 
 
+class WorkHandedBack(Exception):
+    """A job whose worker is shutting down: its work is left queued, and the job is queued again."""
+
+
 def make_app(url: str) -> procrastinate.App:
     """The queue's app on the PostgreSQL at ``url``, with its one task."""
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
 
-    @app.task(name=TASK, queue=QUEUE)
-    def run_work_task(owner: str, work_id: str) -> None:
+    # Only a job handed back is queued again (at once, as often as workers stop); a job that
+    # failed otherwise is not.
+    handed_back = procrastinate.RetryStrategy(retry_exceptions=[WorkHandedBack])
+
+    @app.task(name=TASK, queue=QUEUE, pass_context=True, retry=handed_back)
+    def run_work_task(context: procrastinate.JobContext, owner: str, work_id: str) -> None:
         store = open_store(url, owner=owner)
         try:
-            run_work(store, work_id, worker=f"worker {runner_name()}")
+            # The worker asks its running jobs to end when it is told to stop (SIGTERM).
+            ended = run_work(store, work_id, worker=f"worker {runner_name()}", leaving=context.should_abort)
         finally:
             store.close()
+        if ended is not None and ended.state == "queued" and context.should_abort():
+            log.warning("work %s handed back to the queue: this worker is stopping", work_id)
+            raise WorkHandedBack(work_id)
 
     return app
 
@@ -164,7 +178,8 @@ def run_worker(
     stalled_after_s: float = STALLED_AFTER_S,
     name: str | None = None,
 ) -> None:
-    """Run a worker until it is stopped (SIGINT/SIGTERM: it finishes the calls in flight)."""
+    """Run a worker until it is stopped (SIGINT/SIGTERM: it sends no further call, waits for the
+    calls in flight, and hands its work back to the queue for the next worker)."""
 
     async def serve() -> None:
         app = make_app(url)
@@ -178,6 +193,9 @@ def run_worker(
                 "stalled_worker_timeout": stalled_after_s,
                 "name": name or f"rr-worker {runner_name()}",
                 "delete_jobs": "successful",
+                # Told to stop, the worker at once asks its jobs to end (``should_abort``); each
+                # ends after the calls in flight (a sync job cannot be interrupted).
+                "shutdown_graceful_timeout": 0,
             }
             try:
                 await app.run_worker_async(**options)

@@ -5,11 +5,17 @@ Streamlit copies the ID token's claims when a session starts and never checks ``
 that has expired, or that has no ``exp`` at all, signs no one in here. The owner is
 ``<issuer>#<sub>``: ``sub`` is the provider's stable, never reassigned id of the user (an email
 can change hands), and the issuer keeps two providers' ids apart.
+
+Signing out ends the sign-in on the server too: its id (``sign_in_id``: a digest of the claims
+that tell one sign-in from another, ``iat``, ``nonce``, ``sid``…) is kept in the store as ended,
+and a session whose claims carry an ended sign-in is signed out, whatever cookie it came with.
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -70,3 +76,15 @@ def identity_of(claims: Mapping[str, Any], now: float | None = None) -> Identity
         return NoSignIn.NO_SUBJECT
     name = email or _text(claims, "name") or _text(claims, "preferred_username") or subject
     return Identity(owner, name, signed_in=True)
+
+
+# The claims that tell one sign-in from the next of the same user: when the token was issued,
+# the nonce of its request, the provider's session, and the user's own.
+_SIGN_IN_CLAIMS = ("iss", "sub", "email", "iat", "auth_time", "nonce", "sid", "exp")
+
+
+def sign_in_id(claims: Mapping[str, Any]) -> str:
+    """The id of the sign-in these claims come from (the same for every copy of its cookie, a
+    new one at the next sign-in)."""
+    picked = {name: claims.get(name) for name in _SIGN_IN_CLAIMS if claims.get(name) is not None}
+    return hashlib.sha256(json.dumps(picked, sort_keys=True, default=str).encode()).hexdigest()

@@ -360,10 +360,15 @@ def run_work(
     client: LLMClient | None = None,
     worker: str = "",
     on_cell: Callable[[Cell], None] | None = None,
+    leaving: Callable[[], bool] | None = None,
 ) -> WorkRecord | None:
     """Run queued (or interrupted) work to its end, recording cells as they arrive; returns the
     work as it ended (None when there is no such work). Cells already recorded are not asked
-    again; calls already answered come from the call cache (nothing is paid twice)."""
+    again; calls already answered come from the call cache (nothing is paid twice).
+
+    ``leaving``: whether the runner is shutting down (a worker's SIGTERM). Then nothing further
+    is sent, the calls in flight are waited for, and the work is left queued for the next
+    runner (it is not cancelled)."""
     record = store.get_work(work_id)
     if record is None:
         return None
@@ -381,7 +386,7 @@ def run_work(
         "work %s started by %s: %s, %d of %d done", work_id, who, record.title, record.done, record.total
     )
     try:
-        ended = _run(store, work_id, record, client, on_cell)
+        ended = _run(store, work_id, record, client, on_cell, leaving)
     finally:
         try:
             last = store.get_work(work_id)
@@ -401,12 +406,14 @@ def _run(
     record: WorkRecord,
     client: LLMClient | None,
     on_cell: Callable[[Cell], None] | None,
+    leaving: Callable[[], bool] | None,
 ) -> WorkRecord | None:
     """``run_work``'s part once the work is marked running: it ends failed on any error."""
     try:
+        stop = _StopWhenAsked(store, work_id, leaving)
         if record.kind == SWEEP:
-            return _run_sweep(store, work_id, SweepWork.from_dict(record.spec), client)
-        result = _run_review(store, work_id, ReviewWork.from_dict(record.spec), client, on_cell)
+            return _run_sweep(store, work_id, SweepWork.from_dict(record.spec), client, stop)
+        result = _run_review(store, work_id, ReviewWork.from_dict(record.spec), client, on_cell, stop)
     except (RRError, OSError) as exc:
         store.update_work(work_id, state="failed", error=str(exc))
         return store.get_work(work_id)
@@ -423,6 +430,7 @@ def _run_review(
     work: ReviewWork,
     client: LLMClient | None,
     on_cell: Callable[[Cell], None] | None,
+    stop: _StopWhenAsked,
 ) -> WorkRecord | None:
     from rr_core.workbench import review
 
@@ -435,7 +443,6 @@ def _run_review(
         engine = work.engine()
         client = engine.client(counter_for_model(engine.counting_model()))
 
-    stop = _StopWhenAsked(store, work_id)
     begun = store.get_work(work_id)
     total = begun.total if begun is not None else 0
 
@@ -472,13 +479,18 @@ def _run_review(
     record = store.get_work(work_id)
     total = record.total if record is not None else len(cells)
     stopped = bool(result and result.cancelled) and len(cells) < total
+    if stopped and stop.left:  # the runner is going away: the next one takes the work up
+        store.update_work(work_id, state="queued", done=len(cells))
+        return store.get_work(work_id)
     state = "cancelled" if stopped else "done"
     error = _first_error(cells) if failed and failed == len(cells) else None
     store.update_work(work_id, state="failed" if error else state, result=summary, error=error)
     return store.get_work(work_id)
 
 
-def _run_sweep(store: Store, work_id: str, work: SweepWork, client: LLMClient | None) -> WorkRecord | None:
+def _run_sweep(
+    store: Store, work_id: str, work: SweepWork, client: LLMClient | None, stop: _StopWhenAsked
+) -> WorkRecord | None:
     """Run the sweep through the store as call cache (a resumed sweep pays only for what is
     missing); progress in runs; the result is the sweep's JSON (any replica shows it)."""
     from rr_core.lab.report import sweep_json
@@ -487,7 +499,6 @@ def _run_sweep(store: Store, work_id: str, work: SweepWork, client: LLMClient | 
     _, plan, engine = work.planned(store)
     if client is None:
         client = engine.client(counter_for_model(engine.counting_model()))
-    stop = _StopWhenAsked(store, work_id)
 
     def progress(done: int, total: int, partial: Any) -> None:
         store.update_work(work_id, done=done, total=total)
@@ -504,6 +515,9 @@ def _run_sweep(store: Store, work_id: str, work: SweepWork, client: LLMClient | 
         **sweep_json(plan, result, context={"preset": work.preset, "mode": work.mode}),
         "is_llm": client.is_llm,
     }
+    if result.cancelled and stop.left:  # the runner is going away: the next one takes the work up
+        store.update_work(work_id, state="queued")
+        return store.get_work(work_id)
     state = "cancelled" if result.cancelled else "done"
     failed_all = bool(plan.jobs) and len(result.failures) >= len(plan.jobs)
     store.update_work(
@@ -530,15 +544,23 @@ def _first_error(cells: list[Cell]) -> str:
 
 
 class _StopWhenAsked:
-    """Stops the runner when a stop request is recorded (by any process): looked for after
-    each cell, and every ``STOP_POLL_S`` by a watcher while calls are in flight."""
+    """Stops the runner when a stop request is recorded (by any process), or when the runner
+    itself is leaving (``leaving``: a worker's shutdown; ``left`` says so after): looked for
+    after each cell, and every ``STOP_POLL_S`` by a watcher while calls are in flight."""
 
-    def __init__(self, store: Store, work_id: str) -> None:
-        self._store, self._work_id = store, work_id
+    def __init__(self, store: Store, work_id: str, leaving: Callable[[], bool] | None = None) -> None:
+        self._store, self._work_id, self._leaving = store, work_id, leaving
         self._runner: Executor | None = None
+        self.left = False
 
     def check(self) -> bool:
         """Stop the runner if a stop was asked for; whether it was."""
+        if self._leaving is not None and self._leaving() and self._runner is not None:
+            if not self.left:
+                log.warning("work %s: this runner is stopping; nothing further is sent", self._work_id)
+            self.left = True
+            self._runner.cancel()
+            return True
         try:
             record = self._store.get_work(self._work_id)
         except RRError:

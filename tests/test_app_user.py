@@ -24,7 +24,7 @@ from rr_core.questions import Question
 from rr_core.runs import Executor
 from rr_core.samples import questions_middle_first
 from rr_core.settings import RunSettings
-from rr_core.signin import Identity, NoSignIn, identity_of
+from rr_core.signin import Identity, NoSignIn, identity_of, sign_in_id
 from rr_core.sources import sample_document
 from rr_core.store import LOCAL_OWNER, open_store
 from rr_core.tokens import counter_for_model
@@ -117,6 +117,14 @@ def test_the_identity_is_the_issuer_and_subject_until_the_token_expires() -> Non
 
 
 # ---- Single-user mode --------------------------------------------------------------------------
+
+
+def test_a_sign_in_id_is_the_same_for_every_copy_of_its_cookie_and_new_at_the_next_sign_in() -> None:
+    first = claims("ann", nonce="n-1")
+    assert sign_in_id(first) == sign_in_id(copy.deepcopy(first)) == sign_in_id({**first, "name": "Ann"})
+    assert sign_in_id(first) != sign_in_id({**first, "nonce": "n-2"})
+    assert sign_in_id(first) != sign_in_id({**first, "iat": first["iat"] + 1})
+    assert sign_in_id(first) != sign_in_id({**first, "sub": "bob-0001"})
 
 
 def test_single_user_mode_says_so_and_the_first_run_notice_shows_once(tmp_path: Path) -> None:
@@ -216,7 +224,10 @@ def test_an_expired_sign_in_shows_the_sign_in_screen_again() -> None:
 
 
 def test_signing_out_shows_the_sign_in_screen() -> None:
-    at = ran(app(team=True, user=claims("ann")))
+    ann = claims("ann", nonce="n-1")
+    at = ran(app(team=True, user=ann))
+    elsewhere = ran(app(team=True, user=dict(ann)))  # the same cookie, copied to another browser
+    assert texts(elsewhere.title) == ["Ask a long document"]
     at.button(key="run").click().run()
     assert "results" in at.session_state
     at.sidebar.button(key="sign_out").click().run()
@@ -224,6 +235,14 @@ def test_signing_out_shows_the_sign_in_screen() -> None:
     assert not at.exception and not at.title  # the screen is not drawn for the user who left
     ran(at)  # the session the browser opens after the provider's sign-out
     _nothing_but_sign_in(at)
+    # The sign-in ended on the server: the copied cookie's session, at its next run, and a new
+    # session opened with it get the sign-in screen; the user's next sign-in opens the app.
+    _nothing_but_sign_in(ran(elsewhere))
+    _nothing_but_sign_in(ran(app(team=True, user=dict(ann))))
+    again = ran(app(team=True, user=claims("ann", nonce="n-2", iat=ann["iat"] + 30)))
+    assert texts(again.title) == ["Ask a long document"]
+    bob = ran(app(team=True, user=claims("bob", nonce="n-1", iat=ann["iat"])))  # another user's: untouched
+    assert texts(bob.title) == ["Ask a long document"]
 
 
 def test_each_user_sees_only_their_own_runs(tmp_path: Path) -> None:

@@ -229,6 +229,32 @@ def test_two_users_sign_in_and_each_sees_only_their_own_history(app_url: str, br
         expect(sidebar(page)).to_have_count(0)
 
 
+def test_after_signing_out_a_copy_of_the_session_cookie_signs_no_one_in(app_url: str, browser: Any) -> None:
+    """Signing out ends the sign-in on the server: the cookie copied before (to another browser)
+    gets the sign-in screen, though Streamlit would still accept its signature."""
+    from playwright.sync_api import expect
+
+    with kit.new_tab(browser) as page:
+        sign_in(page, app_url, "ann")
+        copied = page.context.cookies()
+        assert any(c["name"].startswith("_streamlit_user") for c in copied), [c["name"] for c in copied]
+        with kit.new_tab(browser) as other:  # the copy works while the sign-in lasts
+            other.context.add_cookies(copied)
+            other.goto(app_url)
+            expect(sidebar(other).get_by_text(re.compile(rf"^Signed in as {email('ann')}"))).to_be_visible()
+        sidebar(page).get_by_role("button", name="Sign out").click()
+        page.get_by_role("button", name="End session").click()
+        expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    with kit.new_tab(browser) as page:
+        page.context.add_cookies(copied)
+        page.goto(app_url)
+        expect(page.get_by_role("button", name="Sign in")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
+        settle(page)
+        expect(sidebar(page)).to_have_count(0)
+        expect(page.get_by_text(re.compile("Signed in as"))).to_have_count(0)
+        kit.shot(page, ARTIFACTS / "signin_05_copied_cookie_after_sign_out.png", full=False)
+
+
 def test_a_sign_in_whose_token_expired_asks_to_sign_in_again(
     chromium: str, browser: Any, tmp_path: Path
 ) -> None:

@@ -1020,3 +1020,16 @@ def test_a_review_reads_its_documents_into_the_store_of_its_user(
     assert open_store(owner="alice").document_name(digest) == "planted.txt"
     assert open_store().document_name(digest) is None  # the local user's store holds none of it
     assert [r["document"] for r in cli_json(capsys, "history", "--user", "alice")] == ["planted.txt"]
+
+
+@pytest.mark.parametrize("option", ["--trials-csv", "--jobs-out"])
+def test_a_lab_output_that_cannot_be_written_exits_2_before_the_sweep(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, option: str
+) -> None:
+    (tmp_path / "a-file").write_text("x")
+    argv = ["lab", "contract", "--provider", "offline", "--lengths", "1000", "--depths", "50", "--repeats", "1",
+            "--methods", "baseline", "--no-bounds", option, str(tmp_path / "a-file" / "out")]  # fmt: skip
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"error: {option} ") and "Nothing was read or sent" in err
+    assert open_store().calls_cached() == 0

@@ -87,3 +87,29 @@ def test_not_stated_is_wrong_where_the_document_has_the_answer_and_right_where_i
     nothing.not_stated()
     mark_outcome(nothing, ["n/a"])
     assert nothing.correct is True and nothing.citations == []
+
+
+def test_a_questions_csv_with_semicolons_or_other_header_names_is_read_right() -> None:
+    for text in ("questions;answer;gold pages\nWhat is the fee?;4.2 million;5\n",
+                 "Question\tAnswers\tpages\nWhat is the fee?\t4.2 million\t5\n"):  # fmt: skip
+        assert parse_questions(text) == [Question("What is the fee?", ("4.2 million",), (5,))]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("Topic,Notes\nWhat is the fee?,x\n", "qs.csv, line 1: 'Topic,Notes' reads as a header"),
+        (
+            "question,answers\nWhat is the fee?,EUR 4,2 million\n",
+            "qs.csv, line 2: 3 values where the header has 2",
+        ),
+        (
+            'question,answers\n"What is the fee?,x\nWho signed?,y\n',
+            "qs.csv, line 2: a quote opened on this line",
+        ),
+    ],
+)
+def test_a_questions_csv_that_cannot_be_read_right_is_refused_naming_its_line(text: str, needle: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_questions(text, name="qs.csv")
+    assert str(caught.value).startswith(needle) and "\n" not in str(caught.value)

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,7 +23,7 @@ from rr_core.review import items_from_uploads, parse_columns
 from rr_core.store import open_store
 from rr_core.work import ReviewWork, review_cells, submit_review
 from rr_core.workbench import read_review_corpus
-from tests.stub_server import StubServer, prompt_of, slow
+from tests.stub_server import Reply, StubServer, prompt_of, slow
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = "question,type\nWhich state's law governs this agreement?,text\nIs either party's liability capped?,yes-no\n"
@@ -289,3 +290,76 @@ def test_a_work_and_its_job_are_written_in_one_transaction(pg_url: str) -> None:
         assert jobs() == [(work_id, "todo")]
     finally:
         store.close()
+
+
+class _Gate:
+    """A stub responder that answers model calls only as far as the test allows: call n waits
+    until ``allow(n)`` (work released on a signal, not on time)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.arrived = 0
+        self._allowed = 0
+
+    def __call__(self, path: str, body: Any) -> Reply:
+        if not path.endswith(("/responses", "/chat/completions")):
+            return Reply()
+        with self._cond:
+            self.arrived += 1
+            mine = self.arrived
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: self._allowed >= mine, timeout=600)
+        return Reply()
+
+    def allow(self, calls: int) -> None:
+        with self._cond:
+            self._allowed = calls
+            self._cond.notify_all()
+
+
+def test_sigterm_stops_a_worker_after_the_call_in_hand_and_the_next_worker_resumes(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from rr_core.queue import WorkerQueue
+
+    gate = _Gate()
+    with StubServer(responder=gate) as stub:
+        store = open_store(pg_url, owner="ana")
+        _, work = _grid(store, "t", DOCUMENTS)
+        work_id = submit_review(store, work)
+        WorkerQueue(pg_url, "ana").submit(work_id)
+        first = _worker(pg_url, stub, tmp_path / "worker-a.log")
+        second = None
+        try:
+            gate.allow(4)
+            _wait(lambda: gate.arrived == 5, "the fifth call (held at the stub)")
+            first.send_signal(signal.SIGTERM)  # the fifth call is in hand
+            _wait(
+                lambda: "this runner is stopping" in (tmp_path / "worker-a.log").read_text(errors="replace"),
+                "the worker to stop sending",
+            )
+            gate.allow(5)  # the call in hand gets its reply
+            first.wait(120)
+            record = store.get_work(work_id)
+            assert record is not None and record.state == "queued", record
+            assert gate.arrived == 5 and 0 < record.done < record.total  # nothing sent after the stop
+            assert _open_jobs(pg_url) == 1  # the job handed back, for the next worker
+            gate.allow(10**6)
+            second = _worker(pg_url, stub, tmp_path / "worker-b.log")
+            _wait(
+                lambda: (store.get_work(work_id) or record).state == "done", "the next worker to finish", 180
+            )
+        finally:
+            gate.allow(10**6)
+            _stop(first)
+            if second is not None:
+                _stop(second)
+    logs = "\n".join(p.read_text(errors="replace")[-2000:] for p in tmp_path.glob("worker-*.log"))
+    done = store.get_work(work_id)
+    assert done is not None and done.state == "done" and done.attempts == 2, logs
+    cells = review_cells(store, work_id)
+    assert len(cells) == 2 * DOCUMENTS and all(c.ok for c in cells), [c.error for c in cells if c.error]
+    sent = Counter(
+        prompt_of(r.body) for r in stub.requests if r.path.endswith(("/responses", "/chat/completions"))
+    )
+    assert sent and all(n == 1 for n in sent.values())  # the call in hand was kept: none paid twice

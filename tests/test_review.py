@@ -243,6 +243,112 @@ def test_parse_answer_key_alternatives_partial_dates_and_not_stated() -> None:
         parse_answer_key("document,question,answers\n")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "questions,kind\nWhat is the fee?,amount\nWhen was it signed?,date\n",
+        "question;type\nWhat is the fee?;amount\nWhen was it signed?;date\n",
+        "\ufeffQuestion\tAnswer_Type\nWhat is the fee?\tamount\nWhen was it signed?\tdate\n",
+        "question,type\r\nWhat is the fee?,amount\r\nWhen was it signed?,date\r\n",  # Windows line ends
+        "question;type\rWhat is the fee?;amount\rWhen was it signed?;date\r",  # old Mac line ends
+    ],
+)
+def test_a_playbook_with_another_delimiter_or_header_names_is_read_right(text: str) -> None:
+    columns = parse_columns(text)
+    assert [(c.question, c.type) for c in columns] == [
+        ("What is the fee?", AnswerType.AMOUNT),
+        ("When was it signed?", AnswerType.DATE),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("question,questions\nA?,B?\n", ["line 1", "'question' and 'questions' could both be the question"]),
+        ("name,kind\nA?,text\n", ["line 1", "missing: question", "Expected a header question,type"]),
+        ("Topic,Notes\nA?,b\n", ["line 1", "reads as a header but names no question column"]),
+        (
+            'question,type\n"What is the term?,text\nWho signed?,text\nWhen?,date\n',
+            ["line 2", "never closed"],
+        ),
+        ("question,type\nA?,text\nWhat is the fee?,amount,USD 5,000\n", ["line 3", "4 values", "2 columns"]),
+        ('question,type\n"A" B,text\n', ["line 2", "not read as CSV", "a comma"]),
+    ],
+)
+def test_a_playbook_that_cannot_be_read_right_is_refused_in_one_line(text: str, needles: list[str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_columns(text, name="cols.csv")
+    message = str(caught.value)
+    assert message.startswith("cols.csv, line ") and "\n" not in message
+    for needle in needles:
+        assert needle in message
+
+
+def test_an_answer_key_with_semicolons_or_other_header_names_is_read_right() -> None:
+    for text in (
+        "document;question;answers\na.pdf;What is the cap?;USD 5,000,000\n",
+        'File,Questions,Answer\na.pdf,What is the cap?,"USD 5,000,000"\n',
+    ):
+        assert parse_answer_key(text).lookup("a.pdf", "What is the cap?") == ("USD 5,000,000",)
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        (
+            "document,question,answers\na.pdf,What is the cap?,USD 5,000,000\n",
+            ["line 2", "5 values", "quotes"],
+        ),
+        ("document,question,answers\na.pdf,What is the cap?\n", ["line 2", "2 values where 3 are needed"]),
+        ('document,question,answers\na.pdf,Q?,"open\nb.pdf,Q?,x\n', ["line 2", "never closed"]),
+        ("What is the cap?\n", ["line 1", "the header needs document, question and answers"]),
+        ("doc,question,answers\na.pdf,Q?,x\n", ["line 1", "missing: document"]),
+    ],
+)
+def test_an_answer_key_that_cannot_be_read_right_is_refused_in_one_line(
+    text: str, needles: list[str]
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_answer_key(text, name="key.csv")
+    message = str(caught.value)
+    assert message.startswith("key.csv, line ") and "\n" not in message
+    for needle in needles:
+        assert needle in message
+
+
+def test_no_text_makes_the_csv_readers_fail_other_than_with_a_message() -> None:
+    import random
+
+    rng = random.Random(27)
+    alphabet = [
+        '"',
+        ",",
+        ";",
+        "\t",
+        "\n",
+        "\r",
+        " ",
+        "a",
+        "?",
+        "question",
+        "type",
+        "document",
+        "answers",
+        "\x00",
+    ]
+    outcomes = Counter()
+    for _ in range(600):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        for parse in (parse_columns, parse_answer_key):
+            try:
+                parse(text)
+                outcomes["read"] += 1
+            except ConfigError as exc:
+                assert "\n" not in str(exc).strip()
+                outcomes["refused"] += 1
+    assert outcomes["read"] and outcomes["refused"]  # both happen; nothing else does
+
+
 def right(kind: str, answer: str, accepted: tuple[str, ...], stated: bool = True, **column: Any) -> bool:
     col = Column("q", answer_type(kind), **column)
     return is_right(col, typed_answer(col, answer, stated=stated), answer, stated, accepted)
@@ -311,6 +417,31 @@ def test_a_folder_is_walked_sorted_hidden_files_skipped_and_a_missing_path_liste
     items, problems = items_from_paths([contracts, tmp_path / "nowhere.pdf"])
     assert [i.name for i in items] == [f"contracts/{n}" for n in sorted(CONTRACTS)]
     assert [(p.problem, "nowhere.pdf" in p.message) for p in problems] == [("missing", True)]
+
+
+def test_links_out_of_a_folder_are_listed_not_read_and_names_show_bidi_controls_as_codes(
+    tmp_path: Path, contracts: Path
+) -> None:
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (outside / "passwd.txt").write_text("root:x:0:0:root:/root:/bin/bash")
+    (contracts / "passwd.txt").symlink_to(outside / "passwd.txt")
+    (contracts / "secrets").symlink_to(outside, target_is_directory=True)
+    (contracts / "alpha-again.txt").symlink_to(contracts / "alpha.txt")  # inside the folder: read
+    (contracts / "x\u202etxt.pdf").write_text("a name that reads backwards")
+    items, problems = items_from_paths([contracts])
+    names = [i.name for i in items]
+    assert "contracts/passwd.txt" not in names and not any("secret" in n for n in names)
+    assert "contracts/alpha-again.txt" in names and "contracts/x\u2039U+202E\u203atxt.pdf" in names
+    assert [(p.name, p.problem) for p in problems] == [("contracts/passwd.txt", "link out of the folder")]
+    assert "outside contracts" in problems[0].message
+    uploaded, _ = items_from_uploads(
+        [("\u2067evil\u2069.txt", b"x"), ("z\u200f.zip", zipped({"\u202ea.txt": b"y"}))]
+    )
+    assert [i.name for i in uploaded] == [
+        "\u2039U+2067\u203aevil\u2039U+2069\u203a.txt",
+        "z\u2039U+200F\u203a.zip/\u2039U+202E\u203aa.txt",
+    ]
 
 
 def test_a_zip_opens_its_documents_and_lists_a_nested_zip_and_an_unsupported_member(tmp_path: Path) -> None:
@@ -389,6 +520,68 @@ def test_reading_in_two_processes_gives_what_reading_in_this_one_gives(
     assert sum(f.ok for f in here) == 4 and [f.problem for f in here if not f.ok] == [
         "scanned (no text layer)"
     ]
+
+
+_READER_PARENT = """
+import multiprocessing, sys, threading
+from pathlib import Path
+from rr_core.review.corpus import Item, read_corpus
+from rr_core.store import SQLiteStore
+
+folder = Path(sys.argv[1])
+items = [Item(f"doc{i}.txt", data=f"Document {i}. ".encode() * 200) for i in range(8)]
+
+def on_file(done, total, summary):
+    # the readers are up: say who they are, then hang here (the pool open) until killed
+    pids = sorted(p.pid for p in multiprocessing.active_children())
+    print("readers", *pids, flush=True)
+    threading.Event().wait()
+
+read_corpus(items, SQLiteStore(folder / "store.sqlite3"), model="gpt-4.1-mini", processes=2, on_file=on_file)
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether a process is there and not a zombie (an orphan's zombie waits for init to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_reader_processes_end_when_their_parent_is_killed(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _READER_PARENT, str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    try:
+        assert parent.stdout is not None
+        line = parent.stdout.readline()  # blocks until the readers are up (or the parent ends)
+        assert line.startswith("readers "), line
+        readers = [int(p) for p in line.split()[1:]]
+        assert len(readers) == 2 and all(_running(p) for p in readers)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=60)
+        deadline = time.monotonic() + 120  # generous: the readers notice within a second
+        while any(_running(p) for p in readers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [p for p in readers if _running(p)]
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait(timeout=60)
+        for pid in [p for p in locals().get("readers", []) if _running(p)]:
+            os.kill(pid, signal.SIGKILL)  # left behind by a failure above: not by the next test
 
 
 def test_a_second_read_of_the_same_bytes_parses_nothing(
@@ -835,6 +1028,58 @@ def test_export_rows_say_what_they_answer_and_are_formula_safe(store: SQLiteStor
     assert row["question"] == "Which law governs?" and row["document_sha256"] == files[0].sha256
     assert row["engine"].endswith("(not an LLM)") and row["paid_usd"] in ("0", "0.0")
     assert not any(v.startswith(("=", "+", "@")) for v in row.values() if v)
+
+
+def test_the_workbook_keeps_every_text_as_text_verbatim_with_frozen_headers_and_filters(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    import dataclasses
+
+    from openpyxl import load_workbook
+
+    from rr_core.plans import Citation
+    from rr_core.review.export import review_xlsx
+
+    folder = tmp_path / "evil"
+    folder.mkdir()
+    name = "=cmd\u202etxt.exe.txt"  # a right-to-left override: the name would read "=cmdexe.txt.txt"
+    (folder / name).write_text("This Agreement shall be governed by the laws of the State of Ohio.\fp2")
+    files = read([folder / name], store)
+    question = '=HYPERLINK("http://evil.example","click")'
+    plan = plan_grid(files, [Column(question)], Engine.choose("offline").settings(method="rr"),
+                     counter_for_model(MODEL), store=store)  # fmt: skip
+    result = review(
+        plan,
+        engine_client("offline", model="offline", counter=counter_for_model(MODEL)),
+        concurrency=1,
+        store=store,
+    )
+    quote = "=SUM(A1:A9) and -3, verbatim"
+    cells = [
+        dataclasses.replace(
+            c,
+            answer="#N/A",
+            citations=(Citation(page=1, quote=quote, page_label="=2+5", quote_check="verified"),),
+        )
+        for c in result.cells
+    ]
+    book = load_workbook(io.BytesIO(review_xlsx(plan, cells)))
+    assert book.sheetnames == ["Answers", "Quotes", "Costs and settings"]
+    texts = [c for sheet in book for row in sheet.iter_rows() for c in row if isinstance(c.value, str)]
+    assert texts and not [c.coordinate for c in texts if c.data_type != "s"]  # no formula, no error value
+    shown = "=cmd\u2039U+202E\u203atxt.exe.txt"  # the override written as its code, on screen and here
+    assert files[0].name == shown
+    answers = book["Answers"]
+    assert answers["D1"].value == f"{question} [text]" and answers["D1"].quotePrefix
+    assert answers["A2"].value == files[0].name and answers["E2"].value.startswith("p. 1 (printed =2+5)")
+    quotes = {h.value: c for h, c in zip(book["Quotes"][1], book["Quotes"][2], strict=True)}
+    assert quotes["Quote"].value == quote and quotes["Quote"].quotePrefix  # verbatim: no apostrophe added
+    assert quotes["Printed label"].value == "=2+5" and quotes["Answer"].value == "#N/A"
+    assert quotes["Question"].value == question and quotes["Document"].value == files[0].name
+    for sheet in book:
+        assert sheet.freeze_panes == "A2" and sheet.auto_filter.ref.startswith("A1:")
+    assert book["Quotes"].auto_filter.ref == "A1:J2"
+    assert book["Costs and settings"].auto_filter.ref == "A1:I2"  # the table, not the settings below it
 
 
 def test_settings_of_roles_and_unknown_roles_fall_back_to_main(store: SQLiteStore, contracts: Path) -> None:

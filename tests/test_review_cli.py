@@ -215,6 +215,33 @@ def test_a_budget_below_the_estimate_exits_2_with_nothing_sent(
         assert code == 2 and "no price is known" in err and not stub.requests
 
 
+@pytest.mark.parametrize("option", ["--csv", "--xlsx"])
+def test_an_output_that_cannot_be_written_exits_2_before_anything_is_read_or_sent(
+    capsys: pytest.CaptureFixture[str], files: dict[str, Path], monkeypatch: pytest.MonkeyPatch, option: str
+) -> None:
+    (files["contracts"].parent / "a-file").write_text("x")
+    for bad in (
+        files["contracts"].parent / "a-file" / "out",
+        files["contracts"].parent / "no-folder" / "out",
+    ):
+        with StubServer(responder) as stub:
+            code = main(
+                ["--json", *review_argv(files, *point_at(stub, "openai", monkeypatch), option, str(bad))]
+            )
+            out, err = capsys.readouterr()
+            assert not stub.requests
+        assert code == 2 and out == "" and "Traceback" not in err
+        (line,) = err.strip().splitlines()  # nothing read: one line
+        assert (
+            line.startswith(f"error: {option} {bad}: cannot write there")
+            and "Nothing was read or sent" in line
+        )
+    assert not list(files["contracts"].parent.glob("*/out"))
+    # a folder is not a file
+    code = main(review_argv(files, option, str(files["contracts"])))
+    assert code == 2 and "that is a folder" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("failing", "code"),
     [("GAMMA SUPPLY AGREEMENT", 4), ("SUPPLY AGREEMENT", 3)],  # one row fails; every row fails
@@ -276,7 +303,9 @@ def test_exports_csv_xlsx_and_traces(
         "Which jurisdiction's law governs this agreement? [text]" in answers[0] and "Citation" in answers[0]
     )
     assert len([r for r in answers[1:] if r and r[0]]) == 3
-    assert all(not str(v).startswith("=") for row in answers for v in row if v is not None)
+    # verbatim, typed as text: never a formula
+    assert "=alpha.txt" in [row[0] for row in answers]
+    assert all(c.data_type != "f" for sheet in book for row in sheet.iter_rows() for c in row)
     quotes = [[c.value for c in row] for row in book["Quotes"].iter_rows()]
     assert len(quotes) - 1 == sum(len(c["citations"]) for c in data["cells"]) > 0
     costs = [[c.value for c in row] for row in book["Costs and settings"].iter_rows()]

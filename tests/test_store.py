@@ -184,6 +184,15 @@ def test_the_call_cache_finds_what_was_put(open_backend: Backend) -> None:
     assert open_backend().find("k2") == CachedCall("x", Usage(), "")
 
 
+def test_an_ended_sign_in_is_ended_for_its_owner_only(open_backend: Backend) -> None:
+    ann, bob = open_backend("ann"), open_backend("bob")
+    assert not ann.sign_in_ended("s-1")
+    ann.end_sign_in("s-1")
+    ann.end_sign_in("s-1")  # twice is once
+    assert ann.sign_in_ended("s-1") and open_backend("ann").sign_in_ended("s-1")  # another replica's view
+    assert not ann.sign_in_ended("s-2") and not bob.sign_in_ended("s-1")
+
+
 def test_the_sqlite_store_is_a_store() -> None:
     def runs(store: RunStore) -> RunStore:
         return store

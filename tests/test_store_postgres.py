@@ -25,7 +25,17 @@ from rr_core.store import BatchRecord, CachedCall, open_store
 from rr_core.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresStore, close_pools, submit_lock
 from tests.pg_kit import APP_PASSWORD
 
-OWNED = ("runs", "calls", "documents", "batches", "batch_items", "readings", "work", "work_results")
+OWNED = (
+    "runs",
+    "calls",
+    "documents",
+    "batches",
+    "batch_items",
+    "readings",
+    "work",
+    "work_results",
+    "sign_outs",
+)
 
 
 def _database(url: str) -> str:
@@ -43,6 +53,7 @@ def _fill(store: PostgresStore, document: Document, tag: str) -> list[str]:
         BatchRecord(batch_id=f"{tag}-batch", provider="openai", label=tag, state="submitted", total=2),
         [f"{tag}-k1", f"{tag}-k2"],
     )
+    store.end_sign_in(f"{tag}-sign-in")
     work = store.submit_work("review", f"{tag}'s grid", {"who": tag}, 2)
     store.add_results(work, [(f"{tag}-cell", {"answer": f"{tag}'s answer"})])
     return [t.run_id for t in traces]
@@ -96,7 +107,9 @@ def test_another_owners_rows_are_zero_rows_at_the_sql_layer(
         "documents": [("alice", 1), ("bob", 1)], "batches": [("alice", 1), ("bob", 1)],
         "batch_items": [("alice", 2), ("bob", 2)], "readings": [("alice", 1), ("bob", 1)],
         "work": [("alice", 1), ("bob", 1)], "work_results": [("alice", 1), ("bob", 1)],
+        "sign_outs": [("alice", 1), ("bob", 1)],
     }  # fmt: skip
+    assert alice.sign_in_ended("alice-sign-in") and not alice.sign_in_ended("bob-sign-in")
     with alice.transaction() as db:
         for table in OWNED:
             assert db.execute(f"SELECT COUNT(*) FROM {table} WHERE owner = 'bob'").fetchone() == (0,), table

@@ -15,6 +15,7 @@ from rr_core.documents import Document, RenderedPage, load_document, ocr_availab
 from rr_core.samples import get_sample, list_samples, questions_middle_first
 from rr_core.sources import sample_document
 from rr_core.tokens import TokenCounter
+from rr_core.untrusted import plain_name
 from rr_core.viewer import Placement, place_quote
 from rr_core.workbench import stored_document
 
@@ -41,7 +42,9 @@ def remember_upload(file: Any) -> Upload:
     previous = session.upload
     if previous is None or previous.file_id != file.file_id:
         data = file.getvalue()
-        previous = session.upload = Upload(file.file_id, file.name, hashlib.sha256(data).hexdigest(), data)
+        previous = session.upload = Upload(
+            file.file_id, plain_name(file.name), hashlib.sha256(data).hexdigest(), data
+        )
         session.upload_password = ""
         session.upload_ocr = False
     return previous

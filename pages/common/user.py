@@ -6,7 +6,9 @@ in the sidebar, and the first-run notice (single-user mode).
 screen opens the run store as that user (``rr_core.signin``: the issuer and the ``sub``
 claim). Streamlit copies the identity token's claims into ``st.user`` when a session starts
 and never checks their expiry: ``require`` does, on every run, and shows the sign-in screen
-again once ``exp`` has passed (or when there is none).
+again once ``exp`` has passed (or when there is none). Signing out ends the sign-in in the store
+too: a session that carries it (a copy of the cookie from before, another tab) gets the sign-in
+screen at its next run, until the user signs in again.
 
 **Single-user mode** (no ``[auth]``): one user, the store's local owner, and no sign-in, as the
 embedded default always was; the sidebar says so, and the first time the app opens on an empty
@@ -15,8 +17,9 @@ store a notice says where the history is kept and offers a per-project file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import streamlit as st
 
@@ -25,7 +28,7 @@ from pages.common.text import md
 from rr_core import workbench
 from rr_core.errors import RRError
 from rr_core.privacy import PROJECT_STORE, dismiss_notice, notice_due, project_store
-from rr_core.signin import SINGLE_USER, Identity, NoSignIn, identity_of
+from rr_core.signin import SINGLE_USER, Identity, NoSignIn, identity_of, sign_in_id
 from rr_core.store import DB_ENV, Store
 
 IDENTITY_KEY = "rr.identity"  # the identity the session's state belongs to
@@ -40,8 +43,12 @@ def team_mode() -> bool:
 
 
 def may_enter() -> bool:
-    """Whether the screens may be drawn: single-user mode, or a current sign-in."""
-    return not team_mode() or isinstance(identity_of(st.user.to_dict()), Identity)
+    """Whether the screens may be drawn: single-user mode, or a current sign-in (not ended)."""
+    if not team_mode():
+        return True
+    claims = st.user.to_dict()
+    found = identity_of(claims)
+    return isinstance(found, Identity) and not _signed_out(found, claims)
 
 
 def require() -> Identity:
@@ -49,14 +56,25 @@ def require() -> Identity:
     screen, and the run stops there."""
     if not team_mode():
         return _adopt(SINGLE_USER)
-    found = identity_of(st.user.to_dict())
+    claims = st.user.to_dict()
+    found = identity_of(claims)
     if isinstance(found, Identity):
-        return _adopt(found)
+        if not _signed_out(found, claims):
+            return _adopt(found)
+        found = NoSignIn.SIGNED_OUT
     if IDENTITY_KEY in st.session_state:
         # A sign-in that expired in this session: what it left (results, uploads) is not kept
         # for whoever signs in next.
         _forget_session()
     _sign_in_screen(found)
+
+
+def _signed_out(identity: Identity, claims: Mapping[str, Any]) -> bool:
+    """Whether this sign-in was ended by signing out (in any session: the cookie may be a copy)."""
+    try:
+        return workbench.open_history(identity.owner, url=store_url()).sign_in_ended(sign_in_id(claims))
+    except RRError:
+        return False  # a store that cannot open: the screens say so, and show nothing of it
 
 
 def current() -> Identity:
@@ -126,6 +144,11 @@ def sidebar_line() -> None:
             f"Signed in as **{md(identity.name)}**.", help=f"Your runs are kept as `{identity.owner}`."
         )
         if st.button("Sign out", key="sign_out", type="tertiary"):
+            # Ended on the server too: a copy of this session's cookie no longer signs anyone in.
+            try:
+                history().end_sign_in(sign_in_id(st.user.to_dict()))
+            except RRError as exc:
+                st.error(f"Could not end the sign-in on the server ({md(exc)}); signing out of this browser.")
             _forget_session()  # nothing of the session is left for whoever uses this browser next
             st.logout()  # the browser goes to the provider's sign-out, then a new session
             st.stop()  # nothing more is drawn for the user who left (a rerun would drop the redirect)

@@ -18,6 +18,7 @@ from datetime import date
 from enum import Enum
 from typing import Any
 
+from rr_core.csvtable import looks_like_header, read_table
 from rr_core.errors import ConfigError
 from rr_core.outputs import says_not_stated
 
@@ -127,36 +128,44 @@ class Column:
         return f"{self.question} [{self.type.value}]"
 
 
+# The header names a playbook's columns may go by (lower case, "_" read as a space).
+COLUMN_ALIASES = {
+    "question": "question", "questions": "question", "query": "question",
+    "type": "type", "kind": "type", "answer type": "type", "types": "type",
+    "instruction": "instruction", "instructions": "instruction",
+    "choices": "choices", "choice": "choices", "options": "choices",
+}  # fmt: skip
+_EXPECTED = "a header question,type (instruction and choices optional), or one question a line"
+
+
 def parse_columns(text: str, *, name: str = "columns") -> list[Column]:
     """Columns from a playbook CSV: a header with ``question`` and ``type`` (``instruction`` and
-    ``choices`` optional; choices separated by ``|`` or ``;``), or one question a line (free
-    text). ``ConfigError`` names the line at fault (as the file numbers it)."""
+    ``choices`` optional; choices separated by ``|`` or ``;``; the delimiter a comma, a semicolon
+    or a tab, as the header is written; "questions" and "kind" read as question and type), or
+    one question a line (free text). ``ConfigError`` names the line at fault (as the file
+    numbers it): an unknown header, a stray value, a quote left open."""
     text = text.lstrip("\ufeff")  # a byte-order mark, as spreadsheets save CSV
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    header = [h.strip().lower() for h in next(csv.reader([first]), [])]
+    table = read_table(text, name=name, aliases=COLUMN_ALIASES, required=("question",), expected=_EXPECTED)
     out: list[Column] = []
-    if "question" not in header:
-        out = [Column(" ".join(line.split())) for line in text.splitlines() if line.strip()]
+    if table is None:
+        lines = [(i, line) for i, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        if lines and looks_like_header(lines[0][1]):
+            raise ConfigError(
+                f"{name}, line {lines[0][0]}: {lines[0][1].strip()!r} reads as a header but names no question "
+                f"column; expected {_EXPECTED}."
+            )
+        out = [Column(" ".join(line.split())) for _, line in lines]
     else:
-        lines = text.splitlines(keepends=True)
-        skipped = next(i for i, line in enumerate(lines) if line.strip())  # blank lines before the header
-        rows = csv.DictReader(io.StringIO("".join(lines[skipped:])))
-        for row in rows:
-            number = skipped + rows.line_num  # the line the row ends on
-            row = {
-                (k or "").strip().lower(): (v or "").strip()
-                for k, v in row.items()
-                if isinstance(v, str | None)
-            }
-            question = " ".join(row.get("question", "").split())
+        for row in table.rows:
+            question = " ".join(row.get("question").split())
             if not question:
                 continue
             try:
                 kind = answer_type(row.get("type") or "text")
-                choices = tuple(c.strip() for c in re.split(r"[|;]", row.get("choices", "")) if c.strip())
-                out.append(Column(question, kind, row.get("instruction", ""), choices))
+                choices = tuple(c.strip() for c in re.split(r"[|;]", row.get("choices")) if c.strip())
+                out.append(Column(question, kind, row.get("instruction"), choices))
             except ConfigError as exc:
-                raise ConfigError(f"{name}, line {number}: {exc}") from None
+                raise ConfigError(f"{name}, line {row.line}: {exc}") from None
     if not out:
         raise ConfigError(f"{name} holds no question.")
     if len(out) > MAX_COLUMNS:

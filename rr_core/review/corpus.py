@@ -22,6 +22,7 @@ import io
 import json
 import os
 import threading
+import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -46,6 +47,7 @@ from rr_core.errors import (
 )
 from rr_core.jobs import DocumentRef, Material, Source
 from rr_core.tokens import TokenCounter, counter_for_model
+from rr_core.untrusted import plain_name
 
 MAX_FILES = 10_000
 ZIP_MAX_MEMBERS = 10_000
@@ -151,20 +153,29 @@ class Item:
 
 def items_from_paths(paths: Sequence[str | Path]) -> tuple[list[Item], list[CorpusFile]]:
     """Files from paths and folders (folders walked, sorted; hidden files skipped), ZIPs opened.
-    Paths that do not exist are listed as problems."""
+    Paths that do not exist, and links in a folder to files outside it, are listed as problems."""
     items: list[Item] = []
     problems: list[CorpusFile] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p.relative_to(path)))
+            root = path.resolve()
             for p in found:
-                _add_path(p, str(p.relative_to(path.parent)), items, problems)
+                name = plain_name(str(p.relative_to(path.parent)))
+                if p.is_symlink() and not p.resolve().is_relative_to(root):
+                    # A folder is what was chosen: a link out of it (to /etc/passwd, say) is not.
+                    problems.append(CorpusFile(name, 0, problem="link out of the folder",
+                                               message=f"{name}: a link to a file outside {plain_name(path.name)}; "
+                                               "not read (add that file itself to read it)"))  # fmt: skip
+                    continue
+                _add_path(p, name, items, problems)
         elif path.is_file():
-            _add_path(path, path.name, items, problems)
+            _add_path(path, plain_name(path.name), items, problems)
         else:
+            shown = plain_name(str(given))
             problems.append(
-                CorpusFile(str(given), 0, problem="missing", message=f"{given}: no such file or folder")
+                CorpusFile(shown, 0, problem="missing", message=f"{shown}: no such file or folder")
             )
     return items, problems
 
@@ -193,7 +204,8 @@ def items_from_uploads(files: Iterable[tuple[str, bytes]]) -> tuple[list[Item], 
     """Files from uploads (name, bytes); a ZIP's members become files of their own."""
     items: list[Item] = []
     problems: list[CorpusFile] = []
-    for name, data in files:
+    for given, data in files:
+        name = plain_name(given)
         if name.lower().endswith(".zip"):
             unpacked, bad = unzip(name, data)
             items.extend(unpacked)
@@ -228,7 +240,7 @@ def unzip(name: str, data: bytes) -> tuple[list[Item], list[CorpusFile]]:
     items: list[Item] = []
     problems: list[CorpusFile] = []
     for member in members:
-        shown = f"{name}/{PurePosixPath(member.filename).as_posix()}"
+        shown = plain_name(f"{name}/{PurePosixPath(member.filename).as_posix()}")
         suffix = PurePosixPath(member.filename).suffix.lower()
         if suffix == ".zip":
             problems.append(CorpusFile(shown, member.file_size, problem="type not read",
@@ -442,6 +454,27 @@ def read_item(
     return summary, data, reading_bytes(document)
 
 
+# How often a reader process looks whether the process that started it is still there.
+PARENT_POLL_S = 0.5
+
+
+def _end_with_parent(parent: int) -> None:
+    """A reader process's start: a watchdog thread ends the process when its parent is gone.
+
+    A reader waits on the pool's queue, whose pipe it holds both ends of: a parent killed
+    (kill -9, out of memory) would leave it blocked for ever, holding a document's memory.
+    When the parent dies the reader is given another parent (init, or a subreaper), which this
+    sees; a parent thread's death, as ``PR_SET_PDEATHSIG`` would, does not count.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="rr-parent-watch", daemon=True).start()
+
+
 def _read_for_pool(item: Item, model: str, ocr: Opening) -> tuple[CorpusFile, bytes | None, bytes | None]:
     # A path is read in the worker; its bytes come back once, for the store.
     return read_item(item, model, ocr)
@@ -548,7 +581,12 @@ def _in_pool(
     documents, not the corpus)."""
     pending: dict[Future[tuple[CorpusFile, bytes | None, bytes | None]], int] = {}
     queue = iter(todo)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=get_context("spawn"),
+        initializer=_end_with_parent,
+        initargs=(os.getpid(),),
+    ) as pool:
         for index in queue:
             pending[pool.submit(_read_for_pool, items[index], model, ocr)] = index
             if len(pending) >= 2 * workers:

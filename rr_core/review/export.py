@@ -3,7 +3,8 @@
 Every row says what it answers (the question and its type), from which document (its name
 and SHA-256), by which method and engine, and how far it was checked: "right"/"wrong" only
 against the answer key; otherwise the quote check of its citations (a quote found on its page
-is provenance, not correctness). Text from documents cannot run as a spreadsheet formula.
+is provenance, not correctness). Text from documents cannot run as a spreadsheet formula: the CSV
+puts an apostrophe before it, the workbook types every text cell as text (``rr_core.workbook``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from rr_core.exports import _csv_safe, csv_text
+from rr_core.exports import csv_text
 from rr_core.plans import Citation
 from rr_core.review.grid import COMPARE, Cell, ReviewPlan, scores
 from rr_core.traces import RunTrace
+from rr_core.workbook import cell_text, finish_workbook
 
 CELL_COLUMNS = (
     "document", "document_sha256", "question", "type", "method", "answer", "answer_as_given", "found",
@@ -176,14 +178,13 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
     assert answers is not None
     answers.title = "Answers"
     bold = Font(bold=True)
+    # One table (the Method column tells a comparison's rows apart), so that filters take it whole.
+    header: list[object] = ["Document", "SHA-256", "Method"]
+    for c in plan.columns:
+        header += [_safe(f"{c.question} [{c.type.value}]"), "Citation", "Checked"]
+    answers.append(header)
     for role in plan.roles:
         label = plan.method_label(role)
-        header = ["Document", "SHA-256", "Method"]
-        for c in plan.columns:
-            header += [f"{c.question} [{c.type.value}]", "Citation", "Checked"]
-        answers.append(header)
-        for cell in answers[answers.max_row]:
-            cell.font = bold
         by = {(c.document_sha256, c.column): c for c in cells if c.role == role}
         rows = (
             plan.documents
@@ -203,7 +204,6 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
                     cell.status,
                 ]
             answers.append(line)
-        answers.append([])
     quotes = book.create_sheet("Quotes")
     quotes.append(["Document", "SHA-256", "Question", "Method", "Page", "Printed label", "Quote", "Quote check",
                    "Answer", "Correct"])  # fmt: skip
@@ -211,7 +211,7 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
         for cited in cell.citations:
             quotes.append([
                 _safe(cell.document), cell.document_sha256, _safe(cell.question), _safe(cell.method),
-                cited.page, cited.page_label, _safe(cited.quote), cited.quote_check, _safe(cell.answer),
+                cited.page, _safe(cited.page_label), _safe(cited.quote), cited.quote_check, _safe(cell.answer),
                 "" if cell.correct is None else ("right" if cell.correct else "wrong"),
             ])  # fmt: skip
     costs = book.create_sheet("Costs and settings")
@@ -229,17 +229,20 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
     for role in plan.roles:
         costs.append([f"settings ({role})", _safe(str(plan.settings_of(role).to_dict()))])
     for sheet in (answers, quotes, costs):
+        for cell in sheet[1]:
+            cell.font = bold
         for column in sheet.columns:
             letter = column[0].column_letter
             sheet.column_dimensions[letter].width = min(60, max(10, *(len(str(c.value or ""))
                                                                      for c in column[:50])))  # fmt: skip
             for c in column:
                 c.alignment = Alignment(wrap_text=True, vertical="top")
+    finish_workbook(book)
     out = io.BytesIO()
     book.save(out)
     return out.getvalue()
 
 
 def _safe(value: str) -> object:
-    """Text from a document is kept as text in a spreadsheet, never run as a formula."""
-    return _csv_safe(value)
+    """Text from a document as a cell holds it, verbatim (``finish_workbook`` types it as text)."""
+    return cell_text(value)

@@ -11,9 +11,7 @@ right or wrong. Nothing here sends a call: ``rr_core.workbench.review`` runs the
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +20,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from rr_core.costs import Cost, Mode
+from rr_core.csvtable import read_table
 from rr_core.errors import ConfigError, RRError
 from rr_core.jobs import Job, Resolver, plan_job
 from rr_core.methods import get_method
@@ -84,25 +83,40 @@ class AnswerKey:
         return len(self.answers)
 
 
+# The header names an answer key's columns may go by (lower case, "_" read as a space).
+KEY_ALIASES = {
+    "document": "document", "file": "document", "file name": "document", "filename": "document",
+    "question": "question", "questions": "question",
+    "answers": "answers", "answer": "answers", "accepted answers": "answers",
+}  # fmt: skip
+
+
 def parse_answer_key(text: str, *, name: str = "answers") -> AnswerKey:
     """An answer key from CSV: ``document,question,answers`` (accepted answers separated by
-    ``|`` or ``;``; "not stated" or an empty cell: the document does not say)."""
-    rows = list(csv.DictReader(io.StringIO(text.lstrip("\ufeff"))))
-    if not rows:
-        raise ConfigError(f"{name} holds no answer.")
-    header = {(k or "").strip().lower() for k in rows[0]}
-    missing = {"document", "question", "answers"} - header
-    if missing:
+    ``|`` or ``;``; "not stated" or an empty cell: the document does not say; the delimiter a
+    comma, a semicolon or a tab, as the header is written). ``ConfigError`` names the line at
+    fault: an unknown header, a stray value, a quote left open."""
+    table = read_table(
+        text, name=name, aliases=KEY_ALIASES, required=("document", "question", "answers"),
+        expected="a header document,question,answers",
+    )  # fmt: skip
+    if table is None:
+        first = next((line.strip() for line in text.lstrip("\ufeff").splitlines() if line.strip()), "")
+        if not first:
+            raise ConfigError(f"{name} holds no answer.")
         raise ConfigError(
-            f"{name}: the header needs document, question and answers (missing: {', '.join(sorted(missing))})."
+            f"{name}, line 1: the header needs document, question and answers (found {first[:80]!r})."
         )
     out: dict[tuple[str, str], tuple[str, ...]] = {}
-    for row in rows:
-        row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
-        if not row["document"] or not row["question"]:
+    for row in table.rows:
+        if not row.get("document") or not row.get("question"):
             continue
-        accepted = tuple(a.strip() for a in re.split(r"[|;]", row["answers"]) if a.strip()) or ("not stated",)
-        out[(document_key(row["document"]), question_key(row["question"]))] = accepted
+        accepted = tuple(a.strip() for a in re.split(r"[|;]", row.get("answers")) if a.strip()) or (
+            "not stated",
+        )
+        out[(document_key(row.get("document")), question_key(row.get("question")))] = accepted
+    if not out:
+        raise ConfigError(f"{name} holds no answer.")
     return AnswerKey(out, name)
 
 

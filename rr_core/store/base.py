@@ -362,8 +362,22 @@ class WorkStore(Protocol):
         ...
 
 
-class Store(RunStore, CallCache, DocumentStore, WorkStore, Protocol):
-    """One store: runs, call replies and batches, documents, long work, all of one owner."""
+class SignInStore(Protocol):
+    """Sign-ins ended by signing out (team mode), by the sign-in's id (``rr_core.signin``): a
+    copy of the session's cookie taken before then signs no one in."""
+
+    def end_sign_in(self, sign_in: str) -> None:
+        """Record that this sign-in ended (signing out)."""
+        ...
+
+    def sign_in_ended(self, sign_in: str) -> bool:
+        """Whether this sign-in was ended."""
+        ...
+
+
+class Store(RunStore, CallCache, DocumentStore, WorkStore, SignInStore, Protocol):
+    """One store: runs, call replies and batches, documents, long work, ended sign-ins, all of
+    one owner."""
 
     @property
     def owner(self) -> str:

@@ -244,6 +244,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         "what a work's calls are (so the same calls are not run twice at once)",
         ("ALTER TABLE work ADD COLUMN calls_key TEXT NOT NULL DEFAULT ''",),
     ),
+    Migration(
+        5,
+        "sign-ins ended by signing out (a copied session cookie signs no one in)",
+        (
+            f"""CREATE TABLE sign_outs (
+                {_OWNER},
+                sign_in TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                PRIMARY KEY (owner, sign_in)
+            )""",
+            *_owned("sign_outs"),
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -781,6 +794,22 @@ class PostgresStore:
         with self.transaction() as db:
             row = db.execute("SELECT name FROM documents WHERE sha256 = %s", (sha256,)).fetchone()
         return str(row[0]) if row else None
+
+    # ---- ended sign-ins ----
+
+    def end_sign_in(self, sign_in: str) -> None:
+        """Record that this sign-in ended (signing out)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO sign_outs (sign_in, created_at) VALUES (%s,%s) ON CONFLICT (owner, sign_in) DO NOTHING",
+                (sign_in, _now()),
+            )
+
+    def sign_in_ended(self, sign_in: str) -> bool:
+        """Whether this sign-in was ended."""
+        with self.transaction() as db:
+            row = db.execute("SELECT 1 FROM sign_outs WHERE sign_in = %s", (sign_in,)).fetchone()
+        return row is not None
 
     def put_reading(self, sha256: str, tokenizer: str, data: bytes) -> None:
         """Keep what reading a document gave (its pages, counted by ``tokenizer``); replaces an older one."""

@@ -251,6 +251,17 @@ def _work_calls(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE work ADD COLUMN calls_key TEXT NOT NULL DEFAULT ''")
 
 
+def _sign_outs(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE sign_outs (
+            owner TEXT NOT NULL,
+            sign_in TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (owner, sign_in)
+        )"""
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
@@ -260,6 +271,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "documents' readings (pages and tokens), so a document is parsed once", _readings),
     Migration(7, "long work (review grids, sweeps): its spec, progress, results and stop requests", _work),
     Migration(8, "what a work's calls are (so the same calls are not run twice at once)", _work_calls),
+    Migration(9, "sign-ins ended by signing out (a copied session cookie signs no one in)", _sign_outs),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -744,6 +756,24 @@ class SQLiteStore:
                 "SELECT name FROM documents WHERE owner = ? AND sha256 = ?", (self._owner, sha256)
             ).fetchone()
         return str(row[0]) if row else None
+
+    # ---- ended sign-ins ----
+
+    def end_sign_in(self, sign_in: str) -> None:
+        """Record that this sign-in ended (signing out)."""
+        with self._transaction(write=True) as db:
+            db.execute(
+                "INSERT OR IGNORE INTO sign_outs (owner, sign_in, created_at) VALUES (?,?,?)",
+                (self._owner, sign_in, _now()),
+            )
+
+    def sign_in_ended(self, sign_in: str) -> bool:
+        """Whether this sign-in was ended."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT 1 FROM sign_outs WHERE owner = ? AND sign_in = ?", (self._owner, sign_in)
+            ).fetchone()
+        return row is not None
 
     def put_reading(self, sha256: str, tokenizer: str, data: bytes) -> None:
         """Keep what reading a document gave (its pages, counted by ``tokenizer``); replaces an older one."""
