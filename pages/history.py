@@ -23,7 +23,7 @@ sidebar.page_setup()
 state = st.session_state
 st.title("History")
 PAGE = 1_000  # runs a page of the history lists (a long history is read a page at a time)
-page = int(state.get("history_page", 0))
+page = S.session().history_page
 try:
     store = user.history()
     total = store.count()
@@ -40,7 +40,7 @@ st.caption(
 
 def _turn_to(page: int) -> None:
     """Another page: what was selected on this one (rows, runs to compare) is let go."""
-    state["history_page"] = page
+    S.session().history_page = page
     for key in ("history_table", "w.history_a", "w.history_b", "history_compare"):
         state.pop(key, None)
 

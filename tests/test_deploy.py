@@ -17,7 +17,7 @@ import time
 import tomllib
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -92,6 +92,16 @@ def nginx(tmp_path: Path) -> Iterator[tuple[str, Path, ThreadingHTTPServer]]:
         replica.server_close()
 
 
+def _when(read: Callable[[], str], ready: Callable[[str], bool], limit: float = 120.0) -> str:
+    """What ``read`` gives once ``ready`` says so (a log written after the response)."""
+    end = time.monotonic() + limit
+    while True:
+        text = read()
+        if ready(text) or time.monotonic() > end:
+            return text
+        time.sleep(0.05)
+
+
 def test_the_access_log_holds_no_query_string_and_the_callback_still_gets_its_code(
     nginx: tuple[str, Path, ThreadingHTTPServer],
 ) -> None:
@@ -101,7 +111,8 @@ def test_the_access_log_holds_no_query_string_and_the_callback_still_gets_its_co
     assert _get(f"{url}/oauth2callback?code={code}&state=st4te-9") == 200
     assert _get(f"{url}/", Referer=f"{url}/oauth2callback?code=ref-{code}") == 200
     assert f"/oauth2callback?code={code}&state=st4te-9" in _Replica.seen  # the replica gets it whole
-    log = (logs / "nginx-access.log").read_text()
+    # nginx writes a request's access line after its response: wait for both lines.
+    log = _when(lambda: (logs / "nginx-access.log").read_text(), lambda text: text.count("\n") >= 2)
     assert "GET /oauth2callback HTTP/1.1" in log and f'"{url}/oauth2callback"' in log
     assert code not in log and "st4te" not in log and "?" not in log
 
@@ -128,7 +139,7 @@ def test_a_callback_that_fails_leaves_its_code_out_of_the_error_log(
     replica.server_close()  # the replica is down: nginx logs an error for each request it passes on
     assert _get(f"{url}/oauth2callback?code=c0de-Err9&state=st4te-1") == 502
     assert _get(f"{url}/page?seen=1") == 502  # another path's error is logged, as before
-    errors = (logs / "nginx-error.log").read_text()
+    errors = _when(lambda: (logs / "nginx-error.log").read_text(), lambda text: "/page?seen=1" in text)
     assert "/page?seen=1" in errors and "c0de-Err9" not in errors and "oauth2callback" not in errors
 
 

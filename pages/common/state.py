@@ -204,6 +204,7 @@ class Session:
     view_citation: int = 0
     confirm_delete: list[str] | None = None  # the history batches a delete waits to confirm
     delete_message: tuple[str, str] | None = None  # (kind, text) of the last delete
+    history_page: int = 0  # the page of a long history shown (0: the newest runs)
     store_url: str | None = None  # a store chosen for this session (a per-project file); None: RR_STUDIO_DB's
     notice_seen: bool = False  # the first-run notice was dismissed (or not due) in this session
     notice_error: str = ""  # why the per-project store could not be made (shown once)
