@@ -123,4 +123,4 @@ def judge(
         return
     said = " ".join(str(error or "no reply").split())
     outcome.support = UNCHECKED
-    outcome.support_reason = f"The check against the quotes failed: {said[:200]}"
+    outcome.support_reason = f"Not checked against its quotes: {said[:200]}"
