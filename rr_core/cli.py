@@ -913,12 +913,12 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                     print(f"    A: {said}{mark}{retrieved}")
                     continue
                 print(f"    A: {o['answer']}{mark}{retrieved}")
-                if str(o.get("support_by", "")).startswith("verifier"):
-                    reason = f": {o['support_reason']}" if o.get("support_reason") else ""
-                    print(f"       checked against its quotes by {o['support_by']}: {o['support']}{reason}")
                 for c in o.get("citations", []):
                     where = f"p. {c['page']}" if c["page"] is not None else "no page"
                     print(f"       {check_words(c['quote_check'], where, c['quote_score'])}")
+                if str(o.get("support_by", "")).startswith("verifier"):
+                    reason = f": {o['support_reason']}" if o.get("support_reason") else ""
+                    print(f"       checked against its quotes by {o['support_by']}: {o['support']}{reason}")
             for w in r["warnings"]:
                 print(f"    warning: {w}")
             for note in r.get("notes", []):
@@ -1319,6 +1319,10 @@ def _print_review_plan(e: dict[str, Any], plan: Any, mode: str) -> None:
         )
     if e["too_long"]:
         lines.append(f"  over the context window: {', '.join(e['too_long'])}")
+    from rr_core.verification import verify_note
+
+    if verify_note(plan.settings):
+        lines.append(f"  {verify_note(plan.settings)}")
     print("\n".join(lines), file=sys.stderr)
 
 

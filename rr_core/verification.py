@@ -39,10 +39,21 @@ def verifier_name(settings: RunSettings) -> str:
     return f"verifier {settings.verifier}"
 
 
-def free_engine_note(settings: RunSettings) -> str:
-    """What a plan says when the check was asked of an engine that is not an LLM."""
-    reader = describe_provider(settings.provider).reader
-    return f"Checking answers sends nothing on {reader}: its reader judges whether a quote supports an answer itself."
+def verify_note(settings: RunSettings) -> str:
+    """What a plan with the check says of it: who checks and what is sent, or, on an engine that
+    is not an LLM, that nothing more is sent ("" without the check)."""
+    if not settings.verify:
+        return ""
+    info = describe_provider(settings.provider)
+    if not info.is_llm:
+        return (
+            f"Checking answers sends nothing on {info.reader}: its reader judges whether a quote supports an "
+            "answer itself."
+        )
+    return (
+        f"Each answer found is checked against its quotes by {settings.verifier}: one more small call per "
+        "answer, sending the question, the answer and the quotes only (never the pages)."
+    )
 
 
 def with_verification(plan: Plan, document: Document, counter: TokenCounter) -> Plan:
@@ -52,7 +63,7 @@ def with_verification(plan: Plan, document: Document, counter: TokenCounter) -> 
     if not settings.verify:
         return plan
     if not describe_provider(settings.provider).is_llm:
-        return replace(plan, notes=(*plan.notes, free_engine_note(settings)))
+        return replace(plan, notes=(*plan.notes, verify_note(settings)))
     base_phases, base_conclude = plan.phases, plan.conclude
     count = len(base_phases)
     several = len(plan.questions) > 1
@@ -106,11 +117,9 @@ def with_verification(plan: Plan, document: Document, counter: TokenCounter) -> 
         note="one check per answer found, sized as one per question until the answers are known",
         optional=True,
     )
-    note = (
-        f"Each answer found is checked against its quotes by {settings.verifier}: one more small call per "
-        "answer, sending the question, the answer and the quotes only (never the pages)."
+    return replace(
+        plan, phases=(*base_phases, phase), conclude=conclude, notes=(*plan.notes, verify_note(settings))
     )
-    return replace(plan, phases=(*base_phases, phase), conclude=conclude, notes=(*plan.notes, note))
 
 
 def judge(
