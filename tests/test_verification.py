@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from conftest import FEE_PAGES, fee_document, word_counter
 
+from rr_core.cli import main
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
 from rr_core.llm.anthropic_client import AnthropicClient
@@ -289,3 +290,72 @@ def test_the_offline_engine_sends_nothing_more_and_says_so(document: Document) -
         (b,) = ex.run(document, [checked])
     assert len(a.calls) == len(b.calls) and not any(c.stage == "verify" for c in b.calls)
     assert b.outcome.support_by != "verifier offline"
+
+
+# ---- The command line --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fee_txt(tmp_path: Path, document: Document) -> Path:
+    path = tmp_path / "fee.txt"
+    path.write_text("\f".join(page.text for page in document.pages), encoding="utf-8")
+    return path
+
+
+def test_cli_ask_verify_sends_one_more_call_and_prints_the_verdict(
+    capsys: pytest.CaptureFixture[str], stub: StubServer, fee_txt: Path
+) -> None:
+    stub.responder = reader
+    engine = ["--provider", "openai-compatible", "--base-url", stub.url, "--model", "llama"]
+    ask = ["ask", str(fee_txt), "-q", FEE, "--methods", "rr", *engine]
+    assert main(["--json", *ask]) == 0
+    (plain,) = json.loads(capsys.readouterr().out)["results"]
+    assert len(stub.requests) == 2 and plain["outcomes"][0]["support"] == "unchecked"
+    assert main(["--json", *ask, "--verify"]) == 0
+    (checked,) = json.loads(capsys.readouterr().out)["results"]
+    assert len(stub.requests) == 2 + 3  # the same two, and the check
+    outcome = checked["outcomes"][0]
+    assert outcome["support"] in VERDICTS and outcome["support_by"] == "verifier llama"
+    assert "verify" in checked["cost_by_stage"]
+    assert main([*ask, "--verify"]) == 0
+    assert "checked against its quotes by verifier llama: supported" in capsys.readouterr().out
+
+
+def test_cli_verify_model_without_verify_is_a_mistake(
+    capsys: pytest.CaptureFixture[str], fee_txt: Path
+) -> None:
+    assert main(["plan", str(fee_txt), "-q", FEE, "-m", "rr", "--verify-model", "gpt-4.1-nano"]) == 2
+    assert "add --verify" in capsys.readouterr().err
+
+
+def test_cli_plan_on_the_offline_engine_says_the_check_sends_nothing(
+    capsys: pytest.CaptureFixture[str], fee_txt: Path
+) -> None:
+    data = cli_json(capsys, "plan", str(fee_txt), "-q", FEE, "-m", "rr", "--verify")
+    (plan,) = data["plans"]
+    assert [p["stage"] for p in plan["phases"]] == ["retrieve", "answer"]
+    assert any("sends nothing" in note for note in plan["notes"])
+    data = cli_json(
+        capsys,
+        "plan",
+        str(fee_txt),
+        "-q",
+        FEE,
+        "-m",
+        "rr",
+        "--verify",
+        "--provider",
+        "openai-compatible",
+        "--model",
+        "llama",
+    )
+    (plan,) = data["plans"]
+    assert [p["stage"] for p in plan["phases"]] == ["retrieve", "answer", "verify"]
+    assert plan["estimate"]["calls"] == 3
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code = main(["--json", *args])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)  # type: ignore[no-any-return]
