@@ -118,6 +118,12 @@ def test_verify_adds_one_call_per_answer_found_carrying_no_page_text(
     assert check.schema == "verification" and not check.error
     (body,) = [b for b in stub.bodies() if schema_name_of(b) == "verification"]
     assert body["model"] == MODELS[provider][1]  # the cheaper model of the same provider
+    if provider == "openai":  # (the Messages API takes no temperature here: none is sent)
+        assert body["temperature"] == 0
+    assert (
+        body["text" if provider == "openai" else "output_config"]["format"]["schema"]
+        == VerificationOut.WIRE_SCHEMA
+    )
     sent = prompt_of(body)
     assert FEE in sent and "4.2 million euros" in sent and FEE_PAGES[3] in sent
     assert "<PAGE" not in sent and all(page.text not in sent for page in document.pages)
