@@ -320,8 +320,9 @@ if not specs:
 # ---- 3. The plans: what each method will send, before any money is spent -------------------
 
 tokens = S.counter()
+verify = S.verify_widgets()
 try:
-    chosen = S.chosen_settings()
+    chosen = [s.but(**verify) for s in S.chosen_settings()]
     if several:  # each question's own gold pages, not the field's for all of them
         chosen = [s.but(gold_pages=()) for s in chosen]
     asked = workbench.plan_ask(document, questions, chosen, tokens, window=S.engine().window())
@@ -429,7 +430,7 @@ def _signature() -> dict[str, Any]:
         "document": document.sha256,
         "questions": [q.text for q in questions],
         "specs": S.chosen_specs(),
-        "settings": S.base_settings().to_dict(),
+        "settings": S.base_settings().but(**S.verify_choice()).to_dict(),
     }
 
 

@@ -378,8 +378,9 @@ if review.key_csv:
     else:
         st.caption(f"Marked against **{md(review.key_name)}** ({plural(len(answer_key), 'known answer')}).")
 
+verify = S.verify_widgets()
 try:
-    base = S.base_settings()
+    base = S.base_settings().but(**verify)
     settings = parse_spec(review.method, base)
     compare = parse_spec(review.compare, base) if review.compare else None
 except RRError as exc:

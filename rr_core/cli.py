@@ -188,6 +188,21 @@ def _parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--reminder-pages", default="", help="pages to put a reminder before (before-pages)")
         p.add_argument("--price-model", default="", help="price the run as this model")
+        verify_args(p)
+
+    def verify_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--verify",
+            action="store_true",
+            help="check each answer found against its quotes: one more small call per answer (the question, "
+            "the answer and the quotes only); nothing more on the offline engine, whose reader judges it",
+        )
+        p.add_argument(
+            "--verify-model",
+            default="",
+            metavar="MODEL",
+            help="the model that checks (a cheaper one of the same provider; default: --model)",
+        )
 
     p_plan = sub.add_parser("plan", help="the calls and prompts of a method, before running")
     document_args(p_plan)
@@ -370,6 +385,7 @@ def _parser() -> argparse.ArgumentParser:
     p_review.add_argument("--provider", default=None, choices=list(ALL_PROVIDERS))
     p_review.add_argument("--model", default=None, help="model id (also picks the tokenizer)")
     p_review.add_argument("--price-model", default="", help="price the run as this model")
+    verify_args(p_review)
     p_review.add_argument("--base-url", default=None, help="server URL (openai-compatible)")
     p_review.add_argument(
         "--api-key-env", metavar="VAR", default=None, help="environment variable holding the key"
@@ -484,7 +500,15 @@ def _base_settings(args: argparse.Namespace, engine: Engine) -> RunSettings:
         reminder_style=ReminderStyle(args.reminder_style),
         reminder_placement=ReminderPlacement(args.reminder_placement),
         reminder_pages=_pages(args.reminder_pages, "--reminder-pages"),
+        **_verify(args),
     )
+
+
+def _verify(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings of ``--verify`` and ``--verify-model`` (a model without the check is a mistake)."""
+    if args.verify_model.strip() and not args.verify:
+        raise ConfigError("--verify-model names the model that checks the answers: add --verify")
+    return {"verify": args.verify, "verify_model": args.verify_model.strip()}
 
 
 def cmd_pages(args: argparse.Namespace) -> dict[str, Any]:
@@ -914,6 +938,8 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             print(
                 f"  total: {est['calls']} calls, {est['input_tokens']:,} input tokens, ~${est['usd']:.4f} as {est['priced_as']}"
             )
+            for note in plan["notes"]:
+                print(f"  note: {note}")
     elif command == "ask":
         engine = "" if data["is_llm"] else "  [offline engine: not an LLM]"
         print(f"{data['file']}{engine}")
@@ -945,8 +971,13 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 for c in o.get("citations", []):
                     where = f"p. {c['page']}" if c["page"] is not None else "no page"
                     print(f"       {check_words(c['quote_check'], where, c['quote_score'])}")
+                if str(o.get("support_by", "")).startswith("verifier"):
+                    reason = f": {o['support_reason']}" if o.get("support_reason") else ""
+                    print(f"       checked against its quotes by {o['support_by']}: {o['support']}{reason}")
             for w in r["warnings"]:
                 print(f"    warning: {w}")
+            for note in r.get("notes", []):
+                print(f"    note: {note}")
         if data["batch"]:
             print(f"saved to the history as batch {data['batch']}")
     elif command == "lab":
@@ -1095,7 +1126,7 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
         raise ConfigError(f"--compare-rows {args.compare_rows}: give how many rows, 1 or more")
     engine = _engine(args, args.provider)
     counter = counter_for_model(engine.counting_model())
-    base = engine.settings()
+    base = engine.settings(**_verify(args))
     settings = parse_spec(args.method, base)
     compare = parse_spec(args.compare, base) if args.compare else None
     items, problems = items_from_paths(args.files)
@@ -1368,6 +1399,10 @@ def _print_review_plan(e: dict[str, Any], plan: Any, mode: str, *, batches: bool
         )
     if e["too_long"]:
         lines.append(f"  over the context window: {', '.join(e['too_long'])}")
+    from rr_core.verification import verify_note
+
+    if verify_note(plan.settings):
+        lines.append(f"  {verify_note(plan.settings)}")
     print("\n".join(lines), file=sys.stderr)
 
 

@@ -399,7 +399,49 @@ class ExtractionOut(Output):
         return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-OUTPUTS: tuple[type[Output], ...] = (AnswerOut, RetrievalOut, MultiRetrievalOut, ExtractionOut)
+# What a check of an answer against its quotes can find (MISSING: the check gave no verdict).
+VERDICTS = ("supported", "partial", "unsupported")
+UNCHECKED = "unchecked"
+# The longest reason kept: one line.
+MAX_REASON_CHARS = 300
+
+
+class VerificationOut(Output):
+    """A verifier's verdict on one answer: whether its quotes state it, and why, in one line.
+
+    Read strictly on the verdict (one of ``VERDICTS``, case and spacing aside; anything else is
+    a ``ResponseParseError``, so that nothing looks checked that was not)."""
+
+    WIRE_NAME: ClassVar[str] = "verification"
+    WIRE_SCHEMA: ClassVar[dict[str, Any]] = _strict(
+        {"verdict": {"type": "string", "enum": list(VERDICTS)}, "reason": {"type": "string"}}
+    )
+
+    verdict: str
+    reason: str = ""
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _verdict(cls, value: Any) -> str:
+        word = str(value).strip().lower() if isinstance(value, str) else ""
+        if word not in VERDICTS:
+            raise ValueError(f"a verdict is one of {', '.join(VERDICTS)}, not {str(value)[:40]!r}")
+        return word
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _reason(cls, value: Any) -> str:
+        text = " ".join(str(value or "").split())
+        return text[:MAX_REASON_CHARS]
+
+
+OUTPUTS: tuple[type[Output], ...] = (
+    AnswerOut,
+    RetrievalOut,
+    MultiRetrievalOut,
+    ExtractionOut,
+    VerificationOut,
+)
 
 
 def output_named(name: str) -> type[Output]:

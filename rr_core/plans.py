@@ -43,6 +43,7 @@ class Call:
     max_output_tokens: int
     chunk: int | None = None
     question: int | None = None  # index into the plan's questions, where a call serves one
+    model: str = ""  # the model asked, where it is not the run's (a cheaper verifier); priced as it
 
     @property
     def pages(self) -> tuple[int, ...]:
@@ -197,6 +198,9 @@ class Phase:
     estimated: bool = False
     resolve: Resolve | None = field(default=None, repr=False, compare=False)
     note: str = ""
+    # Its steps may all fail without failing the run: ``conclude`` reads their errors (the check
+    # of the answers: a failed check leaves an answer unchecked, never lost).
+    optional: bool = False
 
     @property
     def calls(self) -> tuple[Call, ...]:
@@ -404,6 +408,14 @@ class Plan:
         return max((c.prompt_tokens for c in self.calls), default=0)
 
 
+def call_pricing(call: Call, settings: RunSettings) -> tuple[str, str | None]:
+    """(model, provider) that prices one call: the model it asks, where it names its own (a
+    verifier) and the run is priced as itself; else the run's ``pricing``."""
+    if call.model and not settings.price_model:
+        return call.model, settings.provider
+    return settings.pricing
+
+
 def estimate_calls(
     calls: Sequence[Call],
     settings: RunSettings,
@@ -429,7 +441,7 @@ def estimate_calls(
         estimate_cost(
             c.prompt_tokens,
             c.output_tokens,
-            *settings.pricing,
+            *call_pricing(c, settings),
             cached_tokens=read,
             cache_write_tokens=written,
             cache_ttl=ttl,

@@ -481,3 +481,44 @@ def build_prompt(
     return build_layout(
         blocks, pages, reminders_after=reminders_after, reminders_before_document=reminders_before_document
     ).render()
+
+
+# ---- Checking an answer against its quotes ---------------------------------------------------
+#
+# A short prompt of its own (METHOD.md §14): the question, the answer and the quoted passages,
+# never the document, in the paper's skeleton (instructions, the quotes as the document,
+# instructions again opening with "Now, …"). Everything quoted is neutralised like page text.
+
+VERIFY_FORMAT = (
+    "Reply with one JSON object and nothing else, with two keys: "
+    '"verdict" ("supported" if the quotes state this answer to this question, "partial" if they '
+    'state part of it or something close to it, "unsupported" if they do not state it) and '
+    '"reason" (one short sentence saying why).'
+)
+VERIFY_OPENING = (
+    "<INSTRUCTIONS>\nYour task is to check an answer against the passages quoted for it. The quotes "
+    "below were copied from a document you do not see. Judge only whether the quoted text states "
+    "this answer to this question; do not use what you know, and do not judge whether the answer "
+    "is true.\n\n{case}\n\n{format}\n</INSTRUCTIONS>"
+)
+VERIFY_CLOSING = (
+    "<INSTRUCTIONS>\nNow, judge whether the quotes above state this answer to this question.\n\n"
+    "{case}\n\n{format}\n</INSTRUCTIONS>"
+)
+NO_QUOTE = "(no passage was quoted for this answer)"
+
+
+def verify_blocks(question: str, answer: str, quotes: Sequence[tuple[int | None, str]]) -> tuple[Block, ...]:
+    """The blocks of one check: the instructions with the question and the answer, the quotes
+    (each with its page, where it has one) as the document, the instructions again."""
+    case = f"{_questions_text([question])}\nAnswer: {neutralize(' '.join(answer.split()))}"
+    lines = [
+        f"Quote {i}{f' (page {page})' if page is not None else ''}: {neutralize(' '.join(quote.split()))}"
+        for i, (page, quote) in enumerate(((p, q) for p, q in quotes if q.strip()), start=1)
+    ]
+    quoted = "<DOCUMENT>\n" + ("\n".join(lines) or NO_QUOTE) + "\n</DOCUMENT>"
+    return (
+        Block("opening", VERIFY_OPENING.format(case=case, format=VERIFY_FORMAT), per_question=True),
+        Block("document_open", quoted, per_question=True),
+        Block("closing", VERIFY_CLOSING.format(case=case, format=VERIFY_FORMAT), per_question=True),
+    )

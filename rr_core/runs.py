@@ -49,7 +49,16 @@ from rr_core.errors import (
 from rr_core.jobs import DocumentRef, Job, Resolver, plan_job
 from rr_core.llm.base import CacheHint, Completion, LLMClient, LLMRequest, calls_at_once
 from rr_core.llm.errors_map import redact
-from rr_core.plans import Call, LocalStep, Phase, PhaseResults, Plan, StepResult, shared_prefixes
+from rr_core.plans import (
+    Call,
+    LocalStep,
+    Phase,
+    PhaseResults,
+    Plan,
+    StepResult,
+    call_pricing,
+    shared_prefixes,
+)
 from rr_core.quotes import check_quote
 from rr_core.settings import RunSettings
 from rr_core.store.base import CachedCall as CachedCall
@@ -483,7 +492,7 @@ class Executor:
         """
         if self.budget is None:
             return None
-        pricing = run.plan.settings.pricing
+        pricing = call_pricing(call, run.plan.settings)
         if batch:
             estimate = estimate_cost(
                 int(call.prompt_tokens * BATCH_PROMPT_MARGIN), call.max_output_tokens, *pricing, mode="batch"
@@ -499,7 +508,7 @@ class Executor:
             budget = self.budget
             if not estimate.known:
                 why = (
-                    f"No price is known for {run.plan.settings.pricing[0]}, so the budget cap of "
+                    f"No price is known for {pricing[0]}, so the budget cap of "
                     f"${budget.cap_usd:.2f} cannot be kept. No call was sent."
                 )
             elif budget.settled_usd > budget.cap_usd:
@@ -537,7 +546,9 @@ class Executor:
         """A call came back (with its bill) or failed (none): settle what it held."""
         pending: _Pending = out.owner
         paid = (
-            price_usage(completion.usage, *pending.run.plan.settings.pricing, mode=mode).total_usd
+            price_usage(
+                completion.usage, *call_pricing(pending.call, pending.run.plan.settings), mode=mode
+            ).total_usd
             if completion is not None
             else None
         )
@@ -664,7 +675,8 @@ class Executor:
         back for within its lifetime, is marked for the provider's prompt cache."""
         prompt = call.render()
         settings = run.plan.settings
-        key = call_key(self.client, settings.model, call, prompt)
+        model = call.model or settings.model
+        key = call_key(self.client, model, call, prompt)
         record = CallTrace(
             id=call.id,
             stage=call.stage,
@@ -690,7 +702,7 @@ class Executor:
         request = LLMRequest(
             prompt=prompt,
             schema=call.schema,
-            model=settings.model,
+            model=model,
             max_output_tokens=call.max_output_tokens,
             layout=call.layout,
             cache=hint,
@@ -731,7 +743,7 @@ class Executor:
         record.latency_s = round(time.perf_counter() - pending.started, 3)
         record.response = completion.text[:MAX_STORED_RESPONSE_CHARS]
         record.usage = completion.usage
-        cost = price_usage(completion.usage, *settings.pricing, mode=record.mode)
+        cost = price_usage(completion.usage, *call_pricing(call, settings), mode=record.mode)
         record.cost_usd, record.output_cost_usd, record.cached_cost_usd, record.price_known = (
             cost.total_usd,
             cost.output_usd,
@@ -975,7 +987,7 @@ class _Run:
             with self._lock:
                 self.trace.calls.append(record)
         ordered = {s.id: results[s.id] for s in phase.steps}
-        if ordered and all(not r.ok for r in ordered.values()):
+        if ordered and not phase.optional and all(not r.ok for r in ordered.values()):
             # Nothing to go on: the phase's first error becomes the run's.
             error = next(r.error for r in ordered.values())
             raise error if isinstance(error, RRError) else RRError(str(error))

@@ -222,6 +222,9 @@ PLACEMENT_LABELS: dict[QuestionPlacement, str] = {
     QuestionPlacement.REPEATED: "the baseline prompt twice (the repeat method)",
 }
 
+# Settings ``to_dict`` leaves out at their default (added later; see there).
+_ONLY_WHEN_SET = ("verify", "verify_model")
+
 # Traces written before the rename: "question-last" was the layout now called question-after.
 _RENAMED = {"question-last": QuestionPlacement.QUESTION_AFTER.value}
 
@@ -252,6 +255,16 @@ class RunSettings:
     # Price the run as this model (the offline engine is free, but shows what a paid model
     # would cost for the same tokens). Empty: the model itself.
     price_model: str = ""
+    # Check each answer found against its quotes: one more small call per answer (the question,
+    # the answer and the quotes only), by ``verify_model`` ("": the run's model). An LLM's
+    # option: a free engine's reader judges support itself and sends nothing more.
+    verify: bool = False
+    verify_model: str = ""
+
+    @property
+    def verifier(self) -> str:
+        """The model that checks answers against their quotes ("" when none does)."""
+        return (self.verify_model.strip() or self.model) if self.verify else ""
 
     @property
     def pricing(self) -> tuple[str, str | None]:
@@ -278,6 +291,11 @@ class RunSettings:
     def to_dict(self) -> dict[str, Any]:
         """JSON-native values (enums as strings, tuples as lists); ``from_dict`` reverses it."""
         data = asdict(self)
+        # Written only when set: settings without the check keep the form (and the run and call
+        # keys) they had before it existed.
+        for name in _ONLY_WHEN_SET:
+            if not data[name]:
+                del data[name]
         return {
             k: (v.value if isinstance(v, StrEnum) else list(v) if isinstance(v, tuple) else v)
             for k, v in data.items()

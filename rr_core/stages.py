@@ -106,6 +106,15 @@ REDUCE = register_stage(
 ANSWER = register_stage(
     StageInfo("answer", "answer", "#4CB391", 50, "The model answers from what it was given.")
 )
+VERIFY = register_stage(
+    StageInfo(
+        "verify",
+        "Check answers",
+        "#C2185B",
+        55,
+        "Each answer found is checked against its quotes (the question, the answer and the quotes only).",
+    )
+)
 REMINDERS = register_stage(
     StageInfo(
         "reminders",

@@ -222,8 +222,8 @@ def prompt_of(body: Any) -> str:
 
 def schema_name_of(body: Any) -> str | None:
     """The structured-output shape a request asked for, if any: ``answer``, ``retrieval``,
-    ``retrieval_per_question`` or ``extraction`` (OpenAI sends the name; for Anthropic's
-    nameless schema it is told from the schema's properties)."""
+    ``retrieval_per_question``, ``extraction`` or ``verification`` (OpenAI sends the name; for
+    Anthropic's nameless schema it is told from the schema's properties)."""
     if not isinstance(body, dict):
         return None
     fmt = (body.get("text") or {}).get("format") or {}
@@ -240,6 +240,8 @@ def schema_name_of(body: Any) -> str | None:
             return "retrieval_per_question"
         if "relevant" in properties:
             return "extraction"
+        if "verdict" in properties:
+            return "verification"
         return "retrieval" if "pages" in properties else "answer"
     return None
 
@@ -261,7 +263,7 @@ def questions_in(prompt: str) -> list[str]:
 def default_text(body: Any) -> str:
     """A sensible model output for the shape asked: the first pages of the prompt for a
     retrieval (else 1 and 2), a first-page citation for an answer, an extract of the first
-    page for an extraction."""
+    page for an extraction, "supported" for a verification."""
     prompt = prompt_of(body)
     questions = questions_in(prompt)
     question = questions[-1] if questions else ""
@@ -274,6 +276,8 @@ def default_text(body: Any) -> str:
         )
     if name == "retrieval" or (name is None and '"pages"' in prompt):
         return json.dumps({"question": question, "pages": pages[:2] or [1, 2]})
+    if name == "verification":
+        return json.dumps({"verdict": "supported", "reason": "stub: the quotes state the answer"})
     if name == "extraction":
         first = str(pages[0]) if pages else "n/a"
         return json.dumps(

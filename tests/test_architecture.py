@@ -321,7 +321,7 @@ OUTSIDE_KEYS = {
     "provider", "model", "api_key", "base_url", "price_model", "compat_price_model", "concurrency",
     "reminder_style", "reminder_placement", "reminder_pages", "methods", "variants", "gold_pages",
     "question", "ask_mode", "questions_text", "source", "results", "lab_result", "view_page",
-    "prompt_download", "history_table",
+    "prompt_download", "history_table", "verify", "verify_model",
 }  # fmt: skip
 
 

@@ -36,6 +36,7 @@ def test_every_shape_has_a_strict_wire_schema_naming_every_field() -> None:
         "retrieval",
         "retrieval_per_question",
         "extraction",
+        "verification",
     ]
     for cls in OUTPUTS:
         schema = cls.WIRE_SCHEMA

@@ -260,6 +260,8 @@ def init_state() -> None:
     state.setdefault("base_url", "")
     state.setdefault("price_model", DEFAULT_PRICE_MODEL)
     state.setdefault("compat_price_model", "")
+    state.setdefault("verify", False)  # check each answer against its quotes (Ask, Review)
+    state.setdefault("verify_model", "")
     for key, value in parameter_defaults().items():
         state.setdefault(key, value)
     # Calls in flight at once: the offline engine is CPU-bound (two cores); hosted APIs take
@@ -320,6 +322,39 @@ def bind(widget: Callable[..., Any], label: str, owner: object, name: str, *, ke
 def provider() -> str:
     """The selected provider."""
     return str(st.session_state["provider"])
+
+
+def verify_choice() -> dict[str, Any]:
+    """ "Check each answer against its quotes", as the ``RunSettings`` fields it sets."""
+    on = bool(st.session_state.get("verify"))
+    chosen = str(st.session_state.get("verify_model") or "").strip()
+    return {"verify": on, "verify_model": chosen if on else ""}
+
+
+def verify_widgets() -> dict[str, Any]:
+    """The check's toggle and, on an LLM, the model that checks (a cheaper one may be named);
+    what they set (``verify_choice``)."""
+    info = provider_info()
+    toggle, named = st.columns([3, 2], vertical_alignment="bottom")
+    on = bound(
+        toggle.checkbox,
+        "Check each answer against its quotes",
+        "verify",
+        help="One more small call per answer found: the question, the answer and its quotes only, never the "
+        "pages. The verdict (supported, partial or unsupported) and its reason are kept with the answer."
+        if info.is_llm
+        else "The offline engine's reader judges whether a quote supports an answer itself: nothing more is sent.",
+    )
+    if info.is_llm:
+        bound(
+            named.text_input,
+            "Checked by (model)",
+            "verify_model",
+            placeholder=model(),
+            disabled=not on,
+            help=f"A cheaper model of {info.label} may check the answers; empty: {model()}.",
+        )
+    return verify_choice()
 
 
 def provider_info() -> ProviderInfo:

@@ -16,6 +16,7 @@ from rr_core.plans import Call, Citation, Outcome, PhaseResults, Plan, StepResul
 from rr_core.prompts import build_layout, instructions
 from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.tokens import TokenCounter
+from rr_core.verification import with_verification
 
 Group = Literal["paper", "other", "bounds"]
 
@@ -211,7 +212,8 @@ class Method:
         settings.validate()
         if not document.pages:
             raise ConfigError("The document has no pages.")
-        return self.planner(Context(self, document, asked, settings, counter))
+        plan = self.planner(Context(self, document, asked, settings, counter))
+        return with_verification(plan, document, counter)
 
     @property
     def own_layout(self) -> bool:
