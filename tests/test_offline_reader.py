@@ -211,6 +211,167 @@ def test_a_list_question_cites_each_item() -> None:
     assert not any(is_heading(c["quote"]) for c in reply["citations"])
 
 
+def _retrieved(question: str, texts: list[str], top_k: int = 5) -> list[tuple[int, str]]:
+    """The pages R&R's offline retrieval picks for ``question``, as its answer call sends them."""
+    pages = list(enumerate(texts, start=1))
+    picked = set(OfflineEngine._retrieve(question, pages, top_k))
+    return [page for page in pages if page[0] in picked]
+
+
+def test_rr_reads_on_the_pages_it_retrieved_what_baseline_reads_on_all() -> None:
+    # The subject ("exclusion criteria") stands on most pages retrieved; a ranking word
+    # ("main") on one. Weighed over those few pages alone, the subject weighed next to nothing
+    # and the list went unread: R&R said not found where Baseline cited each criterion.
+    criteria = (
+        "Exclusion Criteria:\n1. Any known genetic abnormality that confounds the phenotype\n"
+        "2. Current participation in an interventional study\n"
+        "3. Receiving an investigational drug within 90 days of the Baseline Visit"
+    )
+    texts = [f"Visit schedule {n}: vital signs, blood draw, questionnaires." for n in range(1, 25)]
+    texts[5] = criteria
+    texts[10] = "Subjects who meet an exclusion criterion at Screening are screen failures."
+    texts[11] = "If a participant meets an exclusion criterion later, the investigator decides."
+    texts[20] = "Inclusion/Exclusion Criteria are checked at the Screening Visit."
+    texts[3] = "The main aim of the study is to describe the course of the disease."
+    for question in ("What are the main exclusion criteria?", "What are the key exclusion criteria?"):
+        baseline = read_answer(question, list(enumerate(texts, start=1)))
+        sent = _retrieved(question, texts)
+        assert 6 in [number for number, _ in sent]
+        rr = read_answer(question, sent)
+        assert baseline.found and len(baseline.citations) == 3, baseline
+        assert rr.found and rr.citations == baseline.citations, (question, rr)
+        assert all(check_quote(c.quote, texts[c.page - 1]).status == VERIFIED for c in rr.citations)
+
+
+@pytest.mark.shared_data
+def test_the_real_protocols_exclusion_criteria_by_rr(shared_documents: Path) -> None:
+    counter = counter_for_model("offline")
+    document = document_of("clinical_trial_protocol_NCT06151600_Prot.pdf", counter)
+    texts = [page.text for page in document.pages]
+    for question in ("What are the key exclusion criteria?", "What are the main exclusion criteria?"):
+        sent = _retrieved(question, texts)
+        assert 6 in [number for number, _ in sent]
+        reading = read_answer(question, sent)
+        assert reading.found and len(reading.citations) >= 3, (question, reading)
+        for c in reading.citations:
+            assert check_quote(c.quote, texts[c.page - 1]).status == VERIFIED, c
+
+
+_ASSIGN = "Does the agreement restrict assignment without the other party's consent? Answer yes or no."
+_CONVENIENCE = "May a party terminate this agreement for convenience, without cause? Answer yes or no."
+_CAP = "Is either party's liability capped? Answer yes or no."
+_FILLER = "The Supplier delivers the goods to the Customer's warehouse each month."
+
+
+@pytest.mark.parametrize(
+    ("question", "clause", "answer"),
+    [
+        (_ASSIGN, "Either party may assign this Agreement without the consent of the other party.", "No"),
+        (
+            _ASSIGN,
+            "Neither party may assign this Agreement without the prior written consent of the other party.",
+            "Yes",
+        ),
+        # An exception to a restriction is no "No": the restriction stands beside it.
+        (
+            _ASSIGN,
+            "Neither party may assign this Agreement without the other party's consent. Notwithstanding "
+            "the foregoing, either party may assign this Agreement without consent to an affiliate.",
+            "Yes",
+        ),
+        (
+            _CONVENIENCE,
+            "Either party may terminate this Agreement for convenience upon ninety days' notice.",
+            "Yes",
+        ),
+        (_CONVENIENCE, "A party may terminate this Agreement only for cause, upon a material breach.", "No"),
+        (
+            _CONVENIENCE,
+            "No party may terminate this Agreement except for a material breach by the other.",
+            "No",
+        ),
+        (
+            _CAP,
+            "In no event shall either party's liability under this Agreement exceed the fees paid.",
+            "Yes",
+        ),
+        (_CAP, "Each party's liability for its obligations under this Agreement shall be unlimited.", "No"),
+    ],
+)
+def test_a_yes_no_question_is_answered_no_only_by_a_clause_that_says_so(
+    question: str, clause: str, answer: str
+) -> None:
+    reading = read_answer(question, [(1, _FILLER), (2, clause), (3, _FILLER)])
+    assert reading.found and reading.answer == answer, reading
+    assert all(c.page == 2 and c.quote in clause for c in reading.citations) and reading.citations
+
+
+@pytest.mark.parametrize("question", [_ASSIGN, _CONVENIENCE, _CAP])
+def test_a_yes_no_question_with_no_clause_is_not_found_never_no(question: str) -> None:
+    reading = read_answer(question, [(1, _FILLER), (2, "This Agreement is governed by the laws of Texas.")])
+    assert not reading.found and reading.answer.startswith("Not found by the offline engine")
+
+
+_LAW = "Which jurisdiction's law governs this agreement?"
+
+
+@pytest.mark.parametrize(
+    ("pages", "answer"),
+    [
+        (
+            [
+                "Venue for any litigation shall be the courts located in San Francisco.",
+                "This Agreement shall be governed by the laws of the State of California.",
+            ],
+            "California",
+        ),
+        (
+            [
+                "15.1 THIS AGREEMENT SHALL BE GOVERNED BY AND CONTROLLED BY THE LAWS OF THE STATE OF TEXAS, WITHOUT REGARD TO CHOICE OF LAW."
+            ],
+            "Texas",
+        ),
+        (
+            ["The execution and validity of this Agreement shall be governed by PRC Laws."],
+            "People's Republic of China",
+        ),
+    ],
+)
+def test_a_governing_law_is_a_state_or_a_country(pages: list[str], answer: str) -> None:
+    reading = read_answer(_LAW, list(enumerate(pages, start=1)))
+    assert reading.found and reading.answer == answer, reading
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "The governing law of this Agreement is that of the place where the Court of Rome sits.",
+        "This Agreement shall be governed by the laws of Source Holdings Inc.",
+        "This Agreement is governed by the laws of Washington Mutual Bank's home county.",
+    ],
+)
+def test_a_city_a_court_or_a_company_is_no_governing_law(page: str) -> None:
+    assert not read_answer(_LAW, [(1, page)]).found
+
+
+def test_an_agreements_date_is_read_from_its_preamble() -> None:
+    first = (
+        "STRATEGIC ALLIANCE AGREEMENT\n\nThis Strategic Alliance Agreement (the “Agreement”) is entered into "
+        "as of March 18, 2010 (the “Effective Date”), between Aura Systems Inc. and Zanotti East Inc."
+    )
+    later = "The first report is due on June 30, 2011. Signed by the parties on April 2, 2010."
+    for question in (
+        "On what date was this agreement made? Answer with the date.",
+        "When was this agreement entered into?",
+    ):
+        reading = read_answer(question, [(1, first), (2, later)])
+        assert reading.found and reading.answer == "March 18, 2010", reading
+        assert (
+            reading.citations[0].page == 1
+            and "entered into as of March 18, 2010" in reading.citations[0].quote
+        )
+
+
 # ---- The evaluation set (tests/data/offline_eval.csv) -----------------------------------------
 
 # Measured on this engine (the engine before issue 15, in brackets): right / not found / wrong.
