@@ -692,6 +692,10 @@ class _Reader:
             preamble = self._preamble_date()
             if preamble is not None:
                 return preamble
+        if self.want in (Want.FIGURE, Want.PERCENT, Want.COUNT) and _ASKS_PERIOD.search(self.question):
+            row = self._table_figure()
+            if row is not None:
+                return row
         candidates = self.ranked()
         if self.want is Want.LIST:
             found = self._list(candidates)
@@ -811,6 +815,37 @@ class _Reader:
         _, span, unit = best
         page = self.pages[unit.page_index][0]
         return Reading(True, _plain_date(span.text), (Citation(page, self.quote(unit)),))
+
+    def _table_figure(self) -> Reading | None:
+        """The figure of the asked period and column from a financial statement's row: "Total
+        net sales" for "the three months ended June 25, 2022" is the row's cell under that
+        date, in that period's columns."""
+        asked = _asked_column(self.question)
+        if asked is None:
+            return None
+        period_words = set(terms(asked.words))
+        weights = {t: w for t, w in self.weights.items() if t not in period_words}
+        total = sum(weights.values())
+        if total <= 0:
+            return None
+        best: tuple[float, int, _Row, int] | None = None
+        for j, (number, text) in enumerate(self.pages):
+            if not any(t in self.read[j].counts for t in weights):
+                continue
+            for row in _table_rows(text):
+                column = asked.column(row.header)
+                if column is None or column >= len(row.cells):
+                    continue
+                said = set(terms(row.label))
+                cover = sum(w for t, w in weights.items() if t in said) / total
+                extra = len(said - weights.keys())  # "Net sales: Products" is not "total net sales"
+                score = cover - 0.01 * extra
+                if cover >= 0.6 and (best is None or score > best[0]):
+                    best = (score, number, row, column)
+        if best is None:
+            return None
+        _, number, row, column = best
+        return Reading(True, row.cells[column], (Citation(number, row.quote),))
 
     def _preamble_date(self) -> Reading | None:
         """An agreement's date as its first page states it: "This Agreement is made as of ...",
@@ -935,6 +970,142 @@ _PREAMBLE = re.compile(
     re.IGNORECASE,
 )
 _PREAMBLE_PAGES = 2  # an agreement states its date on its first page or two
+
+# ---- A financial statement's rows and columns ---------------------------------------------------
+
+_PERIOD = r"(?:(?:three|six|nine|twelve|3|6|9|12|thirteen|twenty-six|thirty-nine|fifty-two|13|26|39|52)\s+(?:months|weeks)|(?:fiscal\s+)?years?|quarters?)\s+ended"
+_PERIOD_PHRASE = re.compile(_PERIOD, re.IGNORECASE)
+_ASKS_PERIOD = re.compile(rf"{_PERIOD}|\b(?:as of|at)\s+{_MONTH}\s+\d", re.IGNORECASE)
+_CELL = re.compile(r"^\(?-?\$?\s*\d{1,3}(?:,\d{3})*(?:\.\d+)?\)?%?$|^[—–-]$")
+_LINE_ROW = re.compile(
+    r"^(?P<label>[A-Za-z][^$\d]*?[A-Za-z):])\s+(?P<cells>(?:\$?\s*\(?\d[\d,.]*\)?%?\s*){2,})$"
+)
+
+
+def _period_key(text: str) -> str:
+    """A period phrase as a key: "Three Months Ended" and "3 months ended" are "3 months"."""
+    words = text.lower().split()
+    numbers = {"three": "3", "six": "6", "nine": "9", "twelve": "12", "thirteen": "13", "twenty-six": "26",
+               "thirty-nine": "39", "fifty-two": "52"}  # fmt: skip
+    if words[0] in ("fiscal", "year", "years"):
+        return "year"
+    if words[0].startswith("quarter"):
+        return "3 months"
+    return f"{numbers.get(words[0], words[0])} {words[1]}"
+
+
+def _date_key(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A table row: its label (with its section's, "Net sales: Products"), its cells, the
+    header's columns above it ((period, date) each) and the row as the page says it."""
+
+    label: str
+    cells: tuple[str, ...]
+    header: tuple[tuple[str, str], ...]
+    quote: str
+
+
+@dataclass(frozen=True, slots=True)
+class _AskedColumn:
+    period: str  # "3 months", "year" or "" (a balance sheet's date alone)
+    date: str
+    words: str  # the question's words that name the column
+
+    def column(self, header: tuple[tuple[str, str], ...]) -> int | None:
+        matches = [
+            k
+            for k, (period, date) in enumerate(header)
+            if date == self.date and (not self.period or not period or period == self.period)
+        ]
+        return matches[0] if len(matches) == 1 else None
+
+
+def _asked_column(question: str) -> _AskedColumn | None:
+    date = _DATE.search(question)
+    if date is None or not re.search(r"\d{4}", date.group(0)):
+        return None
+    period = _PERIOD_PHRASE.search(question)
+    words = f"{period.group(0) if period else ''} {date.group(0)} as of at ended"
+    return _AskedColumn(_period_key(period.group(0)) if period else "", _date_key(date.group(0)), words)
+
+
+def _header_columns(lines: list[str]) -> tuple[tuple[str, str], ...]:
+    """The columns a header names, from its lines: periods ("Three Months Ended", each over
+    as many dates as there are dates per period) and dates ("June 25," "2022")."""
+    text = " ".join(lines)
+    periods = [_period_key(m.group(0)) for m in _PERIOD_PHRASE.finditer(text)]
+    dates = [_date_key(m.group(0)) for m in _DATE.finditer(text) if re.search(r"\d{4}", m.group(0))]
+    if not dates:
+        return ()
+    if not periods:
+        return tuple(("", d) for d in dates)
+    if len(dates) % len(periods):
+        return ()
+    per = len(dates) // len(periods)
+    return tuple((periods[k // per], d) for k, d in enumerate(dates))
+
+
+@lru_cache(maxsize=256)
+def _table_rows(text: str) -> tuple[_Row, ...]:
+    """The rows of the financial tables on a page, a cell a line or a row a line, each with
+    the header above it."""
+    if not _PERIOD_PHRASE.search(text) and not re.search(r"\d{1,3},\d{3}", text):
+        return ()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    rows: list[_Row] = []
+    header: tuple[tuple[str, str], ...] = ()
+    header_lines: list[str] = []
+    under_header = 0  # rows read under the current header: a header line after them starts another
+    section = ""
+    k = 0
+    while k < len(lines):
+        line = lines[k]
+        if len(line.split()) <= 6 and (
+            _PERIOD_PHRASE.search(line)
+            or (_DATE.search(line) and not _CELL.match(line))
+            or (header_lines and re.fullmatch(r"(?:19|20)\d{2}", line))
+        ):
+            if under_header:
+                header_lines, under_header = [], 0
+            header_lines.append(line)
+            header = _header_columns(header_lines)
+            k += 1
+            continue
+        inline = _LINE_ROW.match(line)
+        if inline:
+            cells = tuple(c for c in re.findall(r"\(?\d[\d,.]*\)?%?", inline.group("cells")))
+            label = inline.group("label")
+            rows.append(_Row(f"{section} {label}".strip(), cells, header, line))
+            under_header += 1
+            k += 1
+            continue
+        if re.search(r"[A-Za-z]", line) and not _CELL.match(line):
+            cells_at = k + 1
+            cells: list[str] = []
+            end = k
+            while cells_at < len(lines) and (_CELL.match(lines[cells_at]) or lines[cells_at] == "$"):
+                if lines[cells_at] != "$":
+                    cells.append(lines[cells_at].replace("$", "").strip())
+                end = cells_at
+                cells_at += 1
+            if len(cells) >= 2 and header:
+                rows.append(
+                    _Row(f"{section} {line}".strip(), tuple(cells), header, " ".join(lines[k : end + 1]))
+                )
+                under_header += 1
+                k = end + 1
+                continue
+            if line.endswith(":"):
+                section = line
+            elif len(cells) == 0 and not line.endswith(":"):
+                section = "" if len(line.split()) > 8 else section
+        k += 1
+    return tuple(rows)
+
 
 # ---- Whether a clause says yes or no -------------------------------------------------------------
 

@@ -372,6 +372,48 @@ def test_an_agreements_date_is_read_from_its_preamble() -> None:
         )
 
 
+_STATEMENT = "\n".join(
+    "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)|(In millions)|Three Months Ended|Nine Months Ended|"
+    "June 25,|2022|June 26,|2021|June 25,|2022|June 26,|2021|Net sales:|Products|$|63,355|$|63,948|$|245,241|$|"
+    "232,309|Services|19,604|17,486|58,941|50,148|Total net sales|82,959|81,434|304,182|282,457|Cost of sales:|"
+    "Products|41,485|40,899|155,084|151,286|Services|5,589|5,280|16,411|15,289|Gross margin|35,885|35,255|"
+    "132,687|115,882".split("|")
+)
+_DISCUSSION = (
+    "Total net sales increased 2% or $1.5 billion during the third quarter of 2022 compared to 2021."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("What were total net sales for the three months ended June 25, 2022?", "82,959"),
+        ("What were total net sales for the nine months ended June 25, 2022?", "304,182"),
+        ("What were total net sales for the three months ended June 26, 2021?", "81,434"),
+        ("What was the gross margin for the nine months ended June 26, 2021?", "115,882"),
+        ("What were Services net sales for the nine months ended June 25, 2022?", "58,941"),
+        ("How much was the cost of sales of Services in the three months ended June 25, 2022?", "5,589"),
+    ],
+)
+def test_a_table_row_answers_with_the_figure_of_the_asked_period_and_column(
+    question: str, answer: str
+) -> None:
+    pages = [(1, "Form 10-Q for the quarterly period ended June 25, 2022"), (2, _DISCUSSION), (3, _STATEMENT)]
+    reading = read_answer(question, pages)
+    assert reading.found and reading.answer == answer, reading
+    (citation,) = reading.citations
+    assert citation.page == 3 and answer in citation.quote
+    assert check_quote(citation.quote, _STATEMENT).status == VERIFIED
+
+
+def test_a_row_on_one_line_and_a_balance_sheets_dates() -> None:
+    page = "Balance sheet\nJune 25, 2022 September 25, 2021\nTotal current assets 112,292 134,836\nTotal assets 336,309 351,002"
+    reading = read_answer("What were total assets as of September 25, 2021?", [(1, page)])
+    assert reading.found and reading.answer == "351,002", reading
+    # A period the table does not have is not read off another column.
+    assert read_answer("What were total assets as of March 26, 2022?", [(1, page)]).answer != "336,309"
+
+
 # ---- The evaluation set (tests/data/offline_eval.csv) -----------------------------------------
 
 # Measured on this engine (the engine before issue 15, in brackets): right / not found / wrong.
