@@ -591,10 +591,11 @@ class _Reader:
         # document's ("without cause", "for convenience"): over the few pages an answer call is
         # sent, a word of the question none of them holds would outweigh every word they do
         # hold, and the provision would go unseen. Such a word weighs as the heaviest found.
-        present = {t for page in self.read for t in page.counts}
-        heaviest = max((w for t, w in self.weights.items() if t in present), default=0.0)
-        if self.want is Want.YES_NO and heaviest > 0:
-            self.weights = {t: w if t in present else min(w, heaviest) for t, w in self.weights.items()}
+        if self.want is Want.YES_NO:
+            present = {t for t in self.weights if any(t in page.counts for page in self.read)}
+            heaviest = max((w for t, w in self.weights.items() if t in present), default=0.0)
+            if heaviest > 0:
+                self.weights = {t: w if t in present else min(w, heaviest) for t, w in self.weights.items()}
         # What a "what/which X" question is about: a figure, a rate or a count of X that the
         # document never names is not in it ("What was the dividend per share?" is not
         # answered by the earnings per share).
@@ -731,9 +732,14 @@ class _Reader:
         question_words = self.asked
         best: tuple[float, _Span, _Unit] | None = None
         first_weight = 0.0  # of the best-ranked passage holding a span of the kind asked
+        # The most a span's kind, place and bound can add to a passage's score, and its label:
+        # a passage whose score cannot reach the best one's even so is not read for spans.
+        most = (1.0 + 0.15 * (4 if self.want in _FIGURES or self.want is Want.DATE else 10)) * 1.5
         for weight, unit in self._units(candidates):
             if weight < first_weight * 0.3:
                 break
+            if best is not None and weight * (0.25 + self.cover(self._words(unit))) ** 3 * most <= best[0]:
+                continue
             value = unit.text[unit.value_from :]
             if unusable(value) and not unit.value_from:
                 continue
