@@ -885,6 +885,8 @@ class _Reader:
             for stance, unit in stances:
                 if stance < 0:
                     return Reading(True, "No", (Citation(self.pages[unit.page_index][0], unit.text),))
+            if _STRICT_YES:
+                return None
         said = self._sentence(candidates)
         return Reading(True, "Yes", said.citations) if said is not None else None
 
@@ -975,6 +977,7 @@ _PREAMBLE = re.compile(
     r"(?:\s+(?:as\s+of|on|at|this|effective|and\s+effective))*(?:\s+the)?\s+",
     re.IGNORECASE,
 )
+_STRICT_YES = True
 _PREAMBLE_PAGES = 2  # an agreement states its date on its first page or two
 
 # ---- A financial statement's rows and columns ---------------------------------------------------
@@ -1083,9 +1086,9 @@ def _table_rows(text: str) -> tuple[_Row, ...]:
             continue
         inline = _LINE_ROW.match(line)
         if inline:
-            cells = tuple(c for c in re.findall(r"\(?\d[\d,.]*\)?%?", inline.group("cells")))
+            found = tuple(re.findall(r"\(?\d[\d,.]*\)?%?", inline.group("cells")))
             label = inline.group("label")
-            rows.append(_Row(f"{section} {label}".strip(), cells, header, line))
+            rows.append(_Row(f"{section} {label}".strip(), found, header, line))
             under_header += 1
             k += 1
             continue
@@ -1128,6 +1131,11 @@ _NEGATION = re.compile(
     r"\b(?:not|neither|nor|no\s+(?:party|one|person|right)|never|cannot|in no event|prohibited|void)\b|n['’]t\b",
     re.IGNORECASE,
 )
+# A refusal, as opposed to a "not" in "not less than ninety days' notice".
+_REFUSES = re.compile(
+    r"\b(?:may|shall|can|will|must)\s+not\b|\bcannot\b|\bno\s+(?:party|one|person|right)\b|\bneither\b|\bin no event\b",
+    re.IGNORECASE,
+)
 _EXCEPTION = re.compile(
     r"\b(?:except|excepting|provided|notwithstanding|other than|unless|save|subject to|only|solely|but)\b",
     re.IGNORECASE,
@@ -1142,13 +1150,13 @@ _WITHOUT_CONSENT = re.compile(
 )
 _CONSENT = re.compile(r"\b(?:consent|approval|approve|permission)\b", re.IGNORECASE)
 _CAPS = re.compile(
-    r"\b(?:shall not exceed|will not exceed|not to exceed|in no event|limited to|cap|capped|maximum|aggregate liability)\b",
+    r"\b(?:shall not exceed|will not exceed|not to exceed|in no event|(?<!not )limited to|cap|capped|maximum|aggregate liability)\b",
     re.IGNORECASE,
 )
 _UNLIMITED = re.compile(r"\bunlimited\b", re.IGNORECASE)
 _AT_WILL = re.compile(
     r"\b(?:for convenience|without cause|for any reason|for no reason|at any time|at will|"
-    r"upon (?:\w+\s+){0,3}(?:days|months)['’]?\s+(?:prior\s+)?(?:written\s+)?notice)\b",
+    r"(?:upon|on|with|by giving|giving)\s+(?:at least\s+)?(?:\S+\s+){0,3}(?:days|months)['’]?\s+(?:\(\S+\)\s+)?(?:prior\s+)?(?:written\s+)?notice)\b",
     re.IGNORECASE,
 )
 _FOR_CAUSE = re.compile(r"\b(?:for cause|breach|default|insolven\w*|bankrupt\w*)\b", re.IGNORECASE)
@@ -1183,7 +1191,7 @@ def _question_sense(question: str) -> _Sense | None:
     act = next((a for a in _ACTS if a in lowered), None)
     capped = bool(re.search(r"\bliabilit", lowered)) and bool(re.search(r"\b(?:cap|capped|limit)", lowered))
     if capped:
-        return _Sense(True, True, re.compile(r"\bliabilit", re.IGNORECASE))
+        return _Sense(True, True, re.compile(r"\bliab(?:ility|ilities|le)\b", re.IGNORECASE))
     if act is None:
         return None
     pattern = re.compile(rf"\b{act}\w*", re.IGNORECASE)
@@ -1216,7 +1224,12 @@ def _stance(sense: _Sense, text: str) -> int:
         return 0
     # A permission: "either party may terminate for convenience" (yes); "may not terminate
     # except for cause", "may terminate only for cause" (no).
-    if _PERMITS.search(text) and _AT_WILL.search(text) and not negated:
+    if (
+        _PERMITS.search(text)
+        and _AT_WILL.search(text)
+        and not _REFUSES.search(text)
+        and (not _FOR_CAUSE.search(text) or re.search(r"for convenience|without cause", text, re.IGNORECASE))
+    ):
         return 1
     act = sense.act.pattern.removeprefix("\\b").removesuffix("\\w*")
     refused = re.search(
