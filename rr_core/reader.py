@@ -871,7 +871,8 @@ class _Reader:
     def _yes_no(self, candidates: list[tuple[float, int, int]]) -> Reading | None:
         """Yes, with the passage that says so; No only with a clause that says the opposite
         ("either party may assign ... without consent" for "is assignment restricted?") and
-        none on the pages read that says yes; else not found."""
+        none on the pages read that says yes; else not found. A question whose ask the reader
+        cannot read (no act it knows) is answered Yes by the passage that matches it best."""
         sense = _question_sense(self.question)
         if sense is not None:
             stances = [
@@ -885,8 +886,7 @@ class _Reader:
             for stance, unit in stances:
                 if stance < 0:
                     return Reading(True, "No", (Citation(self.pages[unit.page_index][0], unit.text),))
-            if _STRICT_YES:
-                return None
+            return None  # a sentence that only shares the question's words says neither
         said = self._sentence(candidates)
         return Reading(True, "Yes", said.citations) if said is not None else None
 
@@ -933,37 +933,58 @@ class _Reader:
         return None
 
     def _list(self, candidates: list[tuple[float, int, int]]) -> Reading | None:
+        """The list under the best-matching label; where the same label stands again (the
+        criteria in a synopsis cut by a page break, and in full in the body), the longest."""
+        best: tuple[int, Reading] | None = None
+        label = ""
         for _, unit in self._units(candidates):
-            j, i = unit.page_index, unit.sentence
-            sentences = self.read[j].sentences
-            anchor = sentences[i]
-            page = self.pages[j][0]
-            if is_heading(anchor) or anchor.rstrip(" •-*").endswith(":"):
-                bulleted = anchor.rstrip().endswith(tuple(_BULLETS.strip()))
-                items: list[str] = []
-                for k in range(i + 1, min(len(sentences), i + 1 + 3 * _LIST_ITEMS)):
-                    item = sentences[k]
-                    if items and _ends_list(item):
-                        break
-                    if unusable(item) or (not items and _INTRODUCES.search(item)):
-                        continue  # "... if any of the following apply:" introduces, is not an item
-                    if not is_heading(item) or _LIST_ITEM.match(item) or items or len(item.split()) <= 4:
-                        items.append(item)
-                    if len(items) >= _LIST_ITEMS:
-                        break
-                    # Bullets set on lines of their own end each item but the last ("Death •").
-                    if bulleted and not item.rstrip().endswith(tuple(_BULLETS.strip())):
-                        break
-                if len(items) >= 2:
-                    shown = [_bare_item(item) for item in items]
-                    return Reading(True, "; ".join(shown), tuple(Citation(page, item) for item in items))
+            anchor = " ".join(self.read[unit.page_index].sentences[unit.sentence].lower().split())
+            if best is not None and anchor != label:
                 continue
-            if not answer_like(anchor):
+            found = self._list_at(unit)
+            if found is None:
                 continue
-            inline = _INLINE_LIST.search(anchor)
-            answer = inline.group(0) if inline else _bare_item(anchor)
-            return Reading(True, answer, (Citation(page, anchor),))
-        return None
+            if len(found.citations) < 2:  # a sentence that says it: as found
+                if best is None:
+                    return found
+                continue
+            if best is None:
+                label = anchor
+            if best is None or len(found.citations) > best[0]:
+                best = (len(found.citations), found)
+        return best[1] if best is not None else None
+
+    def _list_at(self, unit: _Unit) -> Reading | None:
+        """The list under a label (an item a cited line), or the sentence that states it."""
+        j, i = unit.page_index, unit.sentence
+        sentences = self.read[j].sentences
+        anchor = sentences[i]
+        page = self.pages[j][0]
+        if is_heading(anchor) or anchor.rstrip(" •-*").endswith(":"):
+            bulleted = anchor.rstrip().endswith(tuple(_BULLETS.strip()))
+            items: list[str] = []
+            for k in range(i + 1, min(len(sentences), i + 1 + 3 * _LIST_ITEMS)):
+                item = sentences[k]
+                if items and _ends_list(item):
+                    break
+                if unusable(item) or (not items and _INTRODUCES.search(item)):
+                    continue  # "... if any of the following apply:" introduces, is not an item
+                if not is_heading(item) or _LIST_ITEM.match(item) or items or len(item.split()) <= 4:
+                    items.append(item)
+                if len(items) >= _LIST_ITEMS:
+                    break
+                # Bullets set on lines of their own end each item but the last ("Death •").
+                if bulleted and not item.rstrip().endswith(tuple(_BULLETS.strip())):
+                    break
+            if len(items) >= 2:
+                shown = [_bare_item(item) for item in items]
+                return Reading(True, "; ".join(shown), tuple(Citation(page, item) for item in items))
+            return None
+        if not answer_like(anchor):
+            return None
+        inline = _INLINE_LIST.search(anchor)
+        answer = inline.group(0) if inline else _bare_item(anchor)
+        return Reading(True, answer, (Citation(page, anchor),))
 
 
 # A question about when an agreement was made, and how a preamble says it.
@@ -977,7 +998,6 @@ _PREAMBLE = re.compile(
     r"(?:\s+(?:as\s+of|on|at|this|effective|and\s+effective))*(?:\s+the)?\s+",
     re.IGNORECASE,
 )
-_STRICT_YES = True
 _PREAMBLE_PAGES = 2  # an agreement states its date on its first page or two
 
 # ---- A financial statement's rows and columns ---------------------------------------------------
@@ -1251,9 +1271,11 @@ _BULLETS = " •▪●◦*-–"
 
 
 def _ends_list(item: str) -> bool:
-    """A numbered or capitalised heading, or a new label: the list before it is over."""
+    """A numbered or capitalised heading, a section's bare number ("2.3"), or a new label:
+    the list before it is over."""
     return bool(
         _NUMBERED_HEADING.match(item)
+        or re.fullmatch(r"\d+(?:\.\d+)+\.?", item.strip())
         or (item.isupper() and len(item) > 3)
         or item.rstrip(_BULLETS).endswith(":")
     )

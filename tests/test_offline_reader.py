@@ -243,6 +243,23 @@ def test_rr_reads_on_the_pages_it_retrieved_what_baseline_reads_on_all() -> None
         assert all(check_quote(c.quote, texts[c.page - 1]).status == VERIFIED for c in rr.citations)
 
 
+def test_a_list_cut_by_a_page_break_is_read_where_the_same_label_gives_it_whole() -> None:
+    synopsis = (
+        "Eligibility\nExclusion Criteria:\n1. Any known genetic abnormality\n"
+        "2. Current participation in an interventional study"
+    )
+    body = (
+        "2.2 Subject Selection\nExclusion Criteria:\n1. Any known genetic abnormality\n"
+        "2. Current participation in an interventional study\n3. Receiving an investigational drug within 90 days\n"
+        "4. Prior treatment with gene therapy\n\n2.3\nRecruitment Methods\n\nWe plan to enroll up to 20 subjects."
+    )
+    texts = ["Title page of the protocol.", synopsis, "Schedule of visits.", "Visit windows.", body]
+    reading = read_answer("What are the key exclusion criteria?", list(enumerate(texts, start=1)))
+    assert reading.found and len(reading.citations) == 4, reading
+    assert all(c.page == 5 for c in reading.citations)
+    assert "Prior treatment with gene therapy" in reading.answer and "Recruitment" not in reading.answer
+
+
 @pytest.mark.shared_data
 def test_the_real_protocols_exclusion_criteria_by_rr(shared_documents: Path) -> None:
     counter = counter_for_model("offline")
