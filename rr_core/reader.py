@@ -1068,6 +1068,12 @@ def _header_columns(lines: list[str]) -> tuple[tuple[str, str], ...]:
     text = " ".join(lines)
     periods = [_period_key(m.group(0)) for m in _PERIOD_PHRASE.finditer(text)]
     dates = [_date_key(m.group(0)) for m in _DATE.finditer(text) if re.search(r"\d{4}", m.group(0))]
+    # The days on one line and the years on the next ("June 25," "June 26," ... "2022" "2021"):
+    # each day takes its year in turn.
+    days = re.findall(rf"{_MONTH}\s+\d{{1,2}}\b", text)
+    years = re.findall(r"\b(?:19|20)\d{2}\b", text)
+    if len(days) > len(dates) and len(days) == len(years):
+        dates = [_date_key(f"{day}, {year}") for day, year in zip(days, years, strict=True)]
     if not dates:
         return ()
     if not periods:

@@ -423,6 +423,40 @@ def test_a_table_row_answers_with_the_figure_of_the_asked_period_and_column(
     assert check_quote(citation.quote, _STATEMENT).status == VERIFIED
 
 
+def test_a_statement_in_a_pdf_its_days_and_years_on_lines_of_their_own() -> None:
+    import pymupdf
+
+    from rr_core.documents import load_document
+
+    pdf = pymupdf.open()
+    page = pdf.new_page(width=612, height=792)
+    page.insert_text((72, 72), "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS", fontsize=9)
+    page.insert_text((300, 90), "Three Months Ended", fontsize=8)
+    page.insert_text((450, 90), "Nine Months Ended", fontsize=8)
+    columns = (290, 350, 440, 500)
+    for x, day, year in zip(columns, ("June 25,", "June 26,") * 2, ("2022", "2021") * 2, strict=True):
+        page.insert_text((x, 102), day, fontsize=8)
+        page.insert_text((x + 5, 112), year, fontsize=8)
+    rows = {
+        "Products": ("$ 63,355", "$ 63,948", "$ 245,241", "$ 232,309"),
+        "Total net sales": ("82,959", "81,434", "304,182", "282,457"),
+        "Gross margin": ("35,885", "35,255", "132,687", "115,882"),
+    }
+    for k, (label, cells) in enumerate(rows.items()):
+        page.insert_text((72, 128 + 12 * k), label, fontsize=8)
+        for x, cell in zip(columns, cells, strict=True):
+            page.insert_text((x, 128 + 12 * k), cell, fontsize=8)
+    text = load_document(pdf.tobytes(), filename="statement.pdf").pages[0].text
+    for question, answer in (
+        ("What were total net sales for the nine months ended June 26, 2021?", "282,457"),
+        ("What was the gross margin for the three months ended June 26, 2021?", "35,255"),
+        ("How much were Products for the nine months ended June 25, 2022?", "245,241"),
+    ):
+        reading = read_answer(question, [(1, text)])
+        assert reading.found and reading.answer == answer, (question, reading)
+        assert check_quote(reading.citations[0].quote, text).status == VERIFIED
+
+
 def test_a_row_on_one_line_and_a_balance_sheets_dates() -> None:
     page = "Balance sheet\nJune 25, 2022 September 25, 2021\nTotal current assets 112,292 134,836\nTotal assets 336,309 351,002"
     reading = read_answer("What were total assets as of September 25, 2021?", [(1, page)])
