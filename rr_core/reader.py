@@ -875,9 +875,18 @@ class _Reader:
         cannot read (no act it knows) is answered Yes by the passage that matches it best."""
         sense = _question_sense(self.question)
         if sense is not None:
+            units = [unit for _, unit in self._units(candidates)]
+            seen = {(unit.page_index, unit.sentence) for unit in units}
+            # A clause that plainly says it need not repeat the question's words ("Rogers may
+            # terminate this Agreement, at any time, upon sixty days' notice"): every sentence
+            # naming the act is read as well, after the best-matching ones.
+            for j, page in enumerate(self.read):
+                for i, sentence in enumerate(page.sentences):
+                    if (j, i) not in seen and sense.act.search(sentence):
+                        units.append(_Unit(j, i, i, sentence, 0))
             stances = [
                 (_stance(sense, unit.text), unit)
-                for _, unit in self._units(candidates)
+                for unit in units
                 if not unit.value_from and answer_like(unit.text)
             ]
             for stance, unit in stances:
@@ -1185,7 +1194,11 @@ _AT_WILL = re.compile(
     r"(?:upon|on|with|by giving|giving)\s+(?:at least\s+)?(?:\S+\s+){0,3}(?:days|months)['’]?\s+(?:\(\S+\)\s+)?(?:prior\s+)?(?:written\s+)?notice)\b",
     re.IGNORECASE,
 )
-_FOR_CAUSE = re.compile(r"\b(?:for cause|breach|default|insolven\w*|bankrupt\w*)\b", re.IGNORECASE)
+_CHANGE_OF_CONTROL = re.compile(r"\bchange (?:of|in) control\b|\bchange-of-control\b", re.IGNORECASE)
+_FOR_CAUSE = re.compile(
+    r"\b(?:for cause|breach|default|insolven\w*|bankrupt\w*|force majeure|in the event|if|occurrence|following|mutual\w*|unanimous\w*)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1196,6 +1209,7 @@ class _Sense:
     restriction: bool
     cap: bool
     act: re.Pattern[str]
+    control: bool = False  # a change of control: does it give a right (consent, termination)?
 
 
 _ACTS = (
@@ -1218,6 +1232,8 @@ def _question_sense(question: str) -> _Sense | None:
     capped = bool(re.search(r"\bliabilit", lowered)) and bool(re.search(r"\b(?:cap|capped|limit)", lowered))
     if capped:
         return _Sense(True, True, re.compile(r"\bliab(?:ility|ilities|le)\b", re.IGNORECASE))
+    if re.search(r"\bchange (?:of|in) control\b", lowered):
+        return _Sense(False, False, _CHANGE_OF_CONTROL, control=True)
     if act is None:
         return None
     pattern = re.compile(rf"\b{act}\w*", re.IGNORECASE)
@@ -1234,6 +1250,14 @@ def _stance(sense: _Sense, text: str) -> int:
         return 0
     negated = bool(_NEGATION.search(text))
     excepted = bool(_EXCEPTION.search(text))
+    if sense.control:  # "upon a change of control of Supplier, Customer may terminate"
+        if re.search(r"\bterminat\w*|\bconsent\b|\bapproval\b", text, re.IGNORECASE) and not re.search(
+            r"\bshall not (?:be deemed|constitute|require)\b|\bmay assign\b[^.;]*\bchange (?:of|in) control",
+            text,
+            re.IGNORECASE,
+        ):  # not "Premier may assign this Agreement if it ... undergoes a change in control"
+            return 1
+        return 0
     if sense.cap:
         if _UNLIMITED.search(text) and not negated and not excepted and not _CAPS.search(text):
             return -1

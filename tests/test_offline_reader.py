@@ -313,6 +313,18 @@ _FILLER = "The Supplier delivers the goods to the Customer's warehouse each mont
             "Yes",
         ),
         (_CAP, "Each party's liability for its obligations under this Agreement shall be unlimited.", "No"),
+        # A clause that says it in its own words, none of the question's but the act.
+        (
+            _CONVENIENCE,
+            "Rogers may terminate this Agreement, at any time, upon sixty (60) days' prior written notice.",
+            "Yes",
+        ),
+        (
+            "Does a change of control of a party give the other party a right such as consent or termination? "
+            "Answer yes or no.",
+            "Upon a change of control of the Supplier, the Customer may terminate this Agreement at once.",
+            "Yes",
+        ),
     ],
 )
 def test_a_yes_no_question_is_answered_no_only_by_a_clause_that_says_so(
@@ -327,6 +339,18 @@ def test_a_yes_no_question_is_answered_no_only_by_a_clause_that_says_so(
 def test_a_yes_no_question_with_no_clause_is_not_found_never_no(question: str) -> None:
     reading = read_answer(question, [(1, _FILLER), (2, "This Agreement is governed by the laws of Texas.")])
     assert not reading.found and reading.answer.startswith("Not found by the offline engine")
+
+
+@pytest.mark.parametrize(
+    "clause",
+    [
+        "Termination shall not relieve either party of obligations incurred prior thereto.",  # shares words only
+        "This Agreement may be terminated at any time upon the mutual written agreement of the parties.",
+        "Either party may terminate this Agreement upon thirty (30) days' notice in the event of a material breach.",
+    ],
+)
+def test_a_clause_that_only_shares_the_words_is_no_yes(clause: str) -> None:
+    assert not read_answer(_CONVENIENCE, [(1, _FILLER), (2, clause)]).found
 
 
 _LAW = "Which jurisdiction's law governs this agreement?"
@@ -471,12 +495,12 @@ def test_a_row_on_one_line_and_a_balance_sheets_dates() -> None:
 # Bundled samples, 10 questions written for the set: 7 / 0 / 3 (7 / 0 / 3).
 # ../shared documents, 42 questions: 38 / 1 / 3 (38 / 1 / 3).
 # The review contracts, 157 questions (CUAD's key, and 13 the contracts do not answer):
-# 85 / 64 / 8 (94 / 44 / 19).
+# 89 / 66 / 2 (94 / 44 / 19).
 # The samples' own 33 questions: 24 / 3 / 6 (24 / 3 / 6).
 FLOORS = {
     "bundled": (7, 3),
     "shared": (38, 3),
-    "contracts": (85, 8),
+    "contracts": (89, 2),
     "samples": (24, 6),
 }  # (right at least, wrong at most)
 
