@@ -23,6 +23,7 @@ stands in, as the page says it (white space aside).
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -544,6 +545,15 @@ _CUE_WORDS = frozenset(
         "rate ratio name list identify value size often soon period duration level"
     )
 )
+# Words that rank what is asked for ("the key exclusion criteria", "the main risks"), not what
+# it is: a list says them rarely, so they count towards neither what a passage must carry.
+_EMPHASIS = frozenset(terms("key main major principal important essential chief significant"))
+# Fewer pages than this are weighed as if pages that hold none of the question's words made up
+# the rest: an answer call sends only the few pages retrieval picked, for holding the question's
+# words, and over them the subject of the question ("exclusion", on four of five pages) would
+# weigh next to nothing beside a word on one ("main"). A weight must not depend on how many
+# pages were sent: R&R reads on its five pages what Baseline reads on all of them.
+_PRIOR_PAGES = 20
 _FIGURES = frozenset({Want.FIGURE, Want.PERCENT, Want.COUNT, Want.DURATION, Want.CODE, Want.RATIO})
 _CANDIDATES = 60  # sentences looked at, best first
 # Share of the question's weighted words a passage must carry: a typed answer is checked by
@@ -575,16 +585,17 @@ class _Reader:
         # A lone letter ("Apple's" gives "apple" and "s") says nothing about what is asked.
         asked = [t for t in dict.fromkeys(terms(question)) if len(t) > 1 or t.isdigit()]
         self.asked = set(asked)
-        content = [t for t in asked if t not in _CUE_WORDS] or asked
-        self.weights = {t: self.page_index.idf(t) for t in content}
+        content = [t for t in asked if t not in _CUE_WORDS and t not in _EMPHASIS] or asked
+        self.weights = {t: self._weight(t) for t in content}
         # A yes/no question asks whether a provision exists, in its own words or the
         # document's ("without cause", "for convenience"): over the few pages an answer call is
         # sent, a word of the question none of them holds would outweigh every word they do
         # hold, and the provision would go unseen. Such a word weighs as the heaviest found.
-        present = {t for page in self.read for t in page.counts}
-        heaviest = max((w for t, w in self.weights.items() if t in present), default=0.0)
-        if self.want is Want.YES_NO and heaviest > 0:
-            self.weights = {t: w if t in present else min(w, heaviest) for t, w in self.weights.items()}
+        if self.want is Want.YES_NO:
+            present = {t for t in self.weights if any(t in page.counts for page in self.read)}
+            heaviest = max((w for t, w in self.weights.items() if t in present), default=0.0)
+            if heaviest > 0:
+                self.weights = {t: w if t in present else min(w, heaviest) for t, w in self.weights.items()}
         # What a "what/which X" question is about: a figure, a rate or a count of X that the
         # document never names is not in it ("What was the dividend per share?" is not
         # answered by the earnings per share).
@@ -592,9 +603,17 @@ class _Reader:
         wh = next((k for k, w in enumerate(words[:4]) if w in ("what", "which")), None)
         head = set(terms(" ".join(_head(words, wh + 1)))) - _CUE_WORDS if wh is not None else set()
         self.head = head if self.want in _FIGURES else set()
+        self.governing = self.want is Want.PLACE and bool(_ASKS_GOVERNING_LAW.search(question))
         self.year_will_do = bool(re.search(r"\b(?:when|year)\b", question, re.IGNORECASE))
         self.bound = next((said for asked_for, said in _BOUNDS if asked_for.search(question)), None)
         self.total = sum(self.weights.values())
+
+    def _weight(self, term: str) -> float:
+        """The word's idf over the pages read, at least ``_PRIOR_PAGES`` of them (the others
+        taken to lack it)."""
+        holding = sum(1 for page in self.read if term in page.counts)
+        unseen = max(len(self.read), _PRIOR_PAGES) - holding
+        return math.log(1 + (unseen + 0.5) / (holding + 0.5))
 
     def cover(self, words: set[str]) -> float:
         if self.total <= 0:
@@ -670,12 +689,19 @@ class _Reader:
             return self.not_found()
         if self.head and not any(self.head & page.counts.keys() for page in self.read):
             return self.not_found()
+        if self.want is Want.DATE and _ASKS_AGREEMENT_DATE.search(self.question):
+            preamble = self._preamble_date()
+            if preamble is not None:
+                return preamble
+        if self.want in (Want.FIGURE, Want.PERCENT, Want.COUNT) and _ASKS_PERIOD.search(self.question):
+            row = self._table_figure()
+            if row is not None:
+                return row
         candidates = self.ranked()
         if self.want is Want.LIST:
             found = self._list(candidates)
         elif self.want is Want.YES_NO:
-            said = self._sentence(candidates)
-            found = Reading(True, "Yes", said.citations) if said is not None else None
+            found = self._yes_no(candidates)
         elif self.want is Want.TEXT:
             found = self._sentence(candidates)
         else:
@@ -706,9 +732,14 @@ class _Reader:
         question_words = self.asked
         best: tuple[float, _Span, _Unit] | None = None
         first_weight = 0.0  # of the best-ranked passage holding a span of the kind asked
+        # The most a span's kind, place and bound can add to a passage's score, and its label:
+        # a passage whose score cannot reach the best one's even so is not read for spans.
+        most = (1.0 + 0.15 * (4 if self.want in _FIGURES or self.want is Want.DATE else 10)) * 1.5
         for weight, unit in self._units(candidates):
             if weight < first_weight * 0.3:
                 break
+            if best is not None and weight * (0.25 + self.cover(self._words(unit))) ** 3 * most <= best[0]:
+                continue
             value = unit.text[unit.value_from :]
             if unusable(value) and not unit.value_from:
                 continue
@@ -720,6 +751,12 @@ class _Reader:
                 for s in _spans(value, self.want, question_words, year_will_do=self.year_will_do)
                 if not _BLANK.search(s.text)
             ]
+            if self.governing:  # "governed by PRC laws", "Delaware law governs"
+                spans += [
+                    _Span(m.start(1), m.end(1), m.group(1), 2)
+                    for m in _LAW_OF_PLACE.finditer(value)
+                    if _jurisdiction(m.group(1)) is not None
+                ]
             if not spans:
                 continue
             if self.want in (Want.NAME, Want.PLACE):
@@ -735,7 +772,19 @@ class _Reader:
                     )
                     for x in spans
                     if _PLACE_AFTER.search(value[max(0, x.start - 50) : x.start])
+                    or (
+                        self.governing
+                        and re.search(
+                            r"\bgoverned\s+by\s+(?:the\s+)?$", value[max(0, x.start - 30) : x.start], re.I
+                        )
+                    )
                 ]
+                if self.governing:  # a governing law is a state's or a country's, not a city's or a court's
+                    spans = [
+                        _Span(x.start, x.end, place, x.strength)
+                        for x in spans
+                        if (place := _jurisdiction(x.text)) is not None
+                    ]
                 if not spans:
                     continue
             if self.bound is not None:  # "at most" wants the span that says "up to a maximum of"
@@ -762,6 +811,8 @@ class _Reader:
             # "Earnings per share").
             cover = self.cover(self._words(unit))
             score = weight * (0.25 + cover) ** 3 * (1.0 + 0.15 * span.strength)
+            if _labelled(value, span, self.weights):  # "Argued April 23, 2013" for "when was it argued"
+                score *= 1.5
             first_weight = first_weight or weight
             if best is None or score > best[0]:
                 best = (score, span, unit)
@@ -770,6 +821,83 @@ class _Reader:
         _, span, unit = best
         page = self.pages[unit.page_index][0]
         return Reading(True, _plain_date(span.text), (Citation(page, self.quote(unit)),))
+
+    def _table_figure(self) -> Reading | None:
+        """The figure of the asked period and column from a financial statement's row: "Total
+        net sales" for "the three months ended June 25, 2022" is the row's cell under that
+        date, in that period's columns."""
+        asked = _asked_column(self.question)
+        if asked is None:
+            return None
+        period_words = set(terms(asked.words))
+        weights = {t: w for t, w in self.weights.items() if t not in period_words}
+        total = sum(weights.values())
+        if total <= 0:
+            return None
+        best: tuple[float, int, _Row, int] | None = None
+        for j, (number, text) in enumerate(self.pages):
+            if not any(t in self.read[j].counts for t in weights):
+                continue
+            for row in _table_rows(text):
+                column = asked.column(row.header)
+                if column is None or column >= len(row.cells):
+                    continue
+                said = set(terms(row.label))
+                cover = sum(w for t, w in weights.items() if t in said) / total
+                extra = len(said - weights.keys())  # "Net sales: Products" is not "total net sales"
+                score = cover - 0.01 * extra
+                if cover >= 0.6 and (best is None or score > best[0]):
+                    best = (score, number, row, column)
+        if best is None:
+            return None
+        _, number, row, column = best
+        return Reading(True, row.cells[column], (Citation(number, row.quote),))
+
+    def _preamble_date(self) -> Reading | None:
+        """An agreement's date as its first page states it: "This Agreement is made as of ...",
+        "dated as of ...", "entered into this 1st day of ..."."""
+        for j, (number, _) in enumerate(self.pages):
+            if number > _PREAMBLE_PAGES:
+                continue
+            for sentence in self.read[j].sentences:
+                said = _PREAMBLE.search(sentence)
+                if said is None or unusable(sentence):
+                    continue
+                date = _DATE.match(sentence, said.end())
+                if date is not None and not _BLANK.search(date.group(0)):
+                    return Reading(True, _plain_date(date.group(0)), (Citation(number, sentence),))
+        return None
+
+    def _yes_no(self, candidates: list[tuple[float, int, int]]) -> Reading | None:
+        """Yes, with the passage that says so; No only with a clause that says the opposite
+        ("either party may assign ... without consent" for "is assignment restricted?") and
+        none on the pages read that says yes; else not found. A question whose ask the reader
+        cannot read (no act it knows) is answered Yes by the passage that matches it best."""
+        sense = _question_sense(self.question)
+        if sense is not None:
+            units = [unit for _, unit in self._units(candidates)]
+            seen = {(unit.page_index, unit.sentence) for unit in units}
+            # A clause that plainly says it need not repeat the question's words ("Rogers may
+            # terminate this Agreement, at any time, upon sixty days' notice"): every sentence
+            # naming the act is read as well, after the best-matching ones.
+            for j, page in enumerate(self.read):
+                for i, sentence in enumerate(page.sentences):
+                    if (j, i) not in seen and sense.act.search(sentence):
+                        units.append(_Unit(j, i, i, sentence, 0))
+            stances = [
+                (_stance(sense, unit.text), unit)
+                for unit in units
+                if not unit.value_from and answer_like(unit.text)
+            ]
+            for stance, unit in stances:
+                if stance > 0:
+                    return Reading(True, "Yes", (Citation(self.pages[unit.page_index][0], unit.text),))
+            for stance, unit in stances:
+                if stance < 0:
+                    return Reading(True, "No", (Citation(self.pages[unit.page_index][0], unit.text),))
+            return None  # a sentence that only shares the question's words says neither
+        said = self._sentence(candidates)
+        return Reading(True, "Yes", said.citations) if said is not None else None
 
     def _words(self, unit: _Unit) -> set[str]:
         found = set(terms(unit.text))
@@ -814,37 +942,358 @@ class _Reader:
         return None
 
     def _list(self, candidates: list[tuple[float, int, int]]) -> Reading | None:
+        """The list under the best-matching label; where the same label stands again (the
+        criteria in a synopsis cut by a page break, and in full in the body), the longest."""
+        best: tuple[int, Reading] | None = None
+        label = ""
         for _, unit in self._units(candidates):
-            j, i = unit.page_index, unit.sentence
-            sentences = self.read[j].sentences
-            anchor = sentences[i]
-            page = self.pages[j][0]
-            if is_heading(anchor) or anchor.rstrip(" •-*").endswith(":"):
-                bulleted = anchor.rstrip().endswith(tuple(_BULLETS.strip()))
-                items: list[str] = []
-                for k in range(i + 1, min(len(sentences), i + 1 + 3 * _LIST_ITEMS)):
-                    item = sentences[k]
-                    if items and _ends_list(item):
-                        break
-                    if unusable(item) or (not items and _INTRODUCES.search(item)):
-                        continue  # "... if any of the following apply:" introduces, is not an item
-                    if not is_heading(item) or _LIST_ITEM.match(item) or items or len(item.split()) <= 4:
-                        items.append(item)
-                    if len(items) >= _LIST_ITEMS:
-                        break
-                    # Bullets set on lines of their own end each item but the last ("Death •").
-                    if bulleted and not item.rstrip().endswith(tuple(_BULLETS.strip())):
-                        break
-                if len(items) >= 2:
-                    shown = [_bare_item(item) for item in items]
-                    return Reading(True, "; ".join(shown), tuple(Citation(page, item) for item in items))
+            anchor = " ".join(self.read[unit.page_index].sentences[unit.sentence].lower().split())
+            if best is not None and anchor != label:
                 continue
-            if not answer_like(anchor):
+            found = self._list_at(unit)
+            if found is None:
                 continue
-            inline = _INLINE_LIST.search(anchor)
-            answer = inline.group(0) if inline else _bare_item(anchor)
-            return Reading(True, answer, (Citation(page, anchor),))
+            if len(found.citations) < 2:  # a sentence that says it: as found
+                if best is None:
+                    return found
+                continue
+            if best is None:
+                label = anchor
+            if best is None or len(found.citations) > best[0]:
+                best = (len(found.citations), found)
+        return best[1] if best is not None else None
+
+    def _list_at(self, unit: _Unit) -> Reading | None:
+        """The list under a label (an item a cited line), or the sentence that states it."""
+        j, i = unit.page_index, unit.sentence
+        sentences = self.read[j].sentences
+        anchor = sentences[i]
+        page = self.pages[j][0]
+        if is_heading(anchor) or anchor.rstrip(" •-*").endswith(":"):
+            bulleted = anchor.rstrip().endswith(tuple(_BULLETS.strip()))
+            items: list[str] = []
+            for k in range(i + 1, min(len(sentences), i + 1 + 3 * _LIST_ITEMS)):
+                item = sentences[k]
+                if items and _ends_list(item):
+                    break
+                if unusable(item) or (not items and _INTRODUCES.search(item)):
+                    continue  # "... if any of the following apply:" introduces, is not an item
+                if not is_heading(item) or _LIST_ITEM.match(item) or items or len(item.split()) <= 4:
+                    items.append(item)
+                if len(items) >= _LIST_ITEMS:
+                    break
+                # Bullets set on lines of their own end each item but the last ("Death •").
+                if bulleted and not item.rstrip().endswith(tuple(_BULLETS.strip())):
+                    break
+            if len(items) >= 2:
+                shown = [_bare_item(item) for item in items]
+                return Reading(True, "; ".join(shown), tuple(Citation(page, item) for item in items))
+            return None
+        if not answer_like(anchor):
+            return None
+        inline = _INLINE_LIST.search(anchor)
+        answer = inline.group(0) if inline else _bare_item(anchor)
+        return Reading(True, answer, (Citation(page, anchor),))
+
+
+# A question about when an agreement was made, and how a preamble says it.
+_ASKS_AGREEMENT_DATE = re.compile(
+    r"\b(?:agreement|contract)\b.*\b(?:made|entered|dated|signed|executed|effective|concluded)\b|"
+    r"\b(?:date|effective date) of (?:this|the) (?:agreement|contract)\b|\beffective date\b",
+    re.IGNORECASE,
+)
+_PREAMBLE = re.compile(
+    r"\b(?:made|entered into|dated|executed|effective|concluded)(?:\s+and\s+(?:entered\s+into|effective))?"
+    r"(?:\s+(?:as\s+of|on|at|this|effective|and\s+effective))*(?:\s+the)?\s+",
+    re.IGNORECASE,
+)
+_PREAMBLE_PAGES = 2  # an agreement states its date on its first page or two
+
+# ---- A financial statement's rows and columns ---------------------------------------------------
+
+_PERIOD = r"(?:(?:three|six|nine|twelve|3|6|9|12|thirteen|twenty-six|thirty-nine|fifty-two|13|26|39|52)\s+(?:months|weeks)|(?:fiscal\s+)?years?|quarters?)\s+ended"
+_PERIOD_PHRASE = re.compile(_PERIOD, re.IGNORECASE)
+_ASKS_PERIOD = re.compile(rf"{_PERIOD}|\b(?:as of|at)\s+{_MONTH}\s+\d", re.IGNORECASE)
+_CELL = re.compile(r"^\(?-?\$?\s*\d{1,3}(?:,\d{3})*(?:\.\d+)?\)?%?$|^[—–-]$")
+_LINE_ROW = re.compile(
+    r"^(?P<label>[A-Za-z][^$\d]*?[A-Za-z):])\s+(?P<cells>(?:\$?\s*\(?\d[\d,.]*\)?%?\s*){2,})$"
+)
+
+
+def _period_key(text: str) -> str:
+    """A period phrase as a key: "Three Months Ended" and "3 months ended" are "3 months"."""
+    words = text.lower().split()
+    numbers = {"three": "3", "six": "6", "nine": "9", "twelve": "12", "thirteen": "13", "twenty-six": "26",
+               "thirty-nine": "39", "fifty-two": "52"}  # fmt: skip
+    if words[0] in ("fiscal", "year", "years"):
+        return "year"
+    if words[0].startswith("quarter"):
+        return "3 months"
+    return f"{numbers.get(words[0], words[0])} {words[1]}"
+
+
+def _date_key(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A table row: its label (with its section's, "Net sales: Products"), its cells, the
+    header's columns above it ((period, date) each) and the row as the page says it."""
+
+    label: str
+    cells: tuple[str, ...]
+    header: tuple[tuple[str, str], ...]
+    quote: str
+
+
+@dataclass(frozen=True, slots=True)
+class _AskedColumn:
+    period: str  # "3 months", "year" or "" (a balance sheet's date alone)
+    date: str
+    words: str  # the question's words that name the column
+
+    def column(self, header: tuple[tuple[str, str], ...]) -> int | None:
+        matches = [
+            k
+            for k, (period, date) in enumerate(header)
+            if date == self.date and (not self.period or not period or period == self.period)
+        ]
+        return matches[0] if len(matches) == 1 else None
+
+
+def _asked_column(question: str) -> _AskedColumn | None:
+    date = _DATE.search(question)
+    if date is None or not re.search(r"\d{4}", date.group(0)):
         return None
+    period = _PERIOD_PHRASE.search(question)
+    words = f"{period.group(0) if period else ''} {date.group(0)} as of at ended"
+    return _AskedColumn(_period_key(period.group(0)) if period else "", _date_key(date.group(0)), words)
+
+
+def _header_columns(lines: list[str]) -> tuple[tuple[str, str], ...]:
+    """The columns a header names, from its lines: periods ("Three Months Ended", each over
+    as many dates as there are dates per period) and dates ("June 25," "2022")."""
+    text = " ".join(lines)
+    periods = [_period_key(m.group(0)) for m in _PERIOD_PHRASE.finditer(text)]
+    dates = [_date_key(m.group(0)) for m in _DATE.finditer(text) if re.search(r"\d{4}", m.group(0))]
+    # The days on one line and the years on the next ("June 25," "June 26," ... "2022" "2021"):
+    # each day takes its year in turn.
+    days = re.findall(rf"{_MONTH}\s+\d{{1,2}}\b", text)
+    years = re.findall(r"\b(?:19|20)\d{2}\b", text)
+    if len(days) > len(dates) and len(days) == len(years):
+        dates = [_date_key(f"{day}, {year}") for day, year in zip(days, years, strict=True)]
+    if not dates:
+        return ()
+    if not periods:
+        return tuple(("", d) for d in dates)
+    if len(dates) % len(periods):
+        return ()
+    per = len(dates) // len(periods)
+    return tuple((periods[k // per], d) for k, d in enumerate(dates))
+
+
+@lru_cache(maxsize=256)
+def _table_rows(text: str) -> tuple[_Row, ...]:
+    """The rows of the financial tables on a page, a cell a line or a row a line, each with
+    the header above it."""
+    if not _PERIOD_PHRASE.search(text) and not re.search(r"\d{1,3},\d{3}", text):
+        return ()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    rows: list[_Row] = []
+    header: tuple[tuple[str, str], ...] = ()
+    header_lines: list[str] = []
+    under_header = 0  # rows read under the current header: a header line after them starts another
+    section = ""
+    k = 0
+    while k < len(lines):
+        line = lines[k]
+        if len(line.split()) <= 6 and (
+            _PERIOD_PHRASE.search(line)
+            or (_DATE.search(line) and not _CELL.match(line))
+            or (header_lines and re.fullmatch(r"(?:19|20)\d{2}", line))
+        ):
+            if under_header:
+                header_lines, under_header = [], 0
+            header_lines.append(line)
+            header = _header_columns(header_lines)
+            k += 1
+            continue
+        inline = _LINE_ROW.match(line)
+        if inline:
+            found = tuple(re.findall(r"\(?\d[\d,.]*\)?%?", inline.group("cells")))
+            label = inline.group("label")
+            rows.append(_Row(f"{section} {label}".strip(), found, header, line))
+            under_header += 1
+            k += 1
+            continue
+        if re.search(r"[A-Za-z]", line) and not _CELL.match(line):
+            cells_at = k + 1
+            cells: list[str] = []
+            end = k
+            while cells_at < len(lines) and (_CELL.match(lines[cells_at]) or lines[cells_at] == "$"):
+                if lines[cells_at] != "$":
+                    cells.append(lines[cells_at].replace("$", "").strip())
+                end = cells_at
+                cells_at += 1
+            if len(cells) >= 2 and header:
+                rows.append(
+                    _Row(f"{section} {line}".strip(), tuple(cells), header, " ".join(lines[k : end + 1]))
+                )
+                under_header += 1
+                k = end + 1
+                continue
+            if line.endswith(":"):
+                section = line
+            elif len(cells) == 0 and not line.endswith(":"):
+                section = "" if len(line.split()) > 8 else section
+        k += 1
+    return tuple(rows)
+
+
+# ---- Whether a clause says yes or no -------------------------------------------------------------
+
+# What a yes/no question asks: whether something is restricted (assignment without consent, a
+# capped liability), or whether a party may do something (terminate for convenience).
+_ASKS_RESTRICTION = re.compile(
+    r"\b(?:restrict\w*|prohibit\w*|forbid\w*|capped|cap|limited|limit(?:ed|s)?|require\w*\s+(?:\w+\s+){0,3}consent)\b",
+    re.IGNORECASE,
+)
+_ASKS_PERMISSION = re.compile(
+    r"^\s*(?:may|can|could|is\s+\w+\s+(?:permitted|allowed|entitled))\b", re.IGNORECASE
+)
+_NEGATION = re.compile(
+    r"\b(?:not|neither|nor|no\s+(?:party|one|person|right)|never|cannot|in no event|prohibited|void)\b|n['’]t\b",
+    re.IGNORECASE,
+)
+# A refusal, as opposed to a "not" in "not less than ninety days' notice".
+_REFUSES = re.compile(
+    r"\b(?:may|shall|can|will|must)\s+not\b|\bcannot\b|\bno\s+(?:party|one|person|right)\b|\bneither\b|\bin no event\b",
+    re.IGNORECASE,
+)
+_EXCEPTION = re.compile(
+    r"\b(?:except|excepting|provided|notwithstanding|other than|unless|save|subject to|only|solely|but)\b",
+    re.IGNORECASE,
+)
+_PERMITS = re.compile(
+    r"\b(?:may|can|is free to|are free to|shall be free to|(?:shall|will)?\s*(?:have|has) the (?:right|discretion) to|"
+    r"is entitled to|are entitled to|is permitted to)\b",
+    re.IGNORECASE,
+)
+_WITHOUT_CONSENT = re.compile(
+    r"\bwithout\b[^.;]{0,60}?\b(?:consent|approval|permission)\b|\bfreely\b", re.IGNORECASE
+)
+_CONSENT = re.compile(r"\b(?:consent|approval|approve|permission)\b", re.IGNORECASE)
+_CAPS = re.compile(
+    r"\b(?:shall not exceed|will not exceed|not to exceed|in no event|(?<!not )limited to|cap|capped|maximum|aggregate liability)\b",
+    re.IGNORECASE,
+)
+_UNLIMITED = re.compile(r"\bunlimited\b", re.IGNORECASE)
+_AT_WILL = re.compile(
+    r"\b(?:for convenience|without cause|for any reason|for no reason|at any time|at will|"
+    r"(?:upon|on|with|by giving|giving)\s+(?:at least\s+)?(?:\S+\s+){0,3}(?:days|months)['’]?\s+(?:\(\S+\)\s+)?(?:prior\s+)?(?:written\s+)?notice)\b",
+    re.IGNORECASE,
+)
+_CHANGE_OF_CONTROL = re.compile(r"\bchange (?:of|in) control\b|\bchange-of-control\b", re.IGNORECASE)
+_FOR_CAUSE = re.compile(
+    r"\b(?:for cause|breach|default|insolven\w*|bankrupt\w*|force majeure|in the event|if|occurrence|following|mutual\w*|unanimous\w*)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sense:
+    """A yes/no question's ask: ``restriction`` (is something restricted or capped) or a
+    permission, and the act it is about ("assign", "terminat")."""
+
+    restriction: bool
+    cap: bool
+    act: re.Pattern[str]
+    control: bool = False  # a change of control: does it give a right (consent, termination)?
+
+
+_ACTS = (
+    "assign",
+    "transfer",
+    "terminat",
+    "sublicens",
+    "subcontract",
+    "disclos",
+    "compet",
+    "solicit",
+    "renew",
+)
+
+
+def _question_sense(question: str) -> _Sense | None:
+    """What a yes/no question asks, when its wording says (else None: yes or not found only)."""
+    lowered = question.lower()
+    act = next((a for a in _ACTS if a in lowered), None)
+    capped = bool(re.search(r"\bliabilit", lowered)) and bool(re.search(r"\b(?:cap|capped|limit)", lowered))
+    if capped:
+        return _Sense(True, True, re.compile(r"\bliab(?:ility|ilities|le)\b", re.IGNORECASE))
+    if re.search(r"\bchange (?:of|in) control\b", lowered):
+        return _Sense(False, False, _CHANGE_OF_CONTROL, control=True)
+    if act is None:
+        return None
+    pattern = re.compile(rf"\b{act}\w*", re.IGNORECASE)
+    if _ASKS_RESTRICTION.search(question):
+        return _Sense(True, False, pattern)
+    if _ASKS_PERMISSION.search(question) and _AT_WILL.search(question):
+        return _Sense(False, False, pattern)
+    return None
+
+
+def _stance(sense: _Sense, text: str) -> int:
+    """+1: the clause says yes to the question; -1: it says no; 0: neither, or not plainly."""
+    if not sense.act.search(text):
+        return 0
+    negated = bool(_NEGATION.search(text))
+    excepted = bool(_EXCEPTION.search(text))
+    if sense.control:  # "upon a change of control of Supplier, Customer may terminate"
+        if re.search(r"\bterminat\w*|\bconsent\b|\bapproval\b", text, re.IGNORECASE) and not re.search(
+            r"\bshall not (?:be deemed|constitute|require)\b|\bmay assign\b[^.;]*\bchange (?:of|in) control",
+            text,
+            re.IGNORECASE,
+        ):  # not "Premier may assign this Agreement if it ... undergoes a change in control"
+            return 1
+        return 0
+    if sense.cap:
+        if _UNLIMITED.search(text) and not negated and not excepted and not _CAPS.search(text):
+            return -1
+        return 1 if _CAPS.search(text) else 0
+    if sense.restriction:
+        if negated and _CONSENT.search(text):
+            return 1  # "neither party may assign ... without the other's consent"
+        if re.search(
+            r"\b(?:subject to|requires?|conditioned (?:up)?on)\b[^.;]{0,40}\bconsent", text, re.IGNORECASE
+        ):
+            return 1
+        if _PERMITS.search(text) and _WITHOUT_CONSENT.search(text) and not negated and not excepted:
+            return -1  # "either party may assign this agreement without the other's consent"
+        return 0
+    # A permission: "either party may terminate for convenience" (yes); "may not terminate
+    # except for cause", "may terminate only for cause" (no).
+    if (
+        _PERMITS.search(text)
+        and _AT_WILL.search(text)
+        and not _REFUSES.search(text)
+        and (not _FOR_CAUSE.search(text) or re.search(r"for convenience|without cause", text, re.IGNORECASE))
+    ):
+        return 1
+    act = sense.act.pattern.removeprefix("\\b").removesuffix("\\w*")
+    refused = re.search(
+        rf"\b(?:(?:may|shall|can|will)\s+not\s+(?:be\s+)?|(?:no|neither)\s+party\s+(?:may|shall|can)\s+){act}\w*"
+        rf"[^.;]{{0,80}}\b(?:except|other than|unless|save)\b",
+        text,
+        re.IGNORECASE,
+    )
+    only = re.search(
+        rf"\b{act}\w*[^.;]{{0,60}}\b(?:only|solely)\b[^.;]{{0,30}}\bfor cause\b", text, re.IGNORECASE
+    )
+    if _FOR_CAUSE.search(text) and (refused or only):
+        return -1
+    return 0
 
 
 _INTRODUCES = re.compile(r"\bfollowing\b|:\s*[•▪●◦*-]?$")
@@ -852,9 +1301,11 @@ _BULLETS = " •▪●◦*-–"
 
 
 def _ends_list(item: str) -> bool:
-    """A numbered or capitalised heading, or a new label: the list before it is over."""
+    """A numbered or capitalised heading, a section's bare number ("2.3"), or a new label:
+    the list before it is over."""
     return bool(
         _NUMBERED_HEADING.match(item)
+        or re.fullmatch(r"\d+(?:\.\d+)+\.?", item.strip())
         or (item.isupper() and len(item) > 3)
         or item.rstrip(_BULLETS).endswith(":")
     )
@@ -944,6 +1395,64 @@ def _placed(text: str, span: _Span, question_words: set[str]) -> int:
     return 1 if _PLACE_WORD.match(span.text) else 0
 
 
+_ASKS_GOVERNING_LAW = re.compile(
+    r"\bgovern|\blaws?\b.*\b(?:apply|applies|applicable)\b|\bchoice of law\b", re.IGNORECASE
+)
+_LAW_OF_PLACE = re.compile(r"\b([A-Z][\w.'’]*(?:\s+[A-Z][\w.'’]*){0,3})\s+(?:[Ll]aws?|LAWS?)\b")
+_US_STATES = (
+    "Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|Florida|Georgia|Hawaii|Idaho|"
+    "Illinois|Indiana|Iowa|Kansas|Kentucky|Louisiana|Maine|Maryland|Massachusetts|Michigan|Minnesota|"
+    "Mississippi|Missouri|Montana|Nebraska|Nevada|New Hampshire|New Jersey|New Mexico|New York|"
+    "North Carolina|North Dakota|Ohio|Oklahoma|Oregon|Pennsylvania|Rhode Island|South Carolina|South Dakota|"
+    "Tennessee|Texas|Utah|Vermont|Virginia|Washington|West Virginia|Wisconsin|Wyoming|District of Columbia|"
+    "Puerto Rico"
+)
+_PROVINCES = (
+    "Ontario|Quebec|British Columbia|Alberta|Manitoba|Saskatchewan|Nova Scotia|New Brunswick|"
+    "Newfoundland and Labrador|Prince Edward Island|New South Wales|Victoria|Queensland|Western Australia"
+)
+_COUNTRIES = (
+    "United States of America|United States|USA|U\\.S\\.A\\.|Canada|Mexico|Brazil|Argentina|Chile|Colombia|Peru|"
+    "England and Wales|England|Wales|Scotland|Northern Ireland|United Kingdom|Ireland|France|Germany|Italy|Spain|"
+    "Portugal|Netherlands|The Netherlands|Belgium|Luxembourg|Switzerland|Austria|Denmark|Sweden|Norway|Finland|"
+    "Iceland|Poland|Czech Republic|Hungary|Greece|Cyprus|Malta|Israel|Turkey|Russia|Russian Federation|Ukraine|"
+    "India|Pakistan|China|People['’]s Republic of China|PRC|P\\.R\\.C\\.|Hong Kong|Hong Kong SAR|Macau|Taiwan|Japan|"
+    "Korea|South Korea|Republic of Korea|Singapore|Malaysia|Thailand|Vietnam|Indonesia|Philippines|Australia|"
+    "New Zealand|South Africa|Nigeria|Kenya|Egypt|United Arab Emirates|Dubai|Saudi Arabia|Qatar|Bermuda|"
+    "Cayman Islands|British Virgin Islands|Bahamas|Jersey|Guernsey|Isle of Man|Liechtenstein|Monaco"
+)
+_JURISDICTION = re.compile(
+    rf"^(?:the\s+)?(?:(?:State|Commonwealth|Province|Republic|Kingdom|Federal Republic)\s+of\s+(?:the\s+)?)?"
+    rf"({_US_STATES}|{_PROVINCES}|{_COUNTRIES}|Papua New Guinea)(?![\w'’])",
+    re.IGNORECASE,
+)
+_CANONICAL = {
+    " ".join(name.replace("\\", "").lower().split()): name.replace("\\", "")
+    for name in f"{_US_STATES}|{_PROVINCES}|{_COUNTRIES}|Papua New Guinea".split("|")
+}
+# A name that goes on after a place's is something else's: a company, a court, a city's part.
+_NOT_A_JURISDICTION = re.compile(
+    r"(?i:bank|mutual|instruments|inc|corp|corporation|company|co|llc|ltd|l\.p|university|court|courts|"
+    r"county|city|power|energy|electric|gas|water|capital|trust|partners|holdings|group|stock|exchange|"
+    r"department|board|district|circuit|times|post|life|insurance|national)\b"
+)
+
+
+def _jurisdiction(text: str) -> str | None:
+    """The state, province or country a name is or begins with ("State of New York" is New
+    York); None for a city, a court or a company ("Washington Mutual Bank", "Court of Rome")."""
+    found = _JURISDICTION.match(text.strip())
+    if found is None:
+        return None
+    if _NOT_A_JURISDICTION.match(text.strip()[found.end() :].strip(" ,.")):
+        return None
+    name = _CANONICAL.get(" ".join(found.group(1).lower().replace("’", "'").split()), found.group(1))
+    if name.upper().replace(".", "") == "PRC":
+        name = "People's Republic of China"
+    kind = re.match(r"(?:the\s+)?(Republic|Kingdom|Federal Republic)\s+of\s+", found.group(0), re.IGNORECASE)
+    return f"{kind.group(1).title()} of {name}" if kind else name
+
+
 _ORDINAL_DATE = re.compile(
     rf"^(\d{{1,2}}|{_ORDINAL_WORD})(?:st|nd|rd|th)?\s+day\s+of\s+({_MONTH}),?\s+(\d{{4}})$", re.IGNORECASE
 )
@@ -968,6 +1477,13 @@ def _plain_date(text: str) -> str:
 def _is_cell(sentence: str) -> bool:
     """A table cell holding a figure: "$", "81,797", "(1,234)", "12.5%", "—"."""
     return bool(re.fullmatch(r"[$€£(]?\s*[\d,.]*\d[\d,.]*\s*[)%]?|[$€£—–-]", sentence.strip()))
+
+
+def _labelled(text: str, span: _Span, weights: dict[str, float]) -> bool:
+    """Whether one of the question's own words stands right before the span, as its label
+    ("Argued April 23, 2013", "dated as of May 1, 2020", "Total net sales $ 82,959")."""
+    before = re.findall(r"[^\W_]+", text[max(0, span.start - 30) : span.start])[-3:]
+    return any(_stem(word) in weights for word in before)
 
 
 def _term_positions(text: str, question_words: set[str]) -> list[int]:

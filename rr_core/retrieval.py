@@ -262,6 +262,8 @@ class PageTerms:
     counts: Counter[str]  # Counter(terms(text))
     sentences: tuple[str, ...]  # sentences(text)
     sentence_terms: tuple[tuple[str, ...], ...]  # terms(s) for each sentence
+    lengths: tuple[int, ...] = ()  # len(terms(s)) for each sentence
+    length: int = 0  # their sum
 
     @classmethod
     def of(cls, text: str) -> PageTerms:
@@ -271,7 +273,14 @@ class PageTerms:
         # Pieces hold every word of the page, so their terms together are the page's terms.
         counts = Counter(chain.from_iterable(per_piece))
         kept = [i for i, piece in enumerate(pieces) if len(piece) >= 3]
-        return cls(counts, tuple(pieces[i] for i in kept), tuple(tuple(per_piece[i]) for i in kept))
+        lengths = tuple(len(per_piece[i]) for i in kept)
+        return cls(
+            counts,
+            tuple(pieces[i] for i in kept),
+            tuple(tuple(per_piece[i]) for i in kept),
+            lengths,
+            sum(lengths),
+        )
 
 
 class _PageMemory:
@@ -323,9 +332,9 @@ def sentence_scores(
     the sentences of pages that hold a query term are looked at: a page without one gets
     None (all its sentences score 0).
     """
-    lengths = [[len(t) for t in page.sentence_terms] for page in pages]
+    lengths = [page.lengths for page in pages]
     n = sum(len(page_lengths) for page_lengths in lengths)
-    avg_len = (sum(sum(page_lengths) for page_lengths in lengths) / n) if n else 0.0
+    avg_len = (sum(page.length for page in pages) / n) if n else 0.0
     out: list[list[float] | None] = [None] * len(pages)
     norms: list[list[float] | None] = [None] * len(pages)
     for term in set(terms(query)):  # each sentence adds its terms up in the query set's order

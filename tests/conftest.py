@@ -17,7 +17,7 @@ from tests.browser_kit import PROVIDER_VARIABLES
 from tests.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data" / "documents"
+SHARED_DATA = Path(os.environ.get("RR_SHARED_DATA") or ROOT.parent / "shared" / "data") / "documents"
 
 
 @pytest.fixture(autouse=True)

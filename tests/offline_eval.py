@@ -1,8 +1,10 @@
 """The offline engine's evaluation set: questions with known answers and pages, scored.
 
 ``tests/data/offline_eval.csv`` holds questions written for this evaluation, on the bundled
-samples (``sample:<name>``) and on the real documents in ``../shared/data/documents``. A row
-with no answers asks for something the document does not say. Each question is put to the
+samples (``sample:<name>``), on the real documents in ``../shared/data/documents`` (a file's
+name) and on the review contracts (``review/contracts/<file>``, a path under ``../shared/data``;
+``RR_SHARED_DATA`` names another place for that folder). A row with no answers asks for
+something the document does not say; rows whose document is absent are left out. Each question is put to the
 engine as the baseline method's answer call over the whole document, and its reply scored:
 
 - right: an answer that matches a known answer (``fuzzy_match``) cited on a known page; for a
@@ -12,14 +14,18 @@ engine as the baseline method's answer call over the whole document, and its rep
 - wrong: any other answer, including one given to a question the document does not answer.
 
 Also a measuring tool: ``python tests/offline_eval.py`` prints the counts and each miss
-(``--before``: for the engine before issue 15, as ``tests/offline_reference.py`` keeps it).
+(``--before [REV]``: for the engine as it was at a git revision, main's ``05f8425`` by default,
+checked out into a temporary folder and run on the same set).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
 import sys
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,8 +33,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# The engine measured: this checkout's, or another revision's (``--before``).
+CODE = os.environ.get("RR_EVAL_CODE") or str(ROOT)
+if CODE not in sys.path:
+    sys.path.insert(0, CODE)
 
 from rr_core.documents import Document, document_from_texts, load_document  # noqa: E402
 from rr_core.llm.base import LLMClient, LLMRequest  # noqa: E402
@@ -39,7 +47,9 @@ from rr_core.settings import RunSettings  # noqa: E402
 from rr_core.tokens import TokenCounter, counter_for_model  # noqa: E402
 
 EVAL_CSV = ROOT / "tests" / "data" / "offline_eval.csv"
-SHARED_DOCUMENTS = ROOT.parent / "shared" / "data" / "documents"
+SHARED_DATA = Path(os.environ.get("RR_SHARED_DATA") or ROOT.parent / "shared" / "data")
+SHARED_DOCUMENTS = SHARED_DATA / "documents"
+BEFORE = "05f8425"  # main's engine before issue 23's reader work
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +66,14 @@ class EvalQuestion:
     @property
     def on_sample(self) -> bool:
         return self.source.startswith("sample:")
+
+    @property
+    def on_contract(self) -> bool:
+        return self.source.startswith("review/")
+
+    def available(self) -> bool:
+        """Whether its document is here (a sample always is)."""
+        return self.on_sample or source_path(self.source).is_file()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +108,19 @@ def sample_questions() -> list[EvalQuestion]:
     ]
 
 
-@lru_cache(maxsize=16)
+def source_path(source: str) -> Path:
+    """Where a question's document is: a path under ../shared/data, or a bare file name in
+    its documents folder."""
+    return SHARED_DATA / source if "/" in source else SHARED_DOCUMENTS / source
+
+
+@lru_cache(maxsize=64)
 def document_of(source: str, counter: TokenCounter) -> Document:
-    """The document a question is asked of: a sample, or a file in ../shared/data/documents."""
+    """The document a question is asked of: a sample, or a file under ../shared/data."""
     if source.startswith("sample:"):
         sample = get_sample(source.split(":", 1)[1])
         return document_from_texts(sample.title, list(sample.pages), counter=counter)
-    path = SHARED_DOCUMENTS / source
+    path = source_path(source)
     return load_document(path.read_bytes(), filename=path.name, counter=counter)
 
 
@@ -144,34 +168,51 @@ def counts(scored: list[Scored]) -> dict[str, int]:
     return {key: tally.get(key, 0) for key in ("right", "not found", "wrong")}
 
 
+def run_before(revision: str) -> None:
+    """This script again, on the engine as it was at ``revision`` (its ``rr_core`` checked out
+    into a temporary folder), on this checkout's evaluation set."""
+    with tempfile.TemporaryDirectory() as folder:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", revision, "rr_core"], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+        argv = [a for a in sys.argv[1:] if a not in ("--before", revision)]
+        env = {**os.environ, "RR_EVAL_CODE": folder}
+        subprocess.run([sys.executable, __file__, *argv], env=env, check=True)
+
+
 def main() -> None:
-    """``python tests/offline_eval.py [-v] [--before]``: the counts, each miss (every question
-    with -v); --before scores the engine as it was before issue 15 (``offline_reference``)."""
+    """``python tests/offline_eval.py [-v] [--before [REV]]``: the counts, each miss (every
+    question with -v); --before scores the engine as it was at REV (main's 05f8425 by default)."""
+    if "--before" in sys.argv:
+        at = sys.argv.index("--before") + 1
+        revision = sys.argv[at] if at < len(sys.argv) and not sys.argv[at].startswith("-") else BEFORE
+        print(f"the engine at {revision}:")
+        run_before(revision)
+        return
     from rr_core.llm import OfflineEngine
 
     counter = counter_for_model("offline")
     engine: LLMClient = OfflineEngine(counter)
-    if "--before" in sys.argv:
-        sys.path.insert(0, str(ROOT / "tests"))
-        from offline_reference import ReferenceEngine
-
-        engine = ReferenceEngine(counter)
-    items = load_set()
-    if not SHARED_DOCUMENTS.is_dir():
-        items = [i for i in items if i.on_sample]
+    items = [i for i in load_set() if i.available()]
+    everything: list[Scored] = []
     for title, chosen in (
         ("evaluation set, bundled samples", [i for i in items if i.on_sample]),
-        ("evaluation set, ../shared documents", [i for i in items if not i.on_sample]),
+        ("evaluation set, ../shared documents", [i for i in items if not i.on_sample and not i.on_contract]),
+        ("evaluation set, review contracts", [i for i in items if i.on_contract]),
         ("the samples' own questions", sample_questions()),
     ):
         if not chosen:
             continue
         scored = evaluate(engine, chosen, counter)
+        if title.startswith("evaluation set"):
+            everything += scored
         print(f"{title}: {len(scored)} questions: {counts(scored)}")
         for s in scored:
             if s.verdict != "right" or "-v" in sys.argv:
                 answer = str(s.reply.get("answer", ""))[:110]
                 print(f"  [{s.verdict}] {s.item.question[:70]} -> {answer!r} p.{s.reply.get('page')}")
+    print(f"evaluation set, all {len(everything)} questions: {counts(everything)}")
 
 
 if __name__ == "__main__":
