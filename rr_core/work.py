@@ -49,20 +49,24 @@ SWEEP = "sweep"
 STOP_POLL_S = 1.0  # how often a running work looks for a stop request
 # The version of the specs this build writes and reads. A spec of another version is refused
 # with both versions named (never half-read): a newer build's field could change what is asked.
-SPEC_VERSION = 1
-# A running work's lease: its runner touches the work row at least every LEASE_RENEW_S; a work
-# whose row has not moved for LEASE_S (or whose runner, on this host, is gone) may be resumed.
-LEASE_S = 120.0
-LEASE_RENEW_S = 15.0
+SPEC_VERSION = 2  # 2: the settings may ask for the answer check (``verify``, ``verify_model``)
+# A running work's lease: its runner touches the work row every LEASE_RENEW_S, from the moment
+# it takes the work up until it lets it go (planning included); a work whose row has not moved
+# for LEASE_S, or whose runner's process on this host has ended, may be taken up by another.
+LEASE_S = 60.0
+LEASE_RENEW_S = 10.0
+# How long a runner handed a work that another, live runner still runs waits for it to let go
+# (a worker finishing the call in hand after SIGTERM, while its job is handed out again).
+HANDOVER_WAIT_S = 3 * LEASE_S
 log = logging.getLogger(__name__)
 
 
 def _spec_fields(kind: str, data: Mapping[str, Any], known: Iterable[str]) -> None:
     """Refuse a spec this build cannot read in full: another version, or fields it does not know."""
     version = data.get("spec_version", 1)
-    if version != SPEC_VERSION:
+    if not isinstance(version, int) or not 1 <= version <= SPEC_VERSION:
         raise ConfigError(
-            f"this {kind} work was written with spec version {version}; this build reads version"
+            f"this {kind} work was written with spec version {version}; this build reads versions 1 to"
             f" {SPEC_VERSION}. Run it with the build that wrote it, or submit it again here."
         )
     unknown = sorted(set(data) - set(known) - {"spec_version"})
@@ -319,16 +323,15 @@ def runner_gone(record: WorkRecord, *, now: datetime | None = None) -> str:
     process, on this host, has ended; or it has not renewed its lease for ``LEASE_S``."""
     where = record.worker.rsplit(" ", 1)[-1]
     host, _, pid = where.rpartition(":")
-    if host == socket.gethostname() and pid.isdigit():
+    if host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid():
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
             return f"the process running it ({record.worker}) ended before it finished"
         except PermissionError:
-            pass  # a process of another user has that id: it may be the runner
-        else:
-            if int(pid) != os.getpid():
-                return ""
+            pass  # a process of another user has that id: the lease says (below)
+    # A live process with the runner's id may be another (an id reused after a restart): the
+    # lease, renewed by the runner as long as it runs, decides.
     try:
         touched = datetime.fromisoformat(record.updated_at)
     except ValueError:
@@ -369,7 +372,13 @@ def run_work(
     ``leaving``: whether the runner is shutting down (a worker's SIGTERM). Then nothing further
     is sent, the calls in flight are waited for, and the work is left queued for the next
     runner (it is not cancelled)."""
+    who = worker or runner_name()
     record = store.get_work(work_id)
+    if record is not None and record.state == "running" and record.worker != who and not runner_gone(record):
+        record = _wait_for_runner(store, record)
+        if record is not None and record.state == "running" and not runner_gone(record):
+            log.info("work %s is still run by %s, alive: not run here as well", work_id, record.worker)
+            return record
     if record is None:
         return None
     # Ended work is not run again by a job that waited behind the one that ended it (a second
@@ -380,13 +389,13 @@ def run_work(
         return store.get_work(work_id)
     if record.kind not in (REVIEW, SWEEP):
         raise ConfigError(f"work {work_id} is a {record.kind!r}, which this build cannot run")
-    who = worker or runner_name()
     store.update_work(work_id, state="running", worker=who, started=True, error="")
     log.info(
         "work %s started by %s: %s, %d of %d done", work_id, who, record.title, record.done, record.total
     )
     try:
-        ended = _run(store, work_id, record, client, on_cell, leaving)
+        with _lease(store, work_id):
+            ended = _run(store, work_id, record, client, on_cell, leaving)
     finally:
         try:
             last = store.get_work(work_id)
@@ -398,6 +407,42 @@ def run_work(
                 last.done, last.total, f" ({last.error})" if last.error else "",
             )  # fmt: skip
     return ended
+
+
+def _wait_for_runner(store: Store, record: WorkRecord) -> WorkRecord | None:
+    """The work once its live runner has let it go (handed it back, ended it, or is gone), or
+    as it is after ``HANDOVER_WAIT_S``: a job handed out again while another runner still
+    finishes its call in hand must not send that call a second time."""
+    end = time.monotonic() + HANDOVER_WAIT_S
+    current: WorkRecord | None = record
+    while current is not None and current.state == "running" and not runner_gone(current):
+        if time.monotonic() > end:
+            break
+        time.sleep(min(2.0, LEASE_RENEW_S / 2))
+        current = store.get_work(record.work_id)
+    return current
+
+
+@contextmanager
+def _lease(store: Store, work_id: str) -> Iterator[None]:
+    """While the block runs: the work's row is touched every ``LEASE_RENEW_S`` (its runner is
+    alive), planning included."""
+    finished = threading.Event()
+
+    def renew() -> None:
+        while not finished.wait(LEASE_RENEW_S):
+            try:
+                store.update_work(work_id)
+            except RRError:
+                log.warning("work %s: could not renew its lease", work_id, exc_info=True)
+
+    renewer = threading.Thread(target=renew, name=f"lease-{work_id}", daemon=True)
+    renewer.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        renewer.join(timeout=5)
 
 
 def _run(
@@ -590,21 +635,13 @@ class _StopWhenAsked:
 
     @contextmanager
     def _watching(self) -> Iterator[None]:
-        """Until the block ends: look for a stop every ``STOP_POLL_S``, and renew the work's
-        lease every ``LEASE_RENEW_S`` (its row touched: the runner is alive)."""
+        """Until the block ends: look for a stop every ``STOP_POLL_S``."""
         finished = threading.Event()
 
         def watch() -> None:
-            renewed = time.monotonic()
             while not finished.wait(STOP_POLL_S):
                 if self.check():
                     return
-                if time.monotonic() - renewed >= LEASE_RENEW_S:
-                    renewed = time.monotonic()
-                    try:
-                        self._store.update_work(self._work_id)
-                    except RRError:
-                        log.warning("work %s: could not renew its lease", self._work_id, exc_info=True)
 
         watcher = threading.Thread(target=watch, name=f"stop-watch-{self._work_id}", daemon=True)
         watcher.start()

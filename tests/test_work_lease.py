@@ -103,7 +103,7 @@ def test_a_spec_of_another_version_or_with_unknown_fields_fails_the_work_naming_
     record = run_work(store, newer)
     assert record is not None and record.state == "failed"
     assert f"spec version {SPEC_VERSION + 1}" in (record.error or "")
-    assert f"reads version {SPEC_VERSION}" in (record.error or "")
+    assert f"reads versions 1 to {SPEC_VERSION}" in (record.error or "")
     unknown = store.submit_work("review", "unknown", {**spec, "shiny_option": True}, 8, calls_key="unknown")
     record = run_work(store, unknown)
     assert record is not None and record.state == "failed" and "shiny_option" in (record.error or "")
@@ -237,7 +237,38 @@ def test_the_work_list_says_when_by_whom_and_which(tmp_path: Path, monkeypatch, 
     second = store.submit_work("review", "Review · 2 documents × 1 questions", {"files": []}, 2)
     assert main(["work"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
     assert [line.split()[0] for line in lines] == [second, first]
-    assert all(today in line and "[by local; run by " in line for line in lines)
+    for line, work_id in zip(lines, (second, first), strict=True):
+        record = store.get_work(work_id)
+        assert record is not None and record.created_at[:16].replace("T", " ") in line
+        assert "[by local; run by " in line
     assert "run by no one yet" in lines[0]
+
+
+def test_a_work_still_run_by_a_live_runner_is_not_run_twice_and_is_taken_up_once_let_go(
+    setup,  # noqa: F811
+    monkeypatch,
+) -> None:  # type: ignore[no-untyped-def]
+    """A job handed out again (procrastinate re-queues a worker that stopped beating while it
+    finishes its call in hand after SIGTERM) meets its work still run by a live runner: it
+    does not run it alongside; once that runner lets it go (hands it back), it runs it."""
+    import rr_core.work as work_module
+
+    _, store, work = setup
+    monkeypatch.setattr(work_module, "HANDOVER_WAIT_S", 1.0)
+    work_id = submit_review(store, work)
+    store.update_work(work_id, state="running", worker="worker another-host:4242", started=True)
+    client = Counted(Path(os.devnull))
+    record = run_work(store, work_id, client=client)
+    assert record is not None and record.state == "running" and record.worker == "worker another-host:4242"
+    assert client.calls == 0 and review_cells(store, work_id) == []
+
+    monkeypatch.setattr(work_module, "HANDOVER_WAIT_S", 600.0)
+    ended: list[Any] = []
+    runner = threading.Thread(target=lambda: ended.append(run_work(store, work_id, client=client)))
+    runner.start()
+    store.update_work(work_id, state="queued")  # the other runner hands it back
+    runner.join(600)
+    assert not runner.is_alive()
+    assert ended[0] is not None and ended[0].state == "done" and ended[0].done == 8
+    assert ended[0].attempts == 2  # the other runner's, then this one
