@@ -134,14 +134,16 @@ def test_review_through_each_provider_answers_cites_and_scores(
         "$2,000,000",
     ]
     assert (
-        by[("beta.txt", 2)]["answer"] == "No (no such provision found)"
+        by[("beta.txt", 2)]["answer"] == "the model says the document does not state it"
         and by[("beta.txt", 2)]["found"] is False
+        and by[("beta.txt", 2)]["absent_by"] == "model"
     )
     assert by[("alpha.txt", 0)]["citations"] == [
         {"page": 2, "page_label": "", "quote": "This Agreement shall be governed by the laws of the State of Delaware",
          "quote_check": "verified"}
     ]  # fmt: skip
-    assert data["scores"]["main"]["all"]["right"] == 10 and data["scores"]["main"]["all"]["marked"] == 11
+    assert data["scores"]["main"]["all"]["right"] == 9 and data["scores"]["main"]["all"]["marked"] == 11
+    assert data["scores"]["main"]["all"]["answered"] == 10  # beta's yes/no, without a clause, is unanswered
     assert data["failed_cells"] == 0 and data["is_llm"] is True
     assert (data["paid_usd"] > 0) is (provider != "openai-compatible")
     assert data["paid_usd"] == pytest.approx(sum(c["cost_usd"] for c in data["cells"]), abs=1e-5)
@@ -262,7 +264,7 @@ def test_exports_csv_xlsx_and_traces(
         assert not any(v.startswith(("=", "+", "-", "@")) for v in row.values() if v)
     assert {r["document"] for r in rows} == {"'=alpha.txt", "beta.txt", "gamma.txt"}
     cited = [r for r in rows if r["quote"]]
-    assert cited and all(r["quote_check"] == "verified" and r["page"] for r in cited)
+    assert cited and all(r["quote_check"].startswith("quote located on p. ") and r["page"] for r in cited)
     assert {r["correct"] for r in rows} == {"right", "wrong", ""}  # "" where the key has no row
     book = load_workbook(out_xlsx)
     assert book.sheetnames == ["Answers", "Quotes", "Costs and settings"]

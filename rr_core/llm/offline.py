@@ -107,6 +107,8 @@ class OfflineEngine:
             "found": reading.found,
             "citations": citations,
             "pages_to_read": list(reading.pages_to_read),
+            # Who says the answer is absent: this reader, which found nothing (not the document).
+            "absent_by": "" if reading.found else "reader",
             # The first citation again, for readers of the one-citation shape.
             "page": first["page"],
             "quote": first["quote"],

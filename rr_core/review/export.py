@@ -2,8 +2,9 @@
 
 Every row says what it answers (the question and its type), from which document (its name
 and SHA-256), by which method and engine, and how far it was checked: "right"/"wrong" only
-against the answer key; otherwise the quote check of its citations (a quote found on its page
-is provenance, not correctness). Text from documents cannot run as a spreadsheet formula.
+against the answer key; otherwise the quote check of its citations (a quote located on its page
+is provenance, not support nor correctness). A cell with nothing found reads "Not found" with
+the pages to read, never "not stated" or "No". Text from documents cannot run as a spreadsheet formula.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from typing import Any
 
 from rr_core.exports import _csv_safe, csv_text
 from rr_core.plans import Citation
+from rr_core.quotes import check_words
 from rr_core.review.grid import COMPARE, Cell, ReviewPlan, scores
 from rr_core.traces import RunTrace
 
 CELL_COLUMNS = (
     "document", "document_sha256", "question", "type", "method", "answer", "answer_as_given", "found",
-    "checked", "correct", "accepted_answers", "citation", "page", "page_label", "quote", "quote_check",
-    "cost_usd", "paid_usd", "engine", "error",
+    "pages_to_read", "checked", "correct", "accepted_answers", "citation", "page", "page_label", "quote",
+    "quote_check", "support", "support_reason", "confidence", "score", "confidence_reason", "cost_usd",
+    "paid_usd", "engine", "error",
 )  # fmt: skip
 
 
@@ -33,7 +36,16 @@ def _page(c: Citation) -> str:
 
 
 def _citations(cell: Cell) -> str:
-    return " · ".join(f"{_page(c)}: “{c.quote}” [{c.quote_check}]" for c in cell.citations)
+    return " · ".join(f"{_page(c)}: “{c.quote}” [{_located(c)}]" for c in cell.citations)
+
+
+def _located(c: Citation) -> str:
+    """Where the quote stands, in the screens' words (provenance, never approval)."""
+    return check_words(c.quote_check, _page(c) or "no page", c.quote_score)
+
+
+def _absent(cell: Cell) -> str:
+    return "no (the model says not stated)" if cell.absent_by == "model" else "no (not found)"
 
 
 def _checked(cell: Cell) -> str:
@@ -60,7 +72,8 @@ def cell_row(plan: ReviewPlan, cell: Cell) -> dict[str, object]:
         "method": cell.method,
         "answer": cell.answer if not cell.error else "",
         "answer_as_given": cell.raw,
-        "found": "yes" if cell.found else ("" if cell.error else "no (not stated)"),
+        "found": "yes" if cell.found else ("" if cell.error else _absent(cell)),
+        "pages_to_read": " ".join(str(p) for p in cell.pages_to_read),
         "checked": _checked(cell),
         "correct": "" if cell.correct is None else ("right" if cell.correct else "wrong"),
         "accepted_answers": " | ".join(cell.accepted),
@@ -68,7 +81,12 @@ def cell_row(plan: ReviewPlan, cell: Cell) -> dict[str, object]:
         "page": "" if first is None or first.page is None else first.page,
         "page_label": first.page_label if first else "",
         "quote": first.quote if first else "",
-        "quote_check": first.quote_check if first else "",
+        "quote_check": _located(first) if first else "",
+        "support": cell.support if cell.found else "",
+        "support_reason": cell.support_reason if cell.found else "",
+        "confidence": cell.confidence,
+        "score": "" if cell.score is None else cell.score,
+        "confidence_reason": cell.confidence_reason,
         "cost_usd": round(cell.cost_usd, 8),
         "paid_usd": round(cell.paid_usd, 8),
         "engine": _engine(plan, cell),
@@ -211,7 +229,7 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
         for cited in cell.citations:
             quotes.append([
                 _safe(cell.document), cell.document_sha256, _safe(cell.question), _safe(cell.method),
-                cited.page, cited.page_label, _safe(cited.quote), cited.quote_check, _safe(cell.answer),
+                cited.page, cited.page_label, _safe(cited.quote), _located(cited), _safe(cell.answer),
                 "" if cell.correct is None else ("right" if cell.correct else "wrong"),
             ])  # fmt: skip
     costs = book.create_sheet("Costs and settings")
