@@ -198,7 +198,7 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
         label = plan.method_label(role)
         header = ["Document", "SHA-256", "Method"]
         for c in plan.columns:
-            header += [f"{c.question} [{c.type.value}]", "Citation", "Checked"]
+            header += [f"{c.question} [{c.type.value}]", "Citation", "Checked", "Confidence"]
         answers.append(header)
         for cell in answers[answers.max_row]:
             cell.font = bold
@@ -213,12 +213,13 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
             for i in range(len(plan.columns)):
                 cell = by.get((d.sha256, i))
                 if cell is None:
-                    line += ["(not run)", "", ""]
+                    line += ["(not run)", "", "", ""]
                     continue
                 line += [
                     _safe(cell.answer if not cell.error else f"failed: {cell.error}"),
                     _safe(_citations(cell)),
                     cell.status,
+                    _safe(_sureness(cell)),
                 ]
             answers.append(line)
         answers.append([])
@@ -232,6 +233,14 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
                 cited.page, cited.page_label, _safe(cited.quote), _located(cited), _safe(cell.answer),
                 "" if cell.correct is None else ("right" if cell.correct else "wrong"),
             ])  # fmt: skip
+    graded = book.create_sheet("Scores")
+    graded.append(["Method", "Question", *SCORE_COLUMNS])
+    for score in scores(plan, cells):
+        entry = score.to_dict()
+        at = entry.pop("precision_at_coverage")
+        graded.append(
+            [_safe(score.method), _safe(score.question), *[_cell_value(entry, at, k) for k in SCORE_COLUMNS]]
+        )
     costs = book.create_sheet("Costs and settings")
     costs.append(["Document", "SHA-256", "Question", "Method", "Engine", "Cost (USD, at the run's price)",
                   "Paid (USD)", "Price known", "Error"])  # fmt: skip
@@ -246,7 +255,7 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
         costs.append([key, _safe(str(value))])
     for role in plan.roles:
         costs.append([f"settings ({role})", _safe(str(plan.settings_of(role).to_dict()))])
-    for sheet in (answers, quotes, costs):
+    for sheet in (answers, quotes, graded, costs):
         for column in sheet.columns:
             letter = column[0].column_letter
             sheet.column_dimensions[letter].width = min(60, max(10, *(len(str(c.value or ""))
@@ -256,6 +265,45 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
     out = io.BytesIO()
     book.save(out)
     return out.getvalue()
+
+
+# The scores sheet's and CSV's columns (README "How sure is an answer").
+SCORE_COLUMNS = (
+    "cells", "marked", "answered", "right", "precision", "coverage", "base_rate", "high", "high_share",
+    "high_precision", "precision_at_50%", "precision_at_80%", "precision_at_100%", "failed", "not_stated",
+)  # fmt: skip
+
+
+def _cell_value(entry: dict[str, Any], at: dict[str, Any], column: str) -> object:
+    if column.startswith("precision_at_"):
+        value = at.get(column.removeprefix("precision_at_"))
+    else:
+        value = entry.get(column)
+    return "" if value is None else value
+
+
+def scores_csv(plan: ReviewPlan, cells: Sequence[Cell]) -> str:
+    """The scores as CSV: one row per method and column (and all columns)."""
+    rows = []
+    for score in scores(plan, cells):
+        entry = score.to_dict()
+        at = entry.pop("precision_at_coverage")
+        rows.append(
+            {"method": score.method, "role": score.role, "question": score.question}
+            | {k: _cell_value(entry, at, k) for k in SCORE_COLUMNS}
+        )
+    return csv_text(("method", "role", "question", *SCORE_COLUMNS), rows)
+
+
+def _sureness(cell: Cell) -> str:
+    """A cell's confidence in words: "high", "check this: <reason>", "none (not found)"."""
+    if cell.error or not cell.confidence:
+        return ""
+    if cell.confidence == "check":
+        return f"check this: {cell.confidence_reason}" if cell.confidence_reason else "check this"
+    if cell.confidence == "none":
+        return "none (no answer)"
+    return cell.confidence
 
 
 def _safe(value: str) -> object:
