@@ -30,6 +30,7 @@ from rr_core.support import PARTIAL, SUPPORTED, UNSUPPORTED, kind_fits
 HIGH, CHECK, NONE = "high", "check", "none"
 HIGH_AT = 0.85
 THIN_MARGIN = 0.1
+AGREE, DISAGREE = 0.10, 0.30
 _BASE = {SUPPORTED: 0.80, PARTIAL: 0.45, UNSUPPORTED: 0.15}
 _UNCHECKED_BASE = 0.55
 
@@ -68,9 +69,9 @@ def rate(
     if answered:
         agreeing = [label for label, o in answered if o.found and _same(answer, o.answer or "")]
         if agreeing:
-            score += 0.10
+            score += AGREE
         else:
-            score -= 0.30
+            score -= DISAGREE
             label, first = answered[0]
             said = (first.answer or "") if first.found else absence_words(first.absent_by).lower()
             reasons.append(f"{label} says {said}")
@@ -91,3 +92,34 @@ def assess(
         outcome, others=others, retrieval_margin=retrieval_margin
     )
     return outcome
+
+
+def assess_together(runs: Sequence[tuple[str, Sequence[Outcome]]]) -> None:
+    """Assess each outcome with the same question's outcomes from the other methods (``runs``:
+    each method's label and its outcomes), so that agreement counts where several methods ran."""
+    if len(runs) < 2:
+        return
+    for label, outcomes in runs:
+        for outcome in outcomes:
+            others = [
+                (other_label, o)
+                for other_label, other_outcomes in runs
+                if other_label != label
+                for o in other_outcomes
+                if o.question == outcome.question
+            ]
+            assess(outcome, others=others)
+
+
+def with_agreement(
+    score: float | None, support: str, reason: str, *, agrees: bool, label: str, said: str
+) -> tuple[str, float, str]:
+    """A band, score and reason already rated, with another method's answer to the same
+    question taken into account (the agreement term of the rule above)."""
+    value = (score or 0.0) + (AGREE if agrees else -DISAGREE)
+    value = round(min(1.0, max(0.0, value)), 3)
+    if not agrees:
+        reason = f"{label} says {said}"
+    if value >= HIGH_AT and support == SUPPORTED:
+        return HIGH, value, ""
+    return CHECK, value, reason or "the score is below the high band"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rr_core.batching import BatchProgress
+from rr_core.confidence import assess_together
 from rr_core.costs import Mode, assumed_free, context_window
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError
@@ -59,6 +60,7 @@ from rr_core.review import (
     Item,
     ReviewPlan,
     StoredDocuments,
+    agree_cells,
     cells_of,
     plan_review,
     prefix_sharing,
@@ -377,6 +379,8 @@ def ask(
     ):
         traces = _run_jobs(runner, plan, on_event)
     mark_traces(traces, list(plan.questions))
+    # Several methods on the same questions: agreement between them counts in each confidence.
+    assess_together([(t.label, t.outcomes) for t in traces])
     batch = None
     if save and save_error is None:
         try:  # paid results are shown whether or not the history can keep them
@@ -636,6 +640,8 @@ def review(
             elif isinstance(item, BatchProgress) and on_batch is not None:
                 on_batch(item)
         cancelled = runner.cancelled
+    if plan.compare is not None:  # main and compare on the same rows: agreement counts
+        cells = agree_cells(cells)
     result = ReviewResult(cells, traces, cancelled=cancelled)
     try:
         cache.account(ledger)

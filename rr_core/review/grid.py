@@ -17,10 +17,11 @@ import io
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
+from rr_core.confidence import with_agreement
 from rr_core.costs import Cost, Mode
 from rr_core.errors import ConfigError, RRError
 from rr_core.jobs import Job, Resolver, plan_job
@@ -629,6 +630,34 @@ def _confidence(outcome: Outcome | None, stated: bool, error: str | None) -> str
     if outcome is None or not stated:
         return "none"
     return outcome.confidence or "check"
+
+
+def agree_cells(cells: Sequence[Cell]) -> list[Cell]:
+    """The cells with agreement counted where the grid's method and the comparison both
+    answered a (document, question): each one's confidence and score moved by whether the
+    other gave the same answer (``rr_core.confidence.with_agreement``), with "<method> says X"
+    as the reason when they differ. Other cells are returned as they are."""
+    by = {(c.role, c.document_sha256, c.column): c for c in cells}
+    out = []
+    for cell in cells:
+        other_role = COMPARE if cell.role == MAIN else MAIN
+        other = by.get((other_role, cell.document_sha256, cell.column))
+        if (
+            other is None
+            or cell.error
+            or other.error
+            or not cell.found
+            or cell.confidence not in ("high", "check")
+        ):
+            out.append(cell)
+            continue
+        agrees = other.found and bool(fuzzy_match(cell.answer, [other.answer]))
+        said = other.answer if other.found else absence_words(other.absent_by).lower()
+        band, score, reason = with_agreement(
+            cell.score, cell.support, cell.confidence_reason, agrees=agrees, label=other.method, said=said
+        )
+        out.append(replace(cell, confidence=band, score=score, confidence_reason=reason))
+    return out
 
 
 def _cost_shares(trace: RunTrace, questions: int) -> list[tuple[float, float]]:
