@@ -444,7 +444,8 @@ def test_ask_table_says_offline_is_not_an_llm(capsys: pytest.CaptureFixture[str]
     assert main(["ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "icr"]) == 0
     captured = capsys.readouterr()
     assert "not an LLM" in captured.out and FACT in captured.out and f"p. {PLANTED_PAGE}" in captured.out
-    assert f"quote found on p. {PLANTED_PAGE}" in captured.out and "verified" not in captured.out
+    assert f"quote located on p. {PLANTED_PAGE}" in captured.out and "verified" not in captured.out
+    assert "high, support supported" in captured.out  # how sure, beside the answer
     assert "ICR: retrieve done" in captured.err  # progress goes to stderr
 
 
