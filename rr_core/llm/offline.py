@@ -107,12 +107,10 @@ class OfflineEngine:
             "found": reading.found,
             "citations": citations,
             "pages_to_read": list(reading.pages_to_read),
-            # Who says the answer is absent: this reader, which found nothing (not the document).
-            "absent_by": "" if reading.found else "reader",
             # The first citation again, for readers of the one-citation shape.
             "page": first["page"],
             "quote": first["quote"],
-        }
+        } | ({} if reading.found else {"absent_by": "reader"})  # who says it is absent: this reader
 
     def _fill_extraction(
         self, questions: list[str], pages: list[tuple[int, str]], limit: int
