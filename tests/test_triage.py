@@ -13,7 +13,7 @@ import pytest
 from openpyxl import load_workbook
 
 from rr_core.cli import main
-from rr_core.review import AnswerType, Cell, Column, score_cells
+from rr_core.review import COMPARE, MAIN, AnswerType, Cell, Column, agree_cells, score_cells
 from rr_core.review.sample import DAMAGED_NAME, sample_corpus
 from tests.test_review_cli import run_json
 
@@ -64,6 +64,25 @@ def test_scores_carry_answered_precision_coverage_base_rate_and_the_high_band() 
     ):
         assert field in data
     assert data["precision_at_coverage"] == {"50%": 0.6667, "80%": None, "100%": None}
+
+
+def test_agreement_between_the_grid_and_the_comparison_moves_confidence() -> None:
+    def cell(role: str, answer: str, *, score: float = 0.9, band: str = "high", column: int = 0) -> Cell:
+        return Cell(
+            document="a.pdf", document_sha256="a", column=column, question="q", type="text", role=role,
+            method="Baseline" if role == COMPARE else "R&R", answer=answer, raw=answer, typed=True, found=True,
+            support="supported", confidence=band, score=score,
+        )  # fmt: skip
+
+    same = agree_cells([cell(MAIN, "Texas"), cell(COMPARE, "Texas")])
+    assert [c.confidence for c in same] == ["high", "high"] and same[0].score == 1.0
+    differ = agree_cells([cell(MAIN, "Texas"), cell(COMPARE, "Ohio")])
+    assert [(c.confidence, c.confidence_reason) for c in differ] == [
+        ("check", "Baseline says Ohio"),
+        ("check", "R&R says Texas"),
+    ]
+    alone = [cell(MAIN, "Texas", column=1), cell(COMPARE, "Ohio", column=2)]
+    assert agree_cells(alone) == alone  # no other method on the same cell: unchanged
 
 
 # ---- the sample corpus, offline, through the CLI ---------------------------------------------------------

@@ -499,7 +499,7 @@ class Cell:
             return f"quote located on p. {located[0].page} (not checked against a known answer)"
         near = [c for c in self.citations if c.quote_check == "approximate"]
         if near:
-            return f"quote nearly as on p. {near[0].page} (not checked against a known answer)"
+            return f"quote located on p. {near[0].page} with small differences (not checked against a known answer)"
         return "quote not located on its page" if self.citations else "no citation"
 
     def to_dict(self) -> dict[str, Any]:
