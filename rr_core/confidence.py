@@ -99,12 +99,12 @@ def assess_together(runs: Sequence[tuple[str, Sequence[Outcome]]]) -> None:
     each method's label and its outcomes), so that agreement counts where several methods ran."""
     if len(runs) < 2:
         return
-    for label, outcomes in runs:
+    for mine, (_, outcomes) in enumerate(runs):
         for outcome in outcomes:
             others = [
                 (other_label, o)
-                for other_label, other_outcomes in runs
-                if other_label != label
+                for theirs, (other_label, other_outcomes) in enumerate(runs)
+                if theirs != mine
                 for o in other_outcomes
                 if o.question == outcome.question
             ]
