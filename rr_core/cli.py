@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
 from rr_core.llm import ALL_PROVIDERS, PROVIDERS, get_provider
 from rr_core.llm.config import COMPAT_KEY_VAR, command_line_compat_key
+from rr_core.plans import absence_words
 from rr_core.quotes import check_words
 from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.sources import open_document
@@ -380,7 +381,12 @@ def _parser() -> argparse.ArgumentParser:
     p_review.add_argument(
         "--traces", action="store_true", help="with --json: every run's trace (prompts left out)"
     )
-    p_review.add_argument("--csv", default=None, metavar="OUT.csv", help="also write one row per cell")
+    p_review.add_argument(
+        "--csv",
+        default=None,
+        metavar="OUT.csv",
+        help="also write one row per cell (and, with --answers, OUT.scores.csv)",
+    )
     p_review.add_argument("--xlsx", default=None, metavar="OUT.xlsx", help="also write an Excel workbook")
     p_review.add_argument("--provider", default=None, choices=list(ALL_PROVIDERS))
     p_review.add_argument("--model", default=None, help="model id (also picks the tokenizer)")
@@ -963,11 +969,12 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 retrieved = f"  retrieved {o['retrieved_pages']}" if o["retrieved_pages"] else ""
                 print(f"    Q: {o['question']}")
                 if o["answer"] is not None and o.get("found") is False:
-                    to_read = o.get("pages_to_read") or []
-                    said = f"not found; pages to read: {to_read}" if to_read else "not stated in the document"
+                    said = absence_words(o.get("absent_by") or "", o.get("pages_to_read") or [])
                     print(f"    A: {said}{mark}{retrieved}")
                     continue
                 print(f"    A: {o['answer']}{mark}{retrieved}")
+                if o.get("confidence"):
+                    print(f"       {_sureness(o)}")
                 for c in o.get("citations", []):
                     where = f"p. {c['page']}" if c["page"] is not None else "no page"
                     print(f"       {check_words(c['quote_check'], where, c['quote_score'])}")
@@ -1106,7 +1113,7 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
     """Read the corpus, plan the grid (printed on stderr), and unless --dry-run run it."""
     from rr_core.methods import parse_spec
     from rr_core.review import items_from_paths, parse_answer_key, parse_columns
-    from rr_core.review.export import estimate_json, review_csv, review_json, review_xlsx
+    from rr_core.review.export import estimate_json, review_csv, review_json, review_xlsx, scores_csv
     from rr_core.workbench import (
         acting_user,
         check_review_budget,
@@ -1191,6 +1198,10 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
         (args.csv, lambda: review_csv(plan, result.cells).encode()),
         (args.xlsx, lambda: review_xlsx(plan, result.cells, context=context)),
     ]
+    if args.csv and key is not None:  # the scores beside the cells: OUT.scores.csv
+        writes.append(
+            (str(Path(args.csv).with_suffix(".scores.csv")), lambda: scores_csv(plan, result.cells).encode())
+        )
     for option, write in writes:
         if option:
             try:
@@ -1449,16 +1460,46 @@ def _print_review(data: dict[str, Any]) -> None:
         where = f"  [{check_words(cite['quote_check'], page) or page}]" if cite else ""
         mark = {True: "  RIGHT", False: "  WRONG"}.get(c["correct"], "")
         answer = f"failed: {c['error']}" if c["error"] else c["answer"]
-        print(f"  {c['question']}: {answer}{where}{mark}")
+        sure = f"  ({_sureness(c)})" if c.get("confidence") and c["found"] else ""
+        print(f"  {c['question']}: {answer}{where}{sure}{mark}")
     groups = [g for g in data["scores"].values() if g["all"] and g["all"]["marked"]]
     if groups:
-        print("\nscores against the answer key:")
+        print(
+            "\nscores against the answer key (precision = right / answered; base rate: always the commonest key answer):"
+        )
         for g in groups:
             for s in [*g["columns"], g["all"]]:
                 if s["marked"]:
-                    print(f"  {g['method']} — {s['question']}: {s['right']}/{s['marked']}")
+                    print(f"  {g['method']} — {s['question']}: {_score_line(s)}")
     engine = "" if data.get("is_llm") else " (not an LLM: nothing paid)"
     print(f"\npaid ${data['paid_usd']:.4f}{engine}")
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def _sureness(answer: dict[str, Any]) -> str:
+    """An answer's confidence, support and reason in words: "high", "check: the quote does not
+    contain the answer"."""
+    band = answer.get("confidence") or ""
+    said = "check this" if band == "check" else band
+    support = answer.get("support") or ""
+    reason = answer.get("confidence_reason") or ""
+    return ", ".join(
+        x for x in (said, f"support {support}" if support else "", reason if band == "check" else "") if x
+    )
+
+
+def _score_line(s: dict[str, Any]) -> str:
+    """One score in words: right/marked, answered, precision, coverage, base rate, the high band
+    and precision at coverage."""
+    at = ", ".join(f"{k} {_pct(v)}" for k, v in (s.get("precision_at_coverage") or {}).items())
+    return (
+        f"{s['right']}/{s['marked']} right; answered {s.get('answered', 0)}, precision {_pct(s.get('precision'))}, "
+        f"coverage {_pct(s.get('coverage'))}, base rate {_pct(s.get('base_rate'))}; "
+        f"high {s.get('high', 0)} cells, precision {_pct(s.get('high_precision'))}; precision at coverage: {at}"
+    )
 
 
 def _print_history(data: dict[str, Any]) -> None:

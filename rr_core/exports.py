@@ -23,7 +23,8 @@ from rr_core.untrusted import unlinked
 
 CSV_COLUMNS = (
     "run_at", "run_id", "document", "document_sha256", "question", "method", "settings", "answer",
-    "found", "page", "page_label", "quote", "quote_check", "citations", "correct", "retrieved_pages", "input_tokens",
+    "found", "pages_to_read", "page", "page_label", "quote", "quote_check", "citations", "support", "support_reason",
+    "confidence", "score", "confidence_reason", "correct", "retrieved_pages", "input_tokens",
     "cached_tokens", "output_tokens", "calls", "cost_usd", "paid_usd", "estimate_usd", "latency_s",
     "provider", "model", "engine", "is_llm", "error", "warnings",
 )  # fmt: skip
@@ -43,6 +44,11 @@ def to_json(traces: Sequence[RunTrace], *, include_prompts: bool = False) -> str
 def _answers(trace: RunTrace) -> Iterator[Outcome]:
     """Each answer of a run; a run that failed before answering still gets its row."""
     yield from trace.outcomes or [Outcome(question=trace.question, error=trace.error)]
+
+
+def _absent(outcome: Outcome) -> str:
+    """Who says an answer is not there: "no (not found)" or "no (the model says not stated)"."""
+    return "no (the model says not stated)" if outcome.absent_by == "model" else "no (not found)"
 
 
 def _correct(outcome: Outcome) -> str:
@@ -86,12 +92,18 @@ def answer_rows(trace: RunTrace) -> list[dict[str, object]]:
                 "method": trace.method,
                 "settings": trace.describe,
                 "answer": outcome.answer_text,
-                "found": "" if outcome.answer is None else ("yes" if outcome.found else "no"),
+                "found": "" if outcome.answer is None else ("yes" if outcome.found else _absent(outcome)),
+                "pages_to_read": " ".join(str(p) for p in outcome.pages_to_read),
                 "page": outcome.page if outcome.page is not None else "",
                 "page_label": outcome.page_label,
                 "quote": outcome.quote,
                 "quote_check": _check(outcome.first) if outcome.first else "",
                 "citations": " | ".join(_citation(c) for c in outcome.citations),
+                "support": outcome.support if outcome.stated else "",
+                "support_reason": outcome.support_reason if outcome.stated else "",
+                "confidence": outcome.confidence,
+                "score": "" if outcome.score is None else outcome.score,
+                "confidence_reason": outcome.confidence_reason,
                 "correct": _correct(outcome),
                 "retrieved_pages": " ".join(str(p) for p in outcome.retrieved_pages),
                 "input_tokens": usage.prompt_tokens,
@@ -177,7 +189,7 @@ def _engine(trace: RunTrace) -> str:
 
 
 def _cited(outcome: Outcome) -> str:
-    """Each citation's page and where its quote stands: "quote found on p. 26; quote not found on p. 27"."""
+    """Each citation's page and where its quote stands: "quote located on p. 26; quote not located on p. 27"."""
     if not outcome.stated:
         return "—"
     return "; ".join(_check(c) for c in outcome.citations) or "no page cited"

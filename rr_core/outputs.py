@@ -175,6 +175,9 @@ class AnswerOut(Output):
     # Not asked of models: a reader that found nothing (the offline engine) names the pages
     # worth reading, best first, so "not found" does not lose them.
     pages_to_read: list[int] = Field(default_factory=list)
+    # Not asked of models either: "reader" when the reply comes from a reader that found
+    # nothing (the offline engine: "Not found", a claim about its search, not the document).
+    absent_by: str = ""
 
     @field_validator("pages_to_read", mode="before")
     @classmethod

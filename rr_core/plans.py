@@ -211,6 +211,18 @@ class Phase:
 # ---- Outcomes -------------------------------------------------------------------------
 
 NOT_STATED_SCORED = "n/a"  # how "not stated" compares with known answers (METHOD.md §11)
+NOT_FOUND = "Not found"  # a reader found nothing: a claim about the search, not the document
+MODEL_SAYS_NOT_STATED = "the model says the document does not state it"
+
+
+def absence_words(absent_by: str, pages_to_read: Sequence[int] = ()) -> str:
+    """An answer that is not there, in words that say who says so: "Not found" (the reader
+    found nothing; ``absent_by`` "reader" or unknown) or the model's claim, with the pages to
+    read, best first, where any were named."""
+    said = MODEL_SAYS_NOT_STATED if absent_by == "model" else NOT_FOUND
+    if pages_to_read:
+        said += f"; pages to read: {', '.join(map(str, pages_to_read))}"
+    return said
 
 
 @dataclass(slots=True, kw_only=True)
@@ -267,8 +279,9 @@ class Outcome:
     confidence_reason: str = ""
 
     def not_stated(self) -> None:
-        """Record that the document does not state the answer (nothing to cite)."""
+        """Record that nothing was found to answer from (nothing to cite): "Not found"."""
         self.answer, self.found, self.citations, self.pages_to_read = NOT_STATED, False, [], []
+        self.absent_by = "reader"  # the method read nothing that answers, whoever its model
 
     @property
     def stated(self) -> bool:
@@ -277,13 +290,14 @@ class Outcome:
 
     @property
     def answer_text(self) -> str:
-        """The answer as shown and exported: "not stated in the document" when it is not
-        (whatever words the model used), "" when there is none."""
+        """The answer as shown and exported, "" when there is none. Without one: "Not found"
+        with the pages to read when a reader found nothing (a claim about its search, never
+        "not stated"), or the model's claim that the document does not state it, as its own."""
         if self.answer is None:
             return ""
-        if not self.found and self.pages_to_read:
-            return f"not found; pages to read: {', '.join(map(str, self.pages_to_read))}"
-        return self.answer if self.found else NOT_STATED
+        if self.found:
+            return self.answer
+        return absence_words(self.absent_by, self.pages_to_read)
 
     @property
     def compared_answer(self) -> str:

@@ -49,13 +49,14 @@ def check_quote(quote: str, page_text: str | None) -> QuoteCheck:
     return QuoteCheck(NOT_FOUND, round(score, 1))
 
 
-# What each verdict says, in the same words on every screen and in every export. "Found" is
-# where the sentence stands, never that the answer is right: that is only said against a
-# known answer.
+# What each verdict says, in the same words on every screen and in every export. "Located" is
+# where the sentence stands (provenance), never that it supports the answer or that the answer
+# is right: no tick, nothing that reads as approval. The JSON value ``verified`` means only
+# "located word for word" (provenance), kept for the readers of earlier exports.
 _CHECK_WORDS = {
-    VERIFIED: "quote found on {page}",
-    APPROXIMATE: "quote found on {page} with small differences ({score:.0f}% match)",
-    NOT_FOUND: "quote not found on {page}",
+    VERIFIED: "quote located on {page}",
+    APPROXIMATE: "quote located on {page} with small differences ({score:.0f}% match)",
+    NOT_FOUND: "quote not located on {page}",
     NO_QUOTE: "no quote given for {page}",
     NO_PAGE: "no page cited, so the quote could not be checked",
     UNCHECKED: "the quote for {page} was not checked",
@@ -63,8 +64,9 @@ _CHECK_WORDS = {
 # Verdicts that ask the reader to look before relying on the quote (shown in amber).
 DOUBTFUL = frozenset({APPROXIMATE, NOT_FOUND, NO_PAGE})
 CHECK_MEANING = (
-    "A quote check says where the quoted sentence stands (found on its page word for word, "
-    "nearly, or not at all), not whether the answer is right."
+    "A quote check is provenance: it says where the quoted sentence stands (located on its page "
+    "word for word, nearly, or not at all), not whether the quote supports the answer (see support) "
+    "nor whether the answer is right."
 )
 
 

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from rr_core.batching import BatchProgress, BatchSender
+from rr_core.confidence import assess
 from rr_core.costs import Mode, estimate_cost, price_data_version, price_usage
 from rr_core.dispatch import Delivered, Dispatcher, NowSender, Outgoing
 from rr_core.documents import Document
@@ -63,6 +64,7 @@ from rr_core.quotes import check_quote
 from rr_core.settings import RunSettings
 from rr_core.store.base import CachedCall as CachedCall
 from rr_core.store.base import CallCache as CallCache
+from rr_core.support import UNCHECKED, offline_support
 from rr_core.tokens import TokenCounter, counter_for_model
 from rr_core.traces import TRACE_SCHEMA_VERSION as TRACE_SCHEMA_VERSION
 from rr_core.traces import CallTrace as CallTrace
@@ -936,6 +938,7 @@ class _Run:
             self.trace.warnings.extend(conclusion.warnings)
             self.trace.details.update(conclusion.details)
             self._check_quotes()
+            self._triage()
             errors = [o.error for o in self.trace.outcomes if o.error]
             if errors and len(errors) == len(self.trace.outcomes):
                 self.trace.error = errors[0]
@@ -1014,6 +1017,20 @@ class _Run:
                 citation.quote_check, citation.quote_score = check.status, check.score
                 if text is not None and page is not None:
                     citation.page_label = pages[page - 1].label
+
+    def _triage(self) -> None:
+        """Who says a missing answer is absent, whether each answer's quotes support it (the
+        offline reader judges its own, free; a model's stays unchecked), and its confidence."""
+        reader = not self.executor.client.is_llm
+        for outcome in self.trace.outcomes:
+            if outcome.answer is not None and not outcome.found and not outcome.absent_by:
+                outcome.absent_by = "reader" if reader else "model"
+            if reader and outcome.stated and outcome.support == UNCHECKED:
+                outcome.support, outcome.support_reason = offline_support(
+                    outcome.question, outcome.answer, [c.quote for c in outcome.citations]
+                )
+                outcome.support_by = "offline reader"
+            assess(outcome)
 
     def _first_error_kind(self) -> str:
         return "LLMError" if any(c.error for c in self.trace.calls) else "RRError"

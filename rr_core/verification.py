@@ -9,7 +9,9 @@ in one line. The estimate counts one such call per question (the worst case). Th
 through the runner like any other (budget, batches, call cache); a check that fails or cannot
 be read leaves its answer as it was, "unchecked", saying why: the phase is ``optional``.
 
-On a free engine (the offline reader) nothing more is sent: its reader judges support itself.
+Only quotes located on their cited page are sent; an answer with none is unsupported without a
+call. On a free engine (the offline reader) nothing more is sent: the offline reader judges the
+support of its own answers from its evidence (``rr_core.support``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rr_core.llm.providers import describe_provider
 from rr_core.outputs import UNCHECKED, VerificationOut
 from rr_core.plans import Call, Conclusion, Outcome, Phase, PhaseResults, Plan, count_layout
 from rr_core.prompts import PromptLayout, verify_blocks
+from rr_core.quotes import check_quote
 from rr_core.settings import RunSettings
 from rr_core.tokens import TokenCounter
 
@@ -91,12 +94,24 @@ def with_verification(plan: Plan, document: Document, counter: TokenCounter) -> 
         call = check(index, question, "", ())
         return replace(call, prompt_tokens=call.prompt_tokens + ANSWER_AND_QUOTES_TOKENS)
 
+    def located(outcome: Outcome) -> list[tuple[int | None, str]]:
+        """The answer's quotes that stand on their cited page: only those are sent to be judged
+        (a quote the document does not hold supports nothing, whatever a verifier says of it)."""
+        pages = document.pages
+        return [
+            (c.page, c.quote)
+            for c in outcome.citations
+            if c.page is not None
+            and 1 <= c.page <= len(pages)
+            and check_quote(c.quote, pages[c.page - 1].text).status in ("verified", "approximate")
+        ]
+
     def resolve(done: Sequence[PhaseResults]) -> Phase:
         outcomes = base_conclude(done[:count]).outcomes
         calls = tuple(
-            check(i, o.question, o.answer or "", [(c.page, c.quote) for c in o.citations])
+            check(i, o.question, o.answer or "", quotes)
             for i, o in enumerate(outcomes)
-            if o.stated and o.error is None
+            if o.stated and o.error is None and (quotes := located(o))
         )
         return Phase(stage=STAGE, steps=calls, optional=True)
 
@@ -107,6 +122,11 @@ def with_verification(plan: Plan, document: Document, counter: TokenCounter) -> 
             result = checks.get(call_id(i))
             if result is not None:
                 judge(outcome, result.value if result.ok else None, result.error, settings)
+            elif outcome.stated and outcome.error is None and not located(outcome):
+                outcome.support, outcome.support_by = "unsupported", verifier_name(settings)
+                outcome.support_reason = (
+                    "none of its quotes stands on its cited page: nothing to check it against"
+                )
         return conclusion
 
     phase = Phase(

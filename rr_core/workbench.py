@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rr_core.batching import BatchProgress
+from rr_core.confidence import assess_together
 from rr_core.costs import Mode, assumed_free, context_window
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError
@@ -59,6 +60,7 @@ from rr_core.review import (
     Item,
     ReviewPlan,
     StoredDocuments,
+    agree_cells,
     cells_of,
     plan_review,
     prefix_sharing,
@@ -377,6 +379,8 @@ def ask(
     ):
         traces = _run_jobs(runner, plan, on_event)
     mark_traces(traces, list(plan.questions))
+    # Several methods on the same questions: agreement between them counts in each confidence.
+    assess_together([(t.label, t.outcomes) for t in traces])
     batch = None
     if save and save_error is None:
         try:  # paid results are shown whether or not the history can keep them
@@ -667,6 +671,8 @@ def review(
                 on_batch(item)
         cancelled = runner.cancelled
     result.cancelled = cancelled
+    if plan.compare is not None and keep:  # main and compare on the same rows: agreement counts
+        result.cells = agree_cells(cells)
     flush()
     try:
         cache.account(ledger)

@@ -4,6 +4,7 @@ on the offline engine, nothing more."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from pages.common.state import SESSION_KEY, Session
 from rr_core.outputs import VERDICTS
-from tests.stub_server import StubServer, schema_name_of
+from tests.stub_server import Reply, StubServer, json_output, prompt_of, schema_name_of
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TIMEOUT = 240  # the machine is slow and shared: generous, never a speed check
@@ -35,6 +36,20 @@ def on_stub(stub: StubServer) -> dict[str, Any]:
     return {"provider": "openai", "model": MODEL, "base_url": stub.url, "api_key": "sk-app-test"}
 
 
+_PAGE = re.compile(r"^<PAGE (\d+)>\n(.+)$", re.MULTILINE)
+
+
+def quoting(path: str, body: Any) -> Reply:
+    """The stub's own replies, but an answer quotes the first line of the first page it was
+    given (a quote that stands on its page: only such quotes are sent to be checked)."""
+    if schema_name_of(body) != "answer":
+        return Reply()  # the stub's own reply for the shape
+    found = _PAGE.search(prompt_of(body))
+    page, line = (found.group(1), found.group(2).strip()[:120]) if found else ("1", "")
+    return json_output({"question": "", "answer": "stub answer", "found": True,
+                        "citations": [{"page": page, "quote": line}]})  # fmt: skip
+
+
 def run_ask(at: AppTest) -> list[Any]:
     at.button(key="run").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -42,6 +57,7 @@ def run_ask(at: AppTest) -> list[Any]:
 
 
 def test_the_ask_toggle_sends_one_check_per_answer_found(stub: StubServer) -> None:
+    stub.responder = quoting
     at = open_app(**on_stub(stub))
     assert at.checkbox(key=TOGGLE).label == "Check each answer against its quotes"
     assert not at.checkbox(key=TOGGLE).value

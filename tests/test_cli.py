@@ -444,8 +444,24 @@ def test_ask_table_says_offline_is_not_an_llm(capsys: pytest.CaptureFixture[str]
     assert main(["ask", str(planted_txt), "-q", PLANTED_QUESTION, "--methods", "icr"]) == 0
     captured = capsys.readouterr()
     assert "not an LLM" in captured.out and FACT in captured.out and f"p. {PLANTED_PAGE}" in captured.out
-    assert f"quote found on p. {PLANTED_PAGE}" in captured.out and "verified" not in captured.out
+    assert f"quote located on p. {PLANTED_PAGE}" in captured.out and "verified" not in captured.out
+    assert "high, support supported" in captured.out  # how sure, beside the answer
     assert "ICR: retrieve done" in captured.err  # progress goes to stderr
+
+
+def test_ask_says_not_found_with_pages_to_read_never_not_stated(
+    capsys: pytest.CaptureFixture[str], planted_txt: Path
+) -> None:
+    """A question the offline reader finds nothing for: "Not found" (its search), with the pages
+    to read, in the table and in JSON; never "not stated in the document" nor "No"."""
+    question = "Who keeps the zebra enclosure of the lantern museum?"
+    assert main(["ask", str(planted_txt), "-q", question, "--methods", "baseline"]) == 0
+    out = capsys.readouterr().out
+    assert "A: Not found" in out and "not stated" not in out
+    data = cli_json(capsys, "ask", str(planted_txt), "-q", question, "--methods", "baseline")
+    (outcome,) = data["results"][0]["outcomes"]
+    assert outcome["found"] is False and outcome["absent_by"] == "reader" and outcome["confidence"] == "none"
+    assert isinstance(outcome["pages_to_read"], list) and outcome["citations"] == []
 
 
 def test_ask_encrypted_pdf_with_password(capsys: pytest.CaptureFixture[str], encrypted_pdf: Path) -> None:

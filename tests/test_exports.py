@@ -173,7 +173,8 @@ def test_exports_cover_the_other_methods(planted_document: Document) -> None:
         assert f"| {label} |" in report
     rows = list(csv.DictReader(io.StringIO(to_csv(traces))))
     assert [r["method"] for r in rows] == ["rag", "briefcontext", "closed-book", "oracle"]
-    assert (rows[2]["answer"], rows[2]["found"], rows[2]["citations"]) == (NOT_STATED, "no", "")
+    # closed-book, offline: the reader found nothing, which is "Not found", never "not stated"
+    assert (rows[2]["answer"], rows[2]["found"], rows[2]["citations"]) == ("Not found", "no (not found)", "")
     assert rows[3]["page"] == str(PLANTED_PAGE) and rows[3]["found"] == "yes"
     data = json.loads(to_json(traces, include_prompts=True))["results"]
     assert data[1]["details"]["preflight"]["decision"] == "map-reduce"
@@ -323,11 +324,11 @@ def test_exports_say_where_each_quote_stands_and_never_that_a_wrong_answer_is_ve
     rows = list(csv.DictReader(io.StringIO(to_csv([trace]))))
     wrong, absent = rows
     assert wrong["correct"] == "wrong" and wrong["found"] == "yes"
-    assert wrong["quote_check"] == "quote found on p. 6"  # provenance, in the screens' words
+    assert wrong["quote_check"] == "quote located on p. 6"  # provenance, in the screens' words
     assert wrong["citations"] == (
-        "p. 6: “Pregnant women.” (quote found on p. 6) | "
-        "p. 7 (printed vii): “Prior surgery.” (quote found on p. 7 (printed vii) with small differences (93% match)) | "
-        "p. 9: “Made up.” (quote not found on p. 9)"
+        "p. 6: “Pregnant women.” (quote located on p. 6) | "
+        "p. 7 (printed vii): “Prior surgery.” (quote located on p. 7 (printed vii) with small differences (93% match)) | "
+        "p. 9: “Made up.” (quote not located on p. 9)"
     )
     assert (
         absent["answer"],
@@ -335,15 +336,16 @@ def test_exports_say_where_each_quote_stands_and_never_that_a_wrong_answer_is_ve
         absent["page"],
         absent["quote_check"],
         absent["citations"],
-    ) == (NOT_STATED, "no", "", "", "")
+    ) == ("Not found", "no (not found)", "", "", "")
     report = to_markdown([trace])
     assert "verified" not in report.lower() and "word for word |" not in report
     assert (
-        "| Pregnancy; prior surgery | quote found on p. 6; quote found on p. 7 \\(printed vii\\) with small"
+        "| Pregnancy; prior surgery | quote located on p. 6; quote located on p. 7 \\(printed vii\\) with small"
         in report
     )
-    assert "quote not found on p. 9 | wrong |" in report
-    assert f"| {NOT_STATED} | — |" in report  # not stated, nothing cited: not dressed as an answer
+    assert "quote not located on p. 9 | wrong |" in report
+    assert "| Not found | — |" in report  # nothing found, nothing cited: not dressed as an answer
+    assert NOT_STATED not in report
     data = json.loads(to_json([trace]))
     assert data["quote_check"] == CHECK_MEANING
     cited = data["results"][0]["outcomes"][0]["citations"]

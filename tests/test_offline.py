@@ -107,6 +107,7 @@ def test_answer_is_not_found_with_pages_to_read_when_nothing_matches() -> None:
         "pages_to_read": [4],
         "page": "n/a",
         "quote": "",
+        "absent_by": "reader",  # a claim about this reader's search, not about the document
     }
     nothing = complete(
         engine, "answer", prompt_for("answer", "Who is the zebra keeper?", planted_texts(pages=3, gold=2))

@@ -349,9 +349,13 @@ def test_no_text_makes_the_csv_readers_fail_other_than_with_a_message() -> None:
     assert outcomes["read"] and outcomes["refused"]  # both happen; nothing else does
 
 
-def right(kind: str, answer: str, accepted: tuple[str, ...], stated: bool = True, **column: Any) -> bool:
+def right(
+    kind: str, answer: str, accepted: tuple[str, ...], stated: bool = True, absent_by: str = "", **column: Any
+) -> bool | None:
     col = Column("q", answer_type(kind), **column)
-    return is_right(col, typed_answer(col, answer, stated=stated), answer, stated, accepted)
+    return is_right(
+        col, typed_answer(col, answer, stated=stated), answer, stated, accepted, absent_by=absent_by
+    )
 
 
 def test_is_right_compares_as_the_column_type() -> None:
@@ -365,13 +369,14 @@ def test_is_right_compares_as_the_column_type() -> None:
     assert not right("amount", "$2.6 million", ("$2,500,000",))
     assert right("number", "12 renewals", ("twelve", "12")) and not right("number", "13", ("12",))
     assert right("yes-no", "Yes, on notice", ("Yes",)) and not right("yes-no", "No", ("Yes",))
-    # a yes/no the document does not state is a "No", right against a key of No or "not stated"
-    assert right("yes-no", "not stated in the document", ("No",), stated=False)
-    assert right("yes-no", "not stated in the document", ("not stated",), stated=False)
-    assert not right("yes-no", "not stated in the document", ("Yes",), stated=False)
-    # another type not stated is right only where the key says so
-    assert right("text", "not stated in the document", ("not stated",), stated=False)
-    assert not right("text", "not stated in the document", ("Texas",), stated=False)
+    # nothing found is unanswered (None), never a "No" nor "not stated" matching the key
+    assert right("yes-no", "not stated in the document", ("No",), stated=False) is None
+    assert right("yes-no", "not stated in the document", ("not stated",), stated=False) is None
+    assert right("text", "not stated in the document", ("not stated",), stated=False) is None
+    # a model's claim that a text is not stated is scored: right only where the key says so
+    assert right("text", "not stated in the document", ("not stated",), stated=False, absent_by="model")
+    assert not right("text", "not stated in the document", ("Texas",), stated=False, absent_by="model")
+    assert right("yes-no", "not stated in the document", ("No",), stated=False, absent_by="model") is None
     assert right("text", "the laws of the State of Delaware", ("Delaware",))
     assert not right("text", "California", ("Texas",))
     choices = {"choices": ("LLC", "Corporation")}
@@ -727,15 +732,18 @@ def test_an_offline_grid_gives_cells_with_typed_answers_citations_and_free_cost(
         assert c.ok and c.is_llm is False and c.paid_usd == 0.0  # a free engine never pays
         for cited in c.citations:
             assert cited.quote_check in ("verified", "approximate") and cited.page in (1, 2)
-    # yes/no: stated -> "Yes" with its citation; not stated -> "No (no such provision found)"
+    # yes/no: stated -> "Yes" with its citation; nothing found -> "Not found" with the pages to
+    # read, never "No" nor "not stated"
     for c in cells:
         if c.type == "yes-no":
-            assert (c.answer, c.found, bool(c.citations)) in (
-                ("Yes", True, True),
-                ("No (no such provision found)", False, False),
-            )
+            assert c.answer == "Yes" and c.found and c.citations or not c.found and not c.citations
+        if not c.found:
+            assert c.answer.startswith("Not found") and c.absent_by == "reader" and c.confidence == "none"
+            assert c.correct is None and "not stated" not in c.answer and not c.answer.startswith("No ")
         assert bool(c.citations) == c.found
-    assert by[("beta.txt", 2)].answer == "No (no such provision found)" and not by[("beta.txt", 2)].found
+    beta = by[("beta.txt", 2)]
+    assert beta.answer == "Not found; pages to read: " + ", ".join(map(str, beta.pages_to_read))
+    assert not beta.found and beta.pages_to_read
     assert [by[(n, 1)].answer for n in ("alpha.txt", "beta.txt", "gamma.txt")] == [
         "2020-03-01",
         "2002-11-01",
@@ -743,9 +751,11 @@ def test_an_offline_grid_gives_cells_with_typed_answers_citations_and_free_cost(
     ]
     # right or wrong only where the key has an answer: gamma's cap has no row in the key
     assert by[("gamma.txt", 3)].correct is None and by[("gamma.txt", 3)].accepted == ()
-    assert all(c.correct is not None for k, c in by.items() if k != ("gamma.txt", 3))
-    assert by[("gamma.txt", 0)].correct is False  # the key says Texas, the contract California
-    assert by[("beta.txt", 2)].correct is True and all(
+    # the rest are right or wrong where answered, unanswered (None) where nothing was found
+    assert all((c.correct is not None) == c.found for k, c in by.items() if k != ("gamma.txt", 3))
+    # the reader does not find gamma's law: unanswered, neither right nor wrong (nor "not stated")
+    assert by[("gamma.txt", 0)].correct is None and by[("gamma.txt", 0)].confidence == "none"
+    assert by[("beta.txt", 2)].correct is None and all(
         by[(n, 1)].correct for n in ("alpha.txt", "beta.txt", "gamma.txt")
     )
     # each job's cells share its trace's cost (at the run's price), and sum to it
@@ -780,7 +790,8 @@ def test_scores_per_column_and_method_and_the_main_method_on_the_same_rows(
                 round(entry["right"] / entry["marked"], 4) if entry["marked"] else None
             )
     main = [c for c in cells if c.role == MAIN]
-    assert groups[MAIN]["all"]["marked"] == sum(c.correct is not None for c in main) == 11
+    assert groups[MAIN]["all"]["marked"] == sum(bool(c.accepted) for c in main) == 11
+    assert groups[MAIN]["all"]["answered"] == sum(c.correct is not None for c in main)
     assert groups[MAIN]["all"]["right"] == sum(c.correct is True for c in main)
     sampled = set(plan.compare_documents)
     on_sample = [c for c in main if c.document_sha256 in sampled]
@@ -844,13 +855,15 @@ def test_the_grid_through_each_provider_cites_checks_and_never_pays_twice(
     assert [by[("beta.txt", i)].answer for i in range(4)] == [
         "New York",
         "2002-11-01",
-        "No (no such provision found)",
+        "the model says the document does not state it",  # a yes/no without a clause: never "No"
         "$500,000",
     ]
+    assert by[("beta.txt", 2)].absent_by == "model" and by[("beta.txt", 2)].correct is None
     assert (
-        by[("gamma.txt", 3)].answer == "not stated in the document" and by[("gamma.txt", 3)].correct is None
+        by[("gamma.txt", 3)].answer == "the model says the document does not state it"
+        and by[("gamma.txt", 3)].correct is None
     )
-    assert sum(c.correct is True for c in cells) == 10 and by[("gamma.txt", 0)].correct is False
+    assert sum(c.correct is True for c in cells) == 9 and by[("gamma.txt", 0)].correct is False
     for c in cells:
         assert c.is_llm and all(x.quote_check == "verified" and x.page in (1, 2) for x in c.citations)
         assert bool(c.citations) == c.found

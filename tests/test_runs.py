@@ -463,6 +463,9 @@ def test_not_stated_is_an_answer_with_nothing_to_check(planted_document: Documen
     (trace,) = run(planted_document, ScriptedClient([reply]), "baseline")
     outcome = trace.outcome
     assert trace.ok and outcome.found is False and outcome.citations == [] and outcome.page is None
+    # a model's "not stated" is its claim, labelled as such
+    assert outcome.absent_by == "model"
+    assert outcome.answer_text == "the model says the document does not state it"
     assert outcome.compared_answer == "n/a"
     assert trace.to_dict()["outcomes"][0]["found"] is False
 
@@ -472,12 +475,13 @@ def test_a_reader_that_found_nothing_keeps_the_pages_to_read(planted_document: D
     shown as not found rather than as a claim that the document is silent, and read back."""
     reply = json.dumps(
         {"question": PLANTED_QUESTION, "answer": "Not found by the offline engine; pages to read: 2, 999, 1",
-         "found": False, "citations": [], "pages_to_read": ["2", 999, 1]}
+         "found": False, "citations": [], "pages_to_read": ["2", 999, 1], "absent_by": "reader"}
     )  # fmt: skip
     (trace,) = run(planted_document, ScriptedClient([reply]), "baseline")
     outcome = trace.outcome
     assert outcome.found is False and outcome.pages_to_read == [2, 1]  # 999 is not a page here
-    assert outcome.answer_text == "not found; pages to read: 2, 1"
+    assert outcome.absent_by == "reader" and outcome.answer_text == "Not found; pages to read: 2, 1"
+    assert (outcome.confidence, outcome.score) == ("none", 0.0)
     assert outcome.compared_answer == "n/a"  # still scored as not stated
     assert RunTrace.from_dict(json.loads(json.dumps(trace.to_dict()))).outcome.pages_to_read == [2, 1]
 

@@ -145,6 +145,29 @@ def test_an_answer_not_found_is_not_checked(stub: StubServer, document: Document
     assert not sky.found and sky.support == "unchecked" and sky.support_by == ""
 
 
+def test_a_quote_not_on_its_page_is_not_sent_and_its_answer_is_unsupported(
+    stub: StubServer, document: Document
+) -> None:
+    """A made-up quote supports nothing, whatever a verifier would say of it: no check is sent
+    for an answer none of whose quotes stands on its cited page, and it reads unsupported."""
+
+    def inventing(path: str, body: Any) -> Reply:
+        if schema_name_of(body) == "answer":
+            cited = [{"page": "3", "quote": "The fee is forty-two million euros, payable at once."}]
+            return json_output(
+                {"question": FEE, "answer": "42 million euros", "found": True, "citations": cited}
+            )
+        return reader(path, body)
+
+    stub.responder = inventing
+    (trace,) = run(stub, "openai", [plan_for(document, "openai", verify=True)], document)
+    assert shapes(stub)["verification"] == 0
+    (fee,) = trace.outcomes
+    assert fee.citations[0].quote_check == "not-found"
+    assert fee.support == "unsupported" and "stands on its cited page" in fee.support_reason
+    assert fee.confidence == "check"
+
+
 def test_a_verdict_is_read_strictly_and_its_reason_kept_to_one_line() -> None:
     said = VerificationOut.parse(
         '{"verdict": " Partial ", "reason": "It states\\nthe amount,\\n not the term."}'

@@ -110,7 +110,7 @@ class OfflineEngine:
             # The first citation again, for readers of the one-citation shape.
             "page": first["page"],
             "quote": first["quote"],
-        }
+        } | ({} if reading.found else {"absent_by": "reader"})  # who says it is absent: this reader
 
     def _fill_extraction(
         self, questions: list[str], pages: list[tuple[int, str]], limit: int

@@ -344,6 +344,8 @@ def answer_outcome(
     context = set(allowed)
     if not parsed.found:
         outcome.pages_to_read = [p for p in parsed.pages_to_read if p in context]
+        # A reader that found nothing says so; anything else is a model's claim of absence.
+        outcome.absent_by = "reader" if parsed.absent_by == "reader" else "model"
     for cited in parsed.citations:
         page = cited.page_number
         if cited.page_given:

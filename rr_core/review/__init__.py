@@ -35,12 +35,14 @@ from rr_core.review.grid import (
     ReviewEstimate,
     ReviewPlan,
     Score,
+    agree_cells,
     cells_of,
     iter_grid,
     parse_answer_key,
     plan_review,
     prefix_sharing,
     retry_jobs,
+    score_cells,
     scores,
 )
 
@@ -59,6 +61,7 @@ __all__ = [
     "StoredDocuments",
     "Typed",
     "answer_type",
+    "agree_cells",
     "cells_of",
     "columns_csv",
     "columns_from_rows",
@@ -71,6 +74,7 @@ __all__ = [
     "prefix_sharing",
     "read_corpus",
     "retry_jobs",
+    "score_cells",
     "scores",
     "typed_answer",
 ]

@@ -2,8 +2,9 @@
 
 Every row says what it answers (the question and its type), from which document (its name
 and SHA-256), by which method and engine, and how far it was checked: "right"/"wrong" only
-against the answer key; otherwise the quote check of its citations (a quote found on its page
-is provenance, not correctness). Text from documents cannot run as a spreadsheet formula: the CSV
+against the answer key; otherwise the quote check of its citations (a quote located on its page
+is provenance, not support nor correctness). A cell with nothing found reads "Not found" with
+the pages to read, never "not stated" or "No". Text from documents cannot run as a spreadsheet formula: the CSV
 puts an apostrophe before it, the workbook types every text cell as text (``rr_core.workbook``).
 """
 
@@ -15,14 +16,16 @@ from typing import Any
 
 from rr_core.exports import csv_text
 from rr_core.plans import Citation
+from rr_core.quotes import check_words
 from rr_core.review.grid import COMPARE, Cell, ReviewPlan, scores
 from rr_core.traces import RunTrace
 from rr_core.workbook import cell_text, finish_workbook
 
 CELL_COLUMNS = (
     "document", "document_sha256", "question", "type", "method", "answer", "answer_as_given", "found",
-    "checked", "correct", "accepted_answers", "citation", "page", "page_label", "quote", "quote_check",
-    "cost_usd", "paid_usd", "engine", "error",
+    "pages_to_read", "checked", "correct", "accepted_answers", "citation", "page", "page_label", "quote",
+    "quote_check", "support", "support_reason", "confidence", "score", "confidence_reason", "cost_usd",
+    "paid_usd", "engine", "error",
 )  # fmt: skip
 
 
@@ -35,7 +38,16 @@ def _page(c: Citation) -> str:
 
 
 def _citations(cell: Cell) -> str:
-    return " · ".join(f"{_page(c)}: “{c.quote}” [{c.quote_check}]" for c in cell.citations)
+    return " · ".join(f"{_page(c)}: “{c.quote}” [{_located(c)}]" for c in cell.citations)
+
+
+def _located(c: Citation) -> str:
+    """Where the quote stands, in the screens' words (provenance, never approval)."""
+    return check_words(c.quote_check, _page(c) or "no page", c.quote_score)
+
+
+def _absent(cell: Cell) -> str:
+    return "no (the model says not stated)" if cell.absent_by == "model" else "no (not found)"
 
 
 def _checked(cell: Cell) -> str:
@@ -62,7 +74,8 @@ def cell_row(plan: ReviewPlan, cell: Cell) -> dict[str, object]:
         "method": cell.method,
         "answer": cell.answer if not cell.error else "",
         "answer_as_given": cell.raw,
-        "found": "yes" if cell.found else ("" if cell.error else "no (not stated)"),
+        "found": "yes" if cell.found else ("" if cell.error else _absent(cell)),
+        "pages_to_read": " ".join(str(p) for p in cell.pages_to_read),
         "checked": _checked(cell),
         "correct": "" if cell.correct is None else ("right" if cell.correct else "wrong"),
         "accepted_answers": " | ".join(cell.accepted),
@@ -70,7 +83,12 @@ def cell_row(plan: ReviewPlan, cell: Cell) -> dict[str, object]:
         "page": "" if first is None or first.page is None else first.page,
         "page_label": first.page_label if first else "",
         "quote": first.quote if first else "",
-        "quote_check": first.quote_check if first else "",
+        "quote_check": _located(first) if first else "",
+        "support": cell.support if cell.found else "",
+        "support_reason": cell.support_reason if cell.found else "",
+        "confidence": cell.confidence,
+        "score": "" if cell.score is None else cell.score,
+        "confidence_reason": cell.confidence_reason,
         "cost_usd": round(cell.cost_usd, 8),
         "paid_usd": round(cell.paid_usd, 8),
         "engine": _engine(plan, cell),
@@ -181,7 +199,7 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
     # One table (the Method column tells a comparison's rows apart), so that filters take it whole.
     header: list[object] = ["Document", "SHA-256", "Method"]
     for c in plan.columns:
-        header += [_safe(f"{c.question} [{c.type.value}]"), "Citation", "Checked"]
+        header += [_safe(f"{c.question} [{c.type.value}]"), "Citation", "Checked", "Confidence"]
     answers.append(header)
     for role in plan.roles:
         label = plan.method_label(role)
@@ -196,12 +214,13 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
             for i in range(len(plan.columns)):
                 cell = by.get((d.sha256, i))
                 if cell is None:
-                    line += ["(not run)", "", ""]
+                    line += ["(not run)", "", "", ""]
                     continue
                 line += [
                     _safe(cell.answer if not cell.error else f"failed: {cell.error}"),
                     _safe(_citations(cell)),
                     cell.status,
+                    _safe(_sureness(cell)),
                 ]
             answers.append(line)
     quotes = book.create_sheet("Quotes")
@@ -211,9 +230,17 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
         for cited in cell.citations:
             quotes.append([
                 _safe(cell.document), cell.document_sha256, _safe(cell.question), _safe(cell.method),
-                cited.page, _safe(cited.page_label), _safe(cited.quote), cited.quote_check, _safe(cell.answer),
+                cited.page, _safe(cited.page_label), _safe(cited.quote), _located(cited), _safe(cell.answer),
                 "" if cell.correct is None else ("right" if cell.correct else "wrong"),
             ])  # fmt: skip
+    graded = book.create_sheet("Scores")
+    graded.append(["Method", "Question", *SCORE_COLUMNS])
+    for score in scores(plan, cells):
+        entry = score.to_dict()
+        at = entry.pop("precision_at_coverage")
+        graded.append(
+            [_safe(score.method), _safe(score.question), *[_cell_value(entry, at, k) for k in SCORE_COLUMNS]]
+        )
     costs = book.create_sheet("Costs and settings")
     costs.append(["Document", "SHA-256", "Question", "Method", "Engine", "Cost (USD, at the run's price)",
                   "Paid (USD)", "Price known", "Error"])  # fmt: skip
@@ -228,7 +255,7 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
         costs.append([key, _safe(str(value))])
     for role in plan.roles:
         costs.append([f"settings ({role})", _safe(str(plan.settings_of(role).to_dict()))])
-    for sheet in (answers, quotes, costs):
+    for sheet in (answers, quotes, graded, costs):
         for cell in sheet[1]:
             cell.font = bold
         for column in sheet.columns:
@@ -241,6 +268,45 @@ def review_xlsx(plan: ReviewPlan, cells: Sequence[Cell], *, context: dict[str, A
     out = io.BytesIO()
     book.save(out)
     return out.getvalue()
+
+
+# The scores sheet's and CSV's columns (README "How sure is an answer").
+SCORE_COLUMNS = (
+    "cells", "marked", "answered", "right", "precision", "coverage", "base_rate", "high", "high_share",
+    "high_precision", "precision_at_50%", "precision_at_80%", "precision_at_100%", "failed", "not_stated",
+)  # fmt: skip
+
+
+def _cell_value(entry: dict[str, Any], at: dict[str, Any], column: str) -> object:
+    if column.startswith("precision_at_"):
+        value = at.get(column.removeprefix("precision_at_"))
+    else:
+        value = entry.get(column)
+    return "" if value is None else value
+
+
+def scores_csv(plan: ReviewPlan, cells: Sequence[Cell]) -> str:
+    """The scores as CSV: one row per method and column (and all columns)."""
+    rows = []
+    for score in scores(plan, cells):
+        entry = score.to_dict()
+        at = entry.pop("precision_at_coverage")
+        rows.append(
+            {"method": score.method, "role": score.role, "question": score.question}
+            | {k: _cell_value(entry, at, k) for k in SCORE_COLUMNS}
+        )
+    return csv_text(("method", "role", "question", *SCORE_COLUMNS), rows)
+
+
+def _sureness(cell: Cell) -> str:
+    """A cell's confidence in words: "high", "check this: <reason>", "none (not found)"."""
+    if cell.error or not cell.confidence:
+        return ""
+    if cell.confidence == "check":
+        return f"check this: {cell.confidence_reason}" if cell.confidence_reason else "check this"
+    if cell.confidence == "none":
+        return "none (no answer)"
+    return cell.confidence
 
 
 def _safe(value: str) -> object:

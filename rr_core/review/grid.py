@@ -15,17 +15,18 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
+from rr_core.confidence import with_agreement
 from rr_core.costs import Cost, Mode
 from rr_core.csvtable import read_table
 from rr_core.errors import ConfigError, RRError
 from rr_core.jobs import Job, Resolver, plan_job
 from rr_core.methods import get_method
 from rr_core.metrics import fuzzy_match
-from rr_core.plans import Call, Citation, Plan, estimate_calls
+from rr_core.plans import Call, Citation, Outcome, Plan, absence_words, estimate_calls
 from rr_core.review.columns import (
     AnswerType,
     Column,
@@ -123,9 +124,15 @@ def parse_answer_key(text: str, *, name: str = "answers") -> AnswerKey:
 _PARTIAL_DATE = re.compile(r"^(\d{1,2})/\[\]/(\d{2}|\d{4})$")  # CUAD's "04/[]/2013": the day not given
 
 
-def is_right(column: Column, typed: Typed, answer: str, stated: bool, accepted: Sequence[str]) -> bool:
-    """Whether a cell's answer is one the key accepts, compared as the column's type."""
+def is_right(
+    column: Column, typed: Typed, answer: str, stated: bool, accepted: Sequence[str], *, absent_by: str = ""
+) -> bool | None:
+    """Whether a cell's answer is one the key accepts, compared as the column's type; None when
+    the cell is unanswered: nothing was found ("Not found" is not "No", nor "not stated"), or a
+    yes/no column without an answer. A model's claim that a text is not stated is scored."""
     gold_not_stated = [a for a in accepted if a.strip().lower().rstrip(".") in ("not stated", "n/a", "none")]
+    if not stated and (absent_by != "model" or column.type is AnswerType.YES_NO):
+        return None
     if column.type is AnswerType.YES_NO:
         wanted = {typed_answer(column, a, stated=a not in gold_not_stated).value for a in accepted}
         return typed.ok and typed.value in wanted
@@ -429,10 +436,10 @@ class Cell:
     type: str
     role: str
     method: str
-    answer: str  # the typed value, else the answer as given, else "not stated in the document"
+    answer: str  # the typed value, else the answer as given, else "Not found" (pages to read) or the model's claim
     raw: str  # the answer as the model gave it
     typed: bool  # the answer could be read as the column's type
-    found: bool  # False: the document does not state it
+    found: bool  # False: nothing found (``absent_by`` "reader") or the model says it is not stated
     citations: tuple[Citation, ...] = ()
     correct: bool | None = None  # against the answer key; None: no known answer
     accepted: tuple[str, ...] = ()  # the answer key's accepted answers
@@ -499,13 +506,15 @@ class Cell:
         if self.correct is False:
             return "wrong"
         if not self.found:
-            return "not stated"
-        checks = {c.quote_check for c in self.citations}
-        if "verified" in checks:
-            return "quote found on page (not checked against a known answer)"
-        if "approximate" in checks:
-            return "quote approximately on page (not checked against a known answer)"
-        return "quote not found on page" if checks else "no citation"
+            return "not found" if self.absent_by != "model" else "the model says not stated"
+        # Where the quote stands is provenance, never approval of the answer.
+        located = [c for c in self.citations if c.quote_check == "verified"]
+        if located:
+            return f"quote located on p. {located[0].page} (not checked against a known answer)"
+        near = [c for c in self.citations if c.quote_check == "approximate"]
+        if near:
+            return f"quote located on p. {near[0].page} with small differences (not checked against a known answer)"
+        return "quote not located on its page" if self.citations else "no citation"
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's and the JSON export's shape."""
@@ -561,18 +570,30 @@ def cells_of(trace: RunTrace, job: Job, plan: ReviewPlan, key: AnswerKey | None 
             error = "The method gave no answer for this question."
         stated = outcome is not None and outcome.stated
         raw = (outcome.answer or "") if outcome is not None else ""
+        absent_by = (outcome.absent_by if outcome is not None else "") or (
+            "reader" if not trace.is_llm else "model"
+        )
+        to_read = tuple(outcome.pages_to_read) if outcome is not None else ()
         typed = typed_answer(column, raw, stated=stated)
+        if (
+            stated
+            and column.type is AnswerType.YES_NO
+            and typed.value == "No"
+            and not (outcome and outcome.citations)
+        ):
+            # A "No" is an answer only with the clause that says so; without one, nothing was found.
+            stated, typed = False, typed_answer(column, "", stated=False)
         if error is not None:
             shown = ""
-        elif not stated and column.type is AnswerType.YES_NO:
-            shown = "No (no such provision found)"
         elif not stated:
-            shown = "not stated in the document"
+            shown = absence_words(absent_by, to_read)
         else:
             shown = typed.shown
         accepted = key.lookup(name, column.question) if key is not None else None
         correct = (
-            is_right(column, typed, raw, stated, accepted) if accepted is not None and error is None else None
+            is_right(column, typed, raw, stated, accepted, absent_by=absent_by)
+            if accepted is not None and error is None
+            else None
         )
         cost, paid = shares[position]
         out.append(
@@ -598,8 +619,58 @@ def cells_of(trace: RunTrace, job: Job, plan: ReviewPlan, key: AnswerKey | None 
                 error=error,
                 error_kind=(trace.error_kind or "Error") if error is not None and trace.error else None,
                 run_id=trace.run_id,
+                pages_to_read=to_read if error is None and not stated else (),
+                absent_by=absent_by if error is None and not stated else "",
+                support=outcome.support if outcome is not None and stated else "unchecked",
+                support_reason=outcome.support_reason if outcome is not None and stated else "",
+                confidence=_confidence(outcome, stated, error),
+                score=(outcome.score if outcome is not None and stated else 0.0) if error is None else None,
+                confidence_reason=(
+                    outcome.confidence_reason
+                    if outcome is not None and stated
+                    else absence_words(absent_by, to_read)
+                )
+                if error is None
+                else "",
             )
         )
+    return out
+
+
+def _confidence(outcome: Outcome | None, stated: bool, error: str | None) -> str:
+    """A cell's band: the outcome's when it answered, ``none`` when nothing was found, "" when it failed."""
+    if error is not None:
+        return ""
+    if outcome is None or not stated:
+        return "none"
+    return outcome.confidence or "check"
+
+
+def agree_cells(cells: Sequence[Cell]) -> list[Cell]:
+    """The cells with agreement counted where the grid's method and the comparison both
+    answered a (document, question): each one's confidence and score moved by whether the
+    other gave the same answer (``rr_core.confidence.with_agreement``), with "<method> says X"
+    as the reason when they differ. Other cells are returned as they are."""
+    by = {(c.role, c.document_sha256, c.column): c for c in cells}
+    out = []
+    for cell in cells:
+        other_role = COMPARE if cell.role == MAIN else MAIN
+        other = by.get((other_role, cell.document_sha256, cell.column))
+        if (
+            other is None
+            or cell.error
+            or other.error
+            or not cell.found
+            or cell.confidence not in ("high", "check")
+        ):
+            out.append(cell)
+            continue
+        agrees = other.found and bool(fuzzy_match(cell.answer, [other.answer]))
+        said = other.answer if other.found else absence_words(other.absent_by).lower()
+        band, score, reason = with_agreement(
+            cell.score, cell.support, cell.confidence_reason, agrees=agrees, label=other.method, said=said
+        )
+        out.append(replace(cell, confidence=band, score=score, confidence_reason=reason))
     return out
 
 
@@ -625,9 +696,13 @@ def _cost_shares(trace: RunTrace, questions: int) -> list[tuple[float, float]]:
 # ---- scores ---------------------------------------------------------------------------------------------
 
 
+COVERAGES = (0.5, 0.8, 1.0)  # precision at these shares of the cells, ranked by score
+
+
 @dataclass(frozen=True, slots=True)
 class Score:
-    """Right answers of one column (or of all) by one method, against the answer key."""
+    """How one column (or all) by one method does against the answer key: what it answered,
+    how much of that was right, and what always giving the commonest key answer would score."""
 
     role: str
     method: str
@@ -637,15 +712,44 @@ class Score:
     marked: int  # cells the key has an answer for (and that did not fail)
     cells: int
     failed: int
-    not_stated: int
+    not_stated: int  # cells without an answer (not found, or the model says not stated)
+    answered: int = 0  # marked cells with an answer (right or wrong)
+    base_right: int = 0  # marked cells the column's commonest key answer gets right
+    high: int = 0  # marked cells in the ``high`` band
+    high_right: int = 0
+    at_coverage: tuple[tuple[float, float | None], ...] = ()  # (coverage, precision) by score rank
 
     @property
     def accuracy(self) -> float | None:
         """Right over marked; None when the key marks none."""
         return self.right / self.marked if self.marked else None
 
+    @property
+    def precision(self) -> float | None:
+        """Right over answered."""
+        return self.right / self.answered if self.answered else None
+
+    @property
+    def coverage(self) -> float | None:
+        """Answered over marked cells."""
+        return self.answered / self.marked if self.marked else None
+
+    @property
+    def base_rate(self) -> float | None:
+        """The accuracy of always giving the column's most common key answer."""
+        return self.base_right / self.marked if self.marked else None
+
+    @property
+    def high_precision(self) -> float | None:
+        """Right over the ``high`` band's cells."""
+        return self.high_right / self.high if self.high else None
+
     def to_dict(self) -> dict[str, Any]:
         """As JSON."""
+
+        def r(x: float | None) -> float | None:
+            return None if x is None else round(x, 4)
+
         return {
             "method": self.method,
             "role": self.role,
@@ -653,11 +757,84 @@ class Score:
             "question": self.question,
             "right": self.right,
             "marked": self.marked,
-            "accuracy": None if self.accuracy is None else round(self.accuracy, 4),
+            "accuracy": r(self.accuracy),
+            "answered": self.answered,
+            "precision": r(self.precision),
+            "coverage": r(self.coverage),
+            "base_rate": r(self.base_rate),
+            "high": self.high,
+            "high_share": r(self.high / self.marked if self.marked else None),
+            "high_precision": r(self.high_precision),
+            "precision_at_coverage": {f"{c:.0%}": r(p) for c, p in self.at_coverage},
             "cells": self.cells,
             "failed": self.failed,
             "not_stated": self.not_stated,
         }
+
+
+def _key_answer(cell: Cell, column: Column | None) -> str:
+    """A cell's key answer as the base rate counts it: a yes/no column's Yes or No, else the
+    first accepted answer, in lower case."""
+    first = cell.accepted[0] if cell.accepted else ""
+    if column is not None and column.type is AnswerType.YES_NO:
+        gold_not = first.strip().lower().rstrip(".") in ("not stated", "n/a", "none")
+        return typed_answer(column, first, stated=not gold_not).value
+    return " ".join(first.lower().split())
+
+
+def base_right(cells: Sequence[Cell], column: Column | None = None) -> int:
+    """Marked cells that always giving the commonest key answer among ``cells`` gets right
+    (a yes/no key compared as Yes or No)."""
+    counts = Counter(_key_answer(c, column) for c in cells)
+    return counts.most_common(1)[0][1] if counts else 0
+
+
+def precision_at(cells: Sequence[Cell], coverage: float) -> float | None:
+    """Precision of the best-scored ``coverage`` share of ``cells`` (answered ones ranked by
+    score, highest first); None when fewer cells than that were answered."""
+    ranked = sorted((c for c in cells if c.found), key=lambda c: -(c.score or 0.0))
+    wanted = max(1, round(coverage * len(cells))) if cells else 0
+    if not wanted or len(ranked) < wanted:
+        return None
+    return sum(1 for c in ranked[:wanted] if c.correct is True) / wanted
+
+
+def score_cells(
+    cells: Sequence[Cell],
+    *,
+    columns: Sequence[Column] = (),
+    role: str = MAIN,
+    method: str = "",
+    column: int | None = None,
+    question: str = "all columns",
+) -> Score:
+    """The scores of some cells (one column's, or all of a method's) against the key: answered,
+    right, precision, coverage, base rate, the ``high`` band's precision, and precision at 50%,
+    80% and 100% coverage ranked by score. A pure function the screens call too."""
+    marked = [c for c in cells if c.error is None and c.accepted]
+    by_column: dict[int, list[Cell]] = {}
+    for c in marked:
+        by_column.setdefault(c.column, []).append(c)
+    base = sum(
+        base_right(these, columns[i] if 0 <= i < len(columns) else None) for i, these in by_column.items()
+    )
+    high = [c for c in marked if c.confidence == "high"]
+    return Score(
+        role=role,
+        method=method,
+        column=column,
+        question=question,
+        right=sum(1 for c in marked if c.correct is True),
+        marked=len(marked),
+        cells=len(cells),
+        failed=sum(1 for c in cells if c.error is not None),
+        not_stated=sum(1 for c in cells if c.error is None and not c.found),
+        answered=sum(1 for c in marked if c.found),
+        base_right=base,
+        high=len(high),
+        high_right=sum(1 for c in high if c.correct is True),
+        at_coverage=tuple((k, precision_at(marked, k)) for k in COVERAGES),
+    )  # fmt: skip
 
 
 def scores(plan: ReviewPlan, cells: Sequence[Cell]) -> list[Score]:
@@ -681,16 +858,13 @@ def scores(plan: ReviewPlan, cells: Sequence[Cell]) -> list[Score]:
         for index in [*range(len(plan.columns)), None]:
             these = [c for c in mine if index is None or c.column == index]
             out.append(
-                Score(
+                score_cells(
+                    these,
+                    columns=plan.columns,
                     role=role,
                     method=label,
                     column=index,
                     question=plan.columns[index].question if index is not None else "all columns",
-                    right=sum(1 for c in these if c.correct is True),
-                    marked=sum(1 for c in these if c.correct is not None),
-                    cells=len(these),
-                    failed=sum(1 for c in these if c.error is not None),
-                    not_stated=sum(1 for c in these if c.error is None and not c.found),
                 )
             )
     return out
