@@ -753,8 +753,8 @@ def test_an_offline_grid_gives_cells_with_typed_answers_citations_and_free_cost(
     assert by[("gamma.txt", 3)].correct is None and by[("gamma.txt", 3)].accepted == ()
     # the rest are right or wrong where answered, unanswered (None) where nothing was found
     assert all((c.correct is not None) == c.found for k, c in by.items() if k != ("gamma.txt", 3))
-    # the reader does not find gamma's law: unanswered, neither right nor wrong (nor "not stated")
-    assert by[("gamma.txt", 0)].correct is None and by[("gamma.txt", 0)].confidence == "none"
+    # gamma's law is found (California) and marked wrong: the key says Texas, on purpose
+    assert by[("gamma.txt", 0)].answer == "California" and by[("gamma.txt", 0)].correct is False
     assert by[("beta.txt", 2)].correct is None and all(
         by[(n, 1)].correct for n in ("alpha.txt", "beta.txt", "gamma.txt")
     )
@@ -1077,7 +1077,7 @@ def test_the_workbook_keeps_every_text_as_text_verbatim_with_frozen_headers_and_
         for c in result.cells
     ]
     book = load_workbook(io.BytesIO(review_xlsx(plan, cells)))
-    assert book.sheetnames == ["Answers", "Quotes", "Costs and settings"]
+    assert book.sheetnames == ["Answers", "Quotes", "Scores", "Costs and settings"]
     texts = [c for sheet in book for row in sheet.iter_rows() for c in row if isinstance(c.value, str)]
     assert texts and not [c.coordinate for c in texts if c.data_type != "s"]  # no formula, no error value
     shown = "=cmd\u2039U+202E\u203atxt.exe.txt"  # the override written as its code, on screen and here

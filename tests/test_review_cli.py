@@ -355,8 +355,8 @@ def test_the_shared_contracts_offline_scores_are_at_least_a_sane_floor(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """24 CUAD contracts × 6 checklist questions on the offline engine, against CUAD's answers.
-    The figures when written (R&R, all columns 81/144 right, 103 answered; nothing found is
-    unanswered, not a "No"): a floor only, not the figures."""
+    The figures when written (R&R, all columns 71/144 right, 74 answered, 96% precision, the
+    high band 47 cells all right; nothing found is unanswered, not a "No"): a floor only."""
     if not (SHARED_REVIEW / "contracts").is_dir():
         pytest.skip("../shared/data/review is absent")
     data, _ = run_json(capsys, [
@@ -368,9 +368,9 @@ def test_the_shared_contracts_offline_scores_are_at_least_a_sane_floor(
     assert main_scores["all"]["marked"] == 144
     assert main_scores["all"]["accuracy"] >= 0.45
     for column in main_scores["columns"]:
-        assert column["marked"] == 24 and column["accuracy"] >= 0.25, column
+        assert column["marked"] == 24 and column["answered"] >= 3 and column["precision"] >= 0.6, column
         assert column["base_rate"] is not None and column["coverage"] is not None
-    # the high band (calibrated on these contracts: 41 cells, 40 right when written) stays
+    # the high band (calibrated on these contracts: 47 cells, all right when written) stays
     # mostly right and a real share of the grid
     every = main_scores["all"]
     assert every["high_precision"] >= 0.9 and every["high"] >= 0.2 * every["marked"]

@@ -848,3 +848,27 @@ def test_a_failed_unbilled_call_does_not_open_parallel_sending() -> None:
     assert budget.reserve(0.10, stop) is None
     budget.settle(second, 0.10)
     assert budget.reserve(0.10, stop) is not None
+
+
+def test_a_reply_the_offline_reader_stored_does_not_answer_for_another_version_of_it(
+    tmp_path, planted_document, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The offline engine's replies are kept in the call cache like any provider's; once its
+    reader changes (an upgrade), the replies of the old reader are not taken for the new one's."""
+    import rr_core.llm.offline as offline_module
+    from rr_core.store import open_store
+
+    counter = word_counter()
+    store = open_store(str(tmp_path / "runs.sqlite3"))
+    plan = plan_method(planted_document, PLANTED_QUESTION, small_settings("rr"), counter)
+    assert OfflineEngine(counter).identity()["reader"] == offline_module._READER_VERSION
+
+    def ran() -> tuple[int, int]:
+        with Executor(OfflineEngine(counter), cache=store) as executor:
+            executor.run(planted_document, [plan])
+            return executor.calls_made, executor.calls_cached
+
+    first = ran()
+    assert first[0] > 0 and ran() == (0, first[0])  # the same reader: every reply from the store
+    monkeypatch.setattr(offline_module, "_READER_VERSION", "another-reader")
+    assert ran() == first  # another reader: asked again

@@ -24,7 +24,7 @@ from rr_core.llm.openai_client import OpenAIClient
 from rr_core.methods import plan_method
 from rr_core.outputs import VERDICTS, VerificationOut
 from rr_core.plans import Plan, estimate_calls
-from rr_core.runs import CallEvent, Executor, RunTrace
+from rr_core.runs import Executor, RunTrace
 from rr_core.settings import RunSettings
 from rr_core.stages import stage_label
 from rr_core.store import SQLiteStore
@@ -291,14 +291,15 @@ def test_the_estimate_counts_the_check_and_the_budget_cap_covers_it(document: Do
 
 
 def test_a_check_not_sent_leaves_the_answer_unchecked(stub: StubServer, document: Document) -> None:
-    stub.responder = reader
     with Executor(client_for("openai", stub)) as ex:
 
-        def stop_after_the_answer(event: CallEvent) -> None:
-            if event.stage == "answer" and event.status == "done":
+        def stop_while_answering(path: str, body: Any) -> Reply:
+            if schema_name_of(body) == "answer":  # stopped before the answer comes back: no check after it
                 ex.cancel()
+            return reader(path, body)
 
-        (trace,) = ex.run(document, [plan_for(document, "openai", verify=True)], stop_after_the_answer)
+        stub.responder = stop_while_answering
+        (trace,) = ex.run(document, [plan_for(document, "openai", verify=True)])
     assert "verification" not in shapes(stub)  # never sent
     assert trace.outcome.answer == "4.2 million euros" and trace.outcome.support == "unchecked"
     assert trace.outcome.support_reason.startswith("Not checked") and "sent" in trace.outcome.support_reason

@@ -3,12 +3,16 @@ lexical ranking, in the same JSON format, so the whole product works with no key
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import sys
 import time
 from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
 
+import rr_core.support  # noqa: F401  (its code is part of the reader's version)
 from rr_core.errors import ProviderError
 from rr_core.llm.base import BatchAPI, Completion, Identity, LLMRequest, Usage
 from rr_core.llm.batch import LocalBatch
@@ -19,6 +23,22 @@ from rr_core.retrieval import BM25, page_terms
 from rr_core.tokens import TokenCounter, counter_for_model
 
 OFFLINE_LABEL = "Offline engine (BM25 page ranking + extractive reading; not an LLM)"
+
+
+def _reader_version() -> str:
+    """The engine's code as a digest: a reply stored by another version of the reader (before
+    an upgrade) never answers for this one (the call cache keys on the engine's identity)."""
+    digest = hashlib.sha256()
+    for name in ("rr_core.reader", "rr_core.retrieval", "rr_core.support", __name__):
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path:
+            try:
+                digest.update(Path(path).read_bytes())
+            except OSError:
+                digest.update(name.encode())
+    return digest.hexdigest()[:16]
+
 
 _QUESTION = re.compile(r"^Question(?: \d+)?: (.*)$", re.MULTILINE)
 _LIMIT = re.compile(r"up to (\d+) page")
@@ -57,8 +77,8 @@ class OfflineEngine:
         self.batch: BatchAPI | None = LocalBatch(self)
 
     def identity(self) -> Identity:
-        """The tokenizer counts the usage it reports (its replies are otherwise fixed)."""
-        return {"provider": self.name, "tokenizer": self.counter.label}
+        """The tokenizer counts the usage it reports; the reader's version decides its replies."""
+        return {"provider": self.name, "tokenizer": self.counter.label, "reader": _READER_VERSION}
 
     def complete(self, request: LLMRequest) -> Completion:
         """Fill the requested output shape from the prompt's pages, as a model would."""
@@ -199,3 +219,6 @@ def _block_tokens(counter: TokenCounter, block: str) -> int:
 def _tag_tokens(counter: TokenCounter, tag: str) -> int:
     """Tokens of a page's opening or closing tag (with what follows it in the prompt)."""
     return counter.count(tag)
+
+
+_READER_VERSION = _reader_version()
