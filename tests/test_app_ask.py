@@ -196,9 +196,9 @@ def test_run_shows_a_card_per_method_with_answer_page_mark_quote_check_and_retri
         # The quote check says where the quote stands, in a neutral style: provenance is
         # not correctness (green is for the "Right" above, against the known answer).
         assert trace.outcome.quote_check == "verified"
-        check = next(c for c in notes if "Quote found" in c)
-        assert check.startswith(":gray[:material/check:] ") and ":green[" not in check
-        assert md(f"Quote found on p. {FIRST.page}") in check
+        check = next(c for c in notes if "Quote located" in c)
+        assert check.startswith(":gray[:material/location_on:] ") and ":green[" not in check
+        assert md(f"Quote located on p. {FIRST.page}") in check and ":material/check" not in check
         assert md("not whether the answer is right") in check
         assert f"${trace.cost_usd:.4f}" in "\n".join(texts)
     rr = traces[1]
@@ -249,7 +249,7 @@ def test_a_wrong_answer_whose_quote_stands_on_its_page_is_wrong_not_green(
     card = cards(at)[0]
     assert any(m.startswith(":red[:material/cancel: **Wrong**]") for m in markdown(card))
     notes = "\n".join(captions(card))
-    assert ":gray[:material/check:] " + md("Quote found on p. 3") in notes
+    assert ":gray[:material/location_on:] " + md("Quote located on p. 3") in notes
     assert ":green[" not in notes and "word for word" not in notes
 
 
@@ -802,7 +802,7 @@ def test_an_answer_with_several_citations_shows_each_quote_and_where_it_stands(
     assert "**Cited pages:** p. 3 · p. 10" in texts
     assert f"> {md('1. p. 3: ')}{md(on_3)}" in texts and f"> {md('2. p. 10: ')}{md(on_10)}" in texts
     assert [n.split(" ", 1)[0] for n in notes if "Quote" in n and "p\\." in n] == [
-        ":gray[:material/check:]", ":gray[:material/check:]", ":orange[:material/warning:]",
+        ":gray[:material/location_on:]", ":gray[:material/location_on:]", ":orange[:material/warning:]",
     ]  # fmt: skip
     assert sum("not whether the answer is right" in n for n in notes) == 1  # said once, not per quote
 

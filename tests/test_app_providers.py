@@ -257,7 +257,7 @@ def assert_answers_shown(at: AppTest, traces: dict[str, RunTrace]) -> None:
         assert f"**Cited page:** p. {GOLD.page}" in texts(column)
         assert trace.outcome.correct is True  # the sample's known answer
         assert any("**Right**" in m for m in texts(column))
-        assert any(md(f"Quote found on p. {GOLD.page}") in c.value for c in column.caption)
+        assert any(md(f"Quote located on p. {GOLD.page}") in c.value for c in column.caption)
     rr_column = texts(column_of(at, "R&R"))
     ranked = " → ".join(str(p) for p in traces["rr"].retrieved_pages)
     assert f"**Retrieved:** 3 pages, best first: {ranked}" in rr_column

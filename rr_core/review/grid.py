@@ -438,6 +438,10 @@ class Cell:
     confidence: str = ""
     score: float | None = None
     confidence_reason: str = ""
+    # A reviewer's decision, where one was made (``rr_core.review.decisions``): who, when, what.
+    reviewed_by: str = ""
+    reviewed_at: str = ""
+    decision: str = ""  # accepted | corrected | absent
 
     @property
     def not_asked(self) -> bool:
@@ -468,6 +472,8 @@ class Cell:
             support_reason=str(data.get("support_reason") or ""), confidence=str(data.get("confidence") or ""),
             score=None if data.get("score") is None else float(data["score"]),
             confidence_reason=str(data.get("confidence_reason") or ""),
+            reviewed_by=str(data.get("reviewed_by") or ""), reviewed_at=str(data.get("reviewed_at") or ""),
+            decision=str(data.get("decision") or ""),
         )  # fmt: skip
 
     @property
@@ -527,6 +533,9 @@ class Cell:
             "confidence": self.confidence,
             "score": self.score,
             "confidence_reason": self.confidence_reason,
+            "decision": self.decision,
+            "reviewed_by": self.reviewed_by,
+            "reviewed_at": self.reviewed_at,
         }
 
 
