@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from rr_core.plans import Citation
-from rr_core.review.columns import AnswerType, Column, typed_answer
+from rr_core.review.columns import Column, typed_answer
 from rr_core.review.grid import AnswerKey, Cell, ReviewPlan, is_right, question_key
 from rr_core.store.base import ABSENT, ACCEPTED, CORRECTED, DECISIONS, ReviewDecision
 
@@ -97,11 +97,14 @@ def apply_decisions(
 def _decided(column: Column, cell: Cell, decision: ReviewDecision | None, key: AnswerKey | None) -> Cell:
     if decision is None:
         return cell
-    who = {"reviewed_by": decision.owner, "reviewed_at": decision.decided_at, "decision": decision.decision}
+    reviewed = replace(
+        cell, reviewed_by=decision.owner, reviewed_at=decision.decided_at, decision=decision.decision
+    )
     if decision.decision == ACCEPTED:
-        return replace(cell, **who)
+        return reviewed
+    citations: tuple[Citation, ...] = ()
     if decision.decision == ABSENT:
-        stated, raw, citations = False, "", ()
+        stated, raw = False, ""
     else:
         stated, raw = True, decision.answer
         citations = (
@@ -110,16 +113,13 @@ def _decided(column: Column, cell: Cell, decision: ReviewDecision | None, key: A
             else ()
         )
     typed = typed_answer(column, raw, stated=stated)
-    if not stated:
-        shown = ABSENT_SHOWN if column.type is not AnswerType.YES_NO else f"No ({ABSENT_SHOWN})"
-    else:
-        shown = typed.shown
+    shown = ABSENT_SHOWN if not stated else typed.shown
     accepted = key.lookup(cell.document, column.question) if key is not None else None
     if accepted is None and cell.accepted:
         accepted = cell.accepted
     correct = is_right(column, typed, raw, stated, accepted) if accepted is not None else None
     return replace(
-        cell,
+        reviewed,
         answer=shown,
         raw=raw,
         typed=typed.ok,
@@ -133,7 +133,6 @@ def _decided(column: Column, cell: Cell, decision: ReviewDecision | None, key: A
         absent_by="reviewer" if not stated else "",
         support="unchecked",
         support_reason="",
-        **who,
     )
 
 
