@@ -402,35 +402,37 @@ def test_the_to_check_queue_keeps_accept_correct_and_absent_and_the_grid_scores_
     run, (check, other_check, not_found) = _triaged(at)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    # The queue walks the least sure first: the cell not found (score 0), then the two to check.
+    # The queue walks the answers to check (least sure first), then the cell not found.
     said = "\n".join(m.value for m in at.markdown)
     assert (
         "1 of 3" in said
-        and md_plain(not_found.document) in said
-        and "Pages to read, best first: 2, 1" in said
+        and md_plain(check.document) in said
+        and "the quote does not contain the answer" in said
     )
-    assert at.number_input(key=f"w.queue_page_{not_found.key}").value == 2  # the first page to read
-    right_before = sum(s.right for s in scores(run.plan, run.cells) if s.column is None and s.role == MAIN)
-
-    # Not in the document: the queue goes on to the next.
-    at.button(key="queue_absent").click().run()
-    assert not at.exception, [e.value for e in at.exception]
-    said = "\n".join(m.value for m in at.markdown)
-    assert "2 of 3" in said and "the quote does not contain the answer" in said
     # The cell's page, its quote highlighted.
     assert at.number_input(key=f"w.queue_page_{check.key}").value == check.citations[0].page
     assert "the engine's quote highlighted" in at.image[-1].captions[0]
+    right_before = sum(s.right for s in scores(run.plan, run.cells) if s.column is None and s.role == MAIN)
+
+    # Accept: the queue goes on to the next.
     at.button(key="queue_accept").click().run()
-    # Correct the third: a wrong answer, on page 3, with its words.
-    assert "3 of 3" in "\n".join(m.value for m in at.markdown)
+    assert not at.exception, [e.value for e in at.exception]
+    assert "2 of 3" in "\n".join(m.value for m in at.markdown)
+    # Correct the second: a wrong answer, on page 3, with its words.
     at.text_input(key=f"w.queue_answer_{other_check.key}").input("Ohio").run()
     at.number_input(key=f"w.queue_page_{other_check.key}").set_value(3).run()
     at.text_input(key=f"w.queue_quote_{other_check.key}").input("the laws of Ohio").run()
     at.button(key="queue_correct").click().run()
     assert not at.exception, [e.value for e in at.exception]
+    said = "\n".join(m.value for m in at.markdown)
+    assert "3 of 3" in said and "Pages to read, best first: 2, 1" in said
+    assert at.number_input(key=f"w.queue_page_{not_found.key}").value == 2  # the first page to read
+    # Not in the document; then back to the first.
+    at.button(key="queue_absent").click().run()
+    at.button(key="queue_prev").click().run()
     at.button(key="queue_prev").click().run()
     said = "\n".join(m.value for m in at.markdown)
-    assert "2 of 3" in said and md_plain("accepted: reviewed by local") in said
+    assert "1 of 3" in said and md_plain("accepted: reviewed by local") in said
 
     store = open_store()
     kept = {d.document_sha256: d for d in store.decisions_for(f.sha256 for f in run.plan.documents)}

@@ -64,12 +64,12 @@ def _grid() -> list[Cell]:
     ]
 
 
-def test_the_queue_holds_check_and_not_found_cells_least_sure_first() -> None:
+def test_the_queue_holds_the_answers_to_check_then_the_cells_not_found_least_sure_first() -> None:
     cells = _grid()
     absent = replace(cells[3], found=False, confidence="none", score=0.1, absent_by="reader")
     failed = replace(cells[0], error="boom", confidence="check")
     queue = to_check([*cells[:3], absent, failed])
-    assert [c.key for c in queue] == [absent.key, cells[1].key, cells[2].key]
+    assert [c.key for c in queue] == [cells[1].key, cells[2].key, absent.key]
     assert [band(c) for c in (cells[0], cells[1], absent, cells[3], failed)] == [
         "high",
         "check",

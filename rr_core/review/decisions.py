@@ -56,17 +56,14 @@ def needs_check(cell: Cell) -> bool:
 
 
 def to_check(cells: Sequence[Cell], role: str | None = None) -> list[Cell]:
-    """The queue: cells to check, lowest score first (``check`` before ``none`` at equal score),
-    then in grid order (document, column)."""
+    """The queue: the answers to check first (quick to confirm or correct: the quote is there to
+    read), then the cells not found (the pages to read); each part lowest score first, then in
+    grid order."""
     mine = [c for c in cells if needs_check(c) and (role is None or c.role == role)]
     order = {c.key: i for i, c in enumerate(mine)}
     return sorted(
         mine,
-        key=lambda c: (
-            c.score if c.score is not None else 0.5,
-            c.confidence != "check",
-            order[c.key],
-        ),
+        key=lambda c: (c.confidence != "check", c.score if c.score is not None else 0.5, order[c.key]),
     )
 
 
