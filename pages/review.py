@@ -541,6 +541,7 @@ def _show_work(record: WorkRecord) -> None:
         key_name=(work.key.name if work.key else ""),
     )  # fmt: skip
     review.selected = None
+    review.queue_at = None
     st.rerun()
 
 
@@ -557,6 +558,7 @@ if clicked:
         key_name=review.key_name if answer_key else "",
     )
     review.selected = None
+    review.queue_at = None  # the To-check queue starts again, at its first undecided cell
     _execute(review.run, None, "Running the grid")
 
 last_run = review.run
@@ -770,14 +772,12 @@ if failed:
 
 # ---- To check: the cells the engine is not sure of, one at a time ------------------------------------
 
-QUEUE_AT = "review_queue_at"  # where the queue stands (an index into it)
-QUEUE_NOTE = "review_queue_note"
 queue = to_check(run.cells, role)  # as the engine assessed them (a decision does not take a cell out)
 now_of = {c.key: c for c in shown_cells}
 
 
 def _step(by: int) -> None:
-    state[QUEUE_AT] = min(max(int(state.get(QUEUE_AT, 0)) + by, 0), max(len(queue) - 1, 0))
+    review.queue_at = min(max((review.queue_at or 0) + by, 0), max(len(queue) - 1, 0))
 
 
 def _decide(item: Cell, decision: str, page_key: str, answer_key_: str, quote_key: str) -> None:
@@ -786,7 +786,7 @@ def _decide(item: Cell, decision: str, page_key: str, answer_key_: str, quote_ke
     if decision == CORRECTED:
         answer = " ".join(str(state.get(answer_key_) or "").split())
         if not answer:
-            state[QUEUE_NOTE] = "Type the right answer first, then Correct."
+            review.queue_note = "Type the right answer first, then Correct."
             return
         page = int(state.get(page_key) or 1)
         quote = " ".join(str(state.get(quote_key) or "").split())
@@ -802,7 +802,7 @@ def _decide(item: Cell, decision: str, page_key: str, answer_key_: str, quote_ke
             )
         )  # fmt: skip
     except LedgerError as exc:
-        state[QUEUE_NOTE] = f"The decision was not kept: {exc}"
+        review.queue_note = f"The decision was not kept: {exc}"
         return
     _step(1)
 
@@ -816,8 +816,10 @@ if not queue:
         else "Nothing to check: the engine did not assess how far to trust these cells."
     )
 else:
-    at_ = min(max(int(state.get(QUEUE_AT, 0)), 0), len(queue) - 1)
-    state[QUEUE_AT] = at_
+    if review.queue_at is None:  # first shown: at the first cell not decided yet
+        review.queue_at = next((i for i, c in enumerate(queue) if not now_of.get(c.key, c).decision), 0)
+    at_ = min(max(review.queue_at, 0), len(queue) - 1)
+    review.queue_at = at_
     item = queue[at_]
     current = now_of.get(item.key, item)
     decided_count = sum(1 for c in queue if now_of.get(c.key, c).decision)
@@ -828,8 +830,9 @@ else:
         "this document and question appear. Keys: A accept · Ctrl+Enter correct · N not in the document · "
         "← → previous / next."
     )
-    if note := state.pop(QUEUE_NOTE, None):
-        st.warning(md(note))
+    if review.queue_note:
+        st.warning(md(review.queue_note))
+        review.queue_note = ""
     first_cited = next((c for c in item.citations if c.page is not None), None)
     page_key = f"w.queue_page_{item.key}"
     answer_box, quote_box = f"w.queue_answer_{item.key}", f"w.queue_quote_{item.key}"

@@ -831,3 +831,43 @@ def test_the_answers_table_fits_three_methods_at_1024_px_or_shows_one_in_full() 
     assert picker.options[1:] == methods
     picker.set_value(methods[1]).run()
     assert widths() == {"Question": shown["Question"], methods[1]: "large"}
+
+
+def test_an_answer_to_check_reads_check_this_with_its_reason_and_a_settled_one_reads_as_before() -> None:
+    """The look of how far to trust an answer (filled in by the engine's triage; set here by hand):
+    "check this" in amber with the reason; nothing added for high or not assessed; "Not found" with
+    the pages to read; a quote on its page is "located", without a tick."""
+    from pages.common import results
+    from rr_core.plans import Citation, Outcome
+    from rr_core.traces import RunTrace
+
+    def trace(**outcome: Any) -> RunTrace:
+        return RunTrace(
+            run_id="r", method="baseline", label="Baseline", describe="", questions=["Q?"], document="d.pdf",
+            document_sha256="a" * 64, provider="openai", model="gpt-4.1-mini", is_llm=True,
+            settings=RunSettings(method="baseline"),
+            outcomes=[Outcome(question="Q?", answer="Ottawa", citations=[Citation(page=4, quote="in Ottawa",
+                                                                                  quote_check="verified")], **outcome)],
+            started_at="2026-11-28T10:00:00+00:00",
+        )  # fmt: skip
+
+    check = trace(confidence="check", score=0.3, confidence_reason="R&R says Toronto")
+    high = trace(confidence="high", score=0.9)
+    unassessed = trace()
+    flag = results.confidence_line("check", "R&R says Toronto")
+    assert flag.startswith(":orange-background[") and "check this" in flag and md("R&R says Toronto") in flag
+    assert ":green[" not in flag and ":red[" not in flag
+    assert results.confidence_line("high", "") == results.confidence_line("", "") == ""
+    assert results.confidence_line("check", "", "the quote does not contain the answer").endswith(
+        md("the quote does not contain the answer") + "]"
+    )
+    assert results.outcome_cell(check, check.outcomes[0]) == "check this · p. 4 · Ottawa"
+    assert results.outcome_cell(high, high.outcomes[0]) == results.outcome_cell(
+        unassessed, unassessed.outcomes[0]
+    )
+    assert results.outcome_cell(high, high.outcomes[0]) == "p. 4 · Ottawa"
+    not_found = trace(found=False, absent_by="reader", pages_to_read=[7, 2, 9, 11])
+    not_found.outcomes[0].citations = []
+    assert results.outcome_cell(not_found, not_found.outcomes[0]) == "Not found · read p. 7, 2, 9"
+    caption = results.quote_caption(check.outcomes[0].citations[0], None)
+    assert md("Quote located on p. 4") in caption and ":material/check" not in caption

@@ -167,6 +167,8 @@ class ReviewChoices:
     role: str = "main"  # the grid shown: the main method's, or the comparison's
     selected: tuple[str, int, str] | None = None  # (document sha256, column, role) of the open cell
     message: tuple[str, str] | None = None  # (kind, text) said after a rerun
+    queue_at: int | None = None  # where the To-check queue stands (None: at its first undecided cell)
+    queue_note: str = ""  # what the queue says after a rerun (a decision not kept, and why)
 
 
 @dataclass(frozen=True, slots=True)

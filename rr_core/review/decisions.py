@@ -57,13 +57,18 @@ def needs_check(cell: Cell) -> bool:
 
 def to_check(cells: Sequence[Cell], role: str | None = None) -> list[Cell]:
     """The queue: the answers to check first (quick to confirm or correct: the quote is there to
-    read), then the cells not found (the pages to read); each part lowest score first, then in
-    grid order."""
+    read), then the cells not found (the pages to read); each part lowest score first, then by
+    document and column (the same order however the cells arrived)."""
     mine = [c for c in cells if needs_check(c) and (role is None or c.role == role)]
-    order = {c.key: i for i, c in enumerate(mine)}
     return sorted(
         mine,
-        key=lambda c: (c.confidence != "check", c.score if c.score is not None else 0.5, order[c.key]),
+        key=lambda c: (
+            c.confidence != "check",
+            c.score if c.score is not None else 0.5,
+            c.document,
+            c.document_sha256,
+            c.column,
+        ),
     )
 
 
