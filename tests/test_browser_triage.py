@@ -189,6 +189,9 @@ def _queue_shot(page: Any, width: int) -> None:
     box = queue.bounding_box()
     assert box and box["width"] <= width, box
     _shot_of(page, [queue], ARTIFACTS / f"triage-queue-{width}.png")
+    grid = main.locator(".st-key-review_grid_box")
+    expect(grid).to_be_visible()
+    _shot_of(page, [grid], ARTIFACTS / f"triage-grid-{width}.png")
     # Accept by its keyboard shortcut: the queue goes on, and the grid says the cell was reviewed.
     # (The queue opens at its first cell not decided yet: a decision of an earlier session holds.)
     here = queue.get_by_text(re.compile(r"^\d+ of \d+ ·"))
