@@ -535,6 +535,17 @@ def page_viewer() -> None:
 
 
 st.subheader("The page")
+if outcome is not None and outcome.answer is not None:
+    # How far to trust the answer in view: "check this" with its reason; a reader that found
+    # nothing names the pages to read (nothing special for a high or unassessed answer).
+    flag = results.confidence_line(outcome.confidence, outcome.confidence_reason, outcome.support_reason)
+    if flag and outcome.stated:
+        st.markdown(f"**Answer:** {md(outcome.answer)} · {flag}")
+    elif not outcome.found and outcome.pages_to_read:
+        st.markdown(
+            ":gray[:material/search_off:] **Not found**: pages to read, best first: "
+            + ", ".join(docs.page_ref(document, p) for p in outcome.pages_to_read)
+        )
 if document.pdf_bytes is None:
     st.caption(
         "This document has no PDF pages: each page is typeset here from its text, "

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages.common import results, reviewgrid, sidebar, user
+from pages.common import docs, results, reviewgrid, sidebar, user
 from pages.common import state as S
 from pages.common.state import DocFocus, ReviewRun
 from pages.common.text import md, plural, short
@@ -21,7 +21,6 @@ from rr_core.documents import ocr_available
 from rr_core.errors import LedgerError, RRError
 from rr_core.jobs import Job
 from rr_core.methods import all_methods, parse_spec
-from rr_core.quotes import check_words
 from rr_core.review import (
     COMPARE,
     MAIN,
@@ -42,6 +41,16 @@ from rr_core.review import (
 )
 from rr_core.review.columns import COLUMN_FIELDS
 from rr_core.review.corpus import Passwords
+from rr_core.review.decisions import (
+    ABSENT,
+    ACCEPTED,
+    CORRECTED,
+    ReviewDecision,
+    answer_key_csv,
+    apply_decisions,
+    reviewed_words,
+    to_check,
+)
 from rr_core.review.export import review_csv, review_json, review_xlsx
 from rr_core.review.sample import sample_corpus
 from rr_core.store import WorkRecord
@@ -596,6 +605,7 @@ def _show_work(record: WorkRecord) -> None:
         key_name=(work.key.name if work.key else ""),
     )  # fmt: skip
     review.selected = None
+    review.queue_at = None
     st.rerun()
 
 
@@ -612,6 +622,7 @@ if clicked:
         key_name=review.key_name if answer_key else "",
     )
     review.selected = None
+    review.queue_at = None  # the To-check queue starts again, at its first undecided cell
     _execute(review.run, None, "Running the grid")
 
 last_run = review.run
@@ -620,6 +631,20 @@ if last_run is None:
         st.caption("No key needed: the offline engine runs the grid here for free (not an LLM).")
     st.stop()
 run: ReviewRun = last_run
+
+
+def _decisions() -> list[ReviewDecision]:
+    """The reviewer's decisions on this grid's documents (the store's owner's own)."""
+    try:
+        return user.history().decisions_for(f.sha256 for f in run.plan.documents)
+    except LedgerError as exc:
+        st.warning(f"The review decisions could not be read: {md(exc)}")
+        return []
+
+
+# The grid as the reviewer left it: a decision wins over the engine's answer everywhere below
+# (the grid, the cell, the scores, the exports); ``run.cells`` keep what the engine said.
+shown_cells = apply_decisions(run.plan, run.cells, _decisions(), answer_key)
 
 # ---- 5. The grid ----------------------------------------------------------------------------------
 
@@ -637,8 +662,19 @@ if len(roles) > 1:
     S.bind(st.radio, "Grid of", review, "role", key="review_role", options=list(roles),
            format_func=ROLE_LABELS.__getitem__, horizontal=True)  # fmt: skip
 role = review.role if review.role in roles else MAIN
-keyed = any(c.correct is not None for c in run.cells)
-frame, styles = reviewgrid.grid_frame(run.plan, run.cells, role, keyed)
+keyed = any(c.correct is not None for c in shown_cells)
+filter_col, order_col = st.columns([3, 2])
+shown_bands = filter_col.multiselect(
+    "Show cells", list(reviewgrid.FILTERS), default=list(reviewgrid.FILTERS),
+    format_func=reviewgrid.FILTERS.__getitem__, key="w.review_show",
+    help="By how far to trust them: high (or not assessed), check this, not found, reviewed.",
+)  # fmt: skip
+grid_order = order_col.selectbox(
+    "Rows", list(reviewgrid.ORDERS), format_func=reviewgrid.ORDERS.__getitem__, key="w.review_order"
+)
+frame, styles, row_shas = reviewgrid.grid_view(
+    run.plan, shown_cells, role, keyed, show=shown_bands, order=grid_order
+)
 main_cells = [c for c in run.cells if c.role == role]
 failed = [c for c in run.cells if c.error]
 paid = (
@@ -647,7 +683,8 @@ paid = (
     else f"${run.paid_usd:.4f} paid by this run (cells found in the run store cost nothing)"
 )
 st.caption(
-    f"{md(ROLE_LABELS[role])} on {md(run.engine)} · {len(main_cells)} of {frame.size} cells answered"
+    f"{md(ROLE_LABELS[role])} on {md(run.engine)} · {len(main_cells)} of "
+    f"{len(run.plan.columns) * len(list(iter_grid(run.plan, [], role)))} cells answered"
     + (f" · {plural(len(failed), 'failed cell')}" if failed else "")
     + f" · {paid}"
     + (" · sent in batches" if run.mode == "batch" else "")
@@ -659,8 +696,11 @@ legend = (
 )
 st.caption(
     legend
-    + "Grey: not stated in the document; amber: failed. '· p. N': the page the answer cites (where its "
-    "quote stands, not whether the answer is right). Select a cell to see its citations and cost."
+    + "Amber, “check this”: the engine is not sure of the answer (the reason is in the cell and in the "
+    "To-check queue below). “Not found · read p. …”: the reader found no answer, and those pages are "
+    "worth reading. Grey: not found (with the pages to read) or, from a model, its claim that the document does not say; amber text “failed”: the call failed. “reviewed”: a "
+    "reviewer's decision, which wins over the engine's answer. '· p. N': the page the answer cites (where "
+    "its quote stands, not whether the answer is right). Select a cell to see its citations and cost."
 )
 styled = frame.style.apply(
     lambda _: pd.DataFrame(styles, index=frame.index, columns=frame.columns), axis=None
@@ -683,8 +723,7 @@ picked_cells = list(getattr(event, "selection", {}).get("cells", []) or [])
 if picked_cells:
     row_index, header = picked_cells[0]
     if 0 <= int(row_index) < len(frame) and header in list(frame.columns):
-        rows_docs = [f for f, _ in iter_grid(run.plan, [], role)]
-        review.selected = (rows_docs[int(row_index)].sha256, list(frame.columns).index(header), role)
+        review.selected = (row_shas[int(row_index)], list(frame.columns).index(header), role)
 
 # ---- The cell ------------------------------------------------------------------------------------------
 
@@ -694,7 +733,7 @@ def _find(selected: tuple[str, int, str] | None) -> Cell | None:
         return None
     sha, column, in_role = selected
     return next(
-        (c for c in run.cells if (c.document_sha256, c.column, c.role) == (sha, column, in_role)), None
+        (c for c in shown_cells if (c.document_sha256, c.column, c.role) == (sha, column, in_role)), None
     )
 
 
@@ -718,8 +757,14 @@ if cell is not None:
                 else ":red[Wrong against the answer key]" if cell.correct is False
                 else "Not checked against a known answer"
             )  # fmt: skip
-            st.markdown(f"**Answer:** {md(cell.answer)}  \n{verdict}" + (
+            st.markdown(f"**Answer:** {md(reviewgrid.cell_text(cell))}  \n{verdict}" + (
                 f" (accepted: {md(' | '.join(cell.accepted))})" if cell.accepted else ""))  # fmt: skip
+            if cell.decision:
+                st.caption(f":material/rate_review: {md(reviewed_words(cell))}")
+            else:
+                flag = results.confidence_line(cell.confidence, cell.confidence_reason, cell.support_reason)
+                if flag:
+                    st.markdown(flag)
             if cell.raw and cell.raw != cell.answer:
                 st.caption(f"As the model gave it: {md(short(cell.raw, 300))}")
         if cell.citations:
@@ -730,8 +775,7 @@ if cell is not None:
                             "Page": c.page,
                             "Printed label": c.page_label,
                             "Quote": c.quote,
-                            "Quote check": check_words(c.quote_check, f"p. {c.page}", c.quote_score)
-                            or c.quote_check,
+                            "Quote check": results.check_words(c, None) or c.quote_check,
                         }
                         for c in cell.citations
                     ]
@@ -790,6 +834,163 @@ if failed:
         _execute(run, retry_jobs(run.plan, failed), "Retrying the failed cells")
         st.rerun()
 
+# ---- To check: the cells the engine is not sure of, one at a time ------------------------------------
+
+queue = to_check(run.cells, role)  # as the engine assessed them (a decision does not take a cell out)
+now_of = {c.key: c for c in shown_cells}
+
+
+def _step(by: int) -> None:
+    review.queue_at = min(max((review.queue_at or 0) + by, 0), max(len(queue) - 1, 0))
+
+
+def _decide(item: Cell, decision: str, page_key: str, answer_key_: str, quote_key: str) -> None:
+    """Keep the reviewer's decision on the queue's cell (a button's callback), then go on."""
+    answer, page, quote = "", None, ""
+    if decision == CORRECTED:
+        answer = " ".join(str(state.get(answer_key_) or "").split())
+        if not answer:
+            review.queue_note = "Type the right answer first, then Correct."
+            return
+        page = int(state.get(page_key) or 1)
+        quote = " ".join(str(state.get(quote_key) or "").split())
+    elif decision == ACCEPTED and item.found:
+        answer = item.raw or item.answer
+        first = next((c for c in item.citations if c.page is not None), None)
+        page, quote = (first.page, first.quote) if first else (None, "")
+    try:
+        user.history().put_decision(
+            ReviewDecision(
+                document_sha256=item.document_sha256, question=item.question, decision=decision, role=item.role,
+                document=item.document, answer=answer, page=page, quote=quote,
+            )
+        )  # fmt: skip
+    except LedgerError as exc:
+        review.queue_note = f"The decision was not kept: {exc}"
+        return
+    _step(1)
+
+
+st.subheader("To check")
+if not queue:
+    assessed = any(c.confidence for c in main_cells)
+    st.caption(
+        "Nothing to check: no cell of this grid is marked “check this” or “not found”."
+        if assessed
+        else "Nothing to check: the engine did not assess how far to trust these cells."
+    )
+else:
+    if review.queue_at is None:  # first shown: at the first cell not decided yet
+        review.queue_at = next((i for i, c in enumerate(queue) if not now_of.get(c.key, c).decision), 0)
+    at_ = min(max(review.queue_at, 0), len(queue) - 1)
+    review.queue_at = at_
+    item = queue[at_]
+    current = now_of.get(item.key, item)
+    decided_count = sum(1 for c in queue if now_of.get(c.key, c).decision)
+    st.caption(
+        f"The cells the engine marked “check this” or “not found”, least sure first: "
+        f"{plural(len(queue), 'cell')}, {decided_count} decided. A decision is kept with who made it and "
+        "when, wins over the engine's answer in the grid, the scores and the exports, and holds wherever "
+        "this document and question appear. Keys: A accept · Ctrl+Enter correct · N not in the document · "
+        "← → previous / next."
+    )
+    if review.queue_note:
+        st.warning(md(review.queue_note))
+        review.queue_note = ""
+    first_cited = next((c for c in item.citations if c.page is not None), None)
+    page_key = f"w.queue_page_{item.key}"
+    answer_box, quote_box = f"w.queue_answer_{item.key}", f"w.queue_quote_{item.key}"
+    with st.container(border=True, key="review_queue"):
+        st.markdown(
+            f"**{at_ + 1} of {len(queue)}** · **{md(item.document)}** — {md(item.question)} "
+            f"({md(item.type)}; {md(item.method)})"
+        )
+        left, right = st.columns([2, 3])
+        with left:
+            if item.found:
+                st.markdown(f"**The engine's answer:** {md(item.answer)}")
+            elif item.absent_by == "model":
+                st.markdown("**The model says the document does not state it** (its claim, not checked).")
+            else:
+                st.markdown(
+                    "**Not found**: the reader found no answer."
+                    + (
+                        f" Pages to read, best first: {', '.join(map(str, item.pages_to_read))}."
+                        if item.pages_to_read
+                        else ""
+                    )
+                )
+            flag = results.confidence_line("check", item.confidence_reason, item.support_reason)
+            if item.confidence == "check":
+                st.markdown(flag)
+            if first_cited is not None and first_cited.quote:
+                st.markdown(f"> {md(' '.join(first_cited.quote.split()))}")
+                st.caption(md(results.check_words(first_cited, None)) or "")
+            if current.decision:
+                st.markdown(
+                    f":material/rate_review: **{md(reviewed_words(current))}**"
+                    + (f" — now: {md(reviewgrid.cell_text(current))}" if current.decision != ACCEPTED else "")
+                )
+            buttons = st.container(horizontal=True, key="queue_decide")
+            args = (item, ACCEPTED, page_key, answer_box, quote_box)
+            buttons.button(
+                "Accept", key="queue_accept", shortcut="A", type="primary", on_click=_decide, args=args
+            )
+            buttons.button("Not in the document", key="queue_absent", shortcut="N", on_click=_decide,
+                           args=(item, ABSENT, page_key, answer_box, quote_box))  # fmt: skip
+            st.text_input("The right answer", key=answer_box, placeholder="Type it to correct the cell")
+            st.text_input(
+                "Its words on the page (highlighted at right when they stand there)",
+                key=quote_box,
+                placeholder="Paste or type the sentence that states it",
+            )
+            st.button("Correct", key="queue_correct", shortcut="Ctrl+Enter", on_click=_decide,
+                      args=(item, CORRECTED, page_key, answer_box, quote_box))  # fmt: skip
+            steps = st.container(horizontal=True, key="queue_steps")
+            steps.button("Previous", key="queue_prev", icon=":material/arrow_back:", shortcut="Left",
+                         disabled=at_ == 0, on_click=_step, args=(-1,))  # fmt: skip
+            steps.button("Next", key="queue_next", icon=":material/arrow_forward:", shortcut="Right",
+                         disabled=at_ == len(queue) - 1, on_click=_step, args=(1,))  # fmt: skip
+        with right:
+            try:
+                queued_doc = docs.stored(item.document_sha256)
+            except RRError as exc:
+                st.caption(f"The page cannot be shown: {md(exc)}")
+            else:
+                start = (
+                    first_cited.page
+                    if first_cited is not None and first_cited.page
+                    else (item.pages_to_read[0] if item.pages_to_read else 1)
+                )
+                if page_key not in state:
+                    state[page_key] = min(max(int(start), 1), len(queued_doc.pages))
+                number = int(
+                    st.number_input(
+                        "Page (the correction's page)", min_value=1, max_value=len(queued_doc.pages), step=1,
+                        key=page_key,
+                    )
+                )  # fmt: skip
+                typed_quote = " ".join(str(state.get(quote_box) or "").split())
+                quote = typed_quote or (
+                    first_cited.quote if first_cited is not None and first_cited.page == number else ""
+                )
+                try:
+                    page_shown = docs.page_png(
+                        queued_doc, number, quote=quote, frame=results.CITED_RGB if quote else None
+                    )
+                except RRError as exc:
+                    results.show_rr_error(exc)
+                else:
+                    what = (
+                        "your words highlighted" if typed_quote else "the engine's quote highlighted"
+                    ) if page_shown.placed else ("the quote could not be placed" if quote else "no quote on this page")  # fmt: skip
+                    st.image(
+                        page_shown.rendered.png,
+                        caption=f"{docs.page_ref(queued_doc, number)} of {len(queued_doc.pages):,} · {what}",
+                        width="content",
+                        output_format="PNG",
+                    )
+
 # ---- Scores and exports ------------------------------------------------------------------------------
 
 if keyed:
@@ -806,7 +1007,7 @@ if keyed:
                     "Question": s.question,
                     "Method": s.method,
                 }
-                for s in scores(run.plan, run.cells)
+                for s in scores(run.plan, shown_cells)
             ]
         ),
         hide_index=True,
@@ -822,16 +1023,17 @@ context = {"engine": run.engine, "mode": run.mode, "engine_is_llm": run.is_llm}
 skipped = [f for f in review.files if not f.ok]
 exports = st.container(horizontal=True)
 grid_run = run
+decided_cells = shown_cells  # the exports say what the grid says: reviewers' decisions included
 exports.download_button(
     "Download CSV",
-    lambda: review_csv(grid_run.plan, grid_run.cells),
+    lambda: review_csv(grid_run.plan, decided_cells),
     "rr-review.csv",
     "text/csv",
     key="review_csv",
 )
 exports.download_button(
     "Download Excel workbook",
-    lambda: review_xlsx(grid_run.plan, grid_run.cells, context=context),
+    lambda: review_xlsx(grid_run.plan, decided_cells, context=context),
     "rr-review.xlsx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     key="review_xlsx",
@@ -839,11 +1041,22 @@ exports.download_button(
 exports.download_button(
     "Download JSON (with traces)",
     lambda: json.dumps(
-        review_json(grid_run.plan, grid_run.cells, traces=grid_run.traces, context=context, skipped=skipped),
+        review_json(grid_run.plan, decided_cells, traces=grid_run.traces, context=context, skipped=skipped),
         indent=1,
         default=str,
     ),  # fmt: skip
     "rr-review.json",
     "application/json",
     key="review_json",
+)
+reviewed = [c for c in shown_cells if c.decision]
+exports.download_button(
+    "Download the reviewed cells as an answer key (CSV)",
+    answer_key_csv(reviewed),
+    "rr-review-key.csv",
+    "text/csv",
+    key="review_key_csv",
+    disabled=not reviewed,
+    help="document, question, answers: the reviewers' answers, to score another method or model on "
+    "the same corpus (load it as the answer key).",
 )

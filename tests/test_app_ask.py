@@ -197,8 +197,8 @@ def test_run_shows_a_card_per_method_with_answer_page_mark_quote_check_and_retri
         # not correctness (green is for the "Right" above, against the known answer).
         assert trace.outcome.quote_check == "verified"
         check = next(c for c in notes if "Quote located" in c)
-        assert check.startswith(":gray[:material/check:] ") and ":green[" not in check
-        assert md(f"Quote located on p. {FIRST.page}") in check
+        assert check.startswith(":gray[:material/location_on:] ") and ":green[" not in check
+        assert md(f"Quote located on p. {FIRST.page}") in check and ":material/check" not in check
         assert md("not whether the answer is right") in check
         assert f"${trace.cost_usd:.4f}" in "\n".join(texts)
     rr = traces[1]
@@ -249,7 +249,7 @@ def test_a_wrong_answer_whose_quote_stands_on_its_page_is_wrong_not_green(
     card = cards(at)[0]
     assert any(m.startswith(":red[:material/cancel: **Wrong**]") for m in markdown(card))
     notes = "\n".join(captions(card))
-    assert ":gray[:material/check:] " + md("Quote located on p. 3") in notes
+    assert ":gray[:material/location_on:] " + md("Quote located on p. 3") in notes
     assert ":green[" not in notes and "word for word" not in notes
 
 
@@ -272,7 +272,9 @@ def test_not_stated_is_shown_as_such_and_scored_against_the_known_answer(
     outcome = traces[0].outcome
     assert outcome.found is False and outcome.correct is False  # the sample's document states it
     texts = markdown(cards(at)[0])
-    assert any("**Not stated in the document** (the model found no answer in it)" in m for m in texts)
+    assert any(
+        "**The model says the document does not state it** (its claim, not checked)" in m for m in texts
+    )
     assert not any(m.startswith("**Answer:**") or m.startswith("**Cited page") for m in texts)
     assert any("**Wrong**" in m for m in texts)
     assert not any("Quote" in c or "quote" in c for c in captions(cards(at)[0]))
@@ -285,7 +287,7 @@ def test_the_offline_engines_not_stated_is_said_of_the_engine_not_of_a_model() -
     traces[0].outcomes[0].not_stated()
     at.run()
     said = "\n".join(markdown(cards(at)[0]))
-    assert "**Not stated in the document** (the offline engine found no answer in it)" in said
+    assert "**Not found** (the offline engine found no answer)" in said and "Not stated" not in said
     assert "the model" not in said
 
 
@@ -802,7 +804,7 @@ def test_an_answer_with_several_citations_shows_each_quote_and_where_it_stands(
     assert "**Cited pages:** p. 3 · p. 10" in texts
     assert f"> {md('1. p. 3: ')}{md(on_3)}" in texts and f"> {md('2. p. 10: ')}{md(on_10)}" in texts
     assert [n.split(" ", 1)[0] for n in notes if "Quote" in n and "p\\." in n] == [
-        ":gray[:material/check:]", ":gray[:material/check:]", ":orange[:material/warning:]",
+        ":gray[:material/location_on:]", ":gray[:material/location_on:]", ":orange[:material/warning:]",
     ]  # fmt: skip
     assert sum("nor whether the answer is right" in n for n in notes) == 1  # said once, not per quote
 
@@ -831,3 +833,43 @@ def test_the_answers_table_fits_three_methods_at_1024_px_or_shows_one_in_full() 
     assert picker.options[1:] == methods
     picker.set_value(methods[1]).run()
     assert widths() == {"Question": shown["Question"], methods[1]: "large"}
+
+
+def test_an_answer_to_check_reads_check_this_with_its_reason_and_a_settled_one_reads_as_before() -> None:
+    """The look of how far to trust an answer (filled in by the engine's triage; set here by hand):
+    "check this" in amber with the reason; nothing added for high or not assessed; "Not found" with
+    the pages to read; a quote on its page is "located", without a tick."""
+    from pages.common import results
+    from rr_core.plans import Citation, Outcome
+    from rr_core.traces import RunTrace
+
+    def trace(**outcome: Any) -> RunTrace:
+        return RunTrace(
+            run_id="r", method="baseline", label="Baseline", describe="", questions=["Q?"], document="d.pdf",
+            document_sha256="a" * 64, provider="openai", model="gpt-4.1-mini", is_llm=True,
+            settings=RunSettings(method="baseline"),
+            outcomes=[Outcome(question="Q?", answer="Ottawa", citations=[Citation(page=4, quote="in Ottawa",
+                                                                                  quote_check="verified")], **outcome)],
+            started_at="2026-11-28T10:00:00+00:00",
+        )  # fmt: skip
+
+    check = trace(confidence="check", score=0.3, confidence_reason="R&R says Toronto")
+    high = trace(confidence="high", score=0.9)
+    unassessed = trace()
+    flag = results.confidence_line("check", "R&R says Toronto")
+    assert flag.startswith(":orange-background[") and "check this" in flag and md("R&R says Toronto") in flag
+    assert ":green[" not in flag and ":red[" not in flag
+    assert results.confidence_line("high", "") == results.confidence_line("", "") == ""
+    assert results.confidence_line("check", "", "the quote does not contain the answer").endswith(
+        md("the quote does not contain the answer") + "]"
+    )
+    assert results.outcome_cell(check, check.outcomes[0]) == "check this · p. 4 · Ottawa"
+    assert results.outcome_cell(high, high.outcomes[0]) == results.outcome_cell(
+        unassessed, unassessed.outcomes[0]
+    )
+    assert results.outcome_cell(high, high.outcomes[0]) == "p. 4 · Ottawa"
+    not_found = trace(found=False, absent_by="reader", pages_to_read=[7, 2, 9, 11])
+    not_found.outcomes[0].citations = []
+    assert results.outcome_cell(not_found, not_found.outcomes[0]) == "Not found · read p. 7, 2, 9"
+    caption = results.quote_caption(check.outcomes[0].citations[0], None)
+    assert md("Quote located on p. 4") in caption and ":material/check" not in caption

@@ -265,7 +265,7 @@ def test_the_viewer_steps_through_an_answers_citations_each_framed_and_highlight
     assert md("Citation 1 of 4 · p. 10") in said and md(on_10) in said
     assert at.button(key="prev_citation").disabled and not at.button(key="next_citation").disabled
     # Provenance in a neutral style: found, never green (nothing here is known to be right).
-    assert ":gray[:material/check:] " + md("Quote located on p. 10") in said and ":green[" not in said
+    assert ":gray[:material/location_on:] " + md("Quote located on p. 10") in said and ":green[" not in said
     at.button(key="next_citation").click().run()
     page, caption, said = where()
     assert page == 57 and "citation 2 of 4 (framed) · its quote highlighted" in caption

@@ -321,3 +321,158 @@ def test_review_hands_each_trace_over_before_its_cells() -> None:
     for index, (kind, run_id) in enumerate(seen):
         if kind == "cell":
             assert ("trace", run_id) in seen[:index]
+
+
+# ---- Triage: the look, sort and filter, the To-check queue, decisions ----------------------------
+
+
+def _triaged(at: AppTest) -> tuple[Any, list[Cell]]:
+    """The run on screen with three cells of the first column marked as the engine would (the
+    confidence fields are filled by the engine's triage; here by hand): two to check, one not found.
+    The rest high. Returns the run and the three, in the order the queue walks them."""
+    from dataclasses import replace
+
+    run = session(at).review.run
+    assert run is not None
+    first_column = sorted(
+        (c for c in run.cells if c.column == 0 and c.role == MAIN), key=lambda c: c.document
+    )
+    marked = {
+        first_column[0].key: dict(confidence="check", score=0.2, confidence_reason="the quote does not contain the answer"),
+        first_column[1].key: dict(confidence="check", score=0.4, confidence_reason="Baseline says Ohio"),
+        first_column[2].key: dict(confidence="none", score=0.0, found=False, absent_by="reader", pages_to_read=(2, 1),
+                                  answer="not stated in the document", citations=()),
+    }  # fmt: skip
+    run.cells = [replace(c, **marked.get(c.key, {"confidence": "high", "score": 0.9})) for c in run.cells]
+    order = [next(c for c in run.cells if c.key == k) for k in marked]
+    return run, order
+
+
+def test_a_cell_to_check_looks_different_and_the_grid_sorts_and_filters_by_confidence() -> None:
+    at = open_review()
+    at.button(key="review_run").click().run()
+    run, (check, other_check, not_found) = _triaged(at)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = grid(at)
+    assert table.loc[check.document].iloc[0].startswith("check this · ")
+    assert table.loc[not_found.document].iloc[0] == "Not found · read p. 2, 1"
+    others = [
+        v for name, row in table.iterrows() for v in row if "check this" not in v and "Not found" not in v
+    ]
+    assert others and not any(v.startswith(("check this", "Not found")) for v in others)
+    # The style: amber for the cells to check, and never the green or red of the key for it alone.
+    check_style = reviewgrid.cell_style(check, keyed=False)
+    assert "#fff1d6" in check_style and reviewgrid.RIGHT_STYLE not in check_style
+    assert reviewgrid.cell_style(replace_conf(check, "high"), keyed=False) == ""
+    # Filter: only the cells to check; rows without one left out, the other cells blank.
+    at.multiselect(key="w.review_show").set_value(["check"]).run()
+    table = grid(at)
+    assert set(table.index) == {check.document, other_check.document}
+    assert all(v == "" or v.startswith("check this") for _, row in table.iterrows() for v in row)
+    at.multiselect(key="w.review_show").set_value(["none"]).run()
+    assert list(grid(at).index) == [not_found.document]
+    # Sort: the least sure rows first.
+    at.multiselect(key="w.review_show").set_value(list(reviewgrid.FILTERS)).run()
+    at.selectbox(key="w.review_order").set_value("score").run()
+    assert list(grid(at).index)[:3] == [not_found.document, check.document, other_check.document]
+    # Selecting a cell of the sorted grid opens that cell, its reason beside it.
+    header = reviewgrid.headers(run.plan)[0]
+    at.session_state["w.review_grid"] = {"selection": {"rows": [], "columns": [], "cells": [[1, header]]}}
+    at.run()
+    assert session(at).review.selected == (check.document_sha256, 0, MAIN)
+    assert any(
+        "check this" in m.value and "the quote does not contain the answer" in m.value for m in at.markdown
+    )
+
+
+def replace_conf(cell: Cell, confidence: str) -> Cell:
+    from dataclasses import replace
+
+    return replace(cell, confidence=confidence)
+
+
+def test_the_to_check_queue_keeps_accept_correct_and_absent_and_the_grid_scores_and_exports_follow(
+    downloads: list[tuple[str | None, bytes]],
+) -> None:
+    from rr_core.review.export import review_csv
+
+    at = open_review()
+    at.button(key="review_run").click().run()
+    run, (check, other_check, not_found) = _triaged(at)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    # The queue walks the answers to check (least sure first), then the cell not found.
+    said = "\n".join(m.value for m in at.markdown)
+    assert (
+        "1 of 3" in said
+        and md_plain(check.document) in said
+        and "the quote does not contain the answer" in said
+    )
+    # The cell's page, its quote highlighted.
+    assert at.number_input(key=f"w.queue_page_{check.key}").value == check.citations[0].page
+    assert "the engine's quote highlighted" in at.image[-1].captions[0]
+    right_before = sum(s.right for s in scores(run.plan, run.cells) if s.column is None and s.role == MAIN)
+
+    # Accept: the queue goes on to the next.
+    at.button(key="queue_accept").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "2 of 3" in "\n".join(m.value for m in at.markdown)
+    # Correct the second: a wrong answer, on page 3, with its words.
+    at.text_input(key=f"w.queue_answer_{other_check.key}").input("Ohio").run()
+    at.number_input(key=f"w.queue_page_{other_check.key}").set_value(3).run()
+    at.text_input(key=f"w.queue_quote_{other_check.key}").input("the laws of Ohio").run()
+    at.button(key="queue_correct").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = "\n".join(m.value for m in at.markdown)
+    assert "3 of 3" in said and "Pages to read, best first: 2, 1" in said
+    assert at.number_input(key=f"w.queue_page_{not_found.key}").value == 2  # the first page to read
+    # Not in the document; then back to the first.
+    at.button(key="queue_absent").click().run()
+    at.button(key="queue_prev").click().run()
+    at.button(key="queue_prev").click().run()
+    said = "\n".join(m.value for m in at.markdown)
+    assert "1 of 3" in said and md_plain("accepted: reviewed by local") in said
+
+    store = open_store()
+    kept = {d.document_sha256: d for d in store.decisions_for(f.sha256 for f in run.plan.documents)}
+    assert {k: d.decision for k, d in kept.items()} == {
+        check.document_sha256: "accepted", other_check.document_sha256: "corrected", not_found.document_sha256: "absent",
+    }  # fmt: skip
+    assert (kept[other_check.document_sha256].answer, kept[other_check.document_sha256].page) == ("Ohio", 3)
+    assert all(d.owner == "local" and d.decided_at for d in kept.values())
+
+    table = grid(at)
+    assert table.loc[check.document].iloc[0].startswith("reviewed · ")
+    assert table.loc[other_check.document].iloc[0] == "reviewed · Ohio  · p. 3"
+    assert table.loc[not_found.document].iloc[0].startswith("reviewed · not in the document")
+    # Scores follow the decisions: the corrected cell is now wrong against the key (it says Ohio).
+    score_table = frame(at, "Marked")
+    all_main = [i for i, s in enumerate(scores(run.plan, run.cells)) if s.column is None and s.role == MAIN][
+        0
+    ]
+    assert int(score_table["Right"].iloc[all_main]) < right_before
+    # The exports say what the grid says, and the reviewed cells come out as an answer key.
+    decided = session_cells_after(at)
+    assert "Ohio" in review_csv(run.plan, decided)
+    key_csv = dict(downloads)["rr-review-key.csv"].decode()
+    key = parse_answer_key(key_csv)
+    assert len(key) == 3 and key.lookup(other_check.document, other_check.question) == ("Ohio",)
+    assert key.lookup(not_found.document, not_found.question) == ("not stated",)
+
+
+def md_plain(text: str) -> str:
+    from pages.common.text import md
+
+    return md(text)
+
+
+def session_cells_after(at: AppTest) -> list[Cell]:
+    """The cells the screen exports: the run's, with the store's decisions applied."""
+    from rr_core.review.decisions import apply_decisions
+
+    run = session(at).review.run
+    assert run is not None
+    return apply_decisions(
+        run.plan, run.cells, open_store().decisions_for(f.sha256 for f in run.plan.documents)
+    )

@@ -296,7 +296,7 @@ def test_upload_ask_all_methods_and_see_answers_costs_reminders_and_the_page(
         expect(card.locator("p").filter(has_text=re.compile(r"^Cited page:"))).to_contain_text(
             str(case.cited_page)
         )
-    expect(cards["R&R"].get_by_text(re.compile(r"Quote found on p\."))).to_be_visible()
+    expect(cards["R&R"].get_by_text(re.compile(r"Quote located on p\."))).to_be_visible()
     expect(cards["R&R"].locator("p").filter(has_text=re.compile(r"^Retrieved:"))).to_be_visible()
     # Closed-book knows nothing of the document: it says so, not dressed as an answer.
     expect(cards["Closed-book"].get_by_text("Not stated in the document")).to_be_visible()

@@ -35,6 +35,7 @@ from rr_core.store import (
     BatchRecord,
     CallCache,
     DocumentStore,
+    ReviewDecision,
     RunStore,
     SQLiteStore,
     Store,
@@ -649,6 +650,50 @@ def _batch(batch_id: str, keys: list[str], **changes: object) -> BatchRecord:
         "state": "submitted",
     }
     return BatchRecord(batch_id=batch_id, total=len(keys), **(fields | changes))  # type: ignore[arg-type]
+
+
+def test_a_review_decision_is_kept_per_document_and_question_replaced_and_the_owners_own(
+    open_backend: Backend,
+) -> None:
+    store = open_backend()
+    assert store.decisions_for(["doc-a"]) == []
+    first = store.put_decision(
+        ReviewDecision(document_sha256="doc-a", question="Governing law?", decision="accepted", role="main",
+                       document="a.pdf", answer="Delaware", owner="someone else", decided_at="1999")
+    )  # fmt: skip
+    # The store says who and when: its owner, now (not what the caller claimed).
+    assert first.owner == LOCAL_OWNER and first.decided_at.startswith(str(datetime.now().year))
+    again = open_backend()  # reopened: the decision was kept
+    assert again.decisions_for(["doc-a", "doc-b"]) == [first]
+    # The same cell decided again (its question spaced and cased otherwise) replaces the decision.
+    corrected = again.put_decision(
+        ReviewDecision(document_sha256="doc-a", question="  governing LAW? ", decision="corrected",
+                       role="compare", document="a.pdf", answer="New York", page=3, quote="laws of New York")
+    )  # fmt: skip
+    other = again.put_decision(
+        ReviewDecision(document_sha256="doc-b", question="Governing law?", decision="absent")
+    )
+    assert again.decisions_for(["doc-a"]) == [corrected]
+    assert (corrected.answer, corrected.page, corrected.quote, corrected.role) == (
+        "New York",
+        3,
+        "laws of New York",
+        "compare",
+    )
+    assert {d.document_sha256 for d in again.decisions_for(["doc-a", "doc-b", "doc-c"])} == {"doc-a", "doc-b"}
+    # Another owner sees none of them, and keeps their own on the same cell apart.
+    bob = open_backend(owner="bob")
+    assert bob.decisions_for(["doc-a", "doc-b"]) == []
+    bobs = bob.put_decision(
+        ReviewDecision(document_sha256="doc-a", question="Governing law?", decision="absent")
+    )
+    assert bob.decisions_for(["doc-a"]) == [bobs] and bobs.owner == "bob"
+    assert again.decisions_for(["doc-a"]) == [corrected]
+    assert not bob.delete_decision("doc-b", "Governing law?")  # not bob's: nothing to undo
+    assert again.delete_decision("doc-b", "governing law?") and again.decisions_for(["doc-b"]) == []
+    assert other.decision == "absent" and again.decisions_for([]) == []
+    with pytest.raises(ValueError, match="a decision is one of"):
+        ReviewDecision(document_sha256="doc-a", question="q", decision="maybe")
 
 
 def test_a_batch_is_recorded_with_its_items_and_found_by_key(open_backend: Backend) -> None:

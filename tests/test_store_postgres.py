@@ -21,7 +21,7 @@ from conftest import offline_traces
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError
 from rr_core.llm.base import Usage
-from rr_core.store import BatchRecord, CachedCall, open_store
+from rr_core.store import BatchRecord, CachedCall, ReviewDecision, open_store
 from rr_core.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresStore, close_pools, submit_lock
 from tests.pg_kit import APP_PASSWORD
 
@@ -35,6 +35,7 @@ OWNED = (
     "work",
     "work_results",
     "sign_outs",
+    "review_decisions",
 )
 
 
@@ -56,6 +57,9 @@ def _fill(store: PostgresStore, document: Document, tag: str) -> list[str]:
     store.end_sign_in(f"{tag}-sign-in")
     work = store.submit_work("review", f"{tag}'s grid", {"who": tag}, 2)
     store.add_results(work, [(f"{tag}-cell", {"answer": f"{tag}'s answer"})])
+    store.put_decision(
+        ReviewDecision(document_sha256="same-doc", question="Q?", decision="corrected", answer=tag)
+    )
     return [t.run_id for t in traces]
 
 
@@ -108,6 +112,7 @@ def test_another_owners_rows_are_zero_rows_at_the_sql_layer(
         "batch_items": [("alice", 2), ("bob", 2)], "readings": [("alice", 1), ("bob", 1)],
         "work": [("alice", 1), ("bob", 1)], "work_results": [("alice", 1), ("bob", 1)],
         "sign_outs": [("alice", 1), ("bob", 1)],
+        "review_decisions": [("alice", 1), ("bob", 1)],
     }  # fmt: skip
     assert alice.sign_in_ended("alice-sign-in") and not alice.sign_in_ended("bob-sign-in")
     with alice.transaction() as db:
@@ -132,6 +137,8 @@ def test_sql_that_forgets_its_owner_filter_still_sees_and_changes_only_the_owner
         assert db.execute("SELECT name FROM documents").fetchall() == [("alice.pdf",)]
         assert db.execute("SELECT data FROM readings").fetchall() == [(b"alice's pages",)]
         assert db.execute("SELECT response FROM calls").fetchall() == [("alice's reply",)]
+        assert db.execute("SELECT answer FROM review_decisions").fetchall() == [("alice",)]
+        assert db.execute("UPDATE review_decisions SET answer = 'x' WHERE owner = 'bob'").rowcount == 0
         # Writes aimed at bob's rows reach none of them.
         assert db.execute("UPDATE runs SET answer = 'hijacked' WHERE owner = 'bob'").rowcount == 0
         assert db.execute("DELETE FROM documents WHERE owner = 'bob'").rowcount == 0
@@ -151,6 +158,7 @@ def test_sql_that_forgets_its_owner_filter_still_sees_and_changes_only_the_owner
     assert bob.find("planted") is None and bob.batches()[0].label == "bob"
     assert alice.batches()[0].label == "relabelled"
     assert bob.pending_batch("bob-k1") is not None
+    assert [d.answer for d in bob.decisions_for(["same-doc"])] == ["bob"]
 
 
 def test_a_connection_outside_the_stores_transactions_sees_no_owners_rows(
@@ -298,11 +306,11 @@ def test_a_store_carries_on_after_the_database_restarts(
 
 
 def test_the_postgresql_store_is_a_store(pg_url: str) -> None:
-    from rr_core.store import CallCache, DocumentStore, RunStore, Store
+    from rr_core.store import CallCache, DocumentStore, ReviewDecisionStore, RunStore, Store
 
     store = open_store(pg_url, owner="alice")  # open_store is typed -> Store: mypy checks the class
     assert isinstance(store, PostgresStore) and store.owner == "alice"
-    for protocol in (RunStore, CallCache, DocumentStore, Store):
+    for protocol in (RunStore, CallCache, DocumentStore, ReviewDecisionStore, Store):
         members = [n for n in vars(protocol) if not n.startswith("_")]
         assert members and all(hasattr(PostgresStore, n) for n in members), protocol
 

@@ -74,6 +74,13 @@ def _stored(sha256: str, tokenizer: str, scope: str, _counter: TokenCounter) -> 
     return stored_document(sha256, _counter, store=user.history())
 
 
+def stored(sha256: str) -> Document:
+    """A document of the store by content hash, read once per user (raises ``RRError`` when the
+    store no longer holds it)."""
+    tokens = S.counter()
+    return _stored(sha256, tokens.label, user.cache_scope(), tokens)
+
+
 def focused_document() -> Document | None:
     """The stored document the Document screen was opened on from another screen (a Review
     cell), by content hash; None when it shows the active document (raises ``RRError`` when

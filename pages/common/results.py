@@ -65,10 +65,11 @@ def show_trace_error(trace: RunTrace) -> None:
     st.error(md(trace.error or "") + (f"\n\n**What to do:** {hint}" if hint else ""))
 
 
-# Where a quote stands is provenance, not correctness: found is said in a neutral grey,
-# doubtful verdicts in amber; green and red are kept for right and wrong against a known answer.
+# Where a quote stands is provenance, not correctness: located is said in a neutral grey, with
+# no tick (nothing that looks like approval), doubtful verdicts in amber; green and red are kept
+# for right and wrong against a known answer.
 _CHECK_ICONS = {
-    quotes.VERIFIED: ":gray[:material/check:]",
+    quotes.VERIFIED: ":gray[:material/location_on:]",
     quotes.APPROXIMATE: ":orange[:material/approximately_equal:]",
     quotes.NOT_FOUND: ":orange[:material/warning:]",
     quotes.NO_PAGE: ":orange[:material/warning:]",
@@ -76,9 +77,27 @@ _CHECK_ICONS = {
 }
 
 
+def check_words(citation: Citation, document: Document | None) -> str:
+    """Where a quote stands, in the screens' words: ``quote located on p. 6`` (provenance: the
+    sentence is on the page; it does not say the sentence supports the answer)."""
+    words = quotes.check_words(citation.quote_check, page_ref(document, citation.page), citation.quote_score)
+    if citation.quote_check in (quotes.VERIFIED, quotes.APPROXIMATE):
+        words = words.replace("quote found on", "quote located on", 1)
+    return words
+
+
+def confidence_line(confidence: str, reason: str, support_reason: str = "") -> str:
+    """How far to trust an answer, as Markdown: "check this" in amber with the reason; "" for
+    ``high`` (it looks settled: nothing added) and for "" (not assessed: nothing special)."""
+    if confidence != "check":
+        return ""
+    why = reason or support_reason or "the engine is not sure of this answer"
+    return f":orange-background[:material/flag: **check this**] :orange[{md(why)}]"
+
+
 def quote_caption(citation: Citation, document: Document | None, *, explain: bool = True) -> str:
     """Where a citation's quote stands, said plainly (and, with ``explain``, what that does not say)."""
-    words = quotes.check_words(citation.quote_check, page_ref(document, citation.page), citation.quote_score)
+    words = check_words(citation, document)
     if not words:
         return ""
     icon = _CHECK_ICONS.get(citation.quote_check, "")
@@ -93,13 +112,10 @@ def quote_caption(citation: Citation, document: Document | None, *, explain: boo
 
 
 def citation_checks(outcome: Outcome, document: Document | None) -> str:
-    """Where each quote stands, in plain words: ``quote found on p. 6; quote not found on p. 9``."""
+    """Where each quote stands, in plain words: ``quote located on p. 6; quote not found on p. 9``."""
     if not outcome.stated:
         return "—"
-    checks = (
-        quotes.check_words(c.quote_check, page_ref(document, c.page), c.quote_score)
-        for c in outcome.citations
-    )
+    checks = (check_words(c, document) for c in outcome.citations)
     return "; ".join(checks) or "no passage cited"
 
 
@@ -149,12 +165,23 @@ def outcome_block(trace: RunTrace, outcome: Outcome, document: Document | None) 
             f":gray[:material/search_off:] **Not found** ({reader(trace)} found no answer). Pages to read, "
             f"best first: {to_read}."
         )
-    elif outcome.answer is not None and not outcome.found:
+    elif (
+        outcome.answer is not None
+        and not outcome.found
+        and (outcome.absent_by == "model" or not outcome.absent_by and trace.is_llm)
+    ):
         st.markdown(
-            f":gray[:material/search_off:] **Not stated in the document** ({reader(trace)} found no answer in it)."
+            ":gray[:material/chat_bubble:] **The model says the document does not state it** (its claim, "
+            "not checked)."
         )
+    elif outcome.answer is not None and not outcome.found:
+        # Nothing found is a claim about the search, never about the document.
+        st.markdown(f":gray[:material/search_off:] **Not found** ({reader(trace)} found no answer).")
     elif outcome.answer is not None:
         st.markdown(f"**Answer:** {md(outcome.answer)}")
+        flag = confidence_line(outcome.confidence, outcome.confidence_reason, outcome.support_reason)
+        if flag:
+            st.markdown(flag)
     verdict = correctness(outcome)
     if verdict:
         st.markdown(verdict)
@@ -270,7 +297,13 @@ def outcome_cell(trace: RunTrace, outcome: Outcome | None) -> str:
         unsure = [c for c in outcome.citations if c.quote_check not in ("verified", "no-quote")]
         check = f" ({plural(len(unsure), 'quote')} not found word for word)" if unsure else ""
         where = f"p. {', '.join(map(str, outcome.cited_pages))}{check} · "
-    return f"{mark}{where}{' '.join((outcome.answer_text or '—').split())}"
+    if not outcome.found and outcome.absent_by == "reader":
+        to_read = (
+            f" · read p. {', '.join(map(str, outcome.pages_to_read[:3]))}" if outcome.pages_to_read else ""
+        )
+        return f"{mark}Not found{to_read}"
+    flag = "check this · " if outcome.confidence == "check" else ""
+    return f"{mark}{flag}{where}{' '.join((outcome.answer_text or '—').split())}"
 
 
 def answers_rows(traces: Sequence[RunTrace], questions: Sequence[str]) -> list[dict[str, str]]:

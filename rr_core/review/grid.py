@@ -129,9 +129,13 @@ def is_right(
 ) -> bool | None:
     """Whether a cell's answer is one the key accepts, compared as the column's type; None when
     the cell is unanswered: nothing was found ("Not found" is not "No", nor "not stated"), or a
-    yes/no column without an answer. A model's claim that a text is not stated is scored."""
+    yes/no column without an answer. A model's claim that a text is not stated is scored, and a
+    reviewer's "not in the document" on any column (a person read it: on a yes/no column it is a
+    "No")."""
     gold_not_stated = [a for a in accepted if a.strip().lower().rstrip(".") in ("not stated", "n/a", "none")]
-    if not stated and (absent_by != "model" or column.type is AnswerType.YES_NO):
+    if not stated and not (
+        absent_by == "reviewer" or absent_by == "model" and column.type is not AnswerType.YES_NO
+    ):
         return None
     if column.type is AnswerType.YES_NO:
         wanted = {typed_answer(column, a, stated=a not in gold_not_stated).value for a in accepted}
@@ -459,6 +463,10 @@ class Cell:
     confidence: str = ""
     score: float | None = None
     confidence_reason: str = ""
+    # A reviewer's decision, where one was made (``rr_core.review.decisions``): who, when, what.
+    reviewed_by: str = ""
+    reviewed_at: str = ""
+    decision: str = ""  # accepted | corrected | absent
 
     @property
     def not_asked(self) -> bool:
@@ -489,6 +497,8 @@ class Cell:
             support_reason=str(data.get("support_reason") or ""), confidence=str(data.get("confidence") or ""),
             score=None if data.get("score") is None else float(data["score"]),
             confidence_reason=str(data.get("confidence_reason") or ""),
+            reviewed_by=str(data.get("reviewed_by") or ""), reviewed_at=str(data.get("reviewed_at") or ""),
+            decision=str(data.get("decision") or ""),
         )  # fmt: skip
 
     @property
@@ -550,6 +560,9 @@ class Cell:
             "confidence": self.confidence,
             "score": self.score,
             "confidence_reason": self.confidence_reason,
+            "decision": self.decision,
+            "reviewed_by": self.reviewed_by,
+            "reviewed_at": self.reviewed_at,
         }
 
 

@@ -201,6 +201,95 @@ class DocumentStore(Protocol):
         ...
 
 
+# A reviewer's decision on a review cell (``rr_core.review.decisions`` applies them).
+ACCEPTED, CORRECTED, ABSENT = "accepted", "corrected", "absent"
+DECISIONS = (ACCEPTED, CORRECTED, ABSENT)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReviewDecision:
+    """What a reviewer decided about one cell (document × question), by whom and when."""
+
+    document_sha256: str
+    question: str
+    decision: str  # accepted | corrected | absent
+    role: str = ""  # the method role of the cell decided on (the decision holds for every role)
+    document: str = ""  # the file name, for display and the answer key
+    answer: str = ""  # accepted: the engine's answer; corrected: the reviewer's
+    page: int | None = None  # corrected: the page the right answer stands on
+    quote: str = ""  # corrected: the words on that page that state it
+    owner: str = ""  # who decided (the store's owner; "local" in single-user mode)
+    decided_at: str = ""  # ISO 8601, UTC
+
+    def __post_init__(self) -> None:
+        if self.decision not in DECISIONS:
+            raise ValueError(f"a decision is one of {', '.join(DECISIONS)} (got {self.decision!r})")
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Where it applies: the document's hash and the question (as the answer key compares it)."""
+        return self.document_sha256, " ".join(self.question.lower().split())
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON (and the store's row)."""
+        return {
+            "document_sha256": self.document_sha256,
+            "question": self.question,
+            "decision": self.decision,
+            "role": self.role,
+            "document": self.document,
+            "answer": self.answer,
+            "page": self.page,
+            "quote": self.quote,
+            "owner": self.owner,
+            "decided_at": self.decided_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReviewDecision:
+        """Read ``to_dict``'s output."""
+        page = data.get("page")
+        return cls(
+            document_sha256=str(data["document_sha256"]),
+            question=str(data["question"]),
+            decision=str(data["decision"]),
+            role=str(data.get("role") or ""),
+            document=str(data.get("document") or ""),
+            answer=str(data.get("answer") or ""),
+            page=None if page is None else int(page),
+            quote=str(data.get("quote") or ""),
+            owner=str(data.get("owner") or ""),
+            decided_at=str(data.get("decided_at") or ""),
+        )
+
+
+class ReviewDecisionStore(Protocol):
+    """A reviewer's decisions on review cells, one per (owner, document, question): a decision made
+    again replaces the last one; it applies wherever that document and question appear."""
+
+    def put_decision(self, decision: ReviewDecision) -> ReviewDecision:
+        """Keep a decision as the store's owner, now; returns it as kept (owner and time filled in)."""
+        ...
+
+    def decisions_for(self, documents: Iterable[str]) -> list[ReviewDecision]:
+        """The owner's decisions on these documents (by content hash)."""
+        ...
+
+    def delete_decision(self, document_sha256: str, question: str) -> bool:
+        """Forget a decision (undo); False when there was none."""
+        ...
+
+
+DECISION_COLUMNS = (
+    "document_sha256, question, decision, role, document, answer, page, quote, owner, decided_at"
+)
+
+
+def decision_from_row(row: Sequence[Any]) -> ReviewDecision:
+    """A decision from a row of ``DECISION_COLUMNS``."""
+    return ReviewDecision.from_dict(dict(zip(DECISION_COLUMNS.split(", "), row, strict=True)))
+
+
 # A piece of work's life: queued, running, then one of the three ends.
 WORK_STATES = ("queued", "running", "done", "failed", "cancelled")
 OPEN_WORK_STATES = ("queued", "running")
@@ -375,9 +464,9 @@ class SignInStore(Protocol):
         ...
 
 
-class Store(RunStore, CallCache, DocumentStore, WorkStore, SignInStore, Protocol):
-    """One store: runs, call replies and batches, documents, long work, ended sign-ins, all of
-    one owner."""
+class Store(RunStore, CallCache, DocumentStore, WorkStore, SignInStore, ReviewDecisionStore, Protocol):
+    """One store: runs, call replies and batches, documents, long work, ended sign-ins, review
+    decisions, all of one owner."""
 
     @property
     def owner(self) -> str:

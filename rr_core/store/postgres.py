@@ -38,7 +38,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,6 +51,7 @@ from rr_core.errors import BatchConflict, ConfigError, LedgerError
 from rr_core.llm.base import Usage
 from rr_core.store.base import (
     BATCH_STATES,
+    DECISION_COLUMNS,
     ITEM_OUTCOMES,
     LOCAL_OWNER,
     OPEN_BATCH_STATES,
@@ -59,8 +60,10 @@ from rr_core.store.base import (
     BatchRecord,
     CachedCall,
     Enqueue,
+    ReviewDecision,
     StoredRun,
     WorkRecord,
+    decision_from_row,
     work_changes,
     work_from_row,
 )
@@ -255,6 +258,28 @@ MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (owner, sign_in)
             )""",
             *_owned("sign_outs"),
+        ),
+    ),
+    Migration(
+        6,
+        "reviewers' decisions on review cells (accepted, corrected, not in the document)",
+        (
+            f"""CREATE TABLE review_decisions (
+                {_OWNER},
+                document_sha256 TEXT NOT NULL,
+                question_key TEXT NOT NULL,
+                question TEXT NOT NULL,
+                decision TEXT NOT NULL,
+                role TEXT NOT NULL DEFAULT '',
+                document TEXT NOT NULL DEFAULT '',
+                answer TEXT NOT NULL DEFAULT '',
+                page INTEGER,
+                quote TEXT NOT NULL DEFAULT '',
+                decided_at TEXT NOT NULL,
+                seq BIGINT GENERATED ALWAYS AS IDENTITY,
+                PRIMARY KEY (owner, document_sha256, question_key)
+            )""",
+            *_owned("review_decisions"),
         ),
     ),
 )
@@ -964,6 +989,56 @@ class PostgresStore:
                 "SELECT data FROM work_results WHERE work_id = %s ORDER BY seq", (work_id,)
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    # ---- Review decisions --------------------------------------------------------------------------
+
+    def put_decision(self, decision: ReviewDecision) -> ReviewDecision:
+        """Keep a decision as the store's owner, now (replacing the last one on that cell)."""
+        kept = replace(decision, owner=self._owner, decided_at=_now())
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO review_decisions (document_sha256, question_key, question, decision, role, document,"
+                " answer, page, quote, decided_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+                " ON CONFLICT (owner, document_sha256, question_key) DO UPDATE SET question = EXCLUDED.question,"
+                " decision = EXCLUDED.decision, role = EXCLUDED.role, document = EXCLUDED.document,"
+                " answer = EXCLUDED.answer, page = EXCLUDED.page, quote = EXCLUDED.quote,"
+                " decided_at = EXCLUDED.decided_at",
+                (
+                    kept.document_sha256,
+                    kept.key[1],
+                    kept.question,
+                    kept.decision,
+                    kept.role,
+                    kept.document,
+                    kept.answer,
+                    kept.page,
+                    kept.quote,
+                    kept.decided_at,
+                ),
+            )
+        return kept
+
+    def decisions_for(self, documents: Iterable[str]) -> builtins.list[ReviewDecision]:
+        """The owner's decisions on these documents (by content hash), oldest first."""
+        wanted = builtins.list(dict.fromkeys(documents))
+        if not wanted:
+            return []
+        with self.transaction() as db:
+            rows = db.execute(
+                f"SELECT {DECISION_COLUMNS} FROM review_decisions WHERE document_sha256 = ANY(%s)"
+                " ORDER BY decided_at, seq",
+                (wanted,),
+            ).fetchall()
+        return [decision_from_row(r) for r in rows]
+
+    def delete_decision(self, document_sha256: str, question: str) -> bool:
+        """Forget a decision (undo); False when there was none."""
+        with self.transaction() as db:
+            changed = db.execute(
+                "DELETE FROM review_decisions WHERE document_sha256 = %s AND question_key = %s",
+                (document_sha256, " ".join(question.lower().split())),
+            ).rowcount
+        return changed > 0
 
 
 def close_pools() -> None:

@@ -20,7 +20,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from rr_core.errors import BatchConflict, ConfigError, LedgerError
 from rr_core.llm.base import Usage
 from rr_core.store.base import (
     BATCH_STATES,
+    DECISION_COLUMNS,
     ITEM_OUTCOMES,
     LOCAL_OWNER,
     OPEN_BATCH_STATES,
@@ -38,8 +39,10 @@ from rr_core.store.base import (
     BatchRecord,
     CachedCall,
     Enqueue,
+    ReviewDecision,
     StoredRun,
     WorkRecord,
+    decision_from_row,
     work_changes,
     work_from_row,
 )
@@ -262,6 +265,25 @@ def _sign_outs(db: sqlite3.Connection) -> None:
     )
 
 
+def _decisions(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE review_decisions (
+            owner TEXT NOT NULL,
+            document_sha256 TEXT NOT NULL,
+            question_key TEXT NOT NULL,
+            question TEXT NOT NULL,
+            decision TEXT NOT NULL,
+            role TEXT NOT NULL DEFAULT '',
+            document TEXT NOT NULL DEFAULT '',
+            answer TEXT NOT NULL DEFAULT '',
+            page INTEGER,
+            quote TEXT NOT NULL DEFAULT '',
+            decided_at TEXT NOT NULL,
+            PRIMARY KEY (owner, document_sha256, question_key)
+        )"""
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
@@ -272,6 +294,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "long work (review grids, sweeps): its spec, progress, results and stop requests", _work),
     Migration(8, "what a work's calls are (so the same calls are not run twice at once)", _work_calls),
     Migration(9, "sign-ins ended by signing out (a copied session cookie signs no one in)", _sign_outs),
+    Migration(
+        10, "reviewers' decisions on review cells (accepted, corrected, not in the document)", _decisions
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -947,3 +972,52 @@ class SQLiteStore:
                 (self._owner, work_id),
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    # ---- Review decisions --------------------------------------------------------------------------
+
+    def put_decision(self, decision: ReviewDecision) -> ReviewDecision:
+        """Keep a decision as the store's owner, now (replacing the last one on that cell)."""
+        kept = replace(decision, owner=self._owner, decided_at=_now())
+        with self._transaction(write=True) as db:
+            db.execute(
+                "INSERT OR REPLACE INTO review_decisions (owner, document_sha256, question_key, question,"
+                " decision, role, document, answer, page, quote, decided_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    self._owner,
+                    kept.document_sha256,
+                    kept.key[1],
+                    kept.question,
+                    kept.decision,
+                    kept.role,
+                    kept.document,
+                    kept.answer,
+                    kept.page,
+                    kept.quote,
+                    kept.decided_at,
+                ),
+            )
+        return kept
+
+    def decisions_for(self, documents: Iterable[str]) -> builtins.list[ReviewDecision]:
+        """The owner's decisions on these documents (by content hash), oldest first."""
+        wanted = builtins.list(dict.fromkeys(documents))
+        out: builtins.list[ReviewDecision] = []
+        with self._transaction() as db:
+            for start in range(0, len(wanted), _KEYS_PER_QUERY):
+                part = wanted[start : start + _KEYS_PER_QUERY]
+                rows = db.execute(
+                    f"SELECT {DECISION_COLUMNS} FROM review_decisions WHERE owner = ? AND document_sha256 IN"
+                    f" ({','.join('?' * len(part))}) ORDER BY decided_at, rowid",
+                    (self._owner, *part),
+                ).fetchall()
+                out.extend(decision_from_row(r) for r in rows)
+        return out
+
+    def delete_decision(self, document_sha256: str, question: str) -> bool:
+        """Forget a decision (undo); False when there was none."""
+        with self._transaction(write=True) as db:
+            changed = db.execute(
+                "DELETE FROM review_decisions WHERE owner = ? AND document_sha256 = ? AND question_key = ?",
+                (self._owner, document_sha256, " ".join(question.lower().split())),
+            ).rowcount
+        return changed > 0
