@@ -613,7 +613,14 @@ with prompt_col:
         state["prompt_download"] = (label, text)
     prepared = state.get("prompt_download")
     if prepared and prepared[0] == label:
-        st.download_button("Download this prompt", prepared[1], "prompt.txt", "text/plain", key="dl_prompt")
+        st.download_button(
+            "Download this prompt",
+            prepared[1],
+            "prompt.txt",
+            "text/plain",
+            key="dl_prompt",
+            on_click="ignore",
+        )
 with reminder_col:
     st.metric("Prompt tokens (≈)", f"{segments[-1].end:,}" if segments else "—")
     st.metric("Reminders", len(offsets) if segments else "—")

@@ -324,6 +324,7 @@ with playbook_cols[1]:
         "playbook.csv",
         "text/csv",
         key="review_playbook_dl",
+        on_click="ignore",
     )
 with playbook_cols[2]:
     if review.playbooks:
@@ -828,6 +829,7 @@ exports.download_button(
     "rr-review.csv",
     "text/csv",
     key="review_csv",
+    on_click="ignore",
 )
 exports.download_button(
     "Download Excel workbook",
@@ -835,6 +837,7 @@ exports.download_button(
     "rr-review.xlsx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     key="review_xlsx",
+    on_click="ignore",
 )
 exports.download_button(
     "Download JSON (with traces)",
@@ -846,4 +849,5 @@ exports.download_button(
     "rr-review.json",
     "application/json",
     key="review_json",
+    on_click="ignore",
 )

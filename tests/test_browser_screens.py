@@ -82,3 +82,72 @@ def test_first_paint_shows_only_the_screens_names(browser: Any, tmp_path: Path) 
     assert seen, "no navigation link was ever seen"
     assert seen <= set(SCREENS), f"the navigation painted {sorted(seen - set(SCREENS))}"
     assert set(SCREENS) <= seen
+
+
+def _small_corpus(folder: Path, count: int = 3) -> list[Path]:
+    from rr_core.documents import pdf_from_texts
+    from rr_core.review.sample import sample_corpus
+
+    paths = []
+    for item in sample_corpus(count, damaged=False).items:
+        path = folder / item.name.replace(".txt", ".pdf")
+        path.write_bytes(pdf_from_texts((item.data or b"").decode().split("\f"), title=item.name))
+        paths.append(path)
+    return paths
+
+
+def test_back_to_back_export_clicks_each_deliver_a_file(browser: Any, tmp_path: Path) -> None:
+    """Ten clicks, alternating the Review screen's CSV and Excel exports without waiting for
+    the app between them, give ten downloads (a click during the rerun the one before started
+    used to find its file gone: ``MediaFileStorageError: Deferred file … not found``)."""
+    import re
+
+    from playwright.sync_api import expect
+
+    corpus = _small_corpus(tmp_path)
+    try:
+        server_cm = kit.serve_app(tmp_path / "server")
+        server = server_cm.__enter__()
+    except kit.ServerFailed as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        with kit.new_tab(browser) as page:
+            page.goto(server.url)
+            settle(page, kit.STARTUP_TIMEOUT_S * 1000)
+            page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Review").click()
+            main = kit.main_area(page)
+            settle(page)
+            main.locator('[data-testid="stRadio"]').get_by_text(re.compile("^Upload files")).click()
+            settle(page)
+            main.locator('[data-testid="stFileUploader"]').first.locator(
+                'input[type="file"]'
+            ).set_input_files([str(p) for p in corpus])
+            expect(main.get_by_text(re.compile(rf"^{len(corpus)} documents read"))).to_be_visible(
+                timeout=kit.RUN_TIMEOUT_MS
+            )
+            settle(page)
+            main.get_by_role("button", name="Run the grid").click()
+            csv = main.get_by_role("button", name="Download CSV")
+            xlsx = main.get_by_role("button", name="Download Excel workbook")
+            expect(xlsx).to_be_visible(timeout=kit.RUN_TIMEOUT_MS)
+            settle(page)
+            downloads: list[Any] = []
+            page.on("download", lambda d: downloads.append(d))
+            for i in range(10):
+                (csv if i % 2 == 0 else xlsx).click()
+            # Wait for the tenth file (or for the limit: then the count says what was lost).
+            deadline_ms = kit.UI_TIMEOUT_MS
+            waited = 0
+            while len(downloads) < 10 and waited < deadline_ms:
+                page.wait_for_timeout(250)  # the browser's event loop delivers the downloads
+                waited += 250
+            names = [d.suggested_filename for d in downloads]
+            sizes = [Path(d.path()).stat().st_size for d in downloads]
+            settle(page)
+            kit.shot(page, ARTIFACTS / "review-exports-after-10-clicks.png", full=False)
+    finally:
+        server_cm.__exit__(None, None, None)
+    log = server.log.read_text(errors="replace")
+    assert "not found" not in log, kit.tail(server.log)
+    assert sorted(names) == ["rr-review.csv"] * 5 + ["rr-review.xlsx"] * 5, names
+    assert all(size > 0 for size in sizes), sizes
