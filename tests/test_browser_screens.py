@@ -151,3 +151,64 @@ def test_back_to_back_export_clicks_each_deliver_a_file(browser: Any, tmp_path: 
     assert "not found" not in log, kit.tail(server.log)
     assert sorted(names) == ["rr-review.csv"] * 5 + ["rr-review.xlsx"] * 5, names
     assert all(size > 0 for size in sizes), sizes
+
+
+def _labelled_pdf(path: Path) -> Path:
+    """Twelve pages: front matter printed i and ii, then 1 to 10 (PDF pages 3 to 12)."""
+    import pymupdf
+
+    from rr_core.documents import pdf_from_texts
+
+    texts = ["Front matter one.", "Front matter two."] + [
+        f"Body page {n}. The deposit on this page is {n * 100} euros." for n in range(1, 11)
+    ]
+    with pymupdf.open(stream=pdf_from_texts(texts), filetype="pdf") as doc:
+        doc.set_page_labels(
+            [{"startpage": 0, "prefix": "", "style": "r", "firstpagenum": 1},
+             {"startpage": 2, "prefix": "", "style": "D", "firstpagenum": 1}]
+        )  # fmt: skip
+        path.write_bytes(doc.tobytes())
+    return path
+
+
+@pytest.mark.parametrize("size", ["1440", "1024"])
+def test_the_document_screen_shows_printed_page_labels(browser: Any, tmp_path: Path, size: str) -> None:
+    import re
+
+    from playwright.sync_api import expect
+
+    pdf = _labelled_pdf(tmp_path / "labelled.pdf")
+    try:
+        server_cm = kit.serve_app(tmp_path / "server")
+        server = server_cm.__enter__()
+    except kit.ServerFailed as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        with kit.new_tab(browser, viewport=kit.VIEWPORT if size == "1440" else kit.SMALL) as page:
+            page.goto(server.url)
+            settle(page, kit.STARTUP_TIMEOUT_S * 1000)
+            main = kit.main_area(page)
+            main.locator('[data-testid="stRadio"]').get_by_text("My file", exact=True).click()
+            main.locator('[data-testid="stFileUploader"]').locator('input[type="file"]').set_input_files(
+                str(pdf)
+            )
+            expect(main.get_by_text(re.compile(r"labelled\.pdf\s*— 12 pages"))).to_be_visible(
+                timeout=kit.RUN_TIMEOUT_MS
+            )
+            settle(page)
+            question = main.get_by_label("Question", exact=True)
+            question.fill("What is the deposit on printed page 8?")
+            question.press("Control+Enter")
+            settle(page)
+            page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Document").click()
+            expect(main.get_by_role("heading", name="What the model saw")).to_be_visible()
+            settle(page)
+            picker = main.get_by_label("PDF page (printed labels differ)")
+            picker.fill("10")
+            picker.press("Enter")
+            settle(page)
+            caption = main.get_by_text(re.compile(r"^p\. 8 \(PDF page 10 of 12\) · "))
+            expect(caption).to_be_visible()
+            kit.shot(page, ARTIFACTS / f"document-printed-labels-{size}.png")
+    finally:
+        server_cm.__exit__(None, None, None)
