@@ -34,6 +34,10 @@ screens = [
 # With sign-in configured ([auth] in the secrets), nothing but the sign-in screen is drawn until
 # a user is signed in: not even the screens' links (without st.navigation, Streamlit would list
 # the files in pages/ itself). Each screen checks again (see above).
+# .streamlit/config.toml hides sidebar navigation so that the legacy discovery of pages/, which
+# Streamlit runs before this file on a process's first run, never paints the file names; the
+# screens' own navigation is shown (st.navigation reads the option when called).
+st.set_option("client.showSidebarNavigation", True)
 navigation = st.navigation(screens, position="sidebar" if user.may_enter() else "hidden")
 user.require()
 navigation.run()

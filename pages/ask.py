@@ -564,10 +564,18 @@ downloads.download_button(
     "rr-results.json",
     "application/json",
     key="dl_json",
+    on_click="ignore",
 )
-downloads.download_button("Download CSV", to_csv(traces), "rr-results.csv", "text/csv", key="dl_csv")
 downloads.download_button(
-    "Download report (Markdown)", to_markdown(traces), "rr-report.md", "text/markdown", key="dl_md"
+    "Download CSV", to_csv(traces), "rr-results.csv", "text/csv", key="dl_csv", on_click="ignore"
+)
+downloads.download_button(
+    "Download report (Markdown)",
+    to_markdown(traces),
+    "rr-report.md",
+    "text/markdown",
+    key="dl_md",
+    on_click="ignore",
 )
 if current_doc is not None:
     downloads.page_link("pages/document.py", label="See what the model saw →")

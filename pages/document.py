@@ -492,7 +492,9 @@ def page_viewer() -> None:
             on_click=state.__setitem__,
             args=("view_page", top),
         )
-    number = int(S.bound(st.number_input, "Page", "view_page", min_value=1, max_value=pages, step=1))
+    labelled = any(docs.printed_label(document, n) for n in range(1, pages + 1))
+    picker = "PDF page (printed labels differ)" if labelled else "Page"
+    number = int(S.bound(st.number_input, picker, "view_page", min_value=1, max_value=pages, step=1))
     focus = citation_stepper(number)
     info = strip[number - 1]
     citation = cited_list[focus][1] if focus is not None and cited_list[focus][1].page == number else None
@@ -527,7 +529,7 @@ def page_viewer() -> None:
         citation_notes(citation, shown_page)
     st.image(
         shown_page.rendered.png,
-        caption=f"{docs.page_ref(document, number)} of {pages:,} · " + " · ".join(notes),
+        caption=f"{docs.page_position(document, number)} · " + " · ".join(notes),
         # Its own width (rendered at PAGE_WIDTH), narrower where the column is (1024 px).
         width="content",
         output_format="PNG",
@@ -622,7 +624,14 @@ with prompt_col:
         state["prompt_download"] = (label, text)
     prepared = state.get("prompt_download")
     if prepared and prepared[0] == label:
-        st.download_button("Download this prompt", prepared[1], "prompt.txt", "text/plain", key="dl_prompt")
+        st.download_button(
+            "Download this prompt",
+            prepared[1],
+            "prompt.txt",
+            "text/plain",
+            key="dl_prompt",
+            on_click="ignore",
+        )
 with reminder_col:
     st.metric("Prompt tokens (≈)", f"{segments[-1].end:,}" if segments else "—")
     st.metric("Reminders", len(offsets) if segments else "—")

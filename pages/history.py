@@ -369,10 +369,18 @@ with export_tab:
             "rr-runs.json",
             "application/json",
             key="hx_json",
+            on_click="ignore",
         )
-        c2.download_button("Download CSV", to_csv(exported), "rr-runs.csv", "text/csv", key="hx_csv")
+        c2.download_button(
+            "Download CSV", to_csv(exported), "rr-runs.csv", "text/csv", key="hx_csv", on_click="ignore"
+        )
         c3.download_button(
-            "Download report (Markdown)", to_markdown(exported), "rr-runs.md", "text/markdown", key="hx_md"
+            "Download report (Markdown)",
+            to_markdown(exported),
+            "rr-runs.md",
+            "text/markdown",
+            key="hx_md",
+            on_click="ignore",
         )
         with st.expander("Preview the Markdown report"):
             st.text(to_markdown(exported))

@@ -760,9 +760,11 @@ data = sweep_json(
     plan_done, result, context={"engine": saved["engine"], "document": saved["document"], "mode": sent}
 )
 downloads = st.container(horizontal=True)
-downloads.download_button("Download JSON", dumps(data), "rr-lab.json", "application/json", key="lab_json")
 downloads.download_button(
-    "Download CSV (cells)", sweep_csv(result), "rr-lab.csv", "text/csv", key="lab_csv_dl"
+    "Download JSON", dumps(data), "rr-lab.json", "application/json", key="lab_json", on_click="ignore"
+)
+downloads.download_button(
+    "Download CSV (cells)", sweep_csv(result), "rr-lab.csv", "text/csv", key="lab_csv_dl", on_click="ignore"
 )
 downloads.download_button(
     "Download CSV (every trial)",
@@ -770,6 +772,7 @@ downloads.download_button(
     "rr-lab-trials.csv",
     "text/csv",
     key="lab_trials_dl",
+    on_click="ignore",
 )
 downloads.download_button(
     "Download report (Markdown)",
@@ -784,4 +787,5 @@ downloads.download_button(
     "rr-lab.md",
     "text/markdown",
     key="lab_md",
+    on_click="ignore",
 )

@@ -333,6 +333,7 @@ with playbook_cols[1]:
         "playbook.csv",
         "text/csv",
         key="review_playbook_dl",
+        on_click="ignore",
     )
 with playbook_cols[2]:
     if review.playbooks:
@@ -1030,6 +1031,7 @@ exports.download_button(
     "rr-review.csv",
     "text/csv",
     key="review_csv",
+    on_click="ignore",
 )
 exports.download_button(
     "Download Excel workbook",
@@ -1037,6 +1039,7 @@ exports.download_button(
     "rr-review.xlsx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     key="review_xlsx",
+    on_click="ignore",
 )
 exports.download_button(
     "Download JSON (with traces)",
@@ -1048,6 +1051,7 @@ exports.download_button(
     "rr-review.json",
     "application/json",
     key="review_json",
+    on_click="ignore",
 )
 reviewed = [c for c in shown_cells if c.decision]
 exports.download_button(
@@ -1056,6 +1060,7 @@ exports.download_button(
     "rr-review-key.csv",
     "text/csv",
     key="review_key_csv",
+    on_click="ignore",
     disabled=not reviewed,
     help="document, question, answers: the reviewers' answers, to score another method or model on "
     "the same corpus (load it as the answer key).",

@@ -21,6 +21,15 @@ from rr_core.tokens import text_key
 # question, so the offline engine answered "n/a" to everything in non-Latin documents.
 _WORD = re.compile(r"[^\W_]+(?:[.,][0-9]+)*")
 
+# Scripts written without spaces between words (Chinese, Japanese), and Korean, whose words
+# carry their particles ("보증금은", "보증금을"): a run of them is read as overlapping character
+# pairs (the bigrams of CJK search engines), so a question's words meet the page's wherever
+# they stand. Hangul (syllables and jamo), kana, the CJK ideographs and their extensions.
+_CJK = re.compile(
+    "([\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]+)"
+)
+
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before
     being below between both but by can could did do does doing down during each few for from
@@ -40,6 +49,8 @@ def _token_terms(token: str) -> tuple[str, ...]:
     is a plain run of letters and digits once one mark at either end is set aside ("fee.",
     "(a)") is one word; the others ("4.2", "a/b") go to the regex.
     """
+    if _CJK.search(token):
+        return _cjk_terms(token)
     if not token.isalnum():
         # One mark at an end (never part of a word: a word starts and ends with a letter or
         # digit) leaves a plain word, or the regex decides.
@@ -53,6 +64,65 @@ def _token_terms(token: str) -> tuple[str, ...]:
             return tuple(term for word in _WORD.findall(token) if (term := _term(word)))
     term = _term(token)
     return (term,) if term else ()
+
+
+# Within a CJK or Hangul run, what carries the content. Korean: each word's stem, its
+# particle or ending taken off (the longest that leaves two syllables; 임차인이 and 임차인은
+# are both 임차인), question words dropped. Japanese: kanji and katakana, the hiragana runs
+# between them being grammar (particles, endings). Chinese: the run cut at its function
+# characters and question words, so that 承租人应支付多少押金 gives 承租人, 支付 and 押金
+# rather than pairs that straddle two words (应支, 付多) and stand in no page.
+_SCRIPT_RUN = re.compile("([\uac00-\ud7a3]+)|([\u3040-\u309f]+)|([^\uac00-\ud7a3\u3040-\u309f]+)")
+_KOREAN_ENDINGS = sorted(
+    """은 는 이 가 을 를 의 에 와 과 도 만 로 으로 에서 에게 께서 까지 부터 보다 처럼 에는 에서는
+    으로는 로는 와는 과는 이다 이며 이고 이나 이라 입니다 입니까 합니다 합니까 습니다 습니까 니다
+    니까 한다 하는 하여 하고 하며 했다 한 할 된다 되는 되어 된 될 하지 해야""".split(),
+    key=len,
+    reverse=True,
+)
+_KOREAN_QUESTION = frozenset("얼마 무엇 어디 언제 누구 어떤 어느 몇 왜 어떻게".split())
+_HANZI_BREAK = re.compile(
+    "多少|什么|哪里|哪个|为什么|怎么|如何|是否|[的了是在和与及或为于应吗呢吧啊么哪谁何几这那其之也都而被把将对向从由给按所该]"
+)
+
+
+def _pairs(run: str) -> list[str]:
+    """A run's overlapping character pairs; a lone character as itself."""
+    return [run] if len(run) == 1 else [run[j : j + 2] for j in range(len(run) - 1)]
+
+
+def _korean_stem(word: str) -> str:
+    for ending in _KOREAN_ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 2:
+            return word[: -len(ending)]
+    return word
+
+
+def _cjk_run_terms(run: str) -> list[str]:
+    out: list[str] = []
+    for hangul, _hiragana, other in _SCRIPT_RUN.findall(run):
+        if hangul:
+            stem = _korean_stem(hangul)
+            if stem not in _KOREAN_QUESTION:
+                out.extend(_pairs(stem))
+        elif other:
+            out.extend(chain.from_iterable(_pairs(p) for p in _HANZI_BREAK.split(other) if p))
+    return out
+
+
+def _cjk_terms(token: str) -> tuple[str, ...]:
+    """The terms of a token with CJK or Hangul in it: each run of those scripts as the
+    character pairs of its content (see ``_SCRIPT_RUN``), the rest as words."""
+    out: list[str] = []
+    for word in _WORD.findall(token):
+        for i, piece in enumerate(_CJK.split(word)):
+            if not piece:
+                continue
+            if i % 2:  # a run of CJK or Hangul (split keeps the captured runs at odd places)
+                out.extend(_cjk_run_terms(piece))
+            elif term := _term(piece):
+                out.append(term)
+    return tuple(out)
 
 
 def _term(word: str) -> str:
@@ -203,7 +273,14 @@ _NOT_AFTER_ABBREVIATION = "".join(f"(?<!\\b{re.escape(a)}\\.)" for a in _ABBREVI
 # itself, so the search skips along the text to the next mark before any look-behind runs
 # (checking the abbreviations at every character made this regex most of the engine's
 # time); the white space in group 1 is where the text is cut.
-_SENTENCE_BREAK = re.compile("[.!?;]" + _NOT_AFTER_ABBREVIATION + r"(\s+)(?=[A-Z0-9(\"'])")
+# CJK text ends a sentence with a full-width mark and no space: it is cut right after the mark
+# (group 2). A Korean or CJK sentence after a full stop and a space starts with its own script.
+_SENTENCE_BREAK = re.compile(
+    "[.!?;]"
+    + _NOT_AFTER_ABBREVIATION
+    + r"(\s+)(?=[A-Z0-9(\"'\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])"
+    + r"|[。！？；](\s*)"
+)
 
 
 _BULLET = re.compile(r"[-*•]\s|\d+[.)]\s")
@@ -241,8 +318,9 @@ def _pieces(text: str) -> list[str]:
     for paragraph in _paragraphs(text):
         start = 0
         for match in _SENTENCE_BREAK.finditer(paragraph):
-            out.append(" ".join(paragraph[start : match.start(1)].split()))
-            start = match.end(1)
+            cut = 1 if match.group(1) is not None else 2
+            out.append(" ".join(paragraph[start : match.start(cut)].split()))
+            start = match.end(cut)
         out.append(" ".join(paragraph[start:].split()))
     return out
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from rr_core.llm.base import BatchAPI, Completion, LLMRequest, Usage
 from rr_core.prompts import split_tagged
-from rr_core.retrieval import STOPWORDS
+from rr_core.retrieval import _CJK, _HANZI_BREAK, _KOREAN_ENDINGS, _KOREAN_QUESTION, STOPWORDS
 from rr_core.tokens import TokenCounter
 
 _WORD = re.compile(r"[^\W_]+(?:[.,][0-9]+)*")
@@ -24,10 +24,49 @@ _QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
 def terms(text: str) -> list[str]:
     out = []
     for raw in _WORD.findall(text.lower()):
+        if _CJK.search(raw):
+            out.extend(_cjk_terms(raw))
+            continue
         if raw in STOPWORDS:
             continue
         out.append(_stem(raw))
     return out
+
+
+def _cjk_terms(word: str) -> list[str]:
+    """A word with CJK or Hangul runs: each run by script, its content as character pairs."""
+    out: list[str] = []
+    position = 0
+    for run in _CJK.finditer(word):
+        out.extend(terms(word[position : run.start()]))
+        out.extend(_run_pairs(run.group()))
+        position = run.end()
+    out.extend(terms(word[position:]))
+    return out
+
+
+def _run_pairs(run: str) -> list[str]:
+    out: list[str] = []
+    for match in re.finditer("[\uac00-\ud7a3]+|[\u3040-\u309f]+|[^\uac00-\ud7a3\u3040-\u309f]+", run):
+        part = match.group()
+        if "\uac00" <= part[0] <= "\ud7a3":
+            stem = next(
+                (part[: -len(e)] for e in _KOREAN_ENDINGS if part.endswith(e) and len(part) - len(e) >= 2),
+                part,
+            )
+            if stem not in _KOREAN_QUESTION:
+                out.extend(_pairs(stem))
+        elif not "\u3040" <= part[0] <= "\u309f":  # hiragana is grammar
+            for piece in _HANZI_BREAK.split(part):
+                if piece:
+                    out.extend(_pairs(piece))
+    return out
+
+
+def _pairs(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 def _stem(word: str) -> str:
@@ -90,7 +129,9 @@ _ABBREVIATIONS = (
 )
 _NOT_AFTER_ABBREVIATION = "".join(f"(?<!\\b{re.escape(a)}\\.)" for a in _ABBREVIATIONS)
 _SENTENCE_END = re.compile(
-    _NOT_AFTER_ABBREVIATION + r"(?<=[.!?;])\s+(?=[A-Z0-9(\"'])|\n{2,}|\n(?=[-*•\d]+[.)]?\s)"
+    _NOT_AFTER_ABBREVIATION
+    + r"(?<=[.!?;])\s+(?=[A-Z0-9(\"'\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])|\n{2,}|\n(?=[-*•\d]+[.)]?\s)"
+    + r"|(?<=[。！？；])\s*"
 )
 _BULLET = re.compile(r"[-*•]\s|\d+[.)]\s")
 

@@ -873,3 +873,30 @@ def test_an_answer_to_check_reads_check_this_with_its_reason_and_a_settled_one_r
     assert results.outcome_cell(not_found, not_found.outcomes[0]) == "Not found · read p. 7, 2, 9"
     caption = results.quote_caption(check.outcomes[0].citations[0], None)
     assert md("Quote located on p. 4") in caption and ":material/check" not in caption
+
+
+def test_the_answers_table_shows_whole_questions() -> None:
+    """Its rows are tall enough for the longest question to wrap in full in its column (it was
+    cut to about 22 characters: "What was Uber's total r…")."""
+    import textwrap
+
+    from pages.common.results import LINE_PX, ROW_PAD_PX, line_chars, question_layout
+
+    asked = KNOWN[:3]
+    at = open_app(ask_mode="several", questions_text="\n".join(q.question for q in asked))
+    run(at)
+    (table,) = [d for d in at.dataframe if list(d.value.columns)[:1] == ["Question"]]
+    width, row_height = question_layout([q.question for q in asked])
+    assert table.proto.row_height == row_height > 35
+    assert all(
+        ROW_PAD_PX + LINE_PX * len(textwrap.wrap(q.question, line_chars(width))) <= row_height for q in asked
+    )
+
+
+def test_a_very_long_question_widens_its_column_rather_than_growing_rows_without_end() -> None:
+    from pages.common.results import LINE_PX, MAX_QUESTION_LINES, QUESTION_WIDTH, ROW_PAD_PX, question_layout
+
+    assert question_layout(["Short?"]) == (QUESTION_WIDTH, 35)
+    long = "What does the agreement say about the obligations of the supplier after termination " * 2
+    width, row_height = question_layout([long])
+    assert width > QUESTION_WIDTH and row_height <= ROW_PAD_PX + LINE_PX * MAX_QUESTION_LINES

@@ -477,3 +477,42 @@ def test_the_strip_spans_the_documents_pages_and_no_more() -> None:
     at, _ = run_then_document(["baseline", "rr"])
     spec = chart(at, "page_strip")
     assert spec["layout"]["xaxis"]["range"] == [0.4, PAGES + 0.6]
+
+
+def _labelled_pdf() -> bytes:
+    """Twelve pages: two front-matter pages printed i and ii, then 1 to 10 (PDF pages 3-12)."""
+    import pymupdf
+
+    from rr_core.documents import pdf_from_texts
+
+    texts = [f"Front matter {n}." for n in ("one", "two")] + [
+        f"Body page {n}. The deposit on this page is {n * 100} euros." for n in range(1, 11)
+    ]
+    doc = pymupdf.open(stream=pdf_from_texts(texts), filetype="pdf")
+    doc.set_page_labels(
+        [{"startpage": 0, "prefix": "", "style": "r", "firstpagenum": 1},
+         {"startpage": 2, "prefix": "", "style": "D", "firstpagenum": 1}]
+    )  # fmt: skip
+    data: bytes = doc.tobytes()
+    return data
+
+
+def test_printed_page_labels_are_shown_with_the_pdf_page_beside_them() -> None:
+    at = open_app(source="upload")
+    at.file_uploader(key="w.upload").set_value(("labelled.pdf", _labelled_pdf(), "application/pdf")).run()
+    at.text_area(key="w.question").input("What is the deposit on printed page 8?").run()
+    assert not at.exception, [e.value for e in at.exception]
+    to_document(at)
+    picker = at.number_input(key="w.view_page")
+    assert picker.label.startswith("PDF page")
+    picker.set_value(10).run()
+    assert at.image[0].captions[0].startswith("p. 8 (PDF page 10 of 12) · ")
+    at.number_input(key="w.view_page").set_value(2).run()
+    assert at.image[0].captions[0].startswith("p. ii (PDF page 2 of 12) · ")
+
+
+def test_a_pdf_without_printed_labels_shows_its_page_numbers_only() -> None:
+    at = to_document(open_app())
+    assert at.number_input(key="w.view_page").label == "Page"
+    at.number_input(key="w.view_page").set_value(3).run()
+    assert at.image[0].captions[0].startswith(f"p. 3 of {PAGES} · ")

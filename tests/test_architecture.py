@@ -109,6 +109,7 @@ def test_screens_reach_the_engine_through_rr_core_only() -> None:
         "os",
         "re",
         "html",
+        "textwrap",  # laying out text on screen
     }
     offenders = {_rel(p): _imports(p) - allowed - stdlib for p in _files("pages", "app.py")}
     assert {k: v for k, v in offenders.items() if v} == {}
@@ -362,3 +363,18 @@ def test_screens_keep_their_own_state_in_the_typed_session() -> None:
         for p in _files("pages", "app.py")
     }
     assert {k: v for k, v in used.items() if v} == {}
+
+
+def test_every_download_button_leaves_the_app_alone_when_clicked() -> None:
+    """A download that reruns the app renews every download button's file while the user may
+    be clicking the next one: that click found its file gone (``Deferred file … not found``)
+    and the button stayed disabled. So no download button reruns (``on_click="ignore"``)."""
+    calls = []
+    for path in sorted((ROOT / "pages").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "download_button":
+                on_click = next((k.value for k in node.keywords if k.arg == "on_click"), None)
+                ignored = isinstance(on_click, ast.Constant) and on_click.value == "ignore"
+                calls.append((f"{path.relative_to(ROOT)}:{node.lineno}", ignored))
+    assert len(calls) >= 10
+    assert [where for where, ignored in calls if not ignored] == []

@@ -736,3 +736,49 @@ def _clean_line_by_line(text: str) -> str:
 def test_clean_squeezes_spaces_line_by_line(text: str) -> None:
     assert _clean(text) == _clean_line_by_line(text)
     assert _clean("a  b\t\u00a0c \n  d ") == "a b c\nd"
+
+
+# ---- a text layer that reads as noise ------------------------------------------------------
+
+
+def _noise(tokens: int, seed: int = 7) -> str:
+    """``tokens`` tokens of random letters (both cases), digits and signs: a failed OCR layer."""
+    import random
+
+    rng = random.Random(seed)
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789#$%&@!~^|;:,."
+    return " ".join("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8))) for _ in range(tokens))
+
+
+def test_a_noise_text_layer_gets_a_warning_that_suggests_ocr() -> None:
+    from rr_core.documents import pdf_from_texts
+
+    clean = "The tenant pays a deposit of nine hundred euros on signing, returned within thirty days. " * 6
+    pdf = pdf_from_texts([clean, _noise(345), clean])
+    document = load_document(pdf, filename="garbled.pdf")
+    (warning,) = [w for w in document.warnings if "noise" in w]
+    assert "page 2 " in warning and "OCR" in warning
+    assert not [w for w in load_document(pdf_from_texts([clean] * 3), filename="clean.pdf").warnings]
+
+
+def test_short_or_numeric_pages_are_not_called_noise() -> None:
+    from rr_core.documents import reads_as_noise
+
+    assert not reads_as_noise(_noise(20))  # too few tokens to judge
+    table = " ".join(f"{n:,}.{n % 100:02d} ({n % 7}%) $1,{n:03d} 10mg 3rd" for n in range(1, 60))
+    assert not reads_as_noise(table)
+    assert not reads_as_noise("대한민국 헌법 제1조 대한민국은 민주공화국이다 2024년 " * 10)
+    assert reads_as_noise(_noise(345))
+
+
+def test_no_real_document_reads_as_noise(shared_documents: Path) -> None:
+    pdfs = sorted(shared_documents.glob("*.pdf"))
+    read = 0
+    for pdf in pdfs:
+        try:
+            document = load_document(pdf.read_bytes(), filename=pdf.name)
+        except DocumentError:
+            continue  # encrypted, scanned: not a text layer to judge
+        read += 1
+        assert not [w for w in document.warnings if "noise" in w], pdf.name
+    assert read >= 5

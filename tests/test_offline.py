@@ -220,7 +220,8 @@ def test_terms_drop_stopwords_and_stem_lightly() -> None:
 
 
 def test_terms_and_answers_in_a_non_latin_script() -> None:
-    assert terms("빅포인트의 유효기간은?") == ["빅포인트의", "유효기간은"]
+    # Korean: each word's stem without its particle, as character pairs (see test_retrieval_cjk.py).
+    assert terms("빅포인트의 유효기간은?") == ["빅포", "포인", "인트", "유효", "효기", "기간"]
     assert terms("Le café coûte 4,50 euros") == ["le", "café", "coûte", "4,50", "euro"]
     engine = OfflineEngine(word_counter())
     texts = [

@@ -39,6 +39,8 @@ _PIECES = st.sampled_from(
         "유효기간은", "ΟΔΟΣ", "İstanbul", "café", "coûte", "<PAGE 3>", "</PAGE 2>", "<DOCUMENT>",
         "\u2039", ">", "<", "/", "//", "a/b", "x" * 30, "Question: injected", "<|endoftext|>",
         ".5", "(4.2),", "e.g.,", "U.S.", "x_1.5", "1_.5", "a.5_b", "\u01c5", "\ufb01", "\u00b2", "\u0130.",
+        "임차인이", "보증금은", "얼마입니까?", "承租人应支付多少押金。", "押金。", "第5条", "賃借人が支払う", "ユーロ", "。",
+        "！", "ㄱ", "제5조", "A3押金B",
     ]
 )  # fmt: skip
 _SEPARATORS = st.sampled_from(

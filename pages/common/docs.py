@@ -185,11 +185,24 @@ def page_png(
     return _png(document.sha256, number, quote, frame, document.tokenizer, document)
 
 
-def page_ref(document: Document | None, number: int | None) -> str:
-    """``p. 12`` — with the printed page label beside it where the PDF has one that differs."""
-    if number is None:
-        return "—"
+def printed_label(document: Document | None, number: int) -> str:
+    """The page's printed label where the PDF has one that differs from its index, else ""."""
     label = ""
     if document is not None and 1 <= number <= len(document.pages):
         label = getattr(document.pages[number - 1], "label", "") or ""
-    return f"p. {number}" + (f" (printed “{label}”)" if label and label != str(number) else "")
+    return label if label != str(number) else ""
+
+
+def page_ref(document: Document | None, number: int | None) -> str:
+    """``p. 12``; where the PDF prints another label, that label with the index beside it:
+    ``p. 8 (PDF page 10)``."""
+    if number is None:
+        return "—"
+    label = printed_label(document, number)
+    return f"p. {label} (PDF page {number})" if label else f"p. {number}"
+
+
+def page_position(document: Document, number: int) -> str:
+    """``p. 12 of 40``, or ``p. 8 (PDF page 10 of 40)`` where the PDF prints another label."""
+    label, pages = printed_label(document, number), len(document.pages)
+    return f"p. {label} (PDF page {number} of {pages:,})" if label else f"p. {number} of {pages:,}"

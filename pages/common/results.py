@@ -340,6 +340,35 @@ def scores(traces: Sequence[RunTrace], questions: Sequence[str]) -> list[tuple[s
 # cell leads with right/wrong and the page, and opens in full when selected.
 QUESTION_WIDTH = 140
 METHOD_WIDTH = 130
+# Whole questions: the rows are made tall enough for the longest question to wrap in full in its
+# column (a taller row wraps its text; the answers wrap too). A line of a column holds about one
+# character per 7 px after its 16 px of padding (17 in the 140-px column), 18 px a line; a long
+# question widens its column instead of growing rows past MAX_QUESTION_LINES.
+PX_PER_CHAR = 7
+CELL_PAD_PX = 16
+LINE_PX = 18
+ROW_PAD_PX = 14
+MAX_QUESTION_LINES = 6
+
+
+def line_chars(width: int) -> int:
+    """How many characters a line of a column ``width`` pixels wide holds (a safe estimate)."""
+    return (width - CELL_PAD_PX) // PX_PER_CHAR
+
+
+def question_layout(questions: Sequence[str]) -> tuple[int, int]:
+    """(column width, row height) in pixels that show every question whole."""
+    import textwrap
+
+    def lines(width: int) -> int:
+        return max((len(textwrap.wrap(q, line_chars(width))) for q in questions), default=1)
+
+    width = QUESTION_WIDTH
+    while lines(width) > MAX_QUESTION_LINES and width < 3 * QUESTION_WIDTH:
+        width += QUESTION_WIDTH // 2
+    return width, max(35, ROW_PAD_PX + LINE_PX * lines(width))
+
+
 ALL_METHODS = "All methods, side by side"
 METHODS_SHOWN_HELP = (
     "One method shows its answers in a wide column; all methods show the start of each answer."
@@ -374,14 +403,16 @@ def answers_table(traces: Sequence[RunTrace], questions: Sequence[str], *, key: 
         )
     focused = shown != ALL_METHODS and shown in methods
     columns = ["Question", shown] if focused else columns
+    question_width, row_height = question_layout([row["Question"] for row in rows])
     st.dataframe(
         pd.DataFrame(rows, columns=columns).fillna(""),
         hide_index=True,
         width="stretch",
-        height=min(38 + 35 * len(rows), 600),
+        height=min(38 + row_height * len(rows), 600),
+        row_height=row_height,
         key=key,
         column_config={
-            "Question": st.column_config.TextColumn(width=QUESTION_WIDTH, pinned=True),
+            "Question": st.column_config.TextColumn(width=question_width, pinned=True),
             **{
                 name: st.column_config.TextColumn(width="large" if focused else METHOD_WIDTH)
                 for name in columns[1:]

@@ -16,13 +16,16 @@ user is: on the Review screen, or on the command line.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
 import json
 import os
+import sys
 import threading
 import time
+import types
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -475,6 +478,31 @@ def _end_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="rr-parent-watch", daemon=True).start()
 
 
+_MAIN_SWAP = threading.Lock()
+
+
+@contextlib.contextmanager
+def _host_main_hidden() -> Iterator[None]:
+    """While readers start, the host program's main module out of multiprocessing's sight.
+
+    A spawned process first runs its parent's ``__main__`` again (by file, or by module name).
+    Under ``streamlit run`` that is the page script Streamlit installs as ``__main__``: every
+    reader ran the app without a session, filling the log with "missing ScriptRunContext"
+    warnings (and a script that reads a corpus at its top level started readers in its
+    readers). The readers need nothing from it: they run rr_core functions on rr_core values.
+    A stand-in without a file or a spec makes spawn leave the readers' ``__main__`` alone.
+    """
+    with _MAIN_SWAP:
+        host = sys.modules.get("__main__")
+        stand_in = types.ModuleType("__main__")
+        sys.modules["__main__"] = stand_in
+        try:
+            yield
+        finally:
+            if sys.modules.get("__main__") is stand_in and host is not None:
+                sys.modules["__main__"] = host
+
+
 def _read_for_pool(item: Item, model: str, ocr: Opening) -> tuple[CorpusFile, bytes | None, bytes | None]:
     # A path is read in the worker; its bytes come back once, for the store.
     return read_item(item, model, ocr)
@@ -587,10 +615,12 @@ def _in_pool(
         initializer=_end_with_parent,
         initargs=(os.getpid(),),
     ) as pool:
-        for index in queue:
-            pending[pool.submit(_read_for_pool, items[index], model, ocr)] = index
-            if len(pending) >= 2 * workers:
-                break
+        # Readers start on submissions (one per submission while none is idle).
+        with _host_main_hidden():
+            for index in queue:
+                pending[pool.submit(_read_for_pool, items[index], model, ocr)] = index
+                if len(pending) >= 2 * workers:
+                    break
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -609,7 +639,8 @@ def _in_pool(
                 yield index, result
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending[pool.submit(_read_for_pool, items[nxt], model, ocr)] = nxt
+                    with _host_main_hidden():  # a submission may still start a reader
+                        pending[pool.submit(_read_for_pool, items[nxt], model, ocr)] = nxt
 
 
 def _mark_duplicates(files: list[CorpusFile]) -> list[CorpusFile]:
