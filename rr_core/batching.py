@@ -31,6 +31,11 @@ MAX_BATCH_ITEMS = 50_000
 RESUBMISSIONS = 2
 # Status reads that may fail in a row before the runs waiting on a batch stop waiting.
 MAX_POLL_FAILURES = 8
+# How often the sender looks for calls waiting on a batch no watcher polls (a safety net: it
+# polls that batch again, so no run waits on a batch nobody reads).
+ORPHAN_CHECK_S = 5.0
+# The longest a batch is waited for: the providers' 24-hour window, and an hour to spare.
+MAX_BATCH_WAIT_S = 25 * 3600.0
 
 
 # The batch state is the call cache's (``rr_core.store``): the sender records, polls and
@@ -111,6 +116,7 @@ class BatchSender:
         self._items: dict[str, _Item] = {}  # by call key: every call waiting on a batch
         self._polling: set[str] = set()
         self._last_queued = 0.0
+        self._last_check = time.monotonic()
         self.active = 0  # runs that may still send calls
         self.waiting = 0  # of those, runs waiting for replies
         self.submitted: list[str] = []  # batch ids submitted by this sender
@@ -125,30 +131,41 @@ class BatchSender:
     def send(self, out: Outgoing) -> Future[Delivered]:
         """Join the next batch, or the batch already holding this call (never submitted twice)."""
         self._admit(out)  # refused: raises, and nothing of the call is kept here
-        with self._lock:
-            known = self._items.get(out.key)
-            taken = known is not None and known.out is None
-            if known is not None and taken:
-                known.out = out  # its batch is polled, or its reply already came
-                reply, failed = known.reply, known.future.done()
-        if known is not None and taken:
-            if reply is not None:
-                self._arrived(known, reply)
-            elif failed:  # its batch already failed it
-                self._bill(out, None)
-            return known.future
-        record = self.ledger.pending_batch(out.key)
-        item = _Item(out, batch_id=record.batch_id if record is not None else "")
-        with self._lock:
-            self._items[out.key] = item
-        if record is not None:
+        record: BatchRecord | None = None
+        looked = False
+        while True:
+            with self._lock:
+                known = self._items.get(out.key)
+                if known is not None and known.out is None:
+                    # Its batch is polled, or its reply already came (the watcher may have
+                    # collected it while this call's batch was looked up in the store).
+                    known.out = out
+                    reply, failed = known.reply, known.future.done()
+                    break
+                if looked:
+                    # Looked for and joined under one lock: nothing the watcher collected since
+                    # the look-up is overwritten.
+                    item = _Item(out, batch_id=record.batch_id if record is not None else "")
+                    self._items[out.key] = item
+                    if record is None:
+                        self._queue.append(item)
+                        self._last_queued = time.monotonic()
+                        self._lock.notify_all()
+                        return item.future
+                    # Polled (again, if its watcher has just ended: an ended batch's results are
+                    # read once more, and this call's is delivered).
+                    break
+            record = self.ledger.pending_batch(out.key)
+            looked = True
+        if known is None or known.out is not out:
+            assert record is not None
             self._poll(record.batch_id, resumed=record.batch_id not in self.submitted)
             return item.future
-        with self._lock:
-            self._queue.append(item)
-            self._last_queued = time.monotonic()
-            self._lock.notify_all()
-        return item.future
+        if reply is not None:
+            self._arrived(known, reply)
+        elif failed:  # its batch already failed it
+            self._bill(out, None)
+        return known.future
 
     def _arrived(self, item: _Item, completion: Completion) -> None:
         """A reply for a call a run waits on: check and keep it, settle its item, deliver."""
@@ -193,9 +210,32 @@ class BatchSender:
                     self._lock.release()
                     try:
                         self._submit(taken)
+                    except Exception as exc:  # noqa: BLE001 - a bug: its calls fail with it, none waits forever
+                        why = f"Sending a batch failed ({type(exc).__name__}: {exc}); its calls were not answered."
+                        self._say(why)
+                        for item in taken:
+                            self._fail(item, RunCancelled(why))
                     finally:
                         self._lock.acquire()
                     continue
+                if time.monotonic() - self._last_check >= ORPHAN_CHECK_S:
+                    self._last_check = time.monotonic()
+                    orphans = {
+                        item.batch_id
+                        for item in self._items.values()
+                        if item.batch_id
+                        and item.out is not None
+                        and not item.future.done()
+                        and item.batch_id not in self._polling
+                    }
+                    if orphans:
+                        self._lock.release()
+                        try:
+                            for batch_id in orphans:  # waiting on a batch nobody polls: poll it
+                                self._poll(batch_id, resumed=batch_id not in self.submitted)
+                        finally:
+                            self._lock.acquire()
+                        continue
                 self._lock.wait(self.settle_s if self._queue else 1.0)
 
     def close(self) -> None:
@@ -272,6 +312,30 @@ class BatchSender:
         ).start()
 
     def _watch(self, batch_id: str, resumed: bool) -> None:
+        """Poll a batch to its end and deliver its results; a watcher that fails (a bug, an
+        unexpected error) fails the calls waiting on the batch with its reason."""
+        try:
+            self._watch_batch(batch_id, resumed)
+        except Exception as exc:  # noqa: BLE001 - any failure: its waiting calls fail with it
+            why = (
+                f"Watching batch {batch_id} failed ({type(exc).__name__}: {exc}); it stays recorded, and "
+                "running the same work again polls it again."
+            )
+            self._say(why)
+            self._abandon(batch_id, why)
+            return
+        with self._lock:
+            self._polling.discard(batch_id)
+            # Calls that joined the batch after its results were read, that the results did not
+            # name: treated as missing from them (submitted again, once, alone).
+            late = any(
+                item.batch_id == batch_id and item.out is not None and not item.future.done()
+                for item in self._items.values()
+            )
+        if late:
+            self._collect(batch_id, iter(()))
+
+    def _watch_batch(self, batch_id: str, resumed: bool) -> None:
         started = time.monotonic()
         delay = min(self.poll_s, 1.0)
         failures = 0
@@ -297,6 +361,12 @@ class BatchSender:
             self._progress(status, started, resumed)
             if status.finished:
                 break
+            if time.monotonic() - started > MAX_BATCH_WAIT_S:
+                return self._abandon(
+                    batch_id,
+                    f"Batch {batch_id} was still open after {MAX_BATCH_WAIT_S / 3600:.0f} hours; it stays "
+                    "recorded, and running the same work again polls it again.",
+                )
             if self._sleep(delay):
                 return self._abandon(batch_id, stopped)
             delay = min(delay * 2, self.poll_s)
@@ -305,8 +375,6 @@ class BatchSender:
         except RRError as exc:
             self._say(f"Batch {batch_id}: results could not be read ({exc}).")
             self._abandon(batch_id, f"The results of batch {batch_id} could not be read: {exc}")
-        with self._lock:
-            self._polling.discard(batch_id)
 
     def _say(self, message: str) -> None:
         """Keep a problem with a batch, for the run's report."""
@@ -342,6 +410,8 @@ class BatchSender:
                 item = self._items.get(result.custom_id)
                 if item is None:  # no run waits for it yet: hold the reply until one asks
                     item = self._items[result.custom_id] = _Item(None, batch_id=batch_id)
+                elif item.future.done() or item.batch_id != batch_id:
+                    continue  # answered already (a batch read twice), or waiting in another batch
                 succeeded = result.kind == "succeeded" and result.completion is not None
                 held = succeeded and item.out is None
                 if held:
@@ -356,7 +426,9 @@ class BatchSender:
                 and item.attempts < RESUBMISSIONS
             ):
                 outcomes[result.custom_id] = result.kind
-                item.attempts += 1
+                with self._lock:
+                    item.attempts += 1
+                    item.batch_id = ""  # in no batch until submitted again
                 again.append(item)
             else:
                 outcomes[result.custom_id] = result.kind if result.kind != "succeeded" else "errored"
