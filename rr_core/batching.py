@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 from rr_core.dispatch import Delivered, Outgoing
 from rr_core.errors import LLMError, ProviderError, RRError, RunCancelled
@@ -119,6 +120,8 @@ class BatchSender:
         self._last_check = time.monotonic()
         self.active = 0  # runs that may still send calls
         self.waiting = 0  # of those, runs waiting for replies
+        self._waits: dict[int, tuple[Future[Any], ...]] = {}  # what each waiting run waits for
+        self._blind_waits = 0  # runs waiting that did not say for what
         self.submitted: list[str] = []  # batch ids submitted by this sender
         self.resumed: list[str] = []  # batch ids of earlier processes, polled again
         self.errors: list[str] = []
@@ -189,22 +192,38 @@ class BatchSender:
             self.active -= 1
             self._lock.notify_all()
 
-    def wait_started(self) -> None:
-        """A run waits for replies (it sends nothing until they come)."""
+    def wait_started(self, futures: Collection[Future[Any]] | None = None) -> None:
+        """A run waits for replies (it sends nothing until they come): for ``futures``, when
+        given (it counts as waiting only while one of them is pending)."""
         with self._lock:
             self.waiting += 1
+            if futures is None:
+                self._blind_waits += 1
+            else:
+                self._waits[id(futures)] = tuple(futures)
             self._lock.notify_all()
 
-    def wait_finished(self) -> None:
+    def wait_finished(self, futures: Collection[Future[Any]] | None = None) -> None:
         """A run has its replies and goes on."""
         with self._lock:
             self.waiting -= 1
+            if futures is None:
+                self._blind_waits -= 1
+            else:
+                self._waits.pop(id(futures), None)
+
+    def _runs_waiting(self) -> int:
+        """Runs blocked on a reply still to come (under the lock). A run whose replies have all
+        come but has not woken yet is not waiting: it is about to send its next phase, which
+        belongs in the same batch as the other runs' (under load it may wake late)."""
+        pending = sum(any(not f.done() for f in futures) for futures in self._waits.values())
+        return self._blind_waits + pending
 
     def _flush_loop(self) -> None:
         with self._lock:
             while not self._closed:
                 quiet = time.monotonic() - self._last_queued
-                ready = self._queue and self.waiting >= self.active and quiet >= self.settle_s
+                ready = self._queue and quiet >= self.settle_s and self._runs_waiting() >= self.active
                 if ready or (self._queue and self._cancel.is_set()):
                     taken, self._queue = self._queue, []
                     self._lock.release()
@@ -329,7 +348,10 @@ class BatchSender:
             # Calls that joined the batch after its results were read, that the results did not
             # name: treated as missing from them (submitted again, once, alone).
             late = any(
-                item.batch_id == batch_id and item.out is not None and not item.future.done()
+                item.batch_id == batch_id
+                and item.out is not None
+                and item.reply is None
+                and not item.future.done()
                 for item in self._items.values()
             )
         if late:
@@ -410,8 +432,10 @@ class BatchSender:
                 item = self._items.get(result.custom_id)
                 if item is None:  # no run waits for it yet: hold the reply until one asks
                     item = self._items[result.custom_id] = _Item(None, batch_id=batch_id)
-                elif item.future.done() or item.batch_id != batch_id:
-                    continue  # answered already (a batch read twice), or waiting in another batch
+                elif item.future.done() or item.reply is not None or item.batch_id != batch_id:
+                    # Answered already, or its reply held for (or being handed to) its run (a
+                    # batch read twice), or waiting in another batch.
+                    continue
                 succeeded = result.kind == "succeeded" and result.completion is not None
                 held = succeeded and item.out is None
                 if held:
@@ -459,6 +483,7 @@ class BatchSender:
                 for key, item in self._items.items()
                 if item.batch_id == batch_id
                 and item.out is not None
+                and item.reply is None  # a held reply is being handed to its run
                 and not item.future.done()
                 and key not in seen
             ]

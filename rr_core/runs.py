@@ -956,11 +956,12 @@ class _Run:
                 results[step.id] = self._local(step)
         if sent:
             sender = executor.dispatcher.sender
-            sender.wait_started()
+            replies = list(sent.values())
+            sender.wait_started(replies)
             try:
-                wait(list(sent.values()))
+                wait(replies)
             finally:
-                sender.wait_finished()
+                sender.wait_finished(replies)
         for step in phase.calls:
             try:
                 record, parsed = executor._finish(outgoing[step.id], sent[step.id])
