@@ -14,15 +14,18 @@ Nothing here names a provider: the client's ``batch`` capability does the wire w
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+import uuid
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from rr_core.dispatch import Delivered, Outgoing
-from rr_core.errors import LLMError, ProviderError, RRError, RunCancelled
+from rr_core.errors import LedgerError, LLMError, ProviderError, ProviderTimeout, RRError, RunCancelled
 from rr_core.llm.base import BatchAPI, BatchLine, BatchResult, BatchStatus, Completion
 from rr_core.store.base import BatchRecord, CallCache
 
@@ -35,6 +38,28 @@ MAX_POLL_FAILURES = 8
 # How often the sender looks for calls waiting on a batch no watcher polls (a safety net: it
 # polls that batch again, so no run waits on a batch nobody reads).
 ORPHAN_CHECK_S = 5.0
+# Our own id for a batch, recorded before it is sent (the provider's replaces it once known).
+MARKER_PREFIX = "rr-"
+NOT_FOUND = "-"
+
+
+def possibly_accepted(error: RRError) -> bool:
+    """Whether a batch submission that raised ``error`` may still have been created: no answer
+    (a timeout, a connection lost) or a server error; a refusal (4xx) created nothing."""
+    if isinstance(error, ProviderTimeout):
+        return True
+    if isinstance(error, ProviderError):
+        return error.status is None or error.status >= 500
+    return False
+
+
+def _unix(iso: str) -> float:
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return time.time()
+
+
 # The longest a batch is waited for: the providers' 24-hour window, and an hour to spare.
 MAX_BATCH_WAIT_S = 25 * 3600.0
 
@@ -125,6 +150,9 @@ class BatchSender:
         self.submitted: list[str] = []  # batch ids submitted by this sender
         self.resumed: list[str] = []  # batch ids of earlier processes, polled again
         self.errors: list[str] = []
+        self.possibly_billed: list[str] = []  # keys of calls sent whose batch may be billed, unconfirmed
+        self._reclaim_lock = threading.Lock()
+        self._reclaimed: dict[str, str] = {}  # our batch id -> the provider's (or NOT_FOUND)
         self._closed = False
         self._stopped = threading.Event()  # set by close: watchers stop polling
         self._flusher = threading.Thread(target=self._flush_loop, name="rr-batch-flush", daemon=True)
@@ -159,6 +187,11 @@ class BatchSender:
                     # read once more, and this call's is delivered).
                     break
             record = self.ledger.pending_batch(out.key)
+            if record is not None and record.state == "submitting":
+                marker = record.batch_id
+                record = self._reclaim(record)
+                if record is None:  # the provider never created it: this call goes again
+                    self.ledger.settle_items(marker, {out.key: "errored"})
             looked = True
         if known is None or known.out is not out:
             assert record is not None
@@ -288,35 +321,94 @@ class BatchSender:
         for start in range(0, len(items), MAX_BATCH_ITEMS):
             part = items[start : start + MAX_BATCH_ITEMS]
             lines = [BatchLine(item.out.key, item.out.request) for item in part if item.out is not None]
-            try:
-                batch_id = self.api.submit(lines, label=self.label)
-            except RRError as exc:
-                for item in part:
-                    self._fail(item, exc)
-                continue
             keys = [line.custom_id for line in lines]
-            record = BatchRecord(
-                batch_id=batch_id,
-                provider=self.provider,
-                label=self.label,
-                state="submitted",
-                total=len(keys),
-            )
+            # Recorded before it is sent, under our own id: a process killed while the provider
+            # accepts it, or a reply lost on the way back, leaves its calls findable (``_reclaim``).
+            marker = f"{MARKER_PREFIX}{uuid.uuid4().hex[:24]}"
             try:
-                self.ledger.add_batch(record, keys)
+                self.ledger.add_batch(
+                    BatchRecord(
+                        batch_id=marker,
+                        provider=self.provider,
+                        label=self.label,
+                        state="submitting",
+                        total=len(keys),
+                    ),
+                    keys,
+                )
             except (RRError, OSError) as exc:
-                # Submitted but not recorded: a restart would not find it. Send nothing more.
+                message = f"A batch of {len(keys):,} calls could not be recorded before sending ({exc}); it was not sent."
+                self._say(message)
+                for item in part:
+                    self._fail(item, RunCancelled(message))
+                continue
+            try:
+                batch_id = self.api.submit(lines, label=self.label, marker=marker)
+            except RRError as exc:
+                self._refused_or_lost(marker, keys, part, exc)
+                continue
+            try:
+                self.ledger.confirm_batch(marker, batch_id)
+            except (RRError, OSError) as exc:
+                # Submitted; recorded only under our own id: a restart finds it at the provider.
                 message = (
-                    f"Batch {batch_id} was submitted but could not be recorded in the run store ({exc}); "
-                    "nothing more is sent (a run started again would not find it and pay again)."
+                    f"Batch {batch_id} was submitted but its id could not be recorded in the run store ({exc}); "
+                    "nothing more is sent (a run started again looks for it at the provider before sending)."
                 )
                 self._say(message)
                 self._on_unrecorded(message)
+                for item in part:
+                    self._fail(item, RunCancelled(message), possibly_billed=True)
+                continue
             with self._lock:
                 self.submitted.append(batch_id)
                 for item in part:
                     item.batch_id = batch_id
             self._poll(batch_id, resumed=False)
+
+    def _refused_or_lost(self, marker: str, keys: list[str], part: list[_Item], exc: RRError) -> None:
+        """A submission that raised: refused by the provider (nothing was created: its calls are
+        released), or its reply lost (the provider may have the batch: it stays recorded as
+        "submitting", its calls possibly billed, and nothing more is sent)."""
+        if not possibly_accepted(exc):
+            try:
+                self.ledger.settle_items(marker, dict.fromkeys(keys, "errored"))
+                self.ledger.update_batch(marker, state="failed")
+            except (RRError, OSError) as error:
+                self._say(f"A refused batch could not be released in the run store ({error}).")
+            for item in part:
+                self._fail(item, exc)
+            return
+        message = (
+            f"The provider's answer to a batch of {len(keys):,} calls was lost ({exc}): it may have accepted "
+            f"it, so those calls are possibly billed. It stays recorded as {marker}; running the same work "
+            "again looks for it at the provider before sending anything again. Nothing more is sent."
+        )
+        self._say(message)
+        self._on_unrecorded(message)
+        for item in part:
+            self._fail(item, RunCancelled(message), possibly_billed=True)
+
+    def _reclaim(self, record: BatchRecord) -> BatchRecord | None:
+        """A call recorded in a batch that was being submitted when its process stopped (or
+        whose acceptance was lost): the provider's batch, when it has it (recorded under its id
+        from now on); None when it has none (the call is released, to be sent again)."""
+        marker = record.batch_id
+        with self._reclaim_lock:
+            known = self._reclaimed.get(marker, "")
+            if not known:
+                since = _unix(record.created_at)
+                found = self.api.find(marker, total=record.total, since=since)
+                known = found or NOT_FOUND
+                if found is not None:
+                    with contextlib.suppress(LedgerError):  # confirmed by another process meanwhile
+                        self.ledger.confirm_batch(marker, found)
+                # Not found: it stays "submitting", and each of its calls is released as a run
+                # asks for it (sent again).
+                self._reclaimed[marker] = known
+        if known == NOT_FOUND:
+            return None
+        return replace(record, batch_id=known, state="submitted")
 
     # -- polling --
     def _poll(self, batch_id: str, *, resumed: bool) -> None:
@@ -498,10 +590,13 @@ class BatchSender:
         if item.out is not None:
             self._bill(item.out, completion)
 
-    def _fail(self, item: _Item, error: BaseException) -> None:
+    def _fail(self, item: _Item, error: BaseException, *, possibly_billed: bool = False) -> None:
         if not item.future.done():
             item.future.set_exception(error)
         if item.out is not None:
+            if possibly_billed:
+                with self._lock:
+                    self.possibly_billed.append(item.out.key)
             self._bill(item.out, None)
 
     def _abandon(self, batch_id: str, why: str) -> None:
