@@ -15,6 +15,7 @@ Nothing here names a provider: the client's ``batch`` capability does the wire w
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 import uuid
@@ -51,6 +52,14 @@ def possibly_accepted(error: RRError) -> bool:
     if isinstance(error, ProviderError):
         return error.status is None or error.status >= 500
     return False
+
+
+def _pass_on(done: Future[Delivered], mine: Future[Delivered]) -> None:
+    error = done.exception()
+    if error is not None:
+        mine.set_exception(error)
+    else:
+        mine.set_result(done.result())
 
 
 def _unix(iso: str) -> float:
@@ -131,6 +140,8 @@ class BatchSender:
         on_unrecorded: Callable[[str], None] = lambda message: None,
         poll_s: float = 30.0,
         settle_s: float = 0.2,
+        probe: Callable[[Outgoing], Future[Delivered]] | None = None,
+        needs_probe: Callable[[], bool] = lambda: False,
     ) -> None:
         self.api, self.ledger, self.provider, self.label = api, ledger, provider, label
         self._keep, self._admit, self._bill = keep, admit, bill
@@ -153,6 +164,11 @@ class BatchSender:
         self.possibly_billed: list[str] = []  # keys of calls sent whose batch may be billed, unconfirmed
         self._reclaim_lock = threading.Lock()
         self._reclaimed: dict[str, str] = {}  # our batch id -> the provider's (or NOT_FOUND)
+        # A capped run's first call goes alone, now (``probe``), while ``needs_probe()``: its bill
+        # says how far the provider bills over the estimates before any batch is committed.
+        self._probe, self._needs_probe = probe, needs_probe
+        self._probing = False
+        self._deferred: list[tuple[Outgoing, Future[Delivered]]] = []  # calls waiting for that bill
         self._closed = False
         self._stopped = threading.Event()  # set by close: watchers stop polling
         self._flusher = threading.Thread(target=self._flush_loop, name="rr-batch-flush", daemon=True)
@@ -160,7 +176,41 @@ class BatchSender:
 
     # -- the sender --
     def send(self, out: Outgoing) -> Future[Delivered]:
-        """Join the next batch, or the batch already holding this call (never submitted twice)."""
+        """Join the next batch, or the batch already holding this call (never submitted twice);
+        under a cap with no bill seen yet, the first call goes alone, now, and the others wait
+        for its bill (what they hold of the budget is priced from it)."""
+        if self._probe is not None:
+            with self._lock:
+                if self._probing:
+                    deferred: Future[Delivered] = Future()
+                    self._deferred.append((out, deferred))
+                    return deferred
+                probing = self._needs_probe()
+                self._probing = probing
+            if probing:
+                if self.ledger.pending_batch(out.key) is None:
+                    sent = self._probe(out)
+                    sent.add_done_callback(lambda _: self._probed())
+                    return sent
+                with self._lock:
+                    self._probing = False  # already in a batch: it is polled, not a probe
+        return self._join(out)
+
+    def _probed(self) -> None:
+        """The probe's bill (or its failure) came: the calls that waited go on (admitted at the
+        price the bill implies, or refused; another probe if it brought no bill)."""
+        with self._lock:
+            self._probing = False
+            deferred, self._deferred = self._deferred, []
+        for out, future in deferred:
+            try:
+                sent = self.send(out)
+            except Exception as exc:  # noqa: BLE001 - refused (the budget): the call's error
+                future.set_exception(exc)
+                continue
+            sent.add_done_callback(functools.partial(_pass_on, mine=future))
+
+    def _join(self, out: Outgoing) -> Future[Delivered]:
         self._admit(out)  # refused: raises, and nothing of the call is kept here
         record: BatchRecord | None = None
         looked = False
@@ -299,8 +349,12 @@ class BatchSender:
             self._closed = True
             self._lock.notify_all()
             left = [item for item in self._items.values() if not item.future.done()]
+            deferred, self._deferred = self._deferred, []
         for item in left:
             self._fail(item, RunCancelled("The run was stopped while its batch was in flight."))
+        for _, future in deferred:
+            if not future.done():
+                future.set_exception(RunCancelled("The run was stopped before this call was sent."))
 
     def _sleep(self, seconds: float) -> bool:
         """Wait between polls; True as soon as the sender is closed or the run cancelled."""

@@ -183,6 +183,11 @@ class Budget:
         return max(held, self._largest_bill) if self._scale > 1.0 else held
 
     @property
+    def billed_calls(self) -> int:
+        """Calls that came back with a bill."""
+        return self._billed_calls
+
+    @property
     def overrun(self) -> float:
         """The most a call was billed over its estimate (1: never over)."""
         return self._scale
@@ -294,7 +299,7 @@ class Executor:
         now = NowSender(self._pool.submit, self._call_now)
         self.batcher: BatchSender | None = None
         if mode == "batch":
-            self.batcher = self._batch_sender(batch_label, poll_s)
+            self.batcher = self._batch_sender(batch_label, poll_s, now)
             self.dispatcher = Dispatcher(self.batcher, cache, warm=now)
         elif mode == "now":
             self.dispatcher = Dispatcher(now, cache)
@@ -302,7 +307,7 @@ class Executor:
             raise ConfigError(f"unknown mode {mode!r}; choose now or batch")
         self._events: queue.Queue[RunnerEvent] | None = None
 
-    def _batch_sender(self, label: str, poll_s: float) -> BatchSender:
+    def _batch_sender(self, label: str, poll_s: float, now: NowSender) -> BatchSender:
         api, ledger = self.client.batch, self.cache
         if api is None:
             raise ConfigError(
@@ -324,6 +329,11 @@ class Executor:
             on_progress=self._batch_progress,
             on_unrecorded=self._stop,
             poll_s=poll_s,
+            # Under a cap, the first call goes now, alone: its bill prices what every batch call
+            # holds of the budget (a provider billing 50 times the usage is seen before any
+            # batch is committed, not after).
+            probe=now.send if self.budget is not None else None,
+            needs_probe=lambda: self.budget is not None and self.budget.billed_calls == 0,
         )
 
     def _batch_progress(self, progress: BatchProgress) -> None:
