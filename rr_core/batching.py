@@ -135,6 +135,7 @@ class BatchSender:
         keep: Callable[[Outgoing, Completion], bool],
         admit: Callable[[Outgoing], None] = lambda out: None,
         bill: Callable[[Outgoing, Completion | None], None] = lambda out, completion: None,
+        possibly: Callable[[Outgoing], None] | None = None,
         cancel: threading.Event | None = None,
         on_progress: Callable[[BatchProgress], None] = lambda progress: None,
         on_unrecorded: Callable[[str], None] = lambda message: None,
@@ -145,6 +146,7 @@ class BatchSender:
     ) -> None:
         self.api, self.ledger, self.provider, self.label = api, ledger, provider, label
         self._keep, self._admit, self._bill = keep, admit, bill
+        self._possibly = possibly or (lambda out: bill(out, None))
         self._cancel = cancel or threading.Event()
         self._on_progress, self._on_unrecorded = on_progress, on_unrecorded
         self.poll_s, self.settle_s = poll_s, settle_s
@@ -651,7 +653,9 @@ class BatchSender:
             if possibly_billed:
                 with self._lock:
                     self.possibly_billed.append(item.out.key)
-            self._bill(item.out, None)
+                self._possibly(item.out)
+            else:
+                self._bill(item.out, None)
 
     def _abandon(self, batch_id: str, why: str) -> None:
         """Stop waiting for a batch (it goes on at the provider; its items stay recorded, so

@@ -14,6 +14,7 @@ from rr_core.batching import BatchSender
 from rr_core.dispatch import Delivered, Outgoing
 from rr_core.errors import RunCancelled
 from rr_core.llm.base import Completion
+from rr_core.runs import Budget
 from rr_core.store import SQLiteStore
 from rr_core.store.base import BatchRecord, CachedCall
 from tests.stub_server import StubServer
@@ -99,3 +100,16 @@ def test_a_recorded_batch_the_provider_never_created_is_sent_once(kind: str, tmp
             sender.close()
         assert all(reply.batch for reply in replies)
         assert len(stub.batches) == 1 and sorted(stub.batch_submissions.elements()) == sorted(keys)
+
+
+def test_a_call_sent_without_a_bill_back_stays_counted_as_possibly_billed() -> None:
+    budget = Budget(1.0)
+    unanswered = budget.reserve(0.4)
+    assert unanswered is not None
+    budget.settle(unanswered, None, possibly=True)  # sent; it timed out, or its batch's reply was lost
+    assert budget.possibly_usd == pytest.approx(0.4) and budget.settled_usd == 0.0
+    refused = budget.reserve(0.4)
+    assert refused is not None  # 0.8 of 1.0: room for it
+    budget.settle(refused, None)  # refused by the provider: nothing billed, nothing counted
+    assert budget.possibly_usd == pytest.approx(0.4)
+    assert budget.reserve(0.7) is None  # 0.4 possibly billed + 0.7 would pass the cap
