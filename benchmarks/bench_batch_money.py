@@ -90,7 +90,7 @@ def overspend(provider: str, document: Path, work: Path) -> dict[str, float]:
         paid = data.get("paid_usd")
         if paid is None:  # refused or stopped: what it said it paid, else nothing was recorded
             paid = 0.0
-        ratios[f"paid/cap at {factor:g}x"] = round(float(paid) / cap, 3)
+        ratios[f"paid/cap at {factor:g}x"] = round(float(paid) / cap, 4)
         ratios[f"exit at {factor:g}x"] = code
     return ratios
 
@@ -147,7 +147,12 @@ def main() -> None:
     parser.add_argument("--loops", type=int, default=50)
     parser.add_argument("--providers", default="openai,anthropic")
     parser.add_argument("--only", choices=["overspend", "lost", "kill"], default=None)
+    parser.add_argument(
+        "--limit", type=float, default=180.0, help="seconds after which a rerun counts as hung"
+    )
     args = parser.parse_args()
+    global LIMIT_S
+    LIMIT_S = args.limit
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         document = work / "planted.txt"
