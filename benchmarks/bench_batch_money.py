@@ -153,6 +153,7 @@ def main() -> None:
     args = parser.parse_args()
     global LIMIT_S
     LIMIT_S = args.limit
+    SWEEP[SWEEP.index("--repeats") + 1] = str(args.repeats)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         document = work / "planted.txt"
