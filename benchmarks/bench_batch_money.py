@@ -148,6 +148,9 @@ def main() -> None:
     parser.add_argument("--providers", default="openai,anthropic")
     parser.add_argument("--only", choices=["overspend", "lost", "kill"], default=None)
     parser.add_argument(
+        "--repeats", type=int, default=1, help="trials per cell of the swept grid (a bigger grid)"
+    )
+    parser.add_argument(
         "--limit", type=float, default=180.0, help="seconds after which a rerun counts as hung"
     )
     args = parser.parse_args()
