@@ -19,7 +19,7 @@ provider made them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -72,11 +72,11 @@ class Sender(Protocol):
         """A run sends nothing more."""
         ...
 
-    def wait_started(self) -> None:
-        """A run waits for replies."""
+    def wait_started(self, futures: Collection[Future[Any]] | None = None) -> None:
+        """A run waits for replies (``futures``, when given)."""
         ...
 
-    def wait_finished(self) -> None:
+    def wait_finished(self, futures: Collection[Future[Any]] | None = None) -> None:
         """A run has its replies."""
         ...
 
@@ -207,10 +207,10 @@ class NowSender:
     def run_finished(self) -> None:
         """Nothing to do: each call goes at once."""
 
-    def wait_started(self) -> None:
+    def wait_started(self, futures: Collection[Future[Any]] | None = None) -> None:
         """Nothing to do: each call goes at once."""
 
-    def wait_finished(self) -> None:
+    def wait_finished(self, futures: Collection[Future[Any]] | None = None) -> None:
         """Nothing to do: each call goes at once."""
 
     def send(self, out: Outgoing) -> Future[Delivered]:

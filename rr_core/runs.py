@@ -42,6 +42,8 @@ from rr_core.errors import (
     ConfigError,
     ContextTooLongError,
     LLMError,
+    ProviderError,
+    ProviderTimeout,
     ResponseParseError,
     RRError,
     RunCancelled,
@@ -164,6 +166,9 @@ class Budget:
         self.cap_usd = cap_usd
         self.settled_usd = 0.0
         self.held_usd = 0.0
+        # Calls sent whose bill never came (a timeout, a lost connection, a batch whose
+        # acceptance was lost): counted at what they held, as possibly billed.
+        self.possibly_usd = 0.0
         self._scale = 1.0
         self._largest_bill = 0.0
         self._in_flight = 0
@@ -182,7 +187,7 @@ class Budget:
                     return None
                 self._changed.wait(0.2)
             held = self.hold_for(estimate_usd)
-            if self.settled_usd + self.held_usd + held > self.cap_usd + 1e-9:
+            if self.settled_usd + self.possibly_usd + self.held_usd + held > self.cap_usd + 1e-9:
                 return None
             self.held_usd += held
             self._in_flight += 1
@@ -194,16 +199,24 @@ class Budget:
         return max(held, self._largest_bill) if self._scale > 1.0 else held
 
     @property
+    def billed_calls(self) -> int:
+        """Calls that came back with a bill."""
+        return self._billed_calls
+
+    @property
     def overrun(self) -> float:
         """The most a call was billed over its estimate (1: never over)."""
         return self._scale
 
-    def settle(self, reservation: Reservation, paid_usd: float | None) -> None:
+    def settle(self, reservation: Reservation, paid_usd: float | None, *, possibly: bool = False) -> None:
         """Release a reservation and count what the call cost (None: it failed and brought no
-        bill; until a bill has come back, calls still go one at a time)."""
+        bill; until a bill has come back, calls still go one at a time). ``possibly``: it was
+        sent and its bill never came; what it held stays counted, as possibly billed."""
         with self._changed:
             self.held_usd = max(0.0, self.held_usd - reservation.held_usd)
             self._in_flight -= 1
+            if possibly and paid_usd is None:
+                self.possibly_usd += reservation.held_usd
             if paid_usd is not None:
                 self.settled_usd += paid_usd
                 self._billed_calls += 1
@@ -286,6 +299,7 @@ class Executor:
         self._cancel = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rr-call")
         self.calls_made = 0
+        self._possibly_usd = 0.0  # calls sent whose bill never came, at what they held
         # The ledger this executor's replies are recorded in (a Lab sweep's key; "" for none),
         # the keys it has recorded as paid, and stored replies it took as its own.
         self.ledger = ledger
@@ -305,7 +319,7 @@ class Executor:
         now = NowSender(self._pool.submit, self._call_now)
         self.batcher: BatchSender | None = None
         if mode == "batch":
-            self.batcher = self._batch_sender(batch_label, poll_s)
+            self.batcher = self._batch_sender(batch_label, poll_s, now)
             self.dispatcher = Dispatcher(self.batcher, cache, warm=now)
         elif mode == "now":
             self.dispatcher = Dispatcher(now, cache)
@@ -313,7 +327,7 @@ class Executor:
             raise ConfigError(f"unknown mode {mode!r}; choose now or batch")
         self._events: queue.Queue[RunnerEvent] | None = None
 
-    def _batch_sender(self, label: str, poll_s: float) -> BatchSender:
+    def _batch_sender(self, label: str, poll_s: float, now: NowSender) -> BatchSender:
         api, ledger = self.client.batch, self.cache
         if api is None:
             raise ConfigError(
@@ -331,10 +345,16 @@ class Executor:
             keep=self._keep_checked,
             admit=lambda out: self._admit(out, batch=True),
             bill=self._bill,
+            possibly=self._bill_possibly,
             cancel=self._cancel,
             on_progress=self._batch_progress,
             on_unrecorded=self._stop,
             poll_s=poll_s,
+            # Under a cap, the first call goes now, alone: its bill prices what every batch call
+            # holds of the budget (a provider billing 50 times the usage is seen before any
+            # batch is committed, not after).
+            probe=now.send if self.budget is not None else None,
+            needs_probe=lambda: self.budget is not None and self.budget.billed_calls == 0,
         )
 
     def _batch_progress(self, progress: BatchProgress) -> None:
@@ -544,7 +564,20 @@ class Executor:
             raise self._skip(run, record, event, self._not_sent()) from None
         run.emit(event)
 
-    def _bill(self, out: Outgoing, completion: Completion | None, *, mode: Mode = "batch") -> None:
+    def _bill_possibly(self, out: Outgoing) -> None:
+        """A call was sent and its bill never came (its batch's acceptance was lost, it timed
+        out): what it held stays counted, as possibly billed."""
+        self._bill(out, None, possibly=True)
+
+    @property
+    def possibly_billed_usd(self) -> float:
+        """What calls sent without a bill back may have cost (counted at what they held)."""
+        with self._count_lock:
+            return self._possibly_usd
+
+    def _bill(
+        self, out: Outgoing, completion: Completion | None, *, mode: Mode = "batch", possibly: bool = False
+    ) -> None:
         """A call came back (with its bill) or failed (none): settle what it held."""
         pending: _Pending = out.owner
         paid = (
@@ -556,7 +589,13 @@ class Executor:
         )
         reservation, pending.reservation = pending.reservation, None
         if reservation is not None and self.budget is not None:
-            self.budget.settle(reservation, paid)
+            self.budget.settle(reservation, paid, possibly=possibly)
+        if possibly and completion is None:
+            pricing = pending.run.plan.settings.pricing
+            call = pending.call
+            worst = estimate_cost(call.prompt_tokens, call.max_output_tokens, *pricing, mode=mode)
+            with self._count_lock:
+                self._possibly_usd += reservation.held_usd if reservation is not None else worst.total_usd
         if completion is not None:
             with self._count_lock:
                 self.calls_made += 1
@@ -590,16 +629,21 @@ class Executor:
         self._admit(out)
         warm = self._warm_prefix(out)
         completion: Completion | None = None
+        unanswered = False
         try:
             completion = self.client.complete(out.request)
             self._note_cache(run, out, warm, completion, record)
         except LLMError as exc:
-            record.error = str(exc)
+            # Sent, and no answer (a timeout, a connection lost): the provider may have billed it.
+            unanswered = isinstance(exc, ProviderTimeout) or (
+                isinstance(exc, ProviderError) and exc.status is None
+            )
+            record.error = str(exc) + (" (possibly billed: sent, and no answer came)" if unanswered else "")
             record.latency_s = round(time.perf_counter() - pending.started, 3)
-            run.emit(replace(event, status="failed", message=str(exc)))
+            run.emit(replace(event, status="failed", message=record.error))
             raise _Failed(record, exc) from exc
         finally:
-            self._bill(out, completion, mode="now")
+            self._bill(out, completion, mode="now", possibly=unanswered)
         # Kept as soon as it returns and parses (here, before this pool thread sends another
         # call): a reply that cannot be kept stops the run before more is paid.
         if _parses(call, completion.text):
@@ -975,11 +1019,12 @@ class _Run:
                 results[step.id] = self._local(step)
         if sent:
             sender = executor.dispatcher.sender
-            sender.wait_started()
+            replies = list(sent.values())
+            sender.wait_started(replies)
             try:
-                wait(list(sent.values()))
+                wait(replies)
             finally:
-                sender.wait_finished()
+                sender.wait_finished(replies)
         for step in phase.calls:
             try:
                 record, parsed = executor._finish(outgoing[step.id], sent[step.id])

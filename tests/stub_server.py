@@ -293,8 +293,14 @@ def default_text(body: Any) -> str:
 TOKENIZER: Callable[[str], int] | None = None
 
 
+# How many times the tokens it read and wrote a server bills (a provider billing more than it
+# should; a test or benchmark sets it).
+BILLING_FACTOR = 1.0
+
+
 def _tokens(text: str) -> int:
-    return max(1, TOKENIZER(text) if TOKENIZER is not None else len(text) // 4)
+    counted = TOKENIZER(text) if TOKENIZER is not None else len(text) // 4
+    return max(1, round(counted * BILLING_FACTOR))
 
 
 def usage_for(kind: str, spec: UsageSpec, prompt: str, text: str) -> Any:
@@ -487,6 +493,8 @@ def batch_route(method: str, path: str) -> Route | None:
         return None
     if method == "POST" and not tail:
         return ("create", provider, None)
+    if method == "GET" and not tail:
+        return ("list", provider, None)
     if method == "GET" and len(tail) == 1:
         return ("retrieve", provider, tail[0])
     if method == "POST" and len(tail) == 2 and tail[1] == "cancel":
@@ -583,6 +591,8 @@ class StubServer:
         self.batch_auto_complete = False
         self.batch_shuffle = True
         self._batch_faults: deque[Reply] = deque()
+        # Batches created whose reply is then lost (answered 502): the provider has them.
+        self.lose_create_replies = 0
         self._item_replies: dict[str, Reply] = {}
         self._item_lines: dict[str, str | None] = {}
         self._rng = random.Random(20261101)
@@ -851,7 +861,26 @@ class StubServer:
                     body = None
                 created = self._create_openai(body) if provider == "openai" else self._create_anthropic(body)
                 self._changed.notify_all()
+                if self.lose_create_replies > 0 and created[0] < 400:
+                    # Accepted (the batch exists and runs), but the reply never reaches the client.
+                    self.lose_create_replies -= 1
+                    kind = "messages" if provider == "anthropic" else "responses"
+                    return 502, error_body(kind, Reply(error_message="stub: the reply was lost")), {}
                 return created
+            if what == "list":  # newest first, as both providers list them
+                mine = [b for b in self.batches.values() if b.provider == provider]
+                data = [self._batch_json(b) for b in sorted(mine, key=lambda b: b.created_at, reverse=True)]
+                first = data[0]["id"] if data else None
+                last = data[-1]["id"] if data else None
+                listing: dict[str, Any] = {
+                    "data": data,
+                    "has_more": False,
+                    "first_id": first,
+                    "last_id": last,
+                }
+                if provider == "openai":
+                    listing["object"] = "list"
+                return 200, listing, {}
             batch = self.batches.get(ident or "")
             if batch is None or batch.provider != provider:
                 kind = "messages" if provider == "anthropic" else "responses"

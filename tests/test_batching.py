@@ -37,7 +37,10 @@ class FakeBatch:
         self.submissions: Counter[str] = Counter()
         self.auto = True  # finish each batch as soon as it is polled
 
-    def submit(self, lines: Sequence[BatchLine], *, label: str) -> str:
+    def find(self, marker: str, *, total: int, since: float) -> str | None:
+        return None  # a fake keeps no batch a lost reply could have made
+
+    def submit(self, lines: Sequence[BatchLine], *, label: str, marker: str = "") -> str:
         batch_id = f"batch_{uuid.uuid4().hex[:10]}"
         with self.lock:
             self.batches[batch_id] = list(lines)

@@ -26,6 +26,9 @@ class Ledger:
     def pending_batch(self, key: str) -> BatchRecord | None:
         return None
 
+    def confirm_batch(self, marker: str, batch_id: str) -> None:
+        pass
+
     def update_batch(
         self, batch_id: str, *, state: str, done: int | None = None, failed: int | None = None
     ) -> None:
@@ -39,7 +42,10 @@ class SilentBatch:
     """A batch that ends and names none of its calls (an adapter that cannot list what was
     sent, e.g. Anthropic after a restart, returns only the lines it finds)."""
 
-    def submit(self, lines: Sequence[BatchLine], *, label: str) -> str:
+    def find(self, marker: str, *, total: int, since: float) -> str | None:
+        return None  # a fake keeps no batch a lost reply could have made
+
+    def submit(self, lines: Sequence[BatchLine], *, label: str, marker: str = "") -> str:
         return "batch_silent"
 
     def status(self, batch_id: str) -> BatchStatus:

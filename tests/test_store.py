@@ -712,6 +712,24 @@ def test_a_batch_is_recorded_with_its_items_and_found_by_key(open_backend: Backe
     assert open_backend().pending_batch("k1") == found  # a restarted process finds it
 
 
+def test_a_batch_recorded_before_sending_is_confirmed_under_the_providers_id(open_backend: Backend) -> None:
+    store = open_backend()
+    store.add_batch(_batch("rr-ours", ["k1", "k2"], state="submitting"), ["k1", "k2"])
+    waiting = store.pending_batch("k1")
+    assert waiting is not None and (waiting.batch_id, waiting.state) == ("rr-ours", "submitting")
+    store.confirm_batch("rr-ours", "batch_theirs")
+    found = open_backend().pending_batch("k2")
+    assert found is not None and (found.batch_id, found.state, found.total) == (
+        "batch_theirs",
+        "submitted",
+        2,
+    )
+    assert found.created_at == waiting.created_at  # when it was recorded, before it was sent
+    assert [b.batch_id for b in store.batches()] == ["batch_theirs"]
+    with pytest.raises(LedgerError):
+        store.confirm_batch("rr-ours", "batch_again")  # confirmed once
+
+
 def test_a_call_waiting_in_one_batch_is_refused_by_another_and_nothing_of_that_batch_is_kept(
     open_backend: Backend,
 ) -> None:

@@ -194,8 +194,9 @@ class AnthropicBatch:
         # What this object submitted: batch id -> call -> sent with structured output.
         self._sent: dict[str, dict[str, bool]] = {}
 
-    def submit(self, lines: Sequence[BatchLine], *, label: str) -> str:
-        """Create a Message Batch of the lines (``label`` is not sent: Anthropic keeps none)."""
+    def submit(self, lines: Sequence[BatchLine], *, label: str, marker: str = "") -> str:
+        """Create a Message Batch of the lines (``label`` and ``marker`` are not sent: Anthropic
+        keeps no metadata; ``find`` matches a batch by its time and size instead)."""
         client = self._client
         check_lines(lines, label="Anthropic's Message Batches", max_lines=BATCH_MAX_LINES)
         structured = client._structured
@@ -268,6 +269,21 @@ class AnthropicBatch:
         """Ask Anthropic to cancel the batch (it goes through "canceling"); works after a stop."""
         sdk = self._client._client
         self._client.sdk_call(lambda t: sdk.messages.batches.cancel(batch_id, timeout=t), cancellable=False)
+
+    def find(self, marker: str, *, total: int, since: float) -> str | None:
+        """The batch a lost submission created: Anthropic's listing carries no metadata, so the
+        oldest batch created from ``since`` (less a minute of clock skew) to ten minutes after,
+        holding exactly ``total`` requests."""
+        sdk = self._client._client
+        page = self._client.sdk_call(lambda t: sdk.messages.batches.list(limit=100, timeout=t))
+        found: list[tuple[float, str]] = []
+        for batch in page.data:
+            created = batch.created_at.timestamp()
+            counts = batch.request_counts
+            size = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
+            if since - 60 <= created <= since + 600 and size == total:
+                found.append((created, batch.id))
+        return min(found)[1] if found else None
 
     def _retrieve(self, batch_id: str) -> MessageBatch:
         sdk = self._client._client

@@ -190,8 +190,14 @@ class BatchAPI(Protocol):
     ``LLMError`` as a sync call does.
     """
 
-    def submit(self, lines: Sequence[BatchLine], *, label: str) -> str:
-        """Send ``lines`` as one batch named ``label``; the provider's batch id."""
+    def submit(self, lines: Sequence[BatchLine], *, label: str, marker: str = "") -> str:
+        """Send ``lines`` as one batch named ``label``; the provider's batch id. ``marker`` is our
+        own id for it (recorded before it is sent), kept with it where the provider allows."""
+        ...
+
+    def find(self, marker: str, *, total: int, since: float) -> str | None:
+        """The provider's id of a batch submitted with ``marker`` (of ``total`` calls, at about
+        ``since``, a Unix time) whose acceptance never reached us, or None: it was not created."""
         ...
 
     def status(self, batch_id: str) -> BatchStatus:

@@ -262,6 +262,8 @@ _BATCH_STATES = {
     "cancelled": "canceled",
 }
 # Codes of a result line's `error` that say the call was never run.
+# The metadata field that carries our own id for a batch (``find``).
+MARKER_FIELD = "rr_batch"
 _NOT_RUN = {"batch_expired": "expired", "batch_cancelled": "canceled", "batch_canceled": "canceled"}
 
 
@@ -293,8 +295,9 @@ class OpenAIBatch:
         """The endpoint every line of a batch goes to."""
         return "/v1/responses" if self._client.api == "responses" else "/v1/chat/completions"
 
-    def submit(self, lines: Sequence[BatchLine], *, label: str) -> str:
-        """Upload the lines as a JSONL file and create a 24-hour batch of it."""
+    def submit(self, lines: Sequence[BatchLine], *, label: str, marker: str = "") -> str:
+        """Upload the lines as a JSONL file and create a 24-hour batch of it (``marker`` goes in
+        its metadata, so ``find`` knows it again)."""
         client = self._client
         check_lines(lines, label="OpenAI's Batch API", max_lines=BATCH_MAX_LINES)
         structured = client._structured
@@ -314,6 +317,8 @@ class OpenAIBatch:
             )
         sdk, auth = client._client, client._auth or None
         metadata = {"label": errors_map.redact(label, client._secrets)[:500]}
+        if marker:
+            metadata[MARKER_FIELD] = marker
         try:
             uploaded = client.sdk_call(
                 lambda t: sdk.files.create(
@@ -390,6 +395,17 @@ class OpenAIBatch:
             lambda t: sdk.batches.cancel(batch_id, timeout=t, extra_headers=client._auth or None),
             cancellable=False,
         )
+
+    def find(self, marker: str, *, total: int, since: float) -> str | None:
+        """The batch created with ``marker`` in its metadata, among the most recent ones."""
+        client, sdk = self._client, self._client._client
+        page = client.sdk_call(
+            lambda t: sdk.batches.list(limit=100, timeout=t, extra_headers=client._auth or None)
+        )
+        for batch in page.data:
+            if batch.metadata and batch.metadata.get(MARKER_FIELD) == marker:
+                return batch.id
+        return None
 
     def _retrieve(self, batch_id: str) -> Batch:
         client, sdk = self._client, self._client._client

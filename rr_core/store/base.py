@@ -27,8 +27,9 @@ from rr_core.traces import RunTrace
 
 LOCAL_OWNER = "local"  # the one user of the embedded default
 
-# A provider batch's life: submitted, in progress, then one of the four ends.
-BATCH_STATES = ("submitted", "in_progress", "ended", "expired", "failed", "canceled")
+# A provider batch's life: submitting (recorded under our own id before it is sent: the
+# provider may have it, or not), submitted, in progress, then one of the four ends.
+BATCH_STATES = ("submitting", "submitted", "in_progress", "ended", "expired", "failed", "canceled")
 OPEN_BATCH_STATES = ("submitted", "in_progress")  # still to be polled
 # How an item of a batch settles: "done" (its reply is stored), or released for resubmission.
 ITEM_OUTCOMES = ("done", "errored", "expired", "canceled")
@@ -156,6 +157,11 @@ class CallCache(Protocol):
 
     def pending_batch(self, key: str) -> BatchRecord | None:
         """The batch this key's call is still waiting in (not done, not released), if any."""
+        ...
+
+    def confirm_batch(self, marker: str, batch_id: str) -> None:
+        """A batch recorded as "submitting" under our own ``marker`` was found at (or accepted
+        by) the provider as ``batch_id``: it and its items are kept under that id, "submitted"."""
         ...
 
     def update_batch(

@@ -719,6 +719,21 @@ class PostgresStore:
             ).fetchone()
         return _batch(row) if row else None
 
+    def confirm_batch(self, marker: str, batch_id: str) -> None:
+        """A "submitting" batch recorded under ``marker`` is the provider's ``batch_id`` (see
+        ``CallCache.confirm_batch``): copied under that id, its items moved, the first removed."""
+        with self.transaction() as db:
+            moved = db.execute(
+                "INSERT INTO batches (batch_id, provider, label, state, total, done, failed, created_at,"
+                " updated_at) SELECT %s, provider, label, 'submitted', total, done, failed, created_at, %s"
+                " FROM batches WHERE batch_id = %s AND state = 'submitting'",
+                (batch_id, _now(), marker),
+            ).rowcount
+            if not moved:
+                raise self._no_batch(marker)
+            db.execute("UPDATE batch_items SET batch_id = %s WHERE batch_id = %s", (batch_id, marker))
+            db.execute("DELETE FROM batches WHERE batch_id = %s", (marker,))
+
     def update_batch(
         self, batch_id: str, *, state: str, done: int | None = None, failed: int | None = None
     ) -> None:

@@ -664,6 +664,23 @@ class SQLiteStore:
             ).fetchone()
         return _batch(row) if row else None
 
+    def confirm_batch(self, marker: str, batch_id: str) -> None:
+        """A "submitting" batch recorded under ``marker`` is the provider's ``batch_id`` (see
+        ``CallCache.confirm_batch``)."""
+        with self._transaction(write=True) as db:
+            moved = db.execute(
+                f"INSERT INTO batches ({_BATCH_COLUMNS}) SELECT ?, provider, label, 'submitted', total, done,"
+                " failed, created_at, ?, owner FROM batches WHERE owner = ? AND batch_id = ? AND state = 'submitting'",
+                (batch_id, _now(), self._owner, marker),
+            ).rowcount
+            if not moved:
+                raise self._no_batch(marker)
+            db.execute(
+                "UPDATE batch_items SET batch_id = ? WHERE owner = ? AND batch_id = ?",
+                (batch_id, self._owner, marker),
+            )
+            db.execute("DELETE FROM batches WHERE owner = ? AND batch_id = ?", (self._owner, marker))
+
     def update_batch(
         self, batch_id: str, *, state: str, done: int | None = None, failed: int | None = None
     ) -> None:
