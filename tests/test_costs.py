@@ -184,7 +184,7 @@ USAGES = [
 
 @pytest.mark.parametrize("model", known_models())
 def test_known_models_price_as_genai_prices_does(model: str) -> None:
-    provider = "anthropic" if "claude" in model else "openai"
+    provider = "anthropic" if "claude" in model else "google" if "gemini" in model else "openai"
     price = price_for(model)
     assert price is not None and price.input > 0 and price.output > price.input
     assert price.cached_input <= price.input

@@ -396,7 +396,7 @@ def test_jobs_out_to_a_folder_that_does_not_exist_is_a_one_line_error(
         ]
     )
     _, err = capsys.readouterr()
-    assert code == 2 and "cannot write the sweep's jobs" in err and not target.exists()
+    assert code == 2 and "--jobs-out" in err and "cannot write there" in err and not target.exists()
     written = tmp_path / "jobs.jsonl"
     code = main(
         [

@@ -490,7 +490,8 @@ def test_lab_cli_writes_the_per_trial_records(capsys: pytest.CaptureFixture[str]
     assert data["comparisons"][0]["paired_trials"] == 6
     assert {"trials", "questions", "ci_low", "ci_high"} <= set(data["cells"][0])
     code = main([*args, "--trials-csv", str(tmp_path / "missing" / "trials.csv")])
-    assert code == 2 and "cannot write the per-trial records" in capsys.readouterr().err
+    said = capsys.readouterr().err  # checked before anything is read or sent
+    assert code == 2 and "--trials-csv" in said and "cannot write there" in said and "Nothing was" in said
 
 
 def test_per_trial_records_keep_a_models_formula_as_text() -> None:
