@@ -320,7 +320,9 @@ if not specs:
 # ---- 3. The plans: what each method will send, before any money is spent -------------------
 
 tokens = S.counter()
-verify = S.verify_widgets()
+# The answer check's choice, as last set (its toggle is drawn under the Run row: on a small
+# screen Run stays in view on the first open).
+verify = S.verify_choice()
 try:
     chosen = [s.but(**verify) for s in S.chosen_settings()]
     if several:  # each question's own gold pages, not the field's for all of them
@@ -340,6 +342,7 @@ summary_col.markdown(
     + (" (no price data for this model: shown as $0)" if not asked.price_known else "")
     + "."
 )
+S.verify_widgets()
 
 
 def _plan_table() -> str:
