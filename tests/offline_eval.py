@@ -163,6 +163,40 @@ def evaluate(engine: LLMClient, items: list[EvalQuestion], counter: TokenCounter
     return out
 
 
+def band(item: EvalQuestion, reply: dict[str, Any], counter: TokenCounter) -> str:
+    """The confidence band the runner would give this reply (quotes checked on their pages, the
+    reader's own support, ``rr_core.confidence``): high, check or none."""
+    from rr_core.confidence import rate
+    from rr_core.plans import Citation, Outcome
+    from rr_core.quotes import check_quote
+    from rr_core.support import offline_support
+
+    document = document_of(item.source, counter)
+    citations = []
+    for cited in reply.get("citations", []):
+        page = int(cited["page"]) if str(cited.get("page")).isdigit() else None
+        text = (
+            document.pages[page - 1].text if page is not None and 1 <= page <= len(document.pages) else None
+        )
+        citations.append(Citation(page=page, quote=str(cited.get("quote", "")),
+                                  quote_check=check_quote(str(cited.get("quote", "")), text).status))  # fmt: skip
+    outcome = Outcome(question=item.question, answer=str(reply.get("answer", "")), found=found(reply),
+                      citations=citations, absent_by="" if found(reply) else "reader")  # fmt: skip
+    if outcome.found:
+        outcome.support, outcome.support_reason = offline_support(
+            item.question, outcome.answer, [c.quote for c in citations]
+        )
+    return rate(outcome)[0]
+
+
+def high_band(scored: list[Scored], counter: TokenCounter) -> str:
+    """How many answers are in the high band, and how many of them are right."""
+    high = [s for s in scored if band(s.item, s.reply, counter) == "high"]
+    right = sum(1 for s in high if s.verdict == "right")
+    share = f"{right / len(high):.0%}" if high else "n/a"
+    return f"high band {len(high)} of {len(scored)} questions, {right} right ({share})"
+
+
 def counts(scored: list[Scored]) -> dict[str, int]:
     tally = Counter(s.verdict for s in scored)
     return {key: tally.get(key, 0) for key in ("right", "not found", "wrong")}
@@ -212,7 +246,9 @@ def main() -> None:
             if s.verdict != "right" or "-v" in sys.argv:
                 answer = str(s.reply.get("answer", ""))[:110]
                 print(f"  [{s.verdict}] {s.item.question[:70]} -> {answer!r} p.{s.reply.get('page')}")
-    print(f"evaluation set, all {len(everything)} questions: {counts(everything)}")
+    print(
+        f"evaluation set, all {len(everything)} questions: {counts(everything)}; {high_band(everything, counter)}"
+    )
 
 
 if __name__ == "__main__":
