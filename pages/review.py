@@ -994,6 +994,11 @@ else:
 
 # ---- Scores and exports ------------------------------------------------------------------------------
 
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
 if keyed:
     st.subheader("Scores against the answer key")
     st.dataframe(
@@ -1002,8 +1007,13 @@ if keyed:
                 {  # the figures first: a narrow screen shows them before the long texts
                     "Right": s.right,
                     "Marked": s.marked,
-                    "Accuracy": "—" if s.accuracy is None else f"{s.accuracy:.0%}",
-                    "Not stated": s.not_stated,
+                    "Accuracy": _share(s.accuracy),
+                    "Answered": s.answered,
+                    "Precision": _share(s.precision),
+                    "Coverage": _share(s.coverage),
+                    "Base rate": _share(s.base_rate),
+                    "High band": f"{s.high_right}/{s.high} right" if s.high else "—",
+                    "Not found": s.not_stated,
                     "Failed": s.failed,
                     "Question": s.question,
                     "Method": s.method,
@@ -1016,7 +1026,10 @@ if keyed:
         key="w.review_scores",
     )
     st.caption(
-        f"Right over the cells the key marks ({md(run.key_name or review.key_name)}); failed cells are not marked."
+        f"Against {md(run.key_name or review.key_name)}: accuracy is right over the cells the key marks (failed "
+        "cells are not marked); precision, right over the answered ones; coverage, answered over marked. The base "
+        "rate is the accuracy of always giving the column's commonest key answer: a column at or under it is "
+        "no better than that. The high band: its cells, and how many of them are right."
     )
 
 st.subheader("Exports")

@@ -101,6 +101,12 @@ def test_the_sample_corpus_runs_end_to_end_with_scores_and_its_damaged_file_list
     score_table = frame(at, "Marked")
     assert list(score_table["Right"]) == [s.right for s in scores(plan, cells)]
     assert list(score_table["Marked"]) == [s.marked for s in scores(plan, cells)]
+    # what to rely on: answered, precision, coverage and the base rate beside the accuracy
+    assert list(score_table["Answered"]) == [s.answered for s in scores(plan, cells)]
+    assert {"Precision", "Coverage", "Base rate", "High band"} <= set(score_table.columns)
+    assert list(score_table["Base rate"]) == [
+        "—" if s.base_rate is None else f"{s.base_rate:.0%}" for s in scores(plan, cells)
+    ]
     captions = "\n".join(c.value for c in at.caption)
     assert "nothing paid: the engine is free (not an LLM)" in captions
     assert "Green: right against the answer key" in captions
