@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from rr_core.costs import Mode
 from rr_core.errors import ConfigError, LLMError, RRError
 from rr_core.llm import LLMClient
-from rr_core.review import AnswerKey, Cell, Column, CorpusFile, ReviewPlan
+from rr_core.review import AnswerKey, Cell, Column, CorpusFile, ReviewPlan, agree_cells
 from rr_core.review.export import scores_json
 from rr_core.runs import Executor
 from rr_core.settings import RunSettings
@@ -351,6 +351,14 @@ def review_cells(store: Store, work_id: str) -> list[Cell]:
     return [Cell.from_dict(r) for r in store.work_results(work_id)]
 
 
+def grid_cells(store: Store, work_id: str, work: ReviewWork) -> list[Cell]:
+    """The recorded cells as the grid shows them: where a comparison ran on a row, agreement
+    between the two methods counts in each cell's confidence (recorded as each cell arrived,
+    before its twin was answered; counted here, once, on reading)."""
+    cells = review_cells(store, work_id)
+    return agree_cells(cells) if work.compare is not None else cells
+
+
 def runner_name() -> str:
     """Who runs work here: the host and process."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -511,7 +519,7 @@ def _run_review(
         plan, client, concurrency=work.concurrency, key=work.key, jobs=todo, max_usd=work.max_usd,
         mode=work.mode, store=store, on_cell=keep, guard=stop.guard, keep=False,
     ) if todo else None  # fmt: skip
-    cells = review_cells(store, work_id)
+    cells = grid_cells(store, work_id, work)
     failed = sum(1 for c in cells if not c.ok)
     summary = {
         "cells": len(cells),

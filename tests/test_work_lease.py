@@ -272,3 +272,23 @@ def test_a_work_still_run_by_a_live_runner_is_not_run_twice_and_is_taken_up_once
     assert not runner.is_alive()
     assert ended[0] is not None and ended[0].state == "done" and ended[0].done == 8
     assert ended[0].attempts == 2  # the other runner's, then this one
+
+
+def test_a_background_grid_with_a_comparison_counts_agreement_when_its_cells_are_read(setup) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """Cells are recorded as each arrives, before its twin of the other method is answered:
+    agreement is counted on reading (once), as the in-session grid counts it."""
+    from rr_core.review import agree_cells
+    from rr_core.work import grid_cells
+
+    _, store, work = setup
+    compared = ReviewWork.from_dict(
+        {**work.to_dict(), "compare": work.settings.but(method="baseline").to_dict(), "compare_rows": 2}
+    )
+    work_id = submit_review(store, compared)
+    record = run_work(store, work_id)
+    assert record is not None and record.state == "done"
+    raw = review_cells(store, work_id)
+    shown = grid_cells(store, work_id, compared)
+    assert shown == agree_cells(raw) and shown != raw  # agreement moved some cells' scores
+    assert grid_cells(store, work_id, compared) == shown  # read again: counted once, not twice
+    assert grid_cells(store, work_id, work) == raw  # no comparison: as recorded
