@@ -115,6 +115,10 @@ class GeminiClient(SDKAdapter):
         if structured:
             config.response_mime_type = "application/json"
             config.response_json_schema = request.schema.WIRE_SCHEMA
+        if "flash" in request.model or "flash" in self.model:
+            # Gemini 2.5 Flash thinks by default, and its thoughts count against the output
+            # limit: a reply left empty was still billed. The reading here is extractive: off.
+            config.thinking_config = types.ThinkingConfig(thinking_budget=0)
         return config
 
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
