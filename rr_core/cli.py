@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any
 from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
 from rr_core.llm import ALL_PROVIDERS, PROVIDERS, get_provider
 from rr_core.llm.config import COMPAT_KEY_VAR, command_line_compat_key
-from rr_core.plans import absence_words
 from rr_core.quotes import check_words
 from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
 from rr_core.sources import open_document
@@ -969,6 +968,8 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 retrieved = f"  retrieved {o['retrieved_pages']}" if o["retrieved_pages"] else ""
                 print(f"    Q: {o['question']}")
                 if o["answer"] is not None and o.get("found") is False:
+                    from rr_core.plans import absence_words  # here: `pages` loads no pydantic
+
                     said = absence_words(o.get("absent_by") or "", o.get("pages_to_read") or [])
                     print(f"    A: {said}{mark}{retrieved}")
                     continue

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import itertools
 import json
 import random
 import re
@@ -258,6 +259,12 @@ def pages_in(prompt: str) -> list[int]:
 def questions_in(prompt: str) -> list[str]:
     """The question(s) a prompt asks, each once, in order (``Question:`` or ``Question n:``)."""
     return list(dict.fromkeys(text for _, text in _QUESTION.findall(prompt)))
+
+
+# Batch ids are never reused, as a provider's are not: unique across the stubs a process starts
+# (a test that runs a grid twice against one store, each time on a new stub, must not see one id
+# named twice).
+_BATCH_NUMBERS = itertools.count(1)
 
 
 def default_text(body: Any) -> str:
@@ -932,7 +939,7 @@ class StubServer:
         if file_id not in self.files:
             return 404, error_body("responses", Reply(error_message=f"No such File object: {file_id}")), {}
         batch = StubBatch(
-            id=f"batch_stub{len(self.batches) + 1}",
+            id=f"batch_stub{next(_BATCH_NUMBERS)}",
             provider="openai",
             kind=_OPENAI_ENDPOINTS.get(endpoint, "unknown"),
             endpoint=endpoint,
@@ -983,7 +990,7 @@ class StubServer:
                 {},
             )
         batch = StubBatch(
-            id=f"msgbatch_stub{len(self.batches) + 1}",
+            id=f"msgbatch_stub{next(_BATCH_NUMBERS)}",
             provider="anthropic",
             kind="messages",
             endpoint="/v1/messages",

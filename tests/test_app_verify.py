@@ -46,7 +46,9 @@ def quoting(path: str, body: Any) -> Reply:
         return Reply()  # the stub's own reply for the shape
     found = _PAGE.search(prompt_of(body))
     page, line = (found.group(1), found.group(2).strip()[:120]) if found else ("1", "")
-    return json_output({"question": "", "answer": "stub answer", "found": True,
+    # An answer of its own per prompt: two methods' checks are two calls, never one shared.
+    answer = f"stub answer from {len(_PAGE.findall(prompt_of(body)))} pages"
+    return json_output({"question": "", "answer": answer, "found": True,
                         "citations": [{"page": page, "quote": line}]})  # fmt: skip
 
 
