@@ -165,8 +165,11 @@ def _terms_per_piece(pieces: Sequence[str]) -> list[list[str]]:
     return [_lowered_terms(piece.lower()) for piece in pieces]
 
 
+_STEMMED_ENDINGS = frozenset("sntgd")  # the last letters of the suffixes below
+
+
 def _stem(word: str) -> str:
-    if word[0].isdigit() or len(word) <= 4:
+    if len(word) <= 4 or word[-1] not in _STEMMED_ENDINGS or word[0].isdigit():
         return word
     for suffix in ("ations", "ation", "ments", "ment", "ings", "ing", "ies", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
@@ -275,11 +278,13 @@ _NOT_AFTER_ABBREVIATION = "".join(f"(?<!\\b{re.escape(a)}\\.)" for a in _ABBREVI
 # time); the white space in group 1 is where the text is cut.
 # CJK text ends a sentence with a full-width mark and no space: it is cut right after the mark
 # (group 2). A Korean or CJK sentence after a full stop and a space starts with its own script.
+# Both kinds start with the one class of marks, so the regex engine skips along the text to the
+# next mark of either kind in C (an alternation of two starts made every search 2.3x as slow).
 _SENTENCE_BREAK = re.compile(
-    "[.!?;]"
+    "[.!?;。！？；](?:(?<=[.!?;])"
     + _NOT_AFTER_ABBREVIATION
     + r"(\s+)(?=[A-Z0-9(\"'\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])"
-    + r"|[。！？；](\s*)"
+    + r"|(?<=[。！？；])(\s*))"
 )
 
 
