@@ -277,6 +277,10 @@ class Outcome:
     confidence: str = ""
     score: float | None = None
     confidence_reason: str = ""
+    # How far the best page for the question stands ahead of the next by BM25 over the
+    # document's pages ((best - second) / best; None: nothing to rank). Shown, not scored
+    # (``rr_core.confidence``).
+    retrieval_margin: float | None = None
 
     def not_stated(self) -> None:
         """Record that nothing was found to answer from (nothing to cite): "Not found"."""

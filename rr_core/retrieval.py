@@ -7,6 +7,7 @@ of one method) share the work instead of repeating it per call.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import threading
@@ -404,6 +405,20 @@ _PAGES = _PageMemory(capacity=6_000)
 def page_terms(texts: Sequence[str]) -> list[PageTerms]:
     """Each text read for BM25, from memory when a page with the same text was read before."""
     return _PAGES.read(texts)
+
+
+def page_margin(texts: Sequence[str], question: str) -> float | None:
+    """How far the best page for the question stands ahead of the next, by BM25 over the
+    pages: ``(best - second) / best`` in [0, 1]. None when fewer than two pages or no page
+    holds a word of the question (nothing to rank). A thin margin says the question's words
+    spread over several pages alike, so where the answer stands is less certain."""
+    if len(texts) < 2:
+        return None
+    scores = BM25.from_counts(page.counts for page in page_terms(texts)).scores(question)
+    best, second = heapq.nlargest(2, scores)
+    if best <= 0:
+        return None
+    return round((best - second) / best, 3)
 
 
 def sentence_scores(

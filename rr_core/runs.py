@@ -63,6 +63,7 @@ from rr_core.plans import (
     shared_prefixes,
 )
 from rr_core.quotes import check_quote
+from rr_core.retrieval import page_margin
 from rr_core.settings import RunSettings
 from rr_core.store.base import CachedCall as CachedCall
 from rr_core.store.base import CallCache as CallCache
@@ -1067,7 +1068,12 @@ class _Run:
         """Who says a missing answer is absent, whether each answer's quotes support it (the
         offline reader judges its own, free; a model's stays unchecked), and its confidence."""
         reader = not self.executor.client.is_llm
+        texts = [page.text for page in self.document.pages]
+        margins: dict[str, float | None] = {}
         for outcome in self.trace.outcomes:
+            if outcome.question not in margins:
+                margins[outcome.question] = page_margin(texts, outcome.question)
+            outcome.retrieval_margin = margins[outcome.question]
             if outcome.answer is not None and not outcome.found and not outcome.absent_by:
                 outcome.absent_by = "reader" if reader else "model"
             if reader and outcome.stated and outcome.support == UNCHECKED:

@@ -79,8 +79,10 @@ def test_the_confidence_rule() -> None:
     # the wrong kind, or a quote not located on its page, pulls a supported answer down
     assert rate(_answer("Source", "supported"))[:3:2] == ("check", "the answer is not of the asked kind")
     assert rate(_answer("Texas", "supported", check="not-found"))[2] == "no quote was located on its page"
-    # a thin retrieval margin is a reason to check
-    assert rate(_answer("Texas", "supported"), retrieval_margin=0.01)[0] == "check"
+    # the retrieval margin is recorded, not scored (calibrated to weight 0): the same band
+    thin = _answer("Texas", "supported")
+    thin.retrieval_margin = 0.01
+    assert rate(thin) == rate(_answer("Texas", "supported"))
     # nothing found, or failed: none, score 0, and the reason says who says so
     nothing = Outcome(question=LAW, answer="n/a", found=False, absent_by="reader", pages_to_read=[4, 2])
     assert rate(nothing) == ("none", 0.0, "Not found; pages to read: 4, 2")
@@ -110,3 +112,41 @@ def test_agreement_between_methods() -> None:
         0.6,
         "Baseline says Ohio",
     )
+
+
+def test_page_margin_is_the_best_pages_lead() -> None:
+    from rr_core.retrieval import page_margin
+
+    pages = [
+        "This Agreement is governed by the laws of Texas. Governing law: Texas.",
+        "The governing law clause appears in section 9.",
+        "Payment is due within thirty days of the invoice.",
+    ]
+    margin = page_margin(pages, "Which law governs the agreement?")
+    assert margin is not None and 0 < margin < 1
+    # a page alike to the best one: no lead; no page with a word of the question, or one page:
+    # nothing to rank
+    assert page_margin([pages[0], pages[0]], "Which law governs the agreement?") == 0.0
+    assert page_margin(pages, "zebra quantum") is None
+    assert page_margin(pages[:1], "Which law governs the agreement?") is None
+
+
+def test_every_outcome_records_its_retrieval_margin() -> None:
+    from rr_core.documents import document_from_texts
+    from rr_core.llm import OfflineEngine
+    from rr_core.methods import plan_method
+    from rr_core.runs import run_plans
+    from rr_core.settings import RunSettings
+    from rr_core.tokens import counter_for_model
+
+    counter = counter_for_model("gpt-4.1-mini")
+    document = document_from_texts(
+        "supply.pdf",
+        ["Cover page of the supply agreement."] * 3
+        + ["This Agreement shall be governed by the laws of the State of Texas."],
+        counter=counter,
+    )
+    settings = RunSettings(method="baseline", model="offline", provider="offline", price_model="gpt-4.1-mini")
+    plan = plan_method(document, "Which state's law governs this agreement?", settings, counter)
+    outcome = run_plans(document, [plan], OfflineEngine(counter))[0].outcome
+    assert outcome.found and outcome.retrieval_margin is not None and outcome.retrieval_margin > 0.5
