@@ -941,9 +941,9 @@ else:
                            args=(item, ABSENT, page_key, answer_box, quote_box))  # fmt: skip
             st.text_input("The right answer", key=answer_box, placeholder="Type it to correct the cell")
             st.text_input(
-                "Its words on the page (highlighted at right when they stand there)",
+                "Its words on the page (click them on the page at right, or type them)",
                 key=quote_box,
-                placeholder="Paste or type the sentence that states it",
+                placeholder="Click the sentence that states it on the page",
             )
             st.button("Correct", key="queue_correct", shortcut="Ctrl+Enter", on_click=_decide,
                       args=(item, CORRECTED, page_key, answer_box, quote_box))  # fmt: skip
@@ -985,11 +985,22 @@ else:
                     what = (
                         "your words highlighted" if typed_quote else "the engine's quote highlighted"
                     ) if page_shown.placed else ("the quote could not be placed" if quote else "no quote on this page")  # fmt: skip
-                    st.image(
-                        page_shown.rendered.png,
-                        caption=f"{docs.page_ref(queued_doc, number)} of {len(queued_doc.pages):,} · {what}",
-                        width="content",
-                        output_format="PNG",
+                    st.caption(
+                        f"{docs.page_ref(queued_doc, number)} of {len(queued_doc.pages):,} · {what} · "
+                        "click a word to take its sentence as the correction's words"
+                    )
+
+                    def _picked(
+                        page: int, sentence: str, page_key: str = page_key, quote_box: str = quote_box
+                    ) -> None:
+                        state[page_key], state[quote_box] = page, sentence
+
+                    docs.clickable_page(
+                        queued_doc,
+                        number,
+                        page_shown,
+                        key=f"w.queue_click_{item.key}_{number}",
+                        on_pick=_picked,
                     )
 
 # ---- Scores and exports ------------------------------------------------------------------------------

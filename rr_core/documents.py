@@ -844,6 +844,7 @@ class RenderedPage:
     width: int
     height: int
     marked: int = 0
+    zoom: float = 1.0  # pixels per PDF point: a word's box times this is its place in the picture
 
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points, origin top left
@@ -980,7 +981,7 @@ def _render(
             if width:
                 zoom = width / page.rect.width
             pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True)
-            return RenderedPage(pix.tobytes("png"), pix.width, pix.height, len(marks))
+            return RenderedPage(pix.tobytes("png"), pix.width, pix.height, len(marks), zoom)
         finally:
             for annot in reversed(added):
                 page.delete_annot(annot)

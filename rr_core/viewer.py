@@ -344,3 +344,31 @@ def without_reminders(segments: Sequence[Segment]) -> list[Segment]:
             continue
         out.append(Segment(s.kind, s.start - shift, s.end - shift, s.char_start, s.char_end, s.page))
     return out
+
+
+# ---- A place clicked on a page -------------------------------------------------------------------
+
+_ENDS_SENTENCE = re.compile(r"[.!?;:][\"')\]]*$")
+SENTENCE_WORDS = 60  # at most this many words either side of the clicked one
+
+
+def sentence_at(words: Sequence[PageWord], index: int) -> str:
+    """The sentence of the page that holds word ``index`` (in reading order): from the word
+    after the previous sentence's end to the next end, on whatever lines it runs over, at
+    most ``SENTENCE_WORDS`` words either side. What a reviewer means by clicking a place."""
+    if not 0 <= index < len(words):
+        return ""
+    start = index
+    while start > 0 and index - start < SENTENCE_WORDS and not _ENDS_SENTENCE.search(words[start - 1].text):
+        start -= 1
+    end = index
+    while (
+        end < len(words) - 1 and end - index < SENTENCE_WORDS and not _ENDS_SENTENCE.search(words[end].text)
+    ):
+        end += 1
+    return " ".join(w.text for w in words[start : end + 1])
+
+
+def word_centres(words: Sequence[PageWord], zoom: float) -> list[tuple[float, float]]:
+    """Each word's centre in a picture of its page drawn at ``zoom`` pixels per point."""
+    return [((w.box[0] + w.box[2]) / 2 * zoom, (w.box[1] + w.box[3]) / 2 * zoom) for w in words]

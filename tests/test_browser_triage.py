@@ -181,7 +181,7 @@ def _queue_shot(page: Any, width: int) -> None:
     expect(queue).to_be_visible(timeout=kit.RUN_TIMEOUT_MS)
     settle(page)
     expect(queue).to_contain_text(re.compile("check this|Not found"))
-    expect(queue.locator('[data-testid="stImage"]')).to_be_visible()
+    expect(queue.locator('[data-testid="stPlotlyChart"]')).to_be_visible()
     expect(queue.get_by_role("button", name=re.compile("^Accept"))).to_be_visible()
     expect(queue.get_by_role("button", name=re.compile("^Not in the document"))).to_be_visible()
     expect(queue.get_by_role("button", name=re.compile("^Correct"))).to_be_visible()
@@ -211,3 +211,48 @@ def test_the_to_check_queue_at_1440_and_1024(app_url: str, browser: Any) -> None
     with kit.new_tab(browser, viewport=SMALL) as page:
         page.goto(app_url)
         _queue_shot(page, SMALL["width"])
+
+
+def test_a_correction_takes_its_words_from_a_click_on_the_page(app_url: str, browser: Any) -> None:
+    """Correct: type the right answer, click its place on the page; the clicked word's sentence
+    becomes the correction's words, highlighted on the page, and the decision is kept."""
+    from playwright.sync_api import expect
+
+    with kit.new_tab(browser, viewport=VIEWPORT) as page:
+        page.goto(app_url)
+        main = kit.main_area(page)
+        settle(page, kit.STARTUP_TIMEOUT_S * 1000)
+        _go(page, "Review")
+        settle(page)
+        main.get_by_role("button", name="Run the grid").click()
+        queue = main.locator(".st-key-review_queue")
+        expect(queue).to_be_visible(timeout=kit.RUN_TIMEOUT_MS)
+        settle(page)
+        here = queue.get_by_text(re.compile(r"^\d+ of \d+ ·"))
+        position = int(here.inner_text().split(" of ", 1)[0])
+        chart = queue.locator('[data-testid="stPlotlyChart"]')
+        expect(chart).to_be_visible()
+        chart.scroll_into_view_if_needed()
+        points = chart.locator(".scatterlayer .point")
+        expect(points.nth(5)).to_be_attached()
+        # A word in the middle of the page's words: its centre, clicked as a reviewer would.
+        target = points.nth(points.count() // 2)
+        box = target.bounding_box()
+        assert box is not None
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        words = queue.get_by_label(re.compile("^Its words on the page"))
+        expect(words).not_to_have_value("", timeout=kit.RUN_TIMEOUT_MS)
+        picked = words.input_value()
+        assert len(picked.split()) >= 2, picked
+        settle(page)
+        expect(queue).to_contain_text("your words highlighted")
+        _shot_of(page, [queue], ARTIFACTS / "triage-correct-picked.png")
+        queue.get_by_label(re.compile("^The right answer")).fill("Corrected in the browser")
+        queue.get_by_role("button", name=re.compile("^Correct")).click()
+        expect(queue.get_by_text(re.compile(rf"^{position + 1} of \d+ ·"))).to_be_visible(
+            timeout=kit.RUN_TIMEOUT_MS
+        )
+        settle(page)
+        expect(main.locator(".st-key-review_grid_box")).to_contain_text("Corrected in the browser")
+        _shot_of(page, [queue], ARTIFACTS / "triage-correct-by-click.png")

@@ -301,3 +301,24 @@ def test_a_protocol_quote_is_placed_exactly_on_its_real_page(shared_documents: P
     assert " ".join(marked) == quote  # no list number, no header or footer code
     assert place_quote("Exclusion Criteria:", words) is not None
     assert place_quote("The sponsor pays a termination fee of 4.2 million euros.", words) is None
+
+
+def test_a_click_on_a_word_picks_its_sentence_across_lines() -> None:
+    from rr_core.documents import PageWord
+    from rr_core.viewer import SENTENCE_WORDS, sentence_at, word_centres
+
+    text = "Payment terms. The Customer shall pay each invoice within thirty days; late sums bear interest."
+    words = [
+        PageWord(w, (10.0 * i, 20.0 * (i // 6), 10.0 * i + 8, 20.0 * (i // 6) + 10), (0, i // 6))
+        for i, w in enumerate(text.split())
+    ]
+    # "invoice" (index 6) stands on the second line; its sentence starts on the first
+    assert sentence_at(words, 6) == "The Customer shall pay each invoice within thirty days;"
+    assert sentence_at(words, 0) == "Payment terms."
+    assert sentence_at(words, len(words) - 1) == "late sums bear interest."
+    assert sentence_at(words, len(words)) == ""
+    # a page with no full stop gives at most SENTENCE_WORDS words either side
+    long = [PageWord("word", (0.0, 0.0, 1.0, 1.0), (0, 0))] * 500
+    assert len(sentence_at(long, 250).split()) == 2 * SENTENCE_WORDS + 1
+    # centres scale with the picture's zoom
+    assert word_centres(words[:1], 2.0) == [(8.0, 10.0)]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from pages.common import state as S
@@ -16,7 +19,7 @@ from rr_core.samples import get_sample, list_samples, questions_middle_first
 from rr_core.sources import sample_document
 from rr_core.tokens import TokenCounter
 from rr_core.untrusted import plain_name
-from rr_core.viewer import Placement, place_quote
+from rr_core.viewer import Placement, place_quote, sentence_at, word_centres
 from rr_core.workbench import stored_document
 
 UPLOAD_TYPES = ["pdf", "docx", "txt", "text", "md", "markdown", "html", "htm"]
@@ -206,3 +209,62 @@ def page_position(document: Document, number: int) -> str:
     """``p. 12 of 40``, or ``p. 8 (PDF page 10 of 40)`` where the PDF prints another label."""
     label, pages = printed_label(document, number), len(document.pages)
     return f"p. {label} (PDF page {number} of {pages:,})" if label else f"p. {number} of {pages:,}"
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _words(sha256: str, number: int, tokenizer: str, _document: Document) -> tuple[Any, ...]:
+    return page_words(_document, number)
+
+
+def clickable_page(
+    document: Document, number: int, shown: ShownPage, *, key: str, on_pick: Callable[[int, str], None]
+) -> None:
+    """The rendered page, on which a click on a word picks its sentence: ``on_pick(page,
+    sentence)`` runs (a widget callback) before the rerun. Each word carries an invisible
+    point at its centre; the picture under them is the same PNG ``st.image`` shows."""
+    words = _words(document.sha256, number, document.tokenizer, document)
+    rendered = shown.rendered
+    centres = word_centres(words, rendered.zoom)
+    figure = go.Figure(
+        go.Scatter(
+            x=[x for x, _ in centres],
+            y=[y for _, y in centres],
+            mode="markers",
+            marker={"size": 14, "opacity": 0},
+            customdata=list(range(len(words))),
+            hovertemplate="Click to pick this sentence<extra></extra>",
+        )
+    )
+    source = "data:image/png;base64," + base64.b64encode(rendered.png).decode("ascii")
+    figure.add_layout_image(
+        source=source, x=0, y=0, xref="x", yref="y", sizex=rendered.width, sizey=rendered.height,
+        xanchor="left", yanchor="top", sizing="stretch", layer="below",
+    )  # fmt: skip
+    figure.update_xaxes(range=[0, rendered.width], visible=False, fixedrange=True)
+    # One scale on both axes keeps the points on their words when the column is narrower than
+    # the picture; the page then keeps to the top (the space it leaves falls below it).
+    figure.update_yaxes(
+        range=[rendered.height, 0], visible=False, fixedrange=True, scaleanchor="x",
+        constrain="domain", constraintoward="top",
+    )  # fmt: skip
+    figure.update_layout(
+        width=rendered.width, height=rendered.height, margin={"l": 0, "r": 0, "t": 0, "b": 0},
+        showlegend=False, hovermode="closest", dragmode=False,
+        plot_bgcolor="rgba(0,0,0,0)", paper_bgcolor="rgba(0,0,0,0)",
+    )  # fmt: skip
+
+    def picked() -> None:
+        event = st.session_state.get(key)
+        points = (event or {}).get("selection", {}).get("points", []) if isinstance(event, dict) else []
+        if not points:
+            points = getattr(getattr(event, "selection", None), "points", []) or []
+        if points:
+            index = points[0].get("customdata")
+            index = index[0] if isinstance(index, list) else index
+            if isinstance(index, int):
+                on_pick(number, sentence_at(words, index))
+
+    st.plotly_chart(
+        figure, key=key, on_select=picked, selection_mode="points", width="content",
+        config={"displayModeBar": False, "scrollZoom": False},
+    )  # fmt: skip
