@@ -360,12 +360,22 @@ def _spans(text: str, want: Want, question_words: set[str], *, year_will_do: boo
             if not value or _is_reference_number(text, m.start(), m.end()):
                 continue
             # The noun counted, when the question names it ("20 subjects").
-            follow = re.match(r"\s*([A-Za-z][\w-]*)", text[m.end() :])
+            follow = re.match(r"\s*(?:(million|billion|thousand)\s+)?([A-Za-z][\w-]*)", text[m.end() :])
             strength = 1
-            if follow and _stem(follow.group(1)) in question_words:
-                value += " " + follow.group(1)
+            if follow and follow.group(1) and _stem(follow.group(2)) in question_words:
+                value += f" {follow.group(1)} {follow.group(2)}"  # "408 million shares"
                 strength = 3
-            elif follow and follow.group(1).lower() not in ("percent", "per", "am", "pm", "a.m", "p.m"):
+            elif follow and not follow.group(1) and _stem(follow.group(2)) in question_words:
+                value += " " + follow.group(2)
+                strength = 3
+            elif follow and (follow.group(1) or follow.group(2)).lower() not in (
+                "percent",
+                "per",
+                "am",
+                "pm",
+                "a.m",
+                "p.m",
+            ):
                 strength = 2
             start = m.start() + m.group(0).find(m.group(0).strip(" ,;:"))
             out.append(_Span(start, start + len(value), value, strength))
@@ -608,6 +618,15 @@ class _Reader:
         self.bound = next((said for asked_for, said in _BOUNDS if asked_for.search(question)), None)
         self.total = sum(self.weights.values())
 
+    def _named(self, term: str) -> bool:
+        """Whether the pages use the word, in any of its forms: "repurchase" stems apart from
+        "repurchased" ("repurchas") and "ends" from "end", so a word sharing its first letters
+        (all but its last, at most five) will do."""
+        if any(term in page.counts for page in self.read):
+            return True
+        stem = term[: min(len(term) - 1, 5)]
+        return len(stem) >= 3 and any(k.startswith(stem) for page in self.read for k in page.counts)
+
     def _weight(self, term: str) -> float:
         """The word's idf over the pages read, at least ``_PRIOR_PAGES`` of them (the others
         taken to lack it)."""
@@ -689,11 +708,23 @@ class _Reader:
             return self.not_found()
         if self.head and not any(self.head & page.counts.keys() for page in self.read):
             return self.not_found()
+        # A figure of a place or a name the document never uses ("net sales in Antarctica"):
+        # no figure it gives is that one. (Names only: a verb of the question, "applies",
+        # "ends", is often not the document's word.)
+        names = set(terms(" ".join(re.findall(r"(?<=\s)[A-Z][a-z]+", self.question))))
+        if self.want in _FIGURES and any(
+            w >= 0.15 * self.total and not self._named(t) for t, w in self.weights.items() if t in names
+        ):
+            return self.not_found()
         if self.want is Want.DATE and _ASKS_AGREEMENT_DATE.search(self.question):
             preamble = self._preamble_date()
             if preamble is not None:
                 return preamble
-        if self.want in (Want.FIGURE, Want.PERCENT, Want.COUNT) and _ASKS_PERIOD.search(self.question):
+        if (self.want in (Want.FIGURE, Want.PERCENT, Want.COUNT) and _ASKS_PERIOD.search(self.question)) or (
+            self.want is Want.TEXT and _PERIOD_PHRASE.search(self.question)
+        ):
+            # "What was the provision for income taxes for the three months ended ...": a
+            # statement's row, whatever the question's wording says of the answer's kind.
             row = self._table_figure()
             if row is not None:
                 return row
@@ -750,6 +781,8 @@ class _Reader:
                 s
                 for s in _spans(value, self.want, question_words, year_will_do=self.year_will_do)
                 if not _BLANK.search(s.text)
+                # a count the question itself states ("during the nine months") is not its answer
+                and not (self.want is Want.COUNT and s.text.lower() in self.question.lower())
             ]
             if self.governing:  # "governed by PRC laws", "Delaware law governs"
                 spans += [
@@ -829,25 +862,46 @@ class _Reader:
         asked = _asked_column(self.question)
         if asked is None:
             return None
-        period_words = set(terms(asked.words))
+        period_words = set(terms(asked.words)) | _ASKING_VERBS
         weights = {t: w for t, w in self.weights.items() if t not in period_words}
-        total = sum(weights.values())
-        if total <= 0:
-            return None
-        best: tuple[float, int, _Row, int] | None = None
+        rows: list[tuple[int, _Row, int]] = []
         for j, (number, text) in enumerate(self.pages):
             if not any(t in self.read[j].counts for t in weights):
                 continue
             for row in _table_rows(text):
                 column = asked.column(row.header)
-                if column is None or column >= len(row.cells):
-                    continue
-                said = set(terms(row.label))
-                cover = sum(w for t, w in weights.items() if t in said) / total
-                extra = len(said - weights.keys())  # "Net sales: Products" is not "total net sales"
-                score = cover - 0.01 * extra
-                if cover >= 0.6 and (best is None or score > best[0]):
-                    best = (score, number, row, column)
+                if column is not None and column < len(row.cells):
+                    rows.append((number, row, column))
+        # A word of the question that the document uses but no row's label does ("NVIDIA's
+        # revenue", "how much cash did it hold") says whose or how, not which row.
+        labelled: set[str] = set()
+        for _, row, _ in rows:
+            labelled.update(terms(row.label))
+        if any(not any(t in page.counts for page in self.read) for t in weights):
+            return None  # a row never names what the document never does ("in Antarctica")
+        # Only while such words weigh less than the rest: "effective" in "effective tax rate",
+        # with no row so labelled, is what is asked, and "net of tax" is not it.
+        kept = {t: w for t, w in weights.items() if t in labelled}
+        if sum(kept.values()) > sum(weights.values()) - sum(kept.values()):
+            weights = kept
+        total = sum(weights.values())
+        if total <= 0:
+            return None
+        best: tuple[float, int, _Row, int] | None = None
+        for number, row, column in rows:
+            said = set(terms(row.label))
+            cover = sum(w for t, w in weights.items() if t in said) / total
+            # The row's own label names what its figure is; its section only places it: "Total
+            # assets" (under "Non-current assets:") is the total assets, "Total current assets"
+            # is not, and "Gross margin: Products" is not the gross margin.
+            own = set(terms(row.own or row.label))
+            own_cover = sum(w for t, w in weights.items() if t in own) / total
+            extra = len(own - weights.keys())  # "Net sales: Products" is not "total net sales"
+            # Of two labels alike, the shorter: "Provision for income taxes", not "Income before
+            # provision for income taxes".
+            score = cover + 0.5 * own_cover - 0.01 * extra - 0.002 * len((row.own or row.label).split())
+            if cover >= 0.6 and (best is None or score > best[0]):
+                best = (score, number, row, column)
         if best is None:
             return None
         _, number, row, column = best
@@ -1014,7 +1068,7 @@ _PREAMBLE_PAGES = 2  # an agreement states its date on its first page or two
 _PERIOD = r"(?:(?:three|six|nine|twelve|3|6|9|12|thirteen|twenty-six|thirty-nine|fifty-two|13|26|39|52)\s+(?:months|weeks)|(?:fiscal\s+)?years?|quarters?)\s+ended"
 _PERIOD_PHRASE = re.compile(_PERIOD, re.IGNORECASE)
 _ASKS_PERIOD = re.compile(rf"{_PERIOD}|\b(?:as of|at)\s+{_MONTH}\s+\d", re.IGNORECASE)
-_CELL = re.compile(r"^\(?-?\$?\s*\d{1,3}(?:,\d{3})*(?:\.\d+)?\)?%?$|^[—–-]$")
+_CELL = re.compile(r"^\(?-?\$?\s*\d{1,3}(?:,\d{3})*(?:\.\d+)?\)?(?:\s?%)?$|^[—–-]$")
 _LINE_ROW = re.compile(
     r"^(?P<label>[A-Za-z][^$\d]*?[A-Za-z):])\s+(?P<cells>(?:\$?\s*\(?\d[\d,.]*\)?%?\s*){2,})$"
 )
@@ -1045,6 +1099,7 @@ class _Row:
     cells: tuple[str, ...]
     header: tuple[tuple[str, str], ...]
     quote: str
+    own: str = ""  # the row's own label, without its section's ("Total assets")
 
 
 @dataclass(frozen=True, slots=True)
@@ -1060,6 +1115,16 @@ class _AskedColumn:
             if date == self.date and (not self.period or not period or period == self.period)
         ]
         return matches[0] if len(matches) == 1 else None
+
+
+# What a question does with a figure ("how much cash did it hold", "what did it spend on"): not
+# what a table row is labelled.
+_ASKING_VERBS = frozenset(
+    terms(
+        "hold held have had spend spent report reported record recorded generate generated pay paid "
+        "earn earned incur incurred make made own owned recognize recognized"
+    )
+)
 
 
 def _asked_column(question: str) -> _AskedColumn | None:
@@ -1123,7 +1188,7 @@ def _table_rows(text: str) -> tuple[_Row, ...]:
         if inline:
             found = tuple(re.findall(r"\(?\d[\d,.]*\)?%?", inline.group("cells")))
             label = inline.group("label")
-            rows.append(_Row(f"{section} {label}".strip(), found, header, line))
+            rows.append(_Row(f"{section} {label}".strip(), found, header, line, label))
             under_header += 1
             k += 1
             continue
@@ -1138,7 +1203,9 @@ def _table_rows(text: str) -> tuple[_Row, ...]:
                 cells_at += 1
             if len(cells) >= 2 and header:
                 rows.append(
-                    _Row(f"{section} {line}".strip(), tuple(cells), header, " ".join(lines[k : end + 1]))
+                    _Row(
+                        f"{section} {line}".strip(), tuple(cells), header, " ".join(lines[k : end + 1]), line
+                    )
                 )
                 under_header += 1
                 k = end + 1

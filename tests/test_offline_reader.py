@@ -489,6 +489,141 @@ def test_a_row_on_one_line_and_a_balance_sheets_dates() -> None:
     assert read_answer("What were total assets as of March 26, 2022?", [(1, page)]).answer != "336,309"
 
 
+# A quarterly report's statements as a PDF's text layer gives them: a cell a line, "$" alone,
+# sections ending in ":", a rate written "15.7 %". Figures made up for this test.
+_STATEMENTS = "\n".join(
+    """Harbour Ltd.
+CONDENSED STATEMENTS OF OPERATIONS
+Three Months Ended
+Nine Months Ended
+March 30,
+2024
+March 25,
+2023
+March 30,
+2024
+March 25,
+2023
+Net sales:
+Products
+$
+41,100
+$
+39,200
+$
+120,300
+$
+111,800
+Total net sales
+52,400
+50,100
+151,900
+140,700
+Gross margin
+20,310
+19,870
+60,020
+55,410
+Income before provision for income taxes
+11,015
+10,560
+33,200
+31,090
+Provision for income taxes
+1,730
+1,490
+5,210
+4,380
+Effective tax rate
+15.7 %
+14.1 %
+15.7 %
+14.1 %""".split("\n")
+)
+_MARGINS = "\n".join(
+    """Gross margin by category
+Three Months Ended
+March 30,
+2024
+March 25,
+2023
+Gross margin:
+Products
+$
+12,840
+$
+12,010
+Services
+7,470
+7,860""".split("\n")
+)
+_BALANCE = "\n".join(
+    """Harbour Ltd.
+CONDENSED BALANCE SHEETS
+March 30,
+2024
+September 30,
+2023
+Current assets:
+Cash and cash equivalents
+$
+8,410
+$
+9,920
+Total current assets
+40,500
+44,100
+Non-current assets:
+Property and equipment, net
+15,600
+15,100
+Total assets
+$
+93,250
+$
+97,800""".split("\n")
+)
+_NOTES = (
+    "Harbour Ltd. designs boats. During the nine months ended March 30, 2024, Harbour Ltd. repurchased "
+    "120 million shares of its common stock for $9.1 billion. Harbour Ltd. sells in Europe and Asia."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "page"),
+    [
+        # the row's own label, not one under another section ("Gross margin: Products")
+        ("What was Harbour's gross margin for the three months ended March 30, 2024?", "20,310", 1),
+        # "Total assets" under "Non-current assets:", not "Total current assets"
+        ("What were Harbour's total assets as of March 30, 2024?", "93,250", 3),
+        # the shorter of two labels alike; a "What was the ..." question read as a figure
+        ("What was the provision for income taxes for the three months ended March 30, 2024?", "1,730", 1),
+        # "15.7 %" is a cell; "how much ... hold" names no row
+        ("What was the effective tax rate for the nine months ended March 30, 2024?", "15.7", 1),
+        ("How much cash and cash equivalents did Harbour hold as of March 30, 2024?", "8,410", 3),
+        # a count the question states ("the nine months") is not its answer
+        (
+            "How many shares did Harbour repurchase during the nine months ended March 30, 2024?",
+            "120 million shares",
+            4,
+        ),
+    ],
+)
+def test_a_quarterly_reports_statements_read_a_cell_a_line(question: str, answer: str, page: int) -> None:
+    pages = [(1, _STATEMENTS), (2, _MARGINS), (3, _BALANCE), (4, _NOTES)]
+    reading = read_answer(question, pages)
+    assert reading.found and answer in reading.answer, reading
+    assert reading.citations[0].page == page, reading
+
+
+def test_a_figure_of_a_place_the_report_never_names_is_not_read_off_a_row() -> None:
+    pages = [(1, _STATEMENTS), (2, _MARGINS), (3, _BALANCE), (4, _NOTES)]
+    reading = read_answer(
+        "What were total net sales in Antarctica for the three months ended March 30, 2024?", pages
+    )
+    assert reading.answer != "52,400", reading
+
+
 # ---- The evaluation set (tests/data/offline_eval.csv) -----------------------------------------
 
 # Measured on this engine (main's engine at 05f8425, in brackets): right / not found / wrong.
