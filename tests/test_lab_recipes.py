@@ -120,14 +120,14 @@ def _grids(tmp_path: Path) -> dict[str, tuple[list[Trial], Document | None, Tria
             passage_trials(
                 read_qa_jsonl(oracle),
                 PageCounts(counter),
-                lengths=(60, 30),
+                lengths=(92, 46),
                 depths=depths,
                 repeats=5,
                 seed=1,
                 file=oracle,
             ),
             None,
-            TrialSpec(task="passages", lengths=(60, 30), repeats=5, seed=1, qa_file=oracle),
+            TrialSpec(task="passages", lengths=(92, 46), repeats=5, seed=1, qa_file=oracle),
             depths,
         ),
         "kv": (
