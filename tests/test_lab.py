@@ -923,7 +923,8 @@ def test_a_sweep_at_another_reach_makes_real_calls_and_matches_a_fresh_store(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = str(_neutral_file(tmp_path))
-    code, wide, err = _lab(capsys, path, "--provider", "simulated", "--reach", "4000", *SMALL_GRID)
+    # (a reach of 5,000 tokens sees the middle of the 8,000-token document from either end)
+    code, wide, err = _lab(capsys, path, "--provider", "simulated", "--reach", "5000", *SMALL_GRID)
     assert code == 0, err
     code, near, err = _lab(capsys, path, "--provider", "simulated", "--reach", "500", *SMALL_GRID)
     assert code == 0, err

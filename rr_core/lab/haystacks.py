@@ -237,7 +237,8 @@ class PageCounts:
 
 def fit_length(texts: Sequence[str], counts: Sequence[int], length: int) -> list[int]:
     """Indices of source pages making about ``length`` tokens: the document cut, or extended
-    by starting over from its first page (repeated pages are the same text again)."""
+    by starting over from its first page (repeated pages are the same text again); it stops where
+    it is nearest the length (``check_fit`` refuses a length it cannot make within 10%)."""
     if not texts or sum(counts) <= 0:
         raise ConfigError("The document has no text to build test documents from.")
     out: list[int] = []
@@ -245,12 +246,24 @@ def fit_length(texts: Sequence[str], counts: Sequence[int], length: int) -> list
     i = 0
     while total < length:
         index = i % len(texts)
-        if total + counts[index] > length and out:
-            break
+        if out and not _takes(total, counts[index], length):
+            break  # a page that would take the document further from the length than stopping
         out.append(index)
         total += counts[index]
         i += 1
     return out
+
+
+def check_fit(name: str, texts: Sequence[str], counts: Sequence[int], lengths: Sequence[int]) -> None:
+    """One line when the document's pages cannot make a length within ``LENGTH_TOLERANCE`` (pages
+    are never split: a 3,000-token page cannot make a 1,000-token document)."""
+    for length in lengths:
+        built = sum(counts[i] for i in fit_length(texts, counts, length))
+        if abs(built - length) > LENGTH_TOLERANCE * length:
+            raise ConfigError(
+                f"{name}'s pages (up to {max(counts):,} tokens each; pages are never split) make {built:,} tokens "
+                f"for a {length:,}-token length, more than {LENGTH_TOLERANCE:.0%} off: ask longer lengths."
+            )
 
 
 def boundary_at(counts: Sequence[int], depth: float) -> int:
@@ -285,6 +298,7 @@ def planted_trials(
     check_trial_count(repeats, _cells(lengths, depths))
     texts = [p.text for p in document.pages if p.has_text]
     counts = cache.count(texts)
+    check_fit(document.name, texts, counts, lengths)
     # Every cut starts at the first page, so the longest holds all the text any trial shows.
     longest = fit_length(texts, counts, max(lengths)) if lengths else []
     host = HostText(texts[i] for i in sorted(set(longest)))
@@ -1569,6 +1583,12 @@ def forget_shared() -> None:
             _FILE_HASHES,
         ):
             kept.clear()
+
+
+def host_pages(host: Document, cache: PageCounts) -> tuple[list[str], list[int]]:
+    """The host's page texts with text and their token counts, kept per process (callers hold
+    ``building()``)."""
+    return _HOST_PAGES.get((host.sha256, cache.counter), lambda: _host_pages(host, cache))
 
 
 def _host_pages(host: Document, cache: PageCounts) -> tuple[list[str], list[int]]:
