@@ -887,6 +887,7 @@ def passage_trials(
     repeats: int,
     seed: int = 0,
     file: Path | None = None,
+    unanswerable: bool = False,
 ) -> list[Trial]:
     """The gold passage at each depth among its distracters, one passage per page, as 001 shows
     them (title and text); the distracters keep their order (most relevant first), cut to about
@@ -897,7 +898,8 @@ def passage_trials(
     replaced by another; a file with none that can is refused. HotpotQA's gold paragraphs are
     spread at regular intervals, one trial per length (depth is not varied). ``repeats`` above
     the file's questions is capped to them (each repeat asks another question). ``file``: where
-    the items were read from (their recipes name it, so they can be built again)."""
+    the items were read from (their recipes name it, so they can be built again), and
+    ``unanswerable``: whether they were read with SQuAD v2's unanswerable questions."""
     lengths = list(dict.fromkeys(lengths))
     spread = spreads(items)
     check_trial_count(min(repeats, len(items)), _cells(lengths, (0.0,) if spread else depths))
@@ -939,6 +941,7 @@ def passage_trials(
                     pick=picked,
                     file=where,
                     file_sha256=sha,
+                    unanswerable=unanswerable,
                 )
                 trials.append(_passage_trial(recipe, items[picked], pool_of(picked), cache))
     return check_unique(trials)
