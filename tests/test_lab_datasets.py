@@ -277,3 +277,43 @@ def test_every_planted_fact_sits_at_every_depth_and_length() -> None:
         assert trial.answers == next(t.answers for t in trials if t.question_id == trial.question_id)
     assert len(by_fact) == 3
     assert all(cells == {(n, d) for n, ds in depth_lists.items() for d in ds} for cells in by_fact.values())
+
+
+def test_hotpotqa_says_its_depths_are_not_varied() -> None:
+    preset = get_preset("paper-grid")
+    spec = trial_spec(preset, None, qa_file=HOTPOT, lengths=(250,), repeats=2)
+    trials = build_trials(spec, preset, None, word_counter(), depths=(0, 50, 100))
+    assert len(trials) == 2 and all(len(t.gold_pages) == 2 for t in trials)
+    (note,) = trial_notes(spec, trials)
+    assert "HotpotQA" in note and "not varied" in note
+
+
+def test_a_file_of_many_passages_a_question_is_read_only_as_far_as_memory_allows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rr_core.lab import haystacks
+
+    monkeypatch.setattr(haystacks, "MAX_HELD_PASSAGES", 30)
+    items = read_qa_jsonl(NQ_RETRIEVAL)
+    assert len(items) == 3  # 13 own passages a question: the third row passes 30
+    assert sum(len(i.distracters) for i in items) >= 30
+
+
+def test_planted_documents_are_cut_nearest_their_length_and_a_cell_that_cannot_be_is_said() -> None:
+    from test_lab import neutral_document
+
+    from rr_core.documents import document_from_texts
+
+    preset = get_preset("quick")
+    document = neutral_document()  # 40 pages of 250 tokens
+    spec = trial_spec(preset, document, lengths=(2_000, 4_100, 6_900), repeats=1)
+    trials = build_trials(spec, preset, document, word_counter(), depths=(0, 50, 100))
+    for trial in trials:
+        assert abs(trial.tokens - trial.length) <= LENGTH_TOLERANCE * trial.length, trial.id
+    assert trial_notes(spec, trials) == []
+    big = document_from_texts("big.txt", [" ".join(["word"] * 1_500)] * 4, counter=word_counter())
+    spec = trial_spec(preset, big, lengths=(1_000, 3_000), repeats=1)
+    trials = build_trials(spec, preset, big, word_counter(), depths=(50,))
+    assert {t.length: round(t.tokens, -2) for t in trials} == {1_000: 1_500, 3_000: 3_000}
+    (note,) = trial_notes(spec, trials)
+    assert "never split" in note and "for 1,000" in note and "for 3,000" not in note

@@ -16,7 +16,15 @@ from pathlib import Path
 
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
-from rr_core.lab.haystacks import MAX_TRIALS, Trial, TrialFacts, TrialRecipe, file_format
+from rr_core.lab.haystacks import (
+    LENGTH_TOLERANCE,
+    MAX_TRIALS,
+    OTHER_QUESTIONS_SPREAD,
+    Trial,
+    TrialFacts,
+    TrialRecipe,
+    file_format,
+)
 from rr_core.lab.presets import Preset, default_lengths, depths_for
 from rr_core.lab.tasks import TASKS, LabTask, TrialSpec, get_task
 from rr_core.tokens import TokenCounter
@@ -153,8 +161,30 @@ def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) ->
 
 
 def trial_notes(spec: TrialSpec, trials: Sequence[Trial | TrialRecipe | TrialFacts]) -> list[str]:
-    """What the built trials differ in from what was asked: repeats capped to a file's rows."""
+    """What the built trials differ in from what was asked: repeats capped to a file's rows (that
+    make the lengths), depths not varied (HotpotQA)."""
     notes: list[str] = []
+    if any(getattr(t, "construction", "") == OTHER_QUESTIONS_SPREAD for t in trials):
+        notes.append(
+            "HotpotQA: each question's supporting paragraphs are spread at regular intervals, so the depths "
+            "asked are not varied (000 §4.1); every gold page is on the trial."
+        )
+    off = sorted(
+        {
+            (t.length, tokens)
+            for t in trials
+            if t.task == "planted"
+            and (tokens := getattr(t, "tokens", 0))
+            and abs(tokens - t.length) > LENGTH_TOLERANCE * t.length
+        }
+    )
+    if off:
+        shown = ", ".join(f"{n:,} tokens built for {length:,}" for length, n in off[:3])
+        notes.append(
+            f"The document's pages are never split, so some lengths cannot be made within "
+            f"{LENGTH_TOLERANCE:.0%}: {shown}{' …' if len(off) > 3 else ''} (each trial records its built "
+            "tokens; ask longer lengths for cells that are what they say)."
+        )
     used = len({t.repeat for t in trials})
     if spec.qa_file is not None and 0 < used < spec.repeats:
         notes.append(

@@ -23,12 +23,10 @@ from rr_core.lab.haystacks import (
     build_planted,
     build_question,
     building,
-    check_fit,
     check_kv_sizes,
     check_trial_count,
     choose_rows,
     file_sha256,
-    host_pages,
     kv_picks,
     kv_rows,
     kv_sizes,
@@ -98,9 +96,6 @@ def _planted(
     check_trial_count(spec.repeats, sum(len(unique_depths(depths, n)) for n in lengths))
     if not any(p.has_text for p in document.pages):
         raise ConfigError("The document has no text to build test documents from.")
-    with building():
-        texts, counts = host_pages(document, shared_counts(counter))
-    check_fit(document.name, texts, counts, lengths)
     grid = tuple(lengths), tuple(len(unique_depths(depths, n)) for n in lengths)
     return [
         TrialRecipe(
