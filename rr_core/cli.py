@@ -801,7 +801,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         "layout": layout.value,
         "layout_why": preset.why if layout is preset.layout else "set with --layout",
         "mode": args.mode,
-        "notes": trial_notes(spec, trials),
+        "notes": trial_notes(spec, plan.trials),
     }
     if args.jobs_out:
         context["jobs_out"] = args.jobs_out

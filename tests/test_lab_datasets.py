@@ -317,3 +317,19 @@ def test_planted_documents_are_cut_nearest_their_length_and_a_cell_that_cannot_b
     assert {t.length: round(t.tokens, -2) for t in trials} == {1_000: 1_500, 3_000: 3_000}
     (note,) = trial_notes(spec, trials)
     assert "never split" in note and "for 1,000" in note and "for 3,000" not in note
+
+
+def test_the_cli_says_when_a_cell_is_not_the_length_it_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    big = tmp_path / "big.txt"  # a text file's pages are blocks of about 450 tokens
+    big.write_text("\f".join(" ".join(["word"] * 1_500) for _ in range(4)))
+    code = main(["--json", "lab", str(big), "--preset", "quick", "--lengths", "700,2700", "--depths", "50",
+                 "--repeats", "1", "--provider", "simulated", "--dry-run"])  # fmt: skip
+    data = json.loads(capsys.readouterr().out)
+    (note,) = data["notes"]
+    assert code == 0 and "never split" in note and "for 700" in note and "for 2,700" not in note
+    code = main(["--json", "lab", "--preset", "paper-grid", "--qa-file", str(HOTPOT), "--lengths", "250",
+                 "--repeats", "2", "--provider", "simulated", "--dry-run"])  # fmt: skip
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and any("HotpotQA" in n for n in data["notes"])

@@ -121,9 +121,10 @@ def _planted(
 def _passages(
     spec: TrialSpec, document: Document | None, depths: DepthList, counter: TokenCounter
 ) -> list[TrialRecipe]:
-    if spec.qa_file is None:
+    path = spec.qa_file
+    if path is None:
         raise ConfigError(TASKS["passages"].missing)
-    items = qa_items(spec.qa_file, unanswerable=spec.unanswerable)
+    items = qa_items(path, unanswerable=spec.unanswerable)
     lengths = list(dict.fromkeys(spec.lengths))
     spread = spreads(items)
 
@@ -131,7 +132,7 @@ def _passages(
         return [0.0] if spread else unique_depths(depths, length)  # HotpotQA: golds at regular intervals
 
     check_trial_count(min(spec.repeats, len(items)), sum(len(points(n)) for n in lengths))
-    sha = file_sha256(spec.qa_file)
+    sha = file_sha256(path)
     longest = max(lengths)
 
     def recipe(picked: int, length: int = longest, depth: float = 0.0, repeat: int = 0) -> TrialRecipe:
@@ -143,16 +144,16 @@ def _passages(
             seed=spec.seed,
             lengths=(longest,),
             pick=picked,
-            file=str(spec.qa_file),
+            file=str(path),
             file_sha256=sha,
             unanswerable=spec.unanswerable,
         )
 
     def pool_of(picked: int) -> PassagePool:
         with building():
-            return shared_pool(spec.qa_file, recipe(picked), items, shared_counts(counter))  # type: ignore[arg-type]
+            return shared_pool(path, recipe(picked), items, shared_counts(counter))
 
-    rows = choose_rows(items, spec.repeats, spec.seed, lengths, pool_of, spec.qa_file.name)
+    rows = choose_rows(items, spec.repeats, spec.seed, lengths, pool_of, path.name)
     return [
         recipe(picked, length, depth, repeat)
         for repeat, picked in enumerate(rows)
