@@ -497,6 +497,12 @@ FILE_FORMATS = {
 }
 
 
+# A PubMed question's abstract, by one of these fields; or the R&R repository's questions.json
+# layout (question, answer, context).
+PUBMED_ABSTRACT_KEYS = frozenset(("abstract", "abstract_id", "pmid"))
+RR_PUBMED_KEYS = frozenset(("context", "answer"))
+
+
 def _row_format(row: Mapping[str, object]) -> str | None:
     keys = row.keys()
     if {"question", "answers", "ctxs"} <= keys:
@@ -507,7 +513,7 @@ def _row_format(row: Mapping[str, object]) -> str | None:
         return "hotpotqa"
     if {"question", "context", "answers"} <= keys and isinstance(row["answers"], dict | list):
         return "squad"
-    if "question" in keys and ({"abstract", "abstract_id", "pmid"} & keys or {"context", "answer"} <= keys):
+    if "question" in keys and (PUBMED_ABSTRACT_KEYS & keys or RR_PUBMED_KEYS.issubset(keys)):
         return "pubmed"
     if {"QUESTION", "CONTEXTS"} <= keys:
         return "pubmed"
