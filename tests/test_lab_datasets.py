@@ -333,3 +333,17 @@ def test_the_cli_says_when_a_cell_is_not_the_length_it_names(
                  "--repeats", "2", "--provider", "simulated", "--dry-run"])  # fmt: skip
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and any("HotpotQA" in n for n in data["notes"])
+
+
+def test_an_unanswerable_squad_question_is_right_only_when_the_reader_abstains() -> None:
+    from rr_core.lab.stats import score
+
+    (abstain,) = [it for it in read_qa_jsonl(SQUAD, unanswerable=True) if it.abstains]
+    common = dict(
+        series="s", method="baseline", length=200, depth=50.0, trial="t", question_id="q",
+        answers=abstain.answers, gold_pages=(3,), retrieved=(), cited=None, retrieves=False, cost_usd=0.0,
+        calls=1, input_tokens=1, output_tokens=1, failed=False,
+    )  # fmt: skip
+    assert score(answer="n/a", **common).correct  # type: ignore[arg-type]
+    assert score(answer=None, **common).correct  # type: ignore[arg-type]  # nothing found: abstained
+    assert not score(answer="Tessa Lind", **common).correct  # type: ignore[arg-type]
