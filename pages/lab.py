@@ -370,7 +370,7 @@ if made["answer_passages_dropped"]:
         f"**Answer-bearing passages left out:** {dropped['passages']:,} over "
         f"{plural(dropped['questions'], 'question')} (each held an accepted answer but was not the gold)."
     )
-for note in trial_notes(spec, trials):
+for note in trial_notes(spec, plan.trials):
     st.caption(f"**Note:** {md(note)}")
 for series_label, used in made["question_placement"].items():
     if used != made["layout"]:

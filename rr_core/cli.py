@@ -269,8 +269,15 @@ def _parser() -> argparse.ArgumentParser:
     p_lab.add_argument(
         "--qa-file",
         default=None,
-        help="a file of the Lost-in-the-Middle release (JSONL or .jsonl.gz): QA rows with ctxs for the "
-        "lost-in-the-middle preset, key-value rows for the key-value preset",
+        help="a QA file, its format read from it: the Lost-in-the-Middle release (JSONL or .jsonl.gz: "
+        "k-document or oracle rows, or the NQ retrieval results the R&R paper used), SQuAD v2, HotpotQA "
+        "(distractor setting), PubMed questions or PubMedQA; with paper-grid or quick its questions are built "
+        "at the preset's lengths; key-value rows for the key-value preset",
+    )
+    p_lab.add_argument(
+        "--unanswerable",
+        action="store_true",
+        help="SQuAD v2: keep the unanswerable questions, scored as abstention (the right answer is n/a)",
     )
     p_lab.add_argument(
         "--layout",
@@ -758,6 +765,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         distracters=args.distracters,
         qa_file=Path(args.qa_file) if args.qa_file else None,
         questions=questions,
+        unanswerable=args.unanswerable or None,
     )
     depths = _numbers(args.depths, float, "--depths")
     layout = QuestionPlacement(args.layout) if args.layout else preset.layout
@@ -793,7 +801,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         "layout": layout.value,
         "layout_why": preset.why if layout is preset.layout else "set with --layout",
         "mode": args.mode,
-        "notes": trial_notes(spec, trials),
+        "notes": trial_notes(spec, plan.trials),
     }
     if args.jobs_out:
         context["jobs_out"] = args.jobs_out

@@ -154,12 +154,12 @@ def test_the_simulated_reader_loses_the_middle_and_rr_does_not() -> None:
     rows = {r["Method"].split(" (")[0]: r for r in table.to_dict("records")}
     assert set(rows) == {"Baseline", "Question last", "Prompt repeated", "R&R"}
     assert rows["Baseline"]["Trials"] == rows["R&R"]["Trials"] == 3
-    assert rows["Baseline"]["Questions"] == rows["R&R"]["Questions"] == 3  # a fact per depth
+    assert rows["Baseline"]["Questions"] == rows["R&R"]["Questions"] == 1  # one fact, at every depth
     assert rows["Baseline"]["Accuracy"] == "67%" and rows["R&R"]["Accuracy"] == "100%"
     assert rows["R&R"]["Calls / trial"] == 2.0 and rows["Baseline"]["Calls / trial"] == 1.0
-    # Three facts: too few for the paired difference to be shown, and the screen says so.
+    # One fact: too few for the paired difference to be shown, and the screen says so.
     paired = next(d.value for d in at.dataframe if "Against" in d.value.columns).to_dict("records")
-    assert len(paired) == 6 and {r["Questions"] for r in paired} == {3}  # every pair of four methods
+    assert len(paired) == 6 and {r["Questions"] for r in paired} == {1}  # every pair of four methods
     said = " ".join(m.value for m in at.markdown)
     verdicts = [c.sentence() for c in result.comparisons]
     assert all(v.startswith("No difference shown") for v in verdicts)

@@ -149,17 +149,17 @@ def test_planted_facts_are_not_answered_by_the_cut_host_document(counter) -> Non
     facts = {t.question_id: t for t in trials}
     regenerated = sum(1 for t in facts.values() if t.replanted)
     assert 1 <= regenerated < len(facts)
-    # A fact per repeat and depth, shared by the lengths: the first candidate of its seed, unless
-    # it was drawn again.
+    # A fact per repeat, at every depth and length: the first candidate of its seed, unless it was
+    # drawn again.
     for t in facts.values():
-        repeat, where = (int(n) for n in t.question_id.rsplit("-", 2)[1:])
-        first = build_fact(repeat * 1_000 + where)
+        repeat = int(t.question_id.rsplit("-", 1)[1])
+        first = build_fact(repeat * 1_000)
         assert (t.answers == first.answers) == (t.replanted == 0), t.question_id
     plan = plan_sweep(trials, [parse_spec("baseline", BASE)], counter, bounds=False)
-    assert plan.summary()["planted_facts"] == 24 * 3
+    assert plan.summary()["planted_facts"] == 24
     assert plan.summary()["facts_regenerated"] == regenerated
     report = sweep_markdown(plan, SweepResult(), title="t", engine="e", document="d")
-    assert f"**Planted facts:** 72; {regenerated} drawn again" in report
+    assert f"**Planted facts:** 24; {regenerated} drawn again" in report
 
 
 def test_key_value_trials_ask_for_the_value_at_the_depth() -> None:
@@ -214,9 +214,7 @@ def test_a_twenty_document_file_shows_each_questions_own_passages_with_the_gold_
     assert [it.gold.title for it in items] == [
         f"{t.title()} history" for t in TOPICS[:3]
     ]  # isgold, not ctxs[0]
-    trials = passage_trials(
-        items, PageCounts(word_counter()), lengths=(10_000,), depths=(0, 50, 100), repeats=3
-    )
+    trials = passage_trials(items, PageCounts(word_counter()), lengths=(0,), depths=(0, 50, 100), repeats=3)
     assert len(trials) == 9
     for trial in trials:
         row = next(r for r in rows if r["question"] == trial.question)
@@ -294,7 +292,7 @@ def test_an_oracle_file_ranks_other_rows_passages_by_bm25_and_drops_answer_beari
     path = write_jsonl_gz(tmp_path / "oracle.jsonl.gz", rows)
     items = read_qa_jsonl(path)
     trials = passage_trials(
-        items, PageCounts(word_counter()), lengths=(10_000,), depths=(100,), repeats=len(items)
+        items, PageCounts(word_counter()), lengths=(0,), depths=(100,), repeats=len(items)
     )
     trial = next(t for t in trials if t.question.startswith("who designed"))
     assert trial.construction == "bm25-from-other-rows"
@@ -498,6 +496,7 @@ def test_each_trial_records_the_tokens_built_and_where_the_answer_really_sits(tm
     for trial in trials:
         counts = trial.document.page_tokens
         assert trial.tokens == sum(counts) and trial.tokens != trial.length
+        assert abs(trial.tokens - trial.length) <= 0.1 * trial.length
         start = sum(counts[: trial.gold_pages[0] - 1])
         assert trial.gold_depth == round(100 * start / sum(counts), 1)
     assert trials[1].gold_depth != trials[1].depth  # 40% asked; a page boundary moved it
@@ -523,7 +522,7 @@ def test_a_document_with_no_distracter_is_refused(tmp_path: Path) -> None:
     ]  # fmt: skip
     items = read_qa_jsonl(write_jsonl_gz(tmp_path / "oracle2.jsonl.gz", rows))
     with pytest.raises(ConfigError, match="no passage without its answer"):
-        passage_trials(items, PageCounts(word_counter()), lengths=(1_000,), depths=(50,), repeats=1)
+        passage_trials(items, PageCounts(word_counter()), lengths=(20,), depths=(50,), repeats=1)
 
 
 @pytest.mark.parametrize(
@@ -600,7 +599,7 @@ def test_answer_bearing_passages_left_out_are_counted_and_titles_are_checked(tmp
     items = read_qa_jsonl(write_jsonl_gz(tmp_path / "twenty.jsonl.gz", rows))
     assert [it.left_out for it in items] == [2, 1]
     assert not any("Captain Ondrej Harbour" in p.title for p in items[0].distracters)
-    trials = passage_trials(items, PageCounts(word_counter()), lengths=(10_000,), depths=(50,), repeats=2)
+    trials = passage_trials(items, PageCounts(word_counter()), lengths=(0,), depths=(50,), repeats=2)
     plan = plan_sweep(trials, [parse_spec("baseline", BASE)], word_counter(), bounds=False)
     assert protocol(plan)["answer_passages_dropped"] == {"passages": 3, "questions": 2}
 
@@ -695,16 +694,19 @@ def test_the_lab_recovers_a_known_positional_bias_exactly() -> None:
     assert curve[("ICR", 50.0)] == (0, 2)  # retrieval without reminders misses the middle too
     summaries = {s.series.split(" (")[0]: s for s in result.summaries}
     assert summaries["Baseline"].accuracy == pytest.approx(4 / 6)
-    # A fact per repeat and depth: six trials, six distinct questions (the interval counts them).
-    assert (summaries["Baseline"].trials, summaries["Baseline"].questions) == (6, 6)
-    assert summaries["Baseline"].ci == pytest.approx(wilson(4, 6))
+    # A fact per repeat, at every depth: six trials, two distinct questions (the interval counts
+    # them: the Wilson interval of 4/6 with two observations).
+    assert (summaries["Baseline"].trials, summaries["Baseline"].questions) == (6, 2)
+    assert summaries["Baseline"].ci == pytest.approx(wilson(4 / 6 * 2, 2))
     # The failure split: ICR's misses are retrieval misses (the page was never picked),
     # the baseline's are reading misses (it had the page and did not find it).
     assert summaries["ICR"].retrieval_misses == 2 and summaries["ICR"].reading_misses == 0
     assert summaries["Baseline"].reading_misses == 2
     bounds = {b.series: b for b in result.bounds}
     assert bounds["Closed-book"].accuracy == 0.0 and bounds["Oracle"].accuracy == 1.0
-    assert bounds["Oracle"].trials == 6  # once per question (here a fact per repeat and depth), not per cell
+    assert (
+        bounds["Oracle"].trials == 2
+    )  # once per question (here a fact per repeat, at every depth), not per cell
     data = sweep_json(plan, result)
     assert {"calls", "input_tokens", "usd"} <= set(data["plan"])
     cell = data["cells"][0]
@@ -921,7 +923,8 @@ def test_a_sweep_at_another_reach_makes_real_calls_and_matches_a_fresh_store(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = str(_neutral_file(tmp_path))
-    code, wide, err = _lab(capsys, path, "--provider", "simulated", "--reach", "4000", *SMALL_GRID)
+    # (a reach of 5,000 tokens sees the middle of the 8,000-token document from either end)
+    code, wide, err = _lab(capsys, path, "--provider", "simulated", "--reach", "5000", *SMALL_GRID)
     assert code == 0, err
     code, near, err = _lab(capsys, path, "--provider", "simulated", "--reach", "500", *SMALL_GRID)
     assert code == 0, err
@@ -1028,8 +1031,9 @@ def test_lab_exit_codes_follow_ask(
     code, data, _ = _lab(capsys, *argv, "--concurrency", "1")  # the malformed one is asked again
     assert code == 0 and data["failed_runs"] == 0
     # Only what the second sweep did not keep is paid: the malformed call (and, when it was a
-    # retrieval, the answer call its run could not make then); nothing kept is asked again.
-    assert data["calls_cached"] == kept
+    # retrieval, the answer call its run could not make then); nothing kept is asked again. (Runs
+    # of one fact at two depths may send one identical call: made once, found by both.)
+    assert data["calls_cached"] >= kept
     assert 1 <= data["calls_made"] <= 2
 
 
@@ -1122,7 +1126,8 @@ def test_replies_made_after_a_rejected_temperature_are_found_again_by_a_fresh_cl
     code, second, err = _lab(capsys, *argv, "--concurrency", "1", "--trials-csv", str(second_csv))
     assert code == 0, err
     assert len(stub.requests) == sent and second["calls_made"] == 0  # every call found in the store
-    assert second["calls_cached"] == first["calls_made"] + first["calls_cached"]
+    # One fact at every depth: two runs may send one identical call (made once, found by both).
+    assert second["calls_cached"] >= first["calls_made"] + first["calls_cached"]
     for path in (first_csv, second_csv):
         rows = list(csv.DictReader(path.open(encoding="utf-8")))
         assert rows and {r["temperature"] for r in rows} == {"not sent"}

@@ -10,7 +10,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from conftest import word_counter
+from conftest import ROOT, word_counter
 from test_lab import (
     BASE,
     KV_ROWS,
@@ -46,6 +46,8 @@ from rr_core.methods import parse_spec
 from rr_core.questions import Question
 from rr_core.runs import Executor
 from rr_core.tokens import counter_for_model
+
+DATA = ROOT / "tests" / "data" / "qa"  # the QA fixtures, one per format (SOURCES.md there)
 
 
 def _oracle_rows() -> list[dict[str, object]]:
@@ -120,14 +122,14 @@ def _grids(tmp_path: Path) -> dict[str, tuple[list[Trial], Document | None, Tria
             passage_trials(
                 read_qa_jsonl(oracle),
                 PageCounts(counter),
-                lengths=(60, 30),
+                lengths=(92, 46),
                 depths=depths,
                 repeats=5,
                 seed=1,
                 file=oracle,
             ),
             None,
-            TrialSpec(task="passages", lengths=(60, 30), repeats=5, seed=1, qa_file=oracle),
+            TrialSpec(task="passages", lengths=(92, 46), repeats=5, seed=1, qa_file=oracle),
             depths,
         ),
         "kv": (
@@ -150,6 +152,29 @@ def _grids(tmp_path: Path) -> dict[str, tuple[list[Trial], Document | None, Tria
             TrialSpec(task="kv", lengths=(0, 140, 40), repeats=2, seed=3, qa_file=kv_file),
             depths,
         ),
+        **{
+            name: (
+                passage_trials(
+                    read_qa_jsonl(path, unanswerable=True),
+                    PageCounts(counter),
+                    lengths=sizes,
+                    depths=depths,
+                    repeats=4,
+                    seed=5,
+                    file=path,
+                    unanswerable=True,
+                ),
+                None,
+                TrialSpec(task="passages", lengths=sizes, repeats=4, seed=5, qa_file=path, unanswerable=True),
+                depths,
+            )
+            for name, path, sizes in (
+                ("nq-retrieval", DATA / "nq-retrieval-results-sample.jsonl.gz", (1_400, 700)),
+                ("squad", DATA / "squad-v2-sample.json", (250, 150)),
+                ("hotpotqa", DATA / "hotpotqa-distractor-sample.json", (300, 150)),
+                ("pubmedqa", DATA / "pubmedqa-sample.json", (1_500, 600)),
+            )
+        },
         "questions": (
             question_trials(document, questions),
             document,
@@ -159,7 +184,8 @@ def _grids(tmp_path: Path) -> dict[str, tuple[list[Trial], Document | None, Tria
     }
 
 
-TASKS = ("planted", "passages", "passages-bm25", "kv", "kv-file", "questions")
+TASKS = ("planted", "passages", "passages-bm25", "kv", "kv-file", "questions", "nq-retrieval", "squad", "hotpotqa",
+         "pubmedqa")  # fmt: skip
 
 
 @pytest.mark.parametrize("task", TASKS)

@@ -476,11 +476,11 @@ def test_lab_cli_writes_the_per_trial_records(capsys: pytest.CaptureFixture[str]
     out, err = capsys.readouterr()
     assert code == 0, err
     rows = list(csv.DictReader(out_csv.open(encoding="utf-8")))
-    # Two methods × six trials, and the two bounds once per fact (a fact per depth: three).
-    assert len(rows) == 2 * 6 + 2 * 3
+    # Two methods × six trials, and the two bounds once per fact (a fact per repeat, at every depth).
+    assert len(rows) == 2 * 6 + 2 * 1
     assert {r["seed"] for r in rows} == {"7"} and {r["is_llm"] for r in rows} == {"0"}
     assert f"per-trial records written to {out_csv}" in out
-    assert "n=6 trials, 3 questions" in out
+    assert "n=6 trials, 1 questions" in out  # one fact (repeat), at every depth
     assert "Effective length: the longest length" in out
     # Beside each effective length: the shortest length's accuracy, its lower bound, the floor.
     assert "(shortest length " in out and "95% interval from" in out and ", floor " in out

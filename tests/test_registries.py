@@ -130,7 +130,7 @@ def test_build_trials_dispatches_through_the_task_registry(monkeypatch: pytest.M
     made: list[TrialSpec] = []
     built: list[TrialRecipe] = []
 
-    def recipes(spec, document, depths) -> list[TrialRecipe]:  # type: ignore[no-untyped-def]
+    def recipes(spec, document, depths, counter) -> list[TrialRecipe]:  # type: ignore[no-untyped-def]
         made.append(spec)
         return [TrialRecipe(task="echo", length=1_000, depth=50.0)]
 

@@ -12,10 +12,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
-from rr_core.lab.haystacks import MAX_TRIALS, Trial, TrialFacts, TrialRecipe
+from rr_core.lab.haystacks import (
+    LENGTH_TOLERANCE,
+    MAX_TRIALS,
+    OTHER_QUESTIONS_SPREAD,
+    Trial,
+    TrialFacts,
+    TrialRecipe,
+    file_format,
+)
 from rr_core.lab.presets import Preset, default_lengths, depths_for
 from rr_core.lab.tasks import TASKS, LabTask, TrialSpec, get_task
 from rr_core.tokens import TokenCounter
@@ -33,6 +42,9 @@ MAX_BUILT_TOKENS = 50_000_000
 # few hundred pairs at most.
 KV_PAIR_TOKENS = 40
 KV_FILE_ROW_PAIRS = 300
+# A question's own passages (length 0): the Lost-in-the-Middle release's 30-document rows make
+# about 4,500 tokens.
+ALL_PASSAGES_TOKENS = 5_000
 
 
 def trial_spec(preset: Preset, document: Document | None, **overrides: object) -> TrialSpec:
@@ -41,6 +53,11 @@ def trial_spec(preset: Preset, document: Document | None, **overrides: object) -
     lengths = preset.lengths or (default_lengths(document.total_tokens) if document else (10_000,))
     values: dict[str, object] = {"task": preset.task, "lengths": lengths, "repeats": preset.repeats}
     values.update({k: v for k, v in overrides.items() if v is not None})
+    qa_file = values.get("qa_file")
+    if isinstance(qa_file, Path) and values["task"] == "planted" and file_format(qa_file) != "kv":
+        # A grid of planted facts (paper-grid, quick ...) given a QA file: the file's questions,
+        # built the paper's way, at the preset's lengths and depths.
+        values["task"] = "passages"
     if get_task(str(values["task"])).pairs and values.get("qa_file") and overrides.get("lengths") is None:
         values["lengths"] = (0,)  # a key–value file: each row's own number of pairs
     return TrialSpec(**values)  # type: ignore[arg-type]
@@ -87,7 +104,7 @@ def trial_recipes(
         or (task.needs_questions and not spec.questions)
     ):
         raise ConfigError(task.missing)
-    recipes = task.recipes(spec, document, depth_list)
+    recipes = task.recipes(spec, document, depth_list, counter)
     ids = [r.trial_id for r in recipes]
     if len(set(ids)) != len(ids):
         raise RuntimeError("bug: two test documents share a trial id")
@@ -103,13 +120,18 @@ def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) ->
         return  # the document and its questions: no grid
     kv = task.pairs
     unit, most = ("key–value pairs", MAX_KV_PAIRS) if kv else ("tokens", MAX_LENGTH_TOKENS)
-    # A key–value file's rows may be taken whole: 0 pairs means all of a row's.
-    least = 0 if kv and spec.qa_file is not None else 1
+    # A key–value file's rows may be taken whole: 0 pairs means all of a row's; 0 tokens, all of
+    # a question's own passages.
+    least = 0 if task.reads_file and spec.qa_file is not None else 1
     if not spec.lengths:
         raise ConfigError("Give at least one length.")
     for length in spec.lengths:
         if not least <= length <= most:
-            whole = " (0: all of the file's pairs)" if least == 0 else ""
+            whole = (
+                (" (0: all of the file's pairs)" if kv else " (0: all of each question's passages)")
+                if least == 0
+                else ""
+            )
             raise ConfigError(f"Length {length:,}: give {unit} from {least} to {most:,}{whole}.")
     if not 1 <= spec.repeats <= MAX_REPEATS:
         raise ConfigError(f"Repeats {spec.repeats:,}: give 1 to {MAX_REPEATS} trials per cell.")
@@ -124,7 +146,7 @@ def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) ->
             if not (math.isfinite(depth) and 0 <= depth <= 100):
                 raise ConfigError(f"Depth {depth:g}: give a percentage of the document from 0 to 100.")
         total += len(points) * spec.repeats
-        tokens = (length or KV_FILE_ROW_PAIRS) * KV_PAIR_TOKENS if kv else length
+        tokens = (length or KV_FILE_ROW_PAIRS) * KV_PAIR_TOKENS if kv else (length or ALL_PASSAGES_TOKENS)
         built += len(points) * spec.repeats * tokens
     if total > MAX_TRIALS:
         raise ConfigError(
@@ -139,13 +161,35 @@ def check_grid(spec: TrialSpec, depth_list: Callable[[int], Sequence[float]]) ->
 
 
 def trial_notes(spec: TrialSpec, trials: Sequence[Trial | TrialRecipe | TrialFacts]) -> list[str]:
-    """What the built trials differ in from what was asked: repeats capped to a file's rows."""
+    """What the built trials differ in from what was asked: repeats capped to a file's rows (that
+    make the lengths), depths not varied (HotpotQA)."""
     notes: list[str] = []
+    if any(getattr(t, "construction", "") == OTHER_QUESTIONS_SPREAD for t in trials):
+        notes.append(
+            "HotpotQA: each question's supporting paragraphs are spread at regular intervals, so the depths "
+            "asked are not varied (000 §4.1); every gold page is on the trial."
+        )
+    off = sorted(
+        {
+            (t.length, tokens)
+            for t in trials
+            if t.task == "planted"
+            and (tokens := getattr(t, "tokens", 0))
+            and abs(tokens - t.length) > LENGTH_TOLERANCE * t.length
+        }
+    )
+    if off:
+        shown = ", ".join(f"{n:,} tokens built for {length:,}" for length, n in off[:3])
+        notes.append(
+            f"The document's pages are never split, so some lengths cannot be made within "
+            f"{LENGTH_TOLERANCE:.0%}: {shown}{' …' if len(off) > 3 else ''} (each trial records its built "
+            "tokens; ask longer lengths for cells that are what they say)."
+        )
     used = len({t.repeat for t in trials})
     if spec.qa_file is not None and 0 < used < spec.repeats:
         notes.append(
-            f"{spec.repeats:,} repeats asked, but {spec.qa_file.name} has {used:,} questions: {used:,} repeats "
-            "were built (each repeat asks another question of the file)."
+            f"{spec.repeats:,} repeats asked, but {spec.qa_file.name} has {used:,} questions that make these "
+            f"lengths: {used:,} repeats were built (each repeat asks another question of the file)."
         )
     return notes
 

@@ -237,7 +237,9 @@ class PageCounts:
 
 def fit_length(texts: Sequence[str], counts: Sequence[int], length: int) -> list[int]:
     """Indices of source pages making about ``length`` tokens: the document cut, or extended
-    by starting over from its first page (repeated pages are the same text again)."""
+    by starting over from its first page (repeated pages are the same text again); it stops where
+    it is nearest the length (pages are never split: ``trial_notes`` says where a cell's documents
+    are more than ``LENGTH_TOLERANCE`` off its length)."""
     if not texts or sum(counts) <= 0:
         raise ConfigError("The document has no text to build test documents from.")
     out: list[int] = []
@@ -245,8 +247,8 @@ def fit_length(texts: Sequence[str], counts: Sequence[int], length: int) -> list
     i = 0
     while total < length:
         index = i % len(texts)
-        if total + counts[index] > length and out:
-            break
+        if out and not _takes(total, counts[index], length):
+            break  # a page that would take the document further from the length than stopping
         out.append(index)
         total += counts[index]
         i += 1
@@ -290,17 +292,18 @@ def planted_trials(
     host = HostText(texts[i] for i in sorted(set(longest)))
     grid = tuple(lengths), tuple(len(unique_depths(depths, length)) for length in lengths)
     trials: list[Trial] = []
-    # A fact per repeat and depth (the same at every length, so lengths compare like with like):
-    # trials that share a fact are not independent, so a fact a cell gives every cell more
-    # questions to count, where one fact per repeat made a whole row hang on two questions.
-    facts: dict[tuple[int, int], tuple[PlantedFact, int]] = {}
+    # A fact per repeat, planted at every depth and length: which depth a fact sits at never
+    # depends on the fact, so depth and fact are not confounded (a fact per depth made each depth
+    # a different question). Trials that share a fact are not independent: the statistics count
+    # facts, so a sweep needs repeats (facts) to show a difference.
+    facts: dict[int, tuple[PlantedFact, int]] = {}
     for repeat in range(repeats):
         rng = random.Random(f"{seed}-{repeat}")
         for length in lengths:
             chosen = fit_length(texts, counts, length)
             for slot, depth in enumerate(unique_depths(depths, length)):
-                if (repeat, slot) not in facts:
-                    facts[repeat, slot] = plant_fact(host, _fact_seed(seed, repeat, slot))
+                if repeat not in facts:
+                    facts[repeat] = plant_fact(host, _fact_seed(seed, repeat))
                 recipe = TrialRecipe(
                     task="planted",
                     length=length,
@@ -317,14 +320,14 @@ def planted_trials(
                 )
                 trials.append(
                     _planted_trial(
-                        recipe, document.name, [texts[i] for i in chosen], facts[repeat, slot], rng, cache
+                        recipe, document.name, [texts[i] for i in chosen], facts[repeat], rng, cache
                     )
                 )
     return check_unique(trials)
 
 
-def _fact_seed(seed: int, repeat: int, slot: int) -> int:
-    return (seed * 1_000 + repeat) * 1_000 + slot
+def _fact_seed(seed: int, repeat: int) -> int:
+    return (seed * 1_000 + repeat) * 1_000
 
 
 def _planted_trial(
@@ -372,16 +375,29 @@ def _planted_trial(
 
 OWN_CTXS = "own-ctxs"
 BM25_FROM_OTHER_ROWS = "bm25-from-other-rows"
+OTHER_ARTICLES = "other-articles"
+OTHER_QUESTIONS_SPREAD = "other-questions-gold-spread"
+OTHER_ABSTRACTS = "other-abstracts"
 CONSTRUCTIONS = {
-    OWN_CTXS: "each question's own retrieved passages, most relevant first, the gold moved among them (001 §3)",
+    OWN_CTXS: "each question's own retrieved passages, most relevant first, the gold moved among them (001 §3; "
+    "000 §4.1 for NQ)",
     BM25_FROM_OTHER_ROWS: "other questions' passages ranked by BM25 against the question, most relevant first; "
     "any passage holding an accepted answer dropped (the file has one passage per question)",
+    OTHER_ARTICLES: "SQuAD: the question's paragraph is the gold; the distracters are paragraphs of other articles, "
+    "never the gold's own, in an order drawn per question; any holding an accepted answer dropped (000 §4.1)",
+    OTHER_QUESTIONS_SPREAD: "HotpotQA: the supporting paragraphs are the gold pages, spread at regular intervals; "
+    "the distracters are other questions' paragraphs in an order drawn per question, any holding an accepted "
+    "answer dropped; depth is not varied (000 §4.1)",
+    OTHER_ABSTRACTS: "PubMed: the question's abstract is the gold; the distracters are the file's other abstracts "
+    "in an order drawn per question, any holding an accepted answer dropped (000 §4.1)",
 }
+# The construction of a file format whose questions have no passages of their own.
+GROUP_CONSTRUCTIONS = {"squad": OTHER_ARTICLES, "hotpotqa": OTHER_QUESTIONS_SPREAD, "pubmed": OTHER_ABSTRACTS}
 
 
 @dataclass(frozen=True, slots=True)
 class Passage:
-    """A passage of a QA file: a Wikipedia chunk with its title."""
+    """A passage of a QA file: a Wikipedia chunk (or a paragraph, an abstract) with its title."""
 
     title: str
     text: str
@@ -396,13 +412,24 @@ class Passage:
 class QAItem:
     """A question of a QA set: its answers, its gold passage and its own distracters (the
     passages retrieved for it, most relevant first, with every answer-bearing one left out;
-    none in an oracle-only file)."""
+    none in an oracle-only file or a SQuAD, HotpotQA or PubMed file, whose distracters come
+    from the other questions' ``group``s)."""
 
     question: str
     answers: tuple[str, ...]
     gold: Passage
     distracters: tuple[Passage, ...] = ()
     left_out: int = 0  # the question's passages that hold an answer but are not the gold
+    more_golds: tuple[Passage, ...] = ()  # HotpotQA: the other supporting paragraphs
+    group: str = ""  # the article, question or abstract the gold comes from ("": none)
+    context: tuple[Passage, ...] = ()  # HotpotQA: the question's other paragraphs (others' distracters)
+    abstains: bool = False  # SQuAD v2 unanswerable, kept to be scored as abstention ("n/a")
+    kind: str = ""  # the file's format where distracters come from other groups (``GROUP_CONSTRUCTIONS``)
+
+    @property
+    def golds(self) -> tuple[Passage, ...]:
+        """Every gold passage, the first one first."""
+        return (self.gold, *self.more_golds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,12 +441,16 @@ class KVRow:
     value: str
 
 
+def _opened(path: Path) -> Any:
+    opener = gzip.open if path.suffix == ".gz" else open
+    return opener(path, "rt", encoding="utf-8")
+
+
 def _rows(path: Path, limit: int) -> Iterable[tuple[int, dict[str, object]]]:
     """(line number, object) of a JSONL file (optionally gzipped), at most ``limit`` rows."""
-    opener = gzip.open if path.suffix == ".gz" else open
     count = 0
     try:
-        with opener(path, "rt", encoding="utf-8") as handle:
+        with _opened(path) as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
@@ -437,19 +468,94 @@ def _rows(path: Path, limit: int) -> Iterable[tuple[int, dict[str, object]]]:
         raise ConfigError(f"cannot read {path}: {exc}") from None
 
 
+def _head(path: Path, size: int = 65_536) -> str:
+    try:
+        with _opened(path) as handle:
+            return str(handle.read(size))
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+
+
+def _whole_json(path: Path) -> Any:
+    try:
+        with _opened(path) as handle:
+            return json.load(handle)
+    except ValueError as exc:
+        raise ConfigError(f"{path.name}: not JSON ({exc}).") from None
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+
+
+FILE_FORMATS = {
+    "qa": "Lost-in-the-Middle QA (question, answers, ctxs with isgold, or the retrieval results with "
+    "hasanswer and nq_annotated_gold)",
+    "kv": "key–value retrieval (ordered_kv_records, key, value)",
+    "squad": "SQuAD v2 (data → paragraphs → qas, or one row per question with context and answers)",
+    "hotpotqa": "HotpotQA, distractor setting (question, answer, supporting_facts, context)",
+    "pubmed": "PubMed questions (question, answer, abstract id, abstract) or PubMedQA (QUESTION, CONTEXTS, "
+    "final_decision)",
+}
+
+
+# A PubMed question's abstract, by one of these fields; or the R&R repository's questions.json
+# layout (question, answer, context).
+PUBMED_ABSTRACT_KEYS = frozenset(("abstract", "abstract_id", "pmid"))
+RR_PUBMED_KEYS = frozenset(("context", "answer"))
+
+
+def _row_format(row: Mapping[str, object]) -> str | None:
+    keys = row.keys()
+    if {"question", "answers", "ctxs"} <= keys:
+        return "qa"
+    if {"ordered_kv_records", "key", "value"} <= keys:
+        return "kv"
+    if {"question", "supporting_facts", "context"} <= keys:
+        return "hotpotqa"
+    if {"question", "context", "answers"} <= keys and isinstance(row["answers"], dict | list):
+        return "squad"
+    if "question" in keys and (PUBMED_ABSTRACT_KEYS & keys or RR_PUBMED_KEYS.issubset(keys)):
+        return "pubmed"
+    if {"QUESTION", "CONTEXTS"} <= keys:
+        return "pubmed"
+    return None
+
+
 def file_format(path: Path) -> str:
-    """``"qa"`` (question, answers, ctxs) or ``"kv"`` (ordered_kv_records, key, value), from the
-    first row; ``ConfigError`` for anything else, or for a file with no row."""
-    for _, row in _rows(path, 1):
-        if {"question", "answers", "ctxs"} <= row.keys():
-            return "qa"
-        if {"ordered_kv_records", "key", "value"} <= row.keys():
-            return "kv"
+    """The file's format (``FILE_FORMATS``), from its first row (JSONL) or the shape of its
+    JSON; ``ConfigError`` for anything else, or for a file with no row."""
+    head = _head(path).lstrip()
+    if not head:
+        raise ConfigError(f"{path.name} has no rows.")
+    found = _jsonl_format(head) or _json_format(head)
+    if found is None:
         raise ConfigError(
-            f"{path.name} is neither a Lost-in-the-Middle QA file (question, answers, ctxs) nor a "
-            "key–value file (ordered_kv_records, key, value)."
+            f"{path.name} is in none of the formats the Lab reads: "
+            + "; ".join(FILE_FORMATS.values())
+            + " (neither a QA file nor a key–value file)."
         )
-    raise ConfigError(f"{path.name} has no rows.")
+    return found
+
+
+def _jsonl_format(head: str) -> str | None:
+    """The format of a JSONL file, from its first line (None: not one row per line)."""
+    try:
+        row = json.loads(head.split("\n", 1)[0])
+    except ValueError:
+        return None
+    return _row_format(row) if isinstance(row, dict) else None
+
+
+def _json_format(head: str) -> str | None:
+    """The format of a whole-JSON file, from its first characters."""
+    if head.startswith("{") and '"data"' in head and '"paragraphs"' in head:
+        return "squad"
+    if head.startswith("{") and '"QUESTION"' in head and '"CONTEXTS"' in head:
+        return "pubmed"
+    if head.startswith("[") and '"supporting_facts"' in head:
+        return "hotpotqa"
+    if head.startswith("[") and '"question"' in head and ('"context"' in head or '"abstract"' in head):
+        return "pubmed"
+    return None
 
 
 def _text(value: object, what: str) -> str:
@@ -464,13 +570,16 @@ def holds_answer(passage: Passage, answers: Sequence[str]) -> bool:
     return contains_answer(passage.text, answers) or contains_answer(passage.title, answers)
 
 
+def _answers(raw: object, what: str = '"answers"') -> tuple[str, ...]:
+    # The release gives a list of accepted answers; a bare string would be read as letters.
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f"{what} must be a non-empty list of strings")
+    return tuple(dict.fromkeys(_text(a, "each answer") for a in raw))
+
+
 def _qa_item(row: dict[str, object]) -> QAItem:
     question = _text(row["question"], '"question"')
-    raw_answers = row["answers"]
-    # The release gives a list of accepted answers; a bare string would be read as letters.
-    if not isinstance(raw_answers, list) or not raw_answers:
-        raise ValueError('"answers" must be a non-empty list of strings')
-    answers = tuple(_text(a, "each answer") for a in raw_answers)
+    answers = _answers(row["answers"])
     ctxs = row["ctxs"]
     if not isinstance(ctxs, list) or not ctxs:
         raise ValueError('"ctxs" must be a non-empty list')
@@ -483,40 +592,203 @@ def _qa_item(row: dict[str, object]) -> QAItem:
             raise ValueError(f"ctx {i}: the title must be a string")
         passages.append(Passage(title or "", _text(c.get("text"), f"ctx {i}'s text")))
     golds = [i for i, c in enumerate(ctxs) if c.get("isgold")]
+    annotated = row.get("nq_annotated_gold")
+    if not golds and isinstance(annotated, dict):
+        # The retrieval results (nq-open-contriever-msmarco-retrieved-documents): the ctxs are
+        # the question's retrieved passages, most relevant first, none the gold; the gold is
+        # NaturalQuestions' annotated paragraph, chunked as the release's k-document files show it.
+        text = annotated.get("chunked_long_answer") or annotated.get("long_answer")
+        title = annotated.get("title")
+        gold = Passage(
+            title if isinstance(title, str) else "", _text(text, "nq_annotated_gold's text").strip()
+        )
+        return _own_item(question, answers, gold, ctxs, passages, skip=None)
     if not golds and len(ctxs) == 1:
         golds = [0]  # a one-passage row without the flag: that passage is the gold
     if len(golds) != 1:
-        raise ValueError(f"{len(golds)} ctxs marked isgold; exactly one must be")
-    gold = golds[0]
+        raise ValueError(
+            f"{len(golds)} ctxs marked isgold; exactly one must be (or give nq_annotated_gold, as the "
+            "retrieval results do)"
+        )
+    return _own_item(question, answers, passages[golds[0]], ctxs, passages, skip=golds[0])
+
+
+def _own_item(
+    question: str,
+    answers: tuple[str, ...],
+    gold: Passage,
+    ctxs: Sequence[dict[str, Any]],
+    passages: Sequence[Passage],
+    skip: int | None,
+) -> QAItem:
     distracters: list[Passage] = []
     left_out = 0
     for i, (ctx, passage) in enumerate(zip(ctxs, passages, strict=True)):
-        if i == gold:
+        if i == skip:
             continue
-        if ctx.get("hasanswer") or holds_answer(passage, answers) or passage == passages[gold]:
+        if (
+            ctx.get("hasanswer")
+            or holds_answer(passage, answers)
+            or passage.text.strip() == gold.text.strip()
+        ):
             left_out += 1  # answer-bearing: a second place to find the answer
             continue
         distracters.append(passage)
-    return QAItem(question, answers, passages[gold], tuple(distracters), left_out)
+    return QAItem(question, answers, gold, tuple(distracters), left_out)
 
 
-def read_qa_jsonl(path: Path, limit: int = 5_000) -> list[QAItem]:
-    """A QA file of the Lost-in-the-Middle release (JSONL, optionally gzipped): ``question``,
-    ``answers`` (a list) and ``ctxs`` (``title``, ``text``, ``isgold``, ``hasanswer``). The gold
-    is the ctx marked ``isgold`` wherever it stands; the others are the question's own
-    distracters in their given order (most relevant first), any that holds an answer (in its
-    title or text) left out. An oracle-only file has one ctx per question (its distracters are
-    then ranked from the other rows)."""
-    if file_format(path) == "kv":
-        raise ConfigError(f"{path.name} is a key–value retrieval file: use the key–value preset for it.")
+def _squad_answers(qa: Mapping[str, Any]) -> tuple[str, ...]:
+    raw = qa.get("answers")
+    if isinstance(raw, dict):  # one row per question (Hugging Face's layout)
+        raw = raw.get("text")
+    texts = [a.get("text") if isinstance(a, dict) else a for a in raw or []]
+    return tuple(dict.fromkeys(t.strip() for t in texts if isinstance(t, str) and t.strip()))
+
+
+def _squad_item(title: str, context: str, qa: Mapping[str, Any], unanswerable: bool) -> QAItem | None:
+    answers = _squad_answers(qa)
+    question = _text(qa.get("question"), '"question"').strip()
+    gold = Passage(title, _text(context, '"context"').strip())
+    if not answers or qa.get("is_impossible"):
+        if not unanswerable:
+            return None  # SQuAD v2's unanswerable questions: left out unless scored as abstention
+        return QAItem(question, ("n/a",), gold, group=title, abstains=True, kind="squad")
+    return QAItem(question, answers, gold, group=title, kind="squad")
+
+
+def _read_squad(path: Path, limit: int, unanswerable: bool) -> list[QAItem]:
     items: list[QAItem] = []
+    if _jsonl_format(_head(path).lstrip()) is None:
+        data = _whole_json(path)
+        try:
+            for article in data["data"]:
+                title = str(article.get("title", "")).replace("_", " ")
+                for paragraph in article["paragraphs"]:
+                    for qa in paragraph["qas"]:
+                        item = _squad_item(title, paragraph["context"], qa, unanswerable)
+                        if item is not None and len(items) < limit:
+                            items.append(item)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"{path.name}: not SQuAD's data → paragraphs → qas ({exc}).") from None
+        return items
     for number, row in _rows(path, limit):
         try:
-            items.append(_qa_item(row))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(
-                f"{path.name}, line {number}: not a question with answers and ctxs ({exc})."
-            ) from None
+            item = _squad_item(str(row.get("title", "")), row["context"], row, unanswerable)  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"{path.name}, line {number}: not a SQuAD question ({exc}).") from None
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def _hotpot_item(row: Mapping[str, Any], index: int) -> QAItem:
+    question = _text(row.get("question"), '"question"')
+    answer = _text(row.get("answer"), '"answer"')
+    context, support = row["context"], row["supporting_facts"]
+    if isinstance(context, dict):  # Hugging Face's layout: columns, not pairs
+        context = list(zip(context["title"], context["sentences"], strict=True))
+    if isinstance(support, dict):
+        support = list(zip(support["title"], support["sent_id"], strict=True))
+    paragraphs = [
+        Passage(str(title), "".join(str(s) for s in sentences).strip()) for title, sentences in context
+    ]
+    wanted = list(dict.fromkeys(str(title) for title, _ in support))
+    golds = [next((p for p in paragraphs if p.title == t), None) for t in wanted]
+    if not golds or any(g is None for g in golds):
+        raise ValueError("a supporting fact names a paragraph that is not in the context")
+    found = tuple(g for g in golds if g is not None)
+    others = tuple(p for p in paragraphs if p not in found)
+    group = str(row.get("_id") or row.get("id") or index)
+    return QAItem(
+        question, (answer,), found[0], more_golds=found[1:], group=group, context=others, kind="hotpotqa"
+    )
+
+
+def _read_hotpot(path: Path, limit: int) -> list[QAItem]:
+    if _jsonl_format(_head(path).lstrip()) is None:
+        rows = list(enumerate(_whole_json(path), start=1))[:limit]
+    else:
+        rows = list(_rows(path, limit))
+    items = []
+    for number, row in rows:
+        try:
+            items.append(_hotpot_item(row, number))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"{path.name}, item {number}: not a HotpotQA question ({exc}).") from None
+    return items
+
+
+def _pubmed_item(row: Mapping[str, Any], key: str) -> QAItem:
+    if "QUESTION" in row:  # PubMedQA: {pmid: {QUESTION, CONTEXTS, final_decision, ...}}
+        question = _text(row["QUESTION"], '"QUESTION"')
+        abstract = " ".join(_text(c, "each of CONTEXTS") for c in row["CONTEXTS"])
+        answer = _text(row.get("final_decision"), '"final_decision"')
+        return QAItem(question, (answer,), Passage("", abstract.strip()), group=key, kind="pubmed")
+    question = _text(row.get("question"), '"question"')
+    raw = row.get("answers", row.get("answer"))
+    answers = _answers([raw] if isinstance(raw, str) else raw, '"answer"')
+    abstract = _text(row.get("abstract", row.get("context")), '"abstract"').strip()
+    ident = row.get("abstract_id", row.get("pmid"))
+    group = str(ident) if ident not in (None, "") else hashlib.sha256(abstract.encode()).hexdigest()[:16]
+    title = row.get("title")
+    shown = Passage(title if isinstance(title, str) else "", abstract)
+    return QAItem(question, answers, shown, group=group, kind="pubmed")
+
+
+def _read_pubmed(path: Path, limit: int) -> list[QAItem]:
+    rows: list[tuple[str, Any]]
+    if _jsonl_format(_head(path).lstrip()) is not None:
+        rows = [(str(n), r) for n, r in _rows(path, limit)]
+    else:
+        data = _whole_json(path)
+        pairs = data.items() if isinstance(data, dict) else enumerate(data, start=1)
+        rows = [(str(k), v) for k, v in pairs]
+    items = []
+    for key, row in rows[:limit]:
+        try:
+            items.append(_pubmed_item(row, key))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"{path.name}, item {key}: not a PubMed question ({exc}).") from None
+    return items
+
+
+def read_qa_jsonl(path: Path, limit: int = 5_000, *, unanswerable: bool = False) -> list[QAItem]:
+    """The questions of a QA file, whatever its format (``file_format``):
+
+    - the Lost-in-the-Middle release (JSONL, optionally gzipped): ``question``, ``answers`` (a
+      list) and ``ctxs`` (``title``, ``text``, ``isgold``, ``hasanswer``). The gold is the ctx
+      marked ``isgold`` wherever it stands, or, in the retrieval results the R&R paper built its
+      NQ documents from, ``nq_annotated_gold``; the others are the question's own distracters in
+      their given order (most relevant first), any that holds an answer (``hasanswer``, or in its
+      title or text) left out. An oracle-only file has one ctx per question (its distracters are
+      then ranked from the other rows);
+    - SQuAD v2, HotpotQA (distractor setting) and PubMed (or PubMedQA): the gold passages of
+      each question, its distracters drawn from the other questions' (``GROUP_CONSTRUCTIONS``).
+      ``unanswerable``: keep SQuAD v2's unanswerable questions, to be scored as abstention."""
+    kind = file_format(path)
+    if kind == "kv":
+        raise ConfigError(f"{path.name} is a key–value retrieval file: use the key–value preset for it.")
+    if kind == "squad":
+        items = _read_squad(path, limit, unanswerable)
+    elif kind == "hotpotqa":
+        items = _read_hotpot(path, limit)
+    elif kind == "pubmed":
+        items = _read_pubmed(path, limit)
+    else:
+        items = []
+        held = 0
+        for number, row in _rows(path, limit):
+            try:
+                items.append(_qa_item(row))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(
+                    f"{path.name}, line {number}: not a question with answers and ctxs ({exc})."
+                ) from None
+            held += len(items[-1].distracters)
+            if held >= MAX_HELD_PASSAGES:
+                break  # the retrieval results hold hundreds of passages a question: enough rows read
+    if not items:
+        raise ConfigError(f"{path.name} has no question to ask.")
     if any(not it.distracters for it in items) and len(items) < 2:
         raise ConfigError(
             f"{path.name} needs at least two questions (with one passage per question, the others' "
@@ -525,10 +797,18 @@ def read_qa_jsonl(path: Path, limit: int = 5_000) -> list[QAItem]:
     return items
 
 
+read_qa_file = read_qa_jsonl
+
+MAX_HELD_PASSAGES = 400_000
+"""A QA file's own passages held in memory at most (about 300 MB): the NQ retrieval results give
+each question hundreds of ranked passages, so their first rows are read until this many (the
+R&R paper asked 250 questions; a sweep asks at most 100 a cell)."""
+
+
 def read_kv_jsonl(path: Path, limit: int = 5_000) -> list[KVRow]:
     """A key–value retrieval file of the Lost-in-the-Middle release: ``ordered_kv_records``
     (a list of [key, value] pairs), the asked ``key`` (one of them) and its ``value``."""
-    if file_format(path) == "qa":
+    if file_format(path) != "kv":
         raise ConfigError(f"{path.name} is a QA file: use the lost-in-the-middle preset for it.")
     rows: list[KVRow] = []
     for number, row in _rows(path, limit):
@@ -564,6 +844,43 @@ def _ranked_distracters(
         yield passage, holds_answer(passage, item.answers)
 
 
+Units = list[tuple[str, Passage]]
+
+
+def passage_units(items: Sequence[QAItem]) -> Units:
+    """Every passage of a grouped file (SQuAD's paragraphs, HotpotQA's paragraphs, PubMed's
+    abstracts) once, with the group it belongs to, in file order."""
+    seen: dict[Passage, str] = {}
+    for it in items:
+        for passage in (*it.golds, *it.context):
+            seen.setdefault(passage, it.group)
+    return [(group, passage) for passage, group in seen.items()]
+
+
+def _group_distracters(items: Sequence[QAItem], index: int, units: Units) -> Iterable[tuple[Passage, bool]]:
+    """Passages of other groups (another article, question or abstract; never one titled as a
+    gold passage is), in an order drawn for this question, with whether each holds one of its
+    answers."""
+    item = items[index]
+    titles = {g.title for g in item.golds if g.title}
+    # PubMedQA's answers (yes, no, maybe) are words any abstract may use: not a second answer.
+    verdict = {a.lower() for a in item.answers} <= {"yes", "no", "maybe"}
+    order = list(range(len(units)))
+    random.Random(f"distracters-{index}").shuffle(order)
+    for i in order:
+        group, passage = units[i]
+        if group == item.group or passage in item.golds or (passage.title and passage.title in titles):
+            continue
+        yield passage, not verdict and holds_answer(passage, item.answers)
+
+
+LENGTH_TOLERANCE = 0.10
+"""A built document is within this share of the length it is labelled with (or refused)."""
+OTHERS_FOR_ALL = 19
+"""Length 0 on a file without a question's own passages: this many distracters (001's headline
+20-document setting)."""
+
+
 def passage_trials(
     items: Sequence[QAItem],
     cache: PageCounts,
@@ -573,17 +890,22 @@ def passage_trials(
     repeats: int,
     seed: int = 0,
     file: Path | None = None,
+    unanswerable: bool = False,
 ) -> list[Trial]:
     """The gold passage at each depth among its distracters, one passage per page, as 001 shows
     them (title and text); the distracters keep their order (most relevant first), cut to about
-    ``length`` tokens. A question with its own passages uses them; otherwise other questions'
-    passages ranked by BM25 (see ``CONSTRUCTIONS``). A question with no passage left to hide
-    its answer among is refused: its document would be the answer alone. ``repeats`` above the
-    file's questions is capped to them (each repeat asks another question). ``file``: where
-    the items were read from (their recipes name it, so they can be built again)."""
+    ``length`` tokens (0: all of each question's own passages). A question with its own passages
+    uses them; otherwise other questions' passages (see ``CONSTRUCTIONS``). A question with no
+    passage left to hide its answer among is refused: its document would be the answer alone.
+    A question whose passages cannot make the longest length (within ``LENGTH_TOLERANCE``) is
+    replaced by another; a file with none that can is refused. HotpotQA's gold paragraphs are
+    spread at regular intervals, one trial per length (depth is not varied). ``repeats`` above
+    the file's questions is capped to them (each repeat asks another question). ``file``: where
+    the items were read from (their recipes name it, so they can be built again), and
+    ``unanswerable``: whether they were read with SQuAD v2's unanswerable questions."""
     lengths = list(dict.fromkeys(lengths))
-    check_trial_count(min(repeats, len(items)), _cells(lengths, depths))
-    picks = passage_picks(len(items), repeats, seed)
+    spread = spreads(items)
+    check_trial_count(min(repeats, len(items)), _cells(lengths, (0.0,) if spread else depths))
     index: list[BM25] = []
 
     def bm25() -> BM25:
@@ -591,13 +913,27 @@ def passage_trials(
             index.append(passage_index(items))
         return index[0]
 
+    kept: list[Units] = []
+
+    def units() -> Units:
+        if not kept:
+            kept.append(passage_units(items))
+        return kept[0]
+
     where, sha = (str(file), file_sha256(file)) if file is not None else ("", "")
     longest = max(lengths, default=0)
+    pools: dict[int, PassagePool] = {}
+
+    def pool_of(picked: int) -> PassagePool:
+        if picked not in pools:
+            pools[picked] = passage_pool(items, picked, longest, bm25, cache, units)
+        return pools[picked]
+
     trials: list[Trial] = []
-    for repeat, picked in enumerate(picks):
-        pool = passage_pool(items, picked, longest, bm25, cache)
+    name = file.name if file is not None else "The QA file"
+    for repeat, picked in enumerate(choose_rows(items, repeats, seed, lengths, pool_of, name)):
         for length in lengths:
-            for depth in unique_depths(depths, length):
+            for depth in (0.0,) if spread else unique_depths(depths, length):
                 recipe = TrialRecipe(
                     task="passages",
                     length=length,
@@ -608,14 +944,59 @@ def passage_trials(
                     pick=picked,
                     file=where,
                     file_sha256=sha,
+                    unanswerable=unanswerable,
                 )
-                trials.append(_passage_trial(recipe, items[picked], pool, cache))
+                trials.append(_passage_trial(recipe, items[picked], pool_of(picked), cache))
     return check_unique(trials)
 
 
+def spreads(items: Sequence[QAItem]) -> bool:
+    """Whether the file's questions have several gold passages (HotpotQA), spread at regular
+    intervals rather than placed at a depth."""
+    return any(it.more_golds for it in items)
+
+
 def passage_picks(items: int, repeats: int, seed: int) -> list[int]:
-    """The file rows a passages sweep asks, one per repeat (capped to the rows)."""
+    """The file rows a passages sweep asks first, one per repeat (capped to the rows)."""
     return random.Random(seed).sample(range(items), min(repeats, items))
+
+
+def choose_rows(
+    items: Sequence[QAItem],
+    repeats: int,
+    seed: int,
+    lengths: Sequence[int],
+    pool_of: Callable[[int], PassagePool],
+    name: str,
+) -> list[int]:
+    """The rows asked, one per repeat: ``passage_picks``, where a row whose passages cannot make
+    every length (within ``LENGTH_TOLERANCE``) is replaced by the next of a second draw; one line
+    naming the lengths the file can build when no row can (0 asks for all of each question's own
+    passages, or ``OTHERS_FOR_ALL`` others: always built)."""
+    first = passage_picks(len(items), repeats, seed)
+    asked = [n for n in lengths if n > 0]
+    if not asked:
+        return first
+    taken = set(first)
+    rest = [i for i in range(len(items)) if i not in taken]
+    order = first + random.Random(f"{seed}-more").sample(rest, len(rest))
+    chosen: list[int] = []
+    most, least = 0, None
+    for picked in order:
+        pool = pool_of(picked)
+        if all(pool.fits(n) for n in asked):
+            chosen.append(picked)
+            if len(chosen) == len(first):
+                break
+        most = max(most, pool.total)
+        least = pool.least if least is None else min(least, pool.least)
+    if not chosen:
+        raise ConfigError(
+            f"{name} cannot build documents of {', '.join(f'{n:,}' for n in asked)} tokens within "
+            f"{LENGTH_TOLERANCE:.0%}: its longest document is {most:,} tokens (and its shortest {least or 0:,}); "
+            f"ask lengths from {least or 0:,} to {most:,}."
+        )
+    return chosen
 
 
 def passage_index(items: Sequence[QAItem]) -> BM25:
@@ -626,25 +1007,67 @@ def passage_index(items: Sequence[QAItem]) -> BM25:
 @dataclass(frozen=True, slots=True)
 class PassagePool:
     """The distracters a question's longest document needs, in order (shorter ones take a
-    prefix), their token counts, the gold's, and the answer-bearing passages left out."""
+    prefix), their token counts, the golds', and the answer-bearing passages left out."""
 
     passages: tuple[Passage, ...]
     counts: tuple[int, ...]
     gold_tokens: int
     dropped: int
     own: bool
+    construction: str = ""
+
+    @property
+    def total(self) -> int:
+        """The tokens of the longest document the pool makes (golds and every distracter)."""
+        return self.gold_tokens + sum(self.counts)
+
+    @property
+    def least(self) -> int:
+        """The tokens of the shortest document the pool makes (golds and one distracter)."""
+        return self.gold_tokens + self.counts[0]
+
+    def cut(self, length: int) -> int:
+        """How many distracters a document of about ``length`` tokens takes (0: all; at least one)."""
+        size, total = 0, self.gold_tokens
+        while size < len(self.passages) and (size == 0 or _takes(total, self.counts[size], length)):
+            total += self.counts[size]
+            size += 1
+        return size
+
+    def fits(self, length: int) -> bool:
+        """Whether the document cut to ``length`` is within ``LENGTH_TOLERANCE`` of it."""
+        built = self.gold_tokens + sum(self.counts[: self.cut(length)])
+        return length <= 0 or abs(built - length) <= LENGTH_TOLERANCE * length
+
+
+def _takes(total: int, n: int, length: int) -> bool:
+    """Whether a page of ``n`` tokens joins a document of ``total`` on the way to ``length``:
+    when it brings the document nearer the length than stopping would (0: no limit)."""
+    return length <= 0 or total + n - length <= length - total
 
 
 def passage_pool(
-    items: Sequence[QAItem], picked: int, longest: int, bm25: Callable[[], BM25], cache: PageCounts
+    items: Sequence[QAItem],
+    picked: int,
+    longest: int,
+    bm25: Callable[[], BM25],
+    cache: PageCounts,
+    units: Callable[[], Units] = lambda: [],
 ) -> PassagePool:
-    """The distracters of row ``picked`` for documents up to ``longest`` tokens."""
+    """The distracters of row ``picked`` for documents up to about ``longest`` tokens (0: all of
+    its own passages, or ``OTHERS_FOR_ALL`` of the others)."""
     item = items[picked]
     own = bool(item.distracters)
-    source: Iterable[tuple[Passage, bool]] = (
-        ((p, False) for p in item.distracters) if own else _ranked_distracters(items, picked, bm25)
-    )
-    gold_tokens = cache.count([item.gold.shown()])[0]
+    source: Iterable[tuple[Passage, bool]]
+    if own:
+        source, construction = ((p, False) for p in item.distracters), OWN_CTXS
+    elif item.group:
+        source = _group_distracters(items, picked, units())
+        construction = GROUP_CONSTRUCTIONS.get(item.kind, OTHER_ARTICLES)
+    else:
+        source, construction = _ranked_distracters(items, picked, bm25), BM25_FROM_OTHER_ROWS
+    # Counted as shown, numbered (a page's number moves by one with the gold: the same width).
+    gold_tokens = sum(cache.count([g.shown(n) for n, g in enumerate(item.golds, start=1)]))
     pool: list[Passage] = []
     pool_counts: list[int] = []
     dropped = item.left_out
@@ -653,8 +1076,10 @@ def passage_pool(
         if holds:
             dropped += 1
             continue
-        (n,) = cache.count([passage.shown()])
-        if total + n > longest and pool:
+        if longest <= 0 and not own and len(pool) >= OTHERS_FOR_ALL:
+            break
+        (n,) = cache.count([passage.shown(len(pool) + 2)])
+        if pool and not _takes(total, n, longest):
             break
         pool.append(passage)
         pool_counts.append(n)
@@ -664,20 +1089,38 @@ def passage_pool(
             f"The question {item.question[:60]!r} has no passage without its answer to hide it among "
             f"({dropped} hold an answer): a document of the answer alone measures nothing."
         )
-    return PassagePool(tuple(pool), tuple(pool_counts), gold_tokens, dropped, own)
+    return PassagePool(tuple(pool), tuple(pool_counts), gold_tokens, dropped, own, construction)
 
 
 def _passage_trial(recipe: TrialRecipe, item: QAItem, pool: PassagePool, cache: PageCounts) -> Trial:
-    """One passages trial: the pool cut to about ``recipe.length`` tokens, the gold at the depth."""
-    size = 0
-    total = pool.gold_tokens
-    while size < len(pool.passages) and (total + pool.counts[size] <= recipe.length or size == 0):
-        total += pool.counts[size]
-        size += 1
+    """One passages trial: the pool cut to about ``recipe.length`` tokens, the gold at the depth
+    (HotpotQA's golds at regular intervals); refused when the built document is not within
+    ``LENGTH_TOLERANCE`` of its label."""
+    size = pool.cut(recipe.length)
     chosen, counts = pool.passages[:size], pool.counts[:size]
-    position = boundary_at([*counts, 0], recipe.depth) if chosen else 0
-    order = [*chosen[:position], item.gold, *chosen[position:]]
+    golds = item.golds
+    # Several golds go at regular intervals, the first at the start (as the reference code does).
+    targets = [recipe.depth] if len(golds) == 1 else [100 * j / len(golds) for j in range(len(golds))]
+    positions = [boundary_at([*counts, 0], t) if chosen else 0 for t in targets]
+    order: list[Passage] = []
+    gold_pages: list[int] = []
+    for i in range(len(chosen) + 1):
+        for gold, at in zip(golds, positions, strict=True):
+            if at == i:
+                order.append(gold)
+                gold_pages.append(len(order))
+        if i < len(chosen):
+            order.append(chosen[i])
     texts = [p.shown(n) for n, p in enumerate(order, start=1)]
+    where = "golds spread" if len(golds) > 1 else f"gold at {recipe.depth:g}%"
+    document = cache.document(f"{len(texts)} passages · {where}", texts)
+    built = document.total_tokens
+    if recipe.length and abs(built - recipe.length) > LENGTH_TOLERANCE * recipe.length:
+        raise ConfigError(
+            f"The trial {recipe.trial_id} builds {built:,} tokens for a {recipe.length:,}-token label (more than "
+            f"{LENGTH_TOLERANCE:.0%} off): its question's passages cannot make that length; ask lengths its file "
+            "can build."
+        )
     return Trial(
         id=recipe.trial_id,
         task="passages",
@@ -687,9 +1130,9 @@ def _passage_trial(recipe: TrialRecipe, item: QAItem, pool: PassagePool, cache: 
         question_id=recipe.question_id,
         question=item.question,
         answers=item.answers,
-        gold_pages=(position + 1,),
-        document=cache.document(f"{len(texts)} passages · gold at {recipe.depth:g}%", texts),
-        construction=OWN_CTXS if pool.own else BM25_FROM_OTHER_ROWS,
+        gold_pages=tuple(gold_pages),
+        document=document,
+        construction=pool.construction or (OWN_CTXS if pool.own else BM25_FROM_OTHER_ROWS),
         dropped=pool.dropped,
         recipe=recipe,
     )
@@ -879,7 +1322,7 @@ class TrialRecipe:
     depth: float
     repeat: int = 0
     seed: int = 0
-    slot: int = 0  # the depth's place at its length (planted: which fact); the question's (own)
+    slot: int = 0  # the depth's place at its length (planted: which distracter draws); the question's (own)
     lengths: tuple[int, ...] = ()
     depth_counts: tuple[int, ...] = ()
     paraphrase: bool = False
@@ -892,6 +1335,7 @@ class TrialRecipe:
     question: str = ""  # own questions: the question, its answers and gold pages
     answers: tuple[str, ...] = ()
     gold_pages: tuple[int, ...] = ()
+    unanswerable: bool = False  # passages: SQuAD v2's unanswerable questions kept (scored as abstention)
 
     @property
     def key(self) -> str:
@@ -910,7 +1354,7 @@ class TrialRecipe:
     def question_id(self) -> str:
         """The question the trial asks (trials that share it are not independent)."""
         if self.task == "planted":
-            return f"fact-{self.seed}-{self.repeat}-{self.slot}"
+            return f"fact-{self.seed}-{self.repeat}"  # the repeat's fact, at every depth
         if self.task == "passages":
             return f"qa-{self.pick}"
         if self.task == "kv":
@@ -950,6 +1394,7 @@ class TrialRecipe:
                 question=str(data.get("question", "")),
                 answers=tuple(str(a) for a in data.get("answers", ())),
                 gold_pages=tuple(int(p) for p in data.get("gold_pages", ())),
+                unanswerable=bool(data.get("unanswerable", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"Not a trial recipe ({exc}).") from None
@@ -967,8 +1412,7 @@ class TrialRecipe:
 
         task = get_task(self.task)
         with _BUILDING:
-            cache = _SHARED_COUNTS.get(counter, lambda: PageCounts(counter, keep=SHARED_PAGE_COUNTS))
-            return task.build(self, cache, host)
+            return task.build(self, shared_counts(counter), host)
 
     def checked_file(self) -> Path:
         """The recipe's file, refused when it is gone or its bytes changed since."""
@@ -1002,8 +1446,7 @@ def build_planted(recipe: TrialRecipe, cache: PageCounts, host: Document | None)
         key, lambda: HostText(texts[i] for i in sorted(set(fit_length(texts, counts, longest))))
     )
     fact = _FACTS.get(
-        (*key, recipe.seed, recipe.repeat, recipe.slot),
-        lambda: plant_fact(text, _fact_seed(recipe.seed, recipe.repeat, recipe.slot)),
+        (*key, recipe.seed, recipe.repeat), lambda: plant_fact(text, _fact_seed(recipe.seed, recipe.repeat))
     )
     rng = random.Random(f"{recipe.seed}-{recipe.repeat}")
     if recipe.distracters:
@@ -1025,19 +1468,30 @@ def build_planted(recipe: TrialRecipe, cache: PageCounts, host: Document | None)
 def build_passages(recipe: TrialRecipe, cache: PageCounts, host: Document | None = None) -> Trial:
     """A passages trial from its recipe (its file read once per process)."""
     path = recipe.checked_file()
-    items = _QA_FILES.get((str(path), recipe.file_sha256), lambda: read_qa_jsonl(path))
+    items = _QA_FILES.get(
+        (str(path), recipe.file_sha256, recipe.unanswerable),
+        lambda: read_qa_jsonl(path, unanswerable=recipe.unanswerable),
+    )
     if not 0 <= recipe.pick < len(items):
         raise ConfigError(f"{path.name} has no row {recipe.pick + 1} for the trial {recipe.trial_id}.")
+    return _passage_trial(recipe, items[recipe.pick], shared_pool(path, recipe, items, cache), cache)
+
+
+def shared_pool(path: Path, recipe: TrialRecipe, items: Sequence[QAItem], cache: PageCounts) -> PassagePool:
+    """The pool of the recipe's row, kept per process (callers hold ``_BUILDING``)."""
     longest = max(recipe.lengths, default=recipe.length)
+    file_key = (str(path), recipe.file_sha256, recipe.unanswerable)
 
     def bm25() -> BM25:
-        return _BM25.get((str(path), recipe.file_sha256), lambda: passage_index(items))
+        return _BM25.get(file_key, lambda: passage_index(items))
 
-    pool = _POOLS.get(
-        (str(path), recipe.file_sha256, cache.counter, recipe.pick, longest),
-        lambda: passage_pool(items, recipe.pick, longest, bm25, cache),
+    def units() -> Units:
+        return _UNITS.get(file_key, lambda: passage_units(items))
+
+    return _POOLS.get(
+        (*file_key, cache.counter, recipe.pick, longest),
+        lambda: passage_pool(items, recipe.pick, longest, bm25, cache, units),
     )
-    return _passage_trial(recipe, items[recipe.pick], pool, cache)
 
 
 def build_kv(recipe: TrialRecipe, cache: PageCounts, host: Document | None = None) -> Trial:
@@ -1100,12 +1554,23 @@ _BUILDING = threading.RLock()
 _SHARED_COUNTS: _Kept[TokenCounter, PageCounts] = _Kept(4)
 _HOST_PAGES: _Kept[tuple[str, TokenCounter], tuple[list[str], list[int]]] = _Kept(4)
 _HOST_TEXTS: _Kept[tuple[str, TokenCounter, int], HostText] = _Kept(4)
-_FACTS: _Kept[tuple[str, TokenCounter, int, int, int, int], tuple[PlantedFact, int]] = _Kept(4_096)
-_QA_FILES: _Kept[tuple[str, str], list[QAItem]] = _Kept(4)
+_FACTS: _Kept[tuple[str, TokenCounter, int, int, int], tuple[PlantedFact, int]] = _Kept(4_096)
+_QA_FILES: _Kept[tuple[str, str, bool], list[QAItem]] = _Kept(4)
 _KV_FILES: _Kept[tuple[str, str], list[KVRow]] = _Kept(4)
-_BM25: _Kept[tuple[str, str], BM25] = _Kept(4)
-_POOLS: _Kept[tuple[str, str, TokenCounter, int, int], PassagePool] = _Kept(1_024)
+_BM25: _Kept[tuple[str, str, bool], BM25] = _Kept(4)
+_UNITS: _Kept[tuple[str, str, bool], Units] = _Kept(4)
+_POOLS: _Kept[tuple[str, str, bool, TokenCounter, int, int], PassagePool] = _Kept(1_024)
 _FILE_HASHES: _Kept[tuple[str, int, int], str] = _Kept(16)
+
+
+def building() -> threading.RLock:
+    """The lock held while inputs kept per process are made or read."""
+    return _BUILDING
+
+
+def shared_counts(counter: TokenCounter) -> PageCounts:
+    """The page counts kept per process for this counter (callers hold ``building()``)."""
+    return _SHARED_COUNTS.get(counter, lambda: PageCounts(counter, keep=SHARED_PAGE_COUNTS))
 
 
 def forget_shared() -> None:
@@ -1119,6 +1584,7 @@ def forget_shared() -> None:
             _QA_FILES,
             _KV_FILES,
             _BM25,
+            _UNITS,
             _POOLS,
             _FILE_HASHES,
         ):
@@ -1140,11 +1606,13 @@ def file_sha256(path: Path) -> str:
         )
 
 
-def qa_items(path: Path) -> list[QAItem]:
+def qa_items(path: Path, *, unanswerable: bool = False) -> list[QAItem]:
     """A QA file's items, read once per process while the file stays the same."""
     sha = file_sha256(path)
     with _BUILDING:
-        return _QA_FILES.get((str(path), sha), lambda: read_qa_jsonl(path))
+        return _QA_FILES.get(
+            (str(path), sha, unanswerable), lambda: read_qa_jsonl(path, unanswerable=unanswerable)
+        )
 
 
 def kv_rows(path: Path) -> list[KVRow]:

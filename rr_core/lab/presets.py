@@ -55,12 +55,13 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "lost-in-the-middle",
             "Lost in the middle",
-            "Passages one per page, up to about 4,000 tokens (all of a 20-document file's passages), the one "
-            "holding the answer moved to five positions among the question's own distracters (001 §3), with the "
-            "closed-book and oracle bounds. Needs a QA file of the Lost-in-the-Middle release; with an "
-            "oracle-only file the distracters are other questions' passages ranked by BM25.",
+            "Passages one per page, all of each question's own (length 0: a 20-document file's 20 passages, "
+            "about 2,500 tokens), the one holding the answer moved to five positions among the question's own "
+            "distracters (001 §3), with the closed-book and oracle bounds. Needs a QA file of the "
+            "Lost-in-the-Middle release; an oracle-only file needs lengths in tokens (--lengths 2000): its "
+            "distracters are other questions' passages ranked by BM25.",
             task="passages",
-            lengths=(4_000,),
+            lengths=(0,),
             repeats=5,
             layout=QuestionPlacement.QUESTION_AFTER,
             why="The question after the passages, as in 001's headline results (001 §3): the model reads the "

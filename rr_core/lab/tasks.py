@@ -15,24 +15,30 @@ from rr_core.documents import Document
 from rr_core.errors import ConfigError
 from rr_core.lab.haystacks import (
     PageCounts,
+    PassagePool,
     Trial,
     TrialRecipe,
     build_kv,
     build_passages,
     build_planted,
     build_question,
+    building,
     check_kv_sizes,
     check_trial_count,
+    choose_rows,
     file_sha256,
     kv_picks,
     kv_rows,
     kv_sizes,
-    passage_picks,
     qa_items,
     question_recipes,
+    shared_counts,
+    shared_pool,
+    spreads,
     unique_depths,
 )
 from rr_core.questions import Question
+from rr_core.tokens import TokenCounter
 
 # The depths (in % of the document) of one length; a key–value task asks with length 0.
 DepthList = Callable[[int], Sequence[float]]
@@ -50,11 +56,13 @@ class TrialSpec:
     distracters: int = 0
     qa_file: Path | None = None
     questions: tuple[Question, ...] = ()
+    unanswerable: bool = False  # SQuAD v2: keep unanswerable questions, scored as abstention ("n/a")
 
 
-# A task's recipes from a spec (its needs already checked), the document (or None) and the
-# depths of each length: one per trial, in the trials' order, nothing built.
-RecipeMaker = Callable[[TrialSpec, Document | None, DepthList], list[TrialRecipe]]
+# A task's recipes from a spec (its needs already checked), the document (or None), the
+# depths of each length and the token counter: one per trial, in the trials' order (nothing
+# built; a QA file's rows are counted, to choose rows that make the lengths asked).
+RecipeMaker = Callable[[TrialSpec, Document | None, DepthList, TokenCounter], list[TrialRecipe]]
 # Builds one trial from its recipe, with a page-count cache and the document it is on (or None).
 OneBuilder = Callable[[TrialRecipe, PageCounts, Document | None], Trial]
 
@@ -79,7 +87,9 @@ class LabTask:
     file_prompt: str = ""  # the screen's upload label for its file
 
 
-def _planted(spec: TrialSpec, document: Document | None, depths: DepthList) -> list[TrialRecipe]:
+def _planted(
+    spec: TrialSpec, document: Document | None, depths: DepthList, counter: TokenCounter
+) -> list[TrialRecipe]:
     if document is None:
         raise ConfigError(TASKS["planted"].missing)
     lengths = list(dict.fromkeys(spec.lengths))
@@ -108,32 +118,53 @@ def _planted(spec: TrialSpec, document: Document | None, depths: DepthList) -> l
     ]
 
 
-def _passages(spec: TrialSpec, document: Document | None, depths: DepthList) -> list[TrialRecipe]:
-    if spec.qa_file is None:
+def _passages(
+    spec: TrialSpec, document: Document | None, depths: DepthList, counter: TokenCounter
+) -> list[TrialRecipe]:
+    path = spec.qa_file
+    if path is None:
         raise ConfigError(TASKS["passages"].missing)
-    items = qa_items(spec.qa_file)
+    items = qa_items(path, unanswerable=spec.unanswerable)
     lengths = list(dict.fromkeys(spec.lengths))
-    check_trial_count(min(spec.repeats, len(items)), sum(len(unique_depths(depths, n)) for n in lengths))
-    sha = file_sha256(spec.qa_file)
-    return [
-        TrialRecipe(
+    spread = spreads(items)
+
+    def points(length: int) -> list[float]:
+        return [0.0] if spread else unique_depths(depths, length)  # HotpotQA: golds at regular intervals
+
+    check_trial_count(min(spec.repeats, len(items)), sum(len(points(n)) for n in lengths))
+    sha = file_sha256(path)
+    longest = max(lengths)
+
+    def recipe(picked: int, length: int = longest, depth: float = 0.0, repeat: int = 0) -> TrialRecipe:
+        return TrialRecipe(
             task="passages",
             length=length,
             depth=depth,
             repeat=repeat,
             seed=spec.seed,
-            lengths=(max(lengths),),
+            lengths=(longest,),
             pick=picked,
-            file=str(spec.qa_file),
+            file=str(path),
             file_sha256=sha,
+            unanswerable=spec.unanswerable,
         )
-        for repeat, picked in enumerate(passage_picks(len(items), spec.repeats, spec.seed))
+
+    def pool_of(picked: int) -> PassagePool:
+        with building():
+            return shared_pool(path, recipe(picked), items, shared_counts(counter))
+
+    rows = choose_rows(items, spec.repeats, spec.seed, lengths, pool_of, path.name)
+    return [
+        recipe(picked, length, depth, repeat)
+        for repeat, picked in enumerate(rows)
         for length in lengths
-        for depth in unique_depths(depths, length)
+        for depth in points(length)
     ]
 
 
-def _kv(spec: TrialSpec, document: Document | None, depths: DepthList) -> list[TrialRecipe]:
+def _kv(
+    spec: TrialSpec, document: Document | None, depths: DepthList, counter: TokenCounter
+) -> list[TrialRecipe]:
     rows = kv_rows(spec.qa_file) if spec.qa_file is not None else []
     lengths = list(dict.fromkeys(spec.lengths))
     points = unique_depths(depths(0), 0)
@@ -162,7 +193,9 @@ def _kv(spec: TrialSpec, document: Document | None, depths: DepthList) -> list[T
     return recipes
 
 
-def _questions(spec: TrialSpec, document: Document | None, depths: DepthList) -> list[TrialRecipe]:
+def _questions(
+    spec: TrialSpec, document: Document | None, depths: DepthList, counter: TokenCounter
+) -> list[TrialRecipe]:
     if document is None:
         raise ConfigError(TASKS["questions"].missing)
     return question_recipes(document, spec.questions)
@@ -188,10 +221,12 @@ TASKS: dict[str, LabTask] = {
             reads_file=True,
             needs_file=True,
             drops_passages=True,
-            missing="The passages protocol needs a QA file in the Lost-in-the-Middle format (JSONL).",
-            file_prompt="QA file of the Lost-in-the-Middle release (JSONL or .jsonl.gz: question, answers, ctxs "
-            "marked isgold / hasanswer; a 10-, 20- or 30-document file, or an oracle file with one passage per "
-            "question)",
+            missing="The passages protocol needs a QA file: the Lost-in-the-Middle release's (JSONL), SQuAD v2, "
+            "HotpotQA or PubMed.",
+            file_prompt="QA file (JSON, JSONL or gzipped): the Lost-in-the-Middle release (ctxs marked isgold / "
+            "hasanswer: a 10-, 20- or 30-document file, an oracle file, or the NQ retrieval results with "
+            "nq_annotated_gold, as the R&R paper used), SQuAD v2, HotpotQA (distractor setting), or PubMed "
+            "questions (question, answer, abstract id, abstract; PubMedQA's layout too)",
         ),
         LabTask(
             name="kv",
