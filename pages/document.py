@@ -671,7 +671,7 @@ if segments and any(s.kind == "page" for s in segments):
             "x": np.fromiter(distances, dtype=np.int64),
             "y": np.fromiter(distances.values(), dtype=np.int64),
             "mode": "lines",
-            "name": "this prompt" + (f" ({len(offsets)} reminders)" if offsets else ""),
+            "name": "this prompt" + (f" ({plural(len(offsets), 'reminder')})" if offsets else ""),
             "line": {"color": "#2F5FD0"},
         }
     )

@@ -756,6 +756,7 @@ def _close_details() -> None:
     state["w.review_grid"] = {"selection": {"rows": [], "columns": [], "cells": []}}
 
 
+DIALOG_NAME = 40  # the longest document name the dialog's title shows whole
 SUPPORT_WORDS = {
     "supported": "the quote states the answer",
     "partial": "the quote states part of the answer, or something close",
@@ -796,7 +797,12 @@ def _cell_details(cell: Cell) -> None:
     """A cell in full: its answer, how far to trust it and why, its support, its quotes, the page
     with the quote highlighted (or the pages to read), a reviewer's decision, and its cost."""
     with st.container(key="review_cell"):
-        st.markdown(f"**{md(cell.question)}**  \n{md(cell.document)} · {md(cell.type)} · {md(cell.method)}")
+        shown_name = (
+            "" if len(cell.document) <= DIALOG_NAME else f"{md(cell.document)} · "
+        )  # else in the title
+        st.markdown(
+            f"**{md(cell.question)}**  \n{shown_name}answer type: {md(cell.type)} · {md(cell.method)}"
+        )
         words, page_col = st.columns([3, 2])
         with words:
             if cell.error:
@@ -896,7 +902,7 @@ def _cell_details(cell: Cell) -> None:
 cell = _find(review.selected)
 if cell is not None and review.details_open:
     st.dialog(
-        f"{short(cell.document, 40)} · question {cell.column + 1}",
+        f"{short(cell.document, DIALOG_NAME)} · question {cell.column + 1}",
         width="large",
         on_dismiss=_close_details,
     )(_cell_details)(cell)

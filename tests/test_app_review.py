@@ -416,6 +416,15 @@ def test_a_cell_to_check_looks_different_and_the_grid_sorts_and_filters_by_confi
     assert any(
         "check this" in m.value and "the quote does not contain the answer" in m.value for m in at.markdown
     )
+    # A cell not found opens with the pages to read, best first, and the first of them shown.
+    at.session_state["w.review_grid"] = {"selection": {"rows": [], "columns": [], "cells": [[0, header]]}}
+    at.run()
+    assert session(at).review.selected == (not_found.document_sha256, 0, MAIN)
+    assert any(
+        m.value.startswith("**Not found**") and "Pages to read, best first: 2, 1." in m.value
+        for m in at.markdown
+    )
+    assert any("the first page to read" in c for i in at.image for c in i.captions)
 
 
 def replace_conf(cell: Cell, confidence: str) -> Cell:
