@@ -345,7 +345,9 @@ def strip_figure(strip: list[StripPage]) -> dict[str, Any]:
         "xaxis": {
             "title": {"text": "page"},
             "range": [0.4, len(strip) + 0.6],
-            **({"dtick": 1} if len(strip) <= 40 else {}),
+            # Every page numbered up to 20 pages; beyond, 40 labels crowd a 1024-px screen's
+            # strip and turn on their side: Plotly's own steps.
+            **({"dtick": 1} if len(strip) <= 20 else {}),
         },
         "yaxis": {"title": {"text": "tokens"}, "range": [0, top * 1.15]},
         "bargap": 0.1,
