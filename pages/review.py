@@ -774,6 +774,9 @@ def _cell_page(cell: Cell) -> None:
         return
     try:
         shown_doc = docs.stored(cell.document_sha256)
+        if not 1 <= int(number) <= len(shown_doc.pages):
+            st.caption(f"The cell names page {number}, which the document does not have.")
+            return
         quote = first.quote if first is not None else ""
         shown = docs.page_png(shown_doc, int(number), quote=quote, frame=results.CITED_RGB if quote else None)
     except RRError as exc:
