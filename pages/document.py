@@ -345,7 +345,9 @@ def strip_figure(strip: list[StripPage]) -> dict[str, Any]:
         "xaxis": {
             "title": {"text": "page"},
             "range": [0.4, len(strip) + 0.6],
-            **({"dtick": 1} if len(strip) <= 40 else {}),
+            # Every page numbered up to 20 pages; beyond, 40 labels crowd a 1024-px screen's
+            # strip and turn on their side: Plotly's own steps.
+            **({"dtick": 1} if len(strip) <= 20 else {}),
         },
         "yaxis": {"title": {"text": "tokens"}, "range": [0, top * 1.15]},
         "bargap": 0.1,
@@ -605,7 +607,8 @@ if not text:
     st.info("This run's prompts were not kept (exports and the history can leave them out).")
     st.stop()
 offsets = reminder_offsets(segments)
-prompt_col, reminder_col = st.columns([2, 1])
+# 5:4, not 2:1: at 1024 px the reminder table fits its column whole (no sideways scroll).
+prompt_col, reminder_col = st.columns([5, 4])
 with prompt_col:
     # Pages shortened until the whole structure fits on screen, so every reminder shows.
     condensed = view.condensed
@@ -640,9 +643,9 @@ with reminder_col:
             [i, str(page) if page is not None else "—", offset]
             for i, (page, offset) in enumerate(zip(reminder_pages(segments), offsets, strict=True), start=1)
         ]
-        columns = ("reminder", "after page", "token offset")
+        columns = ("reminder", "after page", "at token")  # short headers: the column is narrow
         # A scrolling box: a 3,000-page prompt has hundreds of reminders.
-        with st.container(height=260 if len(rows) > 8 else "content", border=False):
+        with st.container(height=260 if len(rows) > 8 else "content", border=False, key="reminder_table"):
             st.markdown(table(columns, rows, numeric=columns))
     elif segments:
         st.caption("No reminder in this prompt.")
@@ -670,7 +673,7 @@ if segments and any(s.kind == "page" for s in segments):
             "x": np.fromiter(distances, dtype=np.int64),
             "y": np.fromiter(distances.values(), dtype=np.int64),
             "mode": "lines",
-            "name": "this prompt" + (f" ({len(offsets)} reminders)" if offsets else ""),
+            "name": "this prompt" + (f" ({plural(len(offsets), 'reminder')})" if offsets else ""),
             "line": {"color": "#2F5FD0"},
         }
     )

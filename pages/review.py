@@ -69,7 +69,6 @@ st.caption(
 
 UPLOAD_TYPES = ["pdf", "docx", "txt", "text", "md", "html", "htm", "zip"]
 FIELDS = COLUMN_FIELDS
-GRID_FIRST_PX, GRID_COLUMN_PX = 220, 200  # the grid's columns: the document's name, each question
 
 # ---- 1. The corpus -----------------------------------------------------------------------------
 
@@ -701,7 +700,7 @@ st.caption(
     "To-check queue below). “Not found · read p. …”: the reader found no answer, and those pages are "
     "worth reading. Grey: not found (with the pages to read) or, from a model, its claim that the document does not say; amber text “failed”: the call failed. “reviewed”: a "
     "reviewer's decision, which wins over the engine's answer. '· p. N': the page the answer cites (where "
-    "its quote stands, not whether the answer is right). Select a cell to see its citations and cost."
+    "its quote stands, not whether the answer is right). Click a cell to open its details over the grid."
 )
 styled = frame.style.apply(
     lambda _: pd.DataFrame(styles, index=frame.index, columns=frame.columns), axis=None
@@ -714,19 +713,22 @@ event = st.container(key="review_grid_box").dataframe(
     on_select="rerun",
     selection_mode="single-cell",
     # Fixed widths: the grid reads the same on every corpus (the document's name pinned at left).
-    column_config={"Document": st.column_config.TextColumn(pinned=True, width=GRID_FIRST_PX)}
+    column_config={"Document": st.column_config.TextColumn(pinned=True, width=reviewgrid.GRID_FIRST_PX)}
     | {
-        h: st.column_config.TextColumn(help=c.question, width=GRID_COLUMN_PX)
+        h: st.column_config.TextColumn(help=c.question, width=reviewgrid.GRID_COLUMN_PX)
         for h, c in zip(frame.columns, run.plan.columns, strict=True)
     },
 )
 picked_cells = list(getattr(event, "selection", {}).get("cells", []) or [])
-if picked_cells:
-    row_index, header = picked_cells[0]
-    if 0 <= int(row_index) < len(frame) and header in list(frame.columns):
-        review.selected = (row_shas[int(row_index)], list(frame.columns).index(header), role)
+picked = (int(picked_cells[0][0]), str(picked_cells[0][1])) if picked_cells else None
+if picked is not None and picked != review.picked:  # a cell newly clicked: its details open
+    row_index, header = picked
+    if 0 <= row_index < len(frame) and header in list(frame.columns):
+        review.selected = (row_shas[row_index], list(frame.columns).index(header), role)
+        review.details_open = True
+review.picked = picked
 
-# ---- The cell ------------------------------------------------------------------------------------------
+# ---- The cell: its details in a dialog, over the grid, where the eye is --------------------------------
 
 
 def _find(selected: tuple[str, int, str] | None) -> Cell | None:
@@ -746,80 +748,169 @@ def _trace_of(cell: Cell) -> tuple[RunTrace | None, int]:
     return None, 0
 
 
-cell = _find(review.selected)
-if cell is not None:
-    with st.container(border=True, key="review_cell"):
-        st.markdown(f"**{md(cell.document)}** — {md(cell.question)} ({md(cell.type)}; {md(cell.method)})")
-        if cell.error:
-            st.error(f"Failed: {md(cell.error)}")
-        else:
-            verdict = (
-                ":green[Right against the answer key]" if cell.correct is True
-                else ":red[Wrong against the answer key]" if cell.correct is False
-                else "Not checked against a known answer"
-            )  # fmt: skip
-            st.markdown(f"**Answer:** {md(reviewgrid.cell_text(cell))}  \n{verdict}" + (
-                f" (accepted: {md(' | '.join(cell.accepted))})" if cell.accepted else ""))  # fmt: skip
-            if cell.decision:
-                st.caption(f":material/rate_review: {md(reviewed_words(cell))}")
-            else:
-                flag = results.confidence_line(cell.confidence, cell.confidence_reason, cell.support_reason)
-                if flag:
-                    st.markdown(flag)
-            if cell.raw and cell.raw != cell.answer:
-                st.caption(f"As the model gave it: {md(short(cell.raw, 300))}")
-        if cell.citations:
-            st.dataframe(
-                pd.DataFrame(
-                    [
-                        {
-                            "Page": c.page,
-                            "Printed label": c.page_label,
-                            "Quote": c.quote,
-                            "Quote check": results.check_words(c, None) or c.quote_check,
-                        }
-                        for c in cell.citations
-                    ]
-                ),
-                hide_index=True,
-                width="stretch",
-                key="w.review_citations",
-            )
-            st.caption(
-                "The quote check says where the quoted sentence stands, not whether the answer is right."
-            )
-        elif not cell.error:
-            st.caption(
-                "No citation: the document does not state it." if not cell.found else "No citation given."
-            )
-        st.caption(
-            f"Cost of this cell (its share of the calls it rests on): ${cell.cost_usd:.5f}"
-            + (
-                " — would cost, nothing paid (not an LLM)"
-                if not cell.is_llm
-                else f"; paid by this run ${cell.paid_usd:.5f}"
-            )
-            + ("" if cell.price_known else " (no price known)")
+def _close_details() -> None:
+    """The dialog dismissed: closed, and the grid's selection let go, so that a click on the same
+    cell opens it again."""
+    review.details_open = False
+    review.picked = None
+    state["w.review_grid"] = {"selection": {"rows": [], "columns": [], "cells": []}}
+
+
+DIALOG_NAME = 40  # the longest document name the dialog's title shows whole
+SUPPORT_WORDS = {
+    "supported": "the quote states the answer",
+    "partial": "the quote states part of the answer, or something close",
+    "unsupported": "the answer is in none of its quotes",
+}
+
+
+def _cell_page(cell: Cell) -> None:
+    """The page the cell rests on (its first cited page, else the first page to read), its quote
+    highlighted where it stands."""
+    first = next((c for c in cell.citations if c.page is not None), None)
+    number = first.page if first is not None else (cell.pages_to_read[0] if cell.pages_to_read else None)
+    if number is None:
+        st.caption("No page to show: the cell cites none.")
+        return
+    try:
+        shown_doc = docs.stored(cell.document_sha256)
+        if not 1 <= int(number) <= len(shown_doc.pages):
+            st.caption(f"The cell names page {number}, which the document does not have.")
+            return
+        quote = first.quote if first is not None else ""
+        shown = docs.page_png(shown_doc, int(number), quote=quote, frame=results.CITED_RGB if quote else None)
+    except RRError as exc:
+        st.caption(f"The page cannot be shown: {md(exc)}")
+        return
+    what = (
+        "its quote highlighted" if shown.placed
+        else "the quote could not be placed on it" if first is not None and first.quote
+        else "the first page to read" if first is None
+        else "no quote given"
+    )  # fmt: skip
+    st.image(
+        shown.rendered.png,
+        caption=f"{docs.page_ref(shown_doc, int(number))} of {len(shown_doc.pages):,} · {what}",
+        width="stretch",
+        output_format="PNG",
+    )
+
+
+def _cell_details(cell: Cell) -> None:
+    """A cell in full: its answer, how far to trust it and why, its support, its quotes, the page
+    with the quote highlighted (or the pages to read), a reviewer's decision, and its cost."""
+    with st.container(key="review_cell"):
+        shown_name = (
+            "" if len(cell.document) <= DIALOG_NAME else f"{md(cell.document)} · "
+        )  # else in the title
+        st.markdown(
+            f"**{md(cell.question)}**  \n{shown_name}answer type: {md(cell.type)} · {md(cell.method)}"
         )
-        actions = st.container(horizontal=True)
-        first = next((c for c in cell.citations if c.page is not None), None)
-        if actions.button(
-            "Open in the Document screen", key="review_open_doc", icon=":material/description:"
-        ):
-            trace, question = _trace_of(cell)
-            S.session().doc_focus = DocFocus(
-                sha256=cell.document_sha256, name=cell.document, page=first.page if first else None,
-                quote=first.quote if first else "", trace=trace, question=question,
-                key=f"review:{cell.run_id}:{cell.column}",
-            )  # fmt: skip
-            S.session().view_citation = 0
-            if first is not None and first.page is not None:
-                state["view_page"] = first.page
-            state.pop("w.doc_show", None)
-            st.switch_page("pages/document.py")
-        if cell.error and actions.button("Retry this cell", key="review_retry_one"):
-            _execute(run, retry_jobs(run.plan, [cell]), "Retrying the cell")
-            st.rerun()
+        words, page_col = st.columns([3, 2])
+        with words:
+            if cell.error:
+                st.error(f"Failed: {md(cell.error)}")
+            else:
+                verdict = (
+                    ":green[Right against the answer key]" if cell.correct is True
+                    else ":red[Wrong against the answer key]" if cell.correct is False
+                    else "Not checked against a known answer"
+                )  # fmt: skip
+                st.markdown(f"**Answer:** {md(reviewgrid.cell_text(cell))}  \n{verdict}" + (
+                    f" (accepted: {md(' | '.join(cell.accepted))})" if cell.accepted else ""))  # fmt: skip
+                if not cell.found and cell.absent_by == "reader" and cell.pages_to_read:
+                    st.markdown(
+                        "**Not found**: the reader found no answer. Pages to read, best first: "
+                        + ", ".join(map(str, cell.pages_to_read))
+                        + "."
+                    )
+                if cell.decision:
+                    st.markdown(f":material/rate_review: **{md(reviewed_words(cell))}**")
+                confidence = {"high": "high", "check": "check this", "none": "none (not found)"}.get(
+                    cell.confidence, "not assessed"
+                )
+                flag = results.confidence_line(cell.confidence, cell.confidence_reason, cell.support_reason)
+                st.markdown(
+                    flag
+                    or f"**Confidence:** {confidence}"
+                    + (f" — {md(cell.confidence_reason)}" if cell.confidence_reason else "")
+                )
+                if cell.support in SUPPORT_WORDS:
+                    st.markdown(
+                        f"**Support:** {cell.support} — {md(cell.support_reason or SUPPORT_WORDS[cell.support])}"
+                    )
+                if cell.raw and cell.raw != cell.answer:
+                    st.caption(f"As the model gave it: {md(short(cell.raw, 300))}")
+            if cell.citations:
+                for c in cell.citations[:2]:  # the quotes in full (the table below cuts them short)
+                    if c.quote:
+                        st.markdown(f"> {md(' '.join(c.quote.split()))}")
+                st.dataframe(
+                    pd.DataFrame(
+                        [
+                            {
+                                "Page": c.page,
+                                "Printed label": c.page_label,
+                                "Quote check": results.check_words(c, None) or c.quote_check,
+                                "Quote": c.quote,
+                            }
+                            for c in cell.citations
+                        ]
+                    ),
+                    hide_index=True,
+                    width="stretch",
+                    key="w.review_citations",
+                )
+                st.caption(
+                    "The quote check says where the quoted sentence stands, not whether the answer is right."
+                )
+            elif not cell.error:
+                st.caption(
+                    "No citation: the document does not state it." if not cell.found else "No citation given."
+                )
+            st.caption(
+                f"Cost of this cell (its share of the calls it rests on): ${cell.cost_usd:.5f}"
+                + (
+                    " — would cost, nothing paid (not an LLM)"
+                    if not cell.is_llm
+                    else f"; paid by this run ${cell.paid_usd:.5f}"
+                )
+                + ("" if cell.price_known else " (no price known)")
+            )
+            actions = st.container(horizontal=True)
+            first = next((c for c in cell.citations if c.page is not None), None)
+            if actions.button(
+                "Open in the Document screen", key="review_open_doc", icon=":material/description:"
+            ):
+                trace, question = _trace_of(cell)
+                S.session().doc_focus = DocFocus(
+                    sha256=cell.document_sha256, name=cell.document, page=first.page if first else None,
+                    quote=first.quote if first else "", trace=trace, question=question,
+                    key=f"review:{cell.run_id}:{cell.column}",
+                )  # fmt: skip
+                S.session().view_citation = 0
+                if first is not None and first.page is not None:
+                    state["view_page"] = first.page
+                state.pop("w.doc_show", None)
+                review.details_open = False
+                st.switch_page("pages/document.py")
+            if cell.error and actions.button("Retry this cell", key="review_retry_one"):
+                review.details_open = False
+                _execute(run, retry_jobs(run.plan, [cell]), "Retrying the cell")
+                st.rerun()
+        with page_col:
+            _cell_page(cell)
+
+
+cell = _find(review.selected)
+if cell is not None and review.details_open:
+    st.dialog(
+        f"{short(cell.document, DIALOG_NAME)} · question {cell.column + 1}",
+        width="large",
+        on_dismiss=_close_details,
+    )(_cell_details)(cell)
+elif cell is None:
+    review.details_open = False
 
 if failed:
     st.warning(

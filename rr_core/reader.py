@@ -168,11 +168,66 @@ def _kind_of_head(head: list[str], q: str) -> Want | None:
     return None
 
 
+# Chinese, Japanese and Korean questions: their question words, read for the same kinds as the
+# English ones. Order matters: "how long" before "how much" ("얼마나 오래" holds "얼마"), a
+# rate or a count before a figure ("적립률은 얼마", "多少个"), and a period asked "how much"
+# ("유효기간은 얼마") is a duration.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_CJK_HOW_MUCH = r"얼마|多少|いくら|どのくらい|どれくらい|多长|多長|幾多"
+_CJK_WANTS: tuple[tuple[Want, re.Pattern[str]], ...] = (
+    (
+        Want.DURATION,
+        re.compile(
+            r"얼마나\s*(?:오래|동안|걸)|몇\s*(?:년|개월|달|주|일|시간|분)\s*(?:간|동안)?|多久|多长时间|多長時間|"
+            r"几年|幾年|几个月|幾個月|几天|幾天|何年間|何日間|何か月|何ヶ月|何カ月|何週間|何時間"
+        ),
+    ),
+    (Want.DURATION, re.compile(rf"(?:기간|기한|期间|期間|期限).*(?:{_CJK_HOW_MUCH})")),
+    (
+        Want.PERCENT,
+        re.compile(
+            r"몇\s*(?:퍼센트|%)|百分之几|百分之幾|何パーセント|何%|[률율](?:은|는|이|가)?\s|[率例](?:是|は|为|為)"
+        ),
+    ),
+    (
+        Want.COUNT,
+        re.compile(
+            r"몇\s*(?:개|명|건|회|번|곳)|几个|幾個|多少个|多少個|几名|幾名|多少人|何人|何個|何件|何回|いくつ"
+        ),
+    ),
+    (Want.FIGURE, re.compile(rf"{_CJK_HOW_MUCH}|몇\s*원|何円")),
+    (
+        Want.DATE,
+        re.compile(
+            r"언제|며칠|몇\s*(?:월|년도)|何时|何時|什么时候|什麼時候|哪天|哪一天|哪年|いつ|何日に|何年に|날짜|日期|日付"
+        ),
+    ),
+    (Want.NAME, re.compile(r"누구|누가|谁|誰|だれ|どなた")),
+    (
+        Want.PLACE,
+        re.compile(
+            r"어디|哪里|哪裡|哪儿|哪兒|何处|何處|どこ|어느\s*(?:나라|국가|도시|지역)|哪个国家|哪個國家"
+        ),
+    ),
+)
+
+
+def _cjk_want(question: str) -> Want | None:
+    """The kind a Chinese, Japanese or Korean question asks for, by its question words (None:
+    not such a question, or none of them)."""
+    if not _CJK.search(question):
+        return None
+    return next((want for want, words in _CJK_WANTS if words.search(question)), None)
+
+
 def answer_type(question: str) -> Want:
     """The kind of answer ``question`` asks for, from its wording alone."""
     if _YES_OR_NO.search(question):
         return Want.YES_NO
     question = _ASKS_FORM.sub(" ", question)
+    cjk = _cjk_want(question)
+    if cjk is not None:
+        return cjk
     words = _words(question)
     q = " ".join(words)
     if not words:
@@ -326,6 +381,9 @@ def _spans(text: str, want: Want, question_words: set[str], *, year_will_do: boo
     if want not in (Want.NAME, Want.PLACE) and not _NUMBERISH.search(text):
         return out  # no digit and no number word: no figure, date, duration or code (and no regex to run)
 
+    if _CJK.search(text):
+        out.extend(_cjk_spans(text, want))
+
     def add(pattern: re.Pattern[str], strength: int) -> None:
         if (pattern is _PERCENT and not _PERCENTISH.search(text)) or (
             pattern is _MONEY and not _MONEYISH.search(text)
@@ -403,6 +461,40 @@ def _spans(text: str, want: Want, question_words: set[str], *, year_will_do: boo
                 continue  # "the Territory": a defined term, not a place's name
             strength = 2 if strong else 1
             out.append(_Span(start, start + len(name), name, strength))
+    return out
+
+
+# Values as Chinese, Japanese and Korean write them: a number, then its unit or counter
+# ("2015년 1월 1일", "5年", "40만원", "3,000元", "2%", "20名").
+_CJK_NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+_CJK_DATE = re.compile(
+    r"\d{4}\s*[年년]\s*\d{1,2}\s*[月월]\s*(?:\d{1,2}\s*[日일号號])?|\d{1,2}\s*[月월]\s*\d{1,2}\s*[日일号號]"
+)
+_CJK_YEAR = re.compile(r"\d{4}\s*[年년](?:도|度)?")
+_CJK_DURATION = re.compile(
+    rf"{_CJK_NUM}\s*(?:개월|개년|년간|년|주간|주일|주|일간|일|시간|분|"
+    r"个月|個月|ヶ月|か月|カ月|ケ月|年間|年|週間|周|週|天|日間|日|小时|小時|時間|分钟|分鐘|分)"
+)
+_CJK_MONEY = re.compile(
+    rf"(?:[₩¥￥$]\s*{_CJK_NUM}(?:\s*(?:만|억|천|万|億|千|百万))?|{_CJK_NUM}\s*(?:만|억|천|万|億|千|百万)?\s*"
+    r"(?:원|元|円|엔|위안|달러|美元|ドル|人民币|人民幣))"
+)
+_CJK_PERCENT = re.compile(rf"{_CJK_NUM}\s*(?:%|％|퍼센트|パーセント)|百分之\s*{_CJK_NUM}")
+_CJK_COUNT = re.compile(rf"{_CJK_NUM}\s*(?:개|명|건|회|번|곳|个|個|名|人|件|次|回|社)")
+_CJK_SPANS = {
+    Want.DATE: ((_CJK_DATE, 2), (_CJK_YEAR, 1)),
+    Want.DURATION: ((_CJK_DURATION, 2),),
+    Want.PERCENT: ((_CJK_PERCENT, 2),),
+    Want.FIGURE: ((_CJK_MONEY, 3), (_CJK_PERCENT, 2), (_CJK_DURATION, 1)),
+    Want.COUNT: ((_CJK_COUNT, 3),),
+}
+
+
+def _cjk_spans(text: str, want: Want) -> list[_Span]:
+    """The values of the kind asked for as Chinese, Japanese and Korean text writes them."""
+    out: list[_Span] = []
+    for pattern, strength in _CJK_SPANS.get(want, ()):
+        out.extend(_Span(m.start(), m.end(), m.group(0), strength) for m in pattern.finditer(text))
     return out
 
 
@@ -614,7 +706,14 @@ class _Reader:
         head = set(terms(" ".join(_head(words, wh + 1)))) - _CUE_WORDS if wh is not None else set()
         self.head = head if self.want in _FIGURES else set()
         self.governing = self.want is Want.PLACE and bool(_ASKS_GOVERNING_LAW.search(question))
-        self.year_will_do = bool(re.search(r"\b(?:when|year)\b", question, re.IGNORECASE))
+        self.year_will_do = bool(
+            re.search(
+                r"\b(?:when|year)\b|언제|何时|何時|什么时候|什麼時候|哪年|いつ", question, re.IGNORECASE
+            )
+        )
+        # A Chinese, Japanese or Korean question whose value is not found in the form looked for
+        # (a name or a place: no capitals to find them by) is answered with its sentence.
+        self.cjk = bool(_CJK.search(question))
         self.bound = next((said for asked_for, said in _BOUNDS if asked_for.search(question)), None)
         self.total = sum(self.weights.values())
 
@@ -737,6 +836,8 @@ class _Reader:
             found = self._sentence(candidates)
         else:
             found = self._span(candidates)
+            if found is None and self.cjk:
+                found = self._sentence(candidates)
         return found or self.not_found()
 
     # -- the three ways of answering --
@@ -831,11 +932,21 @@ class _Reader:
                     for x in spans
                 ]
             anchors = _term_positions(unit.text, question_words)
+            step = 40
+            if self.cjk:
+                # Character pairs: the question's subject is its pairs the passage holds least
+                # often ("커피" once, "빅포인트" in every row), and a character says about as
+                # much as an English word.
+                held = {t: unit.text.count(t) for t in question_words if _CJK.search(t) and t in unit.text}
+                if held:
+                    fewest = min(held.values())
+                    anchors = _term_positions(unit.text, {t for t, n in held.items() if n == fewest})
+                step = 8
             span = max(
                 spans,
                 key=lambda s: (
                     s.strength,
-                    -(_distance(s, anchors, unit.value_from, self.want) // 40),
+                    -(_distance(s, anchors, unit.value_from, self.want) // step),
                     -s.start,
                 ),
             )
@@ -1558,7 +1669,14 @@ def _term_positions(text: str, question_words: set[str]) -> list[int]:
     for m in re.finditer(r"[^\W_]+", text):
         if _stem(m.group(0)) in question_words:
             positions.append(m.start())
-    return positions
+    # Chinese, Japanese and Korean terms are character pairs inside words: found where they stand.
+    for term in question_words:
+        if _CJK.search(term):
+            at = text.find(term)
+            while at >= 0:
+                positions.append(at)
+                at = text.find(term, at + 1)
+    return sorted(positions)
 
 
 def _distance(span: _Span, anchors: list[int], value_from: int, want: Want) -> float:

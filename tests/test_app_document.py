@@ -335,7 +335,8 @@ def test_the_distance_chart_shows_reminders_bringing_pages_closer() -> None:
     call = traces[1].calls[0]
     spec = chart(at, "distance_chart")
     names = [t["name"] for t in spec["data"]]
-    assert names == ["without reminders", f"this prompt ({len(call.reminders_after)} reminders)"]
+    count = len(call.reminders_after)
+    assert names == ["without reminders", f"this prompt ({count} reminder{'' if count == 1 else 's'})"]
     without, with_reminders = spec["data"][0]["y"], spec["data"][1]["y"]
     assert len(with_reminders) == PAGES
     assert max(with_reminders) < max(without) / 3

@@ -176,6 +176,32 @@ def test_a_cell_shows_its_citations_and_opens_on_the_document_screen_at_the_cite
     assert not any("Opened from the Review grid" in i.value for i in at.info)
 
 
+def test_a_cells_details_open_once_per_click_and_stay_closed_once_dismissed() -> None:
+    at = open_review()
+    at.button(key="review_run").click().run()
+    run = session(at).review.run
+    assert run is not None
+    header = reviewgrid.headers(run.plan)[1]
+    at.session_state["w.review_grid"] = {"selection": {"rows": [], "columns": [], "cells": [[0, header]]}}
+    at.run()
+    assert session(at).review.details_open
+    assert at.button(key="review_open_doc")  # the details, in the dialog
+    assert any("Confidence:" in m.value or "check this" in m.value for m in at.markdown)
+    # Another rerun (any widget) keeps it open; dismissed, it is closed and the selection let go.
+    at.run()
+    assert session(at).review.details_open and at.button(key="review_open_doc")
+    session(at).review.details_open = False  # as the dialog's on_dismiss leaves it
+    session(at).review.picked = None
+    at.session_state["w.review_grid"] = {"selection": {"rows": [], "columns": [], "cells": []}}
+    at.run()
+    assert not session(at).review.details_open
+    assert not [b for b in at.button if b.key == "review_open_doc"]
+    # The same cell clicked again opens it again.
+    at.session_state["w.review_grid"] = {"selection": {"rows": [], "columns": [], "cells": [[0, header]]}}
+    at.run()
+    assert session(at).review.details_open and at.button(key="review_open_doc")
+
+
 def test_a_failed_cell_says_why_and_is_retried_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     real = offline.OfflineEngine.complete
     failing = {"on": True}
@@ -390,6 +416,15 @@ def test_a_cell_to_check_looks_different_and_the_grid_sorts_and_filters_by_confi
     assert any(
         "check this" in m.value and "the quote does not contain the answer" in m.value for m in at.markdown
     )
+    # A cell not found opens with the pages to read, best first, and the first of them shown.
+    at.session_state["w.review_grid"] = {"selection": {"rows": [], "columns": [], "cells": [[0, header]]}}
+    at.run()
+    assert session(at).review.selected == (not_found.document_sha256, 0, MAIN)
+    assert any(
+        m.value.startswith("**Not found**") and "Pages to read, best first: 2, 1." in m.value
+        for m in at.markdown
+    )
+    assert any("the first page to read" in c for i in at.image for c in i.captions)
 
 
 def replace_conf(cell: Cell, confidence: str) -> Cell:

@@ -21,6 +21,7 @@ from typing import Any
 import pymupdf
 import pytest
 
+from pages.common.reviewgrid import GRID_COLUMN_PX, GRID_FIRST_PX
 from rr_core.documents import load_document, pdf_from_texts
 from rr_core.errors import CorruptDocument
 from rr_core.review.sample import sample_corpus
@@ -116,7 +117,7 @@ def _script_ms(page: Any) -> float:
     return float(ends[-1] - starts[0])
 
 
-GRID_FIRST_PX, GRID_COLUMN_PX, ROW_PX = 220, 200, 35  # as pages/review.py sets them; Streamlit's row
+ROW_PX = 35  # Streamlit's row height
 
 
 def _grid(page: Any) -> Any:
@@ -182,7 +183,7 @@ def test_review_a_corpus_with_three_bad_files_and_open_a_cell(
         box = _grid(page).bounding_box()
         assert box
         page.mouse.click(box["x"] + GRID_FIRST_PX + GRID_COLUMN_PX / 2, box["y"] + ROW_PX * 1.5)
-        detail = main.locator(".st-key-review_cell")
+        detail = page.get_by_role("dialog").locator(".st-key-review_cell")  # over the grid
         expect(detail).to_be_visible()
         settle(page)
         opened_ms = _script_ms(page)
@@ -194,7 +195,7 @@ def test_review_a_corpus_with_three_bad_files_and_open_a_cell(
         )
         kit.shot(page, ARTIFACTS / "review-cell-1440.png")
 
-        main.get_by_role("button", name="Open in the Document screen").click()
+        detail.get_by_role("button", name="Open in the Document screen").click()
         expect(main.get_by_role("heading", name="What the model saw")).to_be_visible()
         settle(page)
         expect(main.get_by_text("Opened from the Review grid")).to_be_visible()

@@ -25,6 +25,10 @@ NOT_STATED_STYLE = "color: #6b7280"
 CHECK_TEXT = "color: #8a4b00; font-style: italic"  # amber: check this (never green or red)
 CHECK_GROUND = "background-color: #fff1d6"
 PENDING = "…"
+# The grid's column widths (px): the document's name (pinned at left), then each question. At
+# 1024×768, beside the sidebar, the grid is about 564 px wide: the name and three questions fit
+# (148 + 3 × 132 = 544, and room for a scroll bar); a cell's whole text is in its details.
+GRID_FIRST_PX, GRID_COLUMN_PX = 148, 132
 CHECK_MARK = "check this"
 # The grid's filter: which cells it shows, by band (a reviewer's decision is a band of its own).
 FILTERS = {"high": "high", "check": "check this", "none": "not found", "reviewed": "reviewed"}

@@ -166,6 +166,10 @@ class ReviewChoices:
     run: ReviewRun | None = None
     role: str = "main"  # the grid shown: the main method's, or the comparison's
     selected: tuple[str, int, str] | None = None  # (document sha256, column, role) of the open cell
+    # The cell's details open in a dialog when a grid cell is newly selected, and stay open over
+    # reruns until dismissed (a rerun that did not draw the dialog would close it).
+    details_open: bool = False
+    picked: tuple[int, str] | None = None  # the grid selection last seen (row, header)
     message: tuple[str, str] | None = None  # (kind, text) said after a rerun
     # Opening the corpus: OCR on or off, and each encrypted file's password as last tried (a
     # hash: the password itself stays in its field for this session only; it is never stored).
