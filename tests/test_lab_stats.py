@@ -341,7 +341,8 @@ def test_a_cell_or_series_with_no_counted_trial_reads_n_a_and_is_never_on_the_fr
     assert next(c for c in data["cells"] if c["method"] == "B")["accuracy"] is None
     report = sweep_markdown(_empty_plan(), result, title="t", engine="e", document="d")
     rows = [line for line in report.splitlines() if line.startswith("| B |")]
-    assert len(rows) == 3 and all("| n/a | n/a |" in line for line in rows), rows
+    # the accuracy table, the strict-and-reference table, the paired differences, the cells
+    assert len(rows) == 4 and all("| n/a | n/a |" in line for line in rows), rows
     assert "share no answered trial" in report and data["comparisons"][0]["difference"] is None
     csv_b = [r for r in csv.DictReader(io.StringIO(sweep_csv(result))) if r["method"] == "B"]
     assert csv_b and csv_b[0]["accuracy"] == "" and csv_b[0]["ci_low"] == ""  # empty, not 0.0

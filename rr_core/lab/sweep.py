@@ -149,6 +149,11 @@ class SweepPlan:
         batch price with the prompt cache as expected."""
         return self.batch_cost.total_usd if mode == "batch" else self.cost.total_usd
 
+    @property
+    def protocols(self) -> dict[str, str]:
+        """The prompt protocol of each series (``settings.PromptProtocol``), bounds included."""
+        return {LabJob.of(job).series: job.settings.protocol.value for job in self.jobs}
+
     def trial(self, trial_id: str) -> TrialFacts | None:
         """The facts of the trial with this id."""
         return self.by_id.get(trial_id)
@@ -490,6 +495,7 @@ def score_trace(job: Job, trace: RunTrace, position: int = -1) -> Score:
         job=position,
         error=trace.error or "",
         would_cost_usd=trace.would_cost_usd,
+        protocol=job.settings.protocol.value,
     )
     return replace(scored, temperatures=sent)
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
-from rr_core.methods import bounds, briefcontext, cheap, paper, rag
+from rr_core.methods import bounds, briefcontext, cheap, paper, rag, selfroute
 from rr_core.methods.building import Group, Method
 from rr_core.plans import Plan
 from rr_core.questions import Question
@@ -31,6 +31,7 @@ from rr_core.tokens import TokenCounter
 _ALL: tuple[Method, ...] = (
     *paper.METHODS,
     *rag.METHODS,
+    *selfroute.METHODS,
     *briefcontext.METHODS,
     *cheap.METHODS,
     *bounds.METHODS,
