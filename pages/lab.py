@@ -246,14 +246,13 @@ with st.expander("Methods and grid", expanded=True):
         "keeps its own, as stated before running.",
     )
     S.bind(
-        st.radio,
+        st.selectbox,
         "Prompts",
         lab,
         "protocol",
         key="lab_protocol",
         options=[p.value for p in PromptProtocol],
         format_func={p.value: p.label[0].upper() + p.label[1:] for p in PromptProtocol}.__getitem__,
-        horizontal=True,
         help="JSON with quotes is what the Ask and Review screens send. The paper's protocol reproduces the "
         "R&R paper's measurement: its prompt structure with a plain-text answer, scored by the reference "
         "metric of its Table 1 beside the strict one, with failed runs counted as wrong.",

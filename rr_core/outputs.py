@@ -423,6 +423,18 @@ _NOTHING = frozenset({"n/a", "na", "none", "no pages", "no page", "nothing", "no
 _MAX_RANGE = 50
 
 
+# The labels of a plain-text reply, as ``_labelled`` keys them.
+_ANSWER, _PAGE, _PAGES = "answer", "page", "pages"
+
+
+def _label_of(match: re.Match[str]) -> str:
+    """The label a labelled line names: the answer, one page, or several pages."""
+    word = match.group(1).lower()
+    if word.startswith("a"):
+        return _ANSWER
+    return _PAGES if word.startswith(("pages", "page n")) else _PAGE
+
+
 def _labelled(text: str) -> dict[str, str]:
     """The first value of each label ("answer", "page", "pages") in a reply; a label with no
     value on its line takes the next non-empty line."""
@@ -432,10 +444,7 @@ def _labelled(text: str) -> dict[str, str]:
         match = _LABELLED.match(line)
         if match is None:
             continue
-        label = match.group(1).lower()
-        label = (
-            "answer" if label == "answer" else "pages" if label.startswith(("pages", "page n")) else "page"
-        )
+        label = _label_of(match)
         value = match.group(2).strip()
         if not value:
             value = next((rest.strip() for rest in lines[i + 1 :] if rest.strip()), "")
@@ -490,14 +499,14 @@ class PlainAnswerOut(AnswerOut):
             except ResponseParseError:
                 pass  # read it as text below
         values = _labelled(text)
-        answer = values.get("answer")
-        page_text = values.get("page") or values.get("pages") or ""
+        answer = values.get(_ANSWER)
+        page_text = values.get(_PAGE) or values.get(_PAGES) or ""
         if answer is None:
             # No label: the first line that is not the page's.
             rest = [
                 line.strip()
                 for line in text.splitlines()
-                if line.strip() and not (_LABELLED.match(line) and "answer" not in line.lower())
+                if line.strip() and not ((match := _LABELLED.match(line)) and _label_of(match) != _ANSWER)
             ]
             answer = _unwrap(rest[0]) if rest else ""
         if not page_text:
@@ -530,7 +539,7 @@ class PlainRetrievalOut(RetrievalOut):
             except ResponseParseError:
                 pass
         values = _labelled(text)
-        where = values.get("pages") or values.get("page")
+        where = values.get(_PAGES) or values.get(_PAGE)
         if where is None:
             lines = [line for line in text.splitlines() if _NUMBER_LINE.match(line.strip())]
             where = "\n".join(lines) if lines else text

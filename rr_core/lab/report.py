@@ -78,7 +78,7 @@ def protocol(plan: SweepPlan) -> dict[str, Any]:
         )
     exact = any(t.exact for t in plan.trials)
     protocols = plan.protocols
-    used = sorted(set(protocols.values()))
+    kinds = sorted(set(protocols.values()))
     dropped = {t.question_id: t.dropped for t in plan.trials if get_task(t.task).drops_passages}
     return {
         "construction": constructions,
@@ -92,15 +92,15 @@ def protocol(plan: SweepPlan) -> dict[str, Any]:
         "question_placement_why": why,
         "scored_by": "exact match on the value" if exact else "fuzzy match (000 §4.3)",
         # Which prompts made the results: the analyst's JSON with quotes, or the paper's own.
-        "prompt_protocol": used[0] if len(used) == 1 else "mixed",
+        "prompt_protocol": kinds[0] if len(kinds) == 1 else "mixed",
         "prompt_protocol_by_series": protocols,
-        "prompt_protocol_means": {p: PromptProtocol(p).label for p in used},
+        "prompt_protocol_means": {p: PromptProtocol(p).label for p in kinds},
         "also_scored_by": "the reference metric of the code behind the paper's Table 1 (substring allowed)",
         "failed_runs": (
             "counted as wrong (the paper's protocol)"
-            if used == [PromptProtocol.PAPER.value]
+            if kinds == [PromptProtocol.PAPER.value]
             else "left out of their cell"
-            if PromptProtocol.PAPER.value not in used
+            if PromptProtocol.PAPER.value not in kinds
             else "counted as wrong in the paper's protocol's series, left out in the others"
         ),
     }
