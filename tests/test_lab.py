@@ -827,7 +827,7 @@ def test_the_paper_protocol_sends_plain_prompts_and_counts_a_failure_as_wrong(
     counted = sum(c.trials for c in result.cells) + len(result.bound_scores)
     assert counted == len(plan.jobs)  # ...and kept in its cell's denominator, as wrong
     failed = next(c for c in result.cells if c.failed)
-    assert failed.correct < failed.trials
+    assert failed.correct < failed.trials and result.missing_cells == []  # complete: the failure is in it
     data = sweep_json(plan, result)
     made = data["protocol"]
     assert (
@@ -873,9 +873,14 @@ def test_lab_cli_takes_the_paper_protocol(capsys: pytest.CaptureFixture[str], tm
     ]
     assert all(s["accuracy_paper_metric"] is not None for s in data["series"])
     assert "protocol" in (tmp_path / "t.csv").read_text().splitlines()[0].split(",")
-    assert main([*args, "--dry-run"]) == 0
+    jobs_file = tmp_path / "jobs.jsonl"
+    assert main([*args, "--dry-run", "--jobs-out", str(jobs_file)]) == 0
     text = capsys.readouterr().out
     assert "prompt protocol: paper" in text and "failed runs counted as wrong" in text
+    from rr_core.lab.sweep import read_jobs
+
+    jobs = read_jobs(jobs_file.read_text())  # a worker elsewhere runs them in the same protocol
+    assert jobs and {j.settings.protocol.value for j in jobs} == {"paper"}
 
 
 # ---- Presets and the CLI ----------------------------------------------------------------------

@@ -436,8 +436,14 @@ class SweepResult:
 
     @property
     def missing_cells(self) -> list[str]:
-        """Cells with a failed trial, named (the results there are incomplete)."""
-        return [f"{c.series} at {c.length:,} tokens, depth {c.depth:g}%" for c in self.cells if c.failed]
+        """Cells with a failed trial left out, named (the results there are incomplete; in the
+        paper's protocol a failed trial is counted, as wrong, and its cell is complete)."""
+        left_out = {(x.series, x.length, x.depth) for x in self.scores if not x.counted}
+        return [
+            f"{c.series} at {c.length:,} tokens, depth {c.depth:g}%"
+            for c in self.cells
+            if (c.series, c.length, c.depth) in left_out
+        ]
 
     def cost_usd(self) -> float:
         """What this sweep paid (calls found in the store cost nothing again; a free engine
