@@ -39,7 +39,7 @@ from rr_core.llm import DEFAULT_PRICE_MODEL, REGISTRY, get_provider
 from rr_core.llm.base import temperature_sent
 from rr_core.methods import all_methods, get_method, parse_spec
 from rr_core.questions import Question, parse_questions
-from rr_core.settings import LAYOUTS, QuestionPlacement
+from rr_core.settings import LAYOUTS, PromptProtocol, QuestionPlacement
 from rr_core.store import WorkRecord
 from rr_core.tokens import counter_for_model
 from rr_core.work import SweepWork
@@ -246,6 +246,18 @@ with st.expander("Methods and grid", expanded=True):
         "keeps its own, as stated before running.",
     )
     S.bind(
+        st.selectbox,
+        "Prompts",
+        lab,
+        "protocol",
+        key="lab_protocol",
+        options=[p.value for p in PromptProtocol],
+        format_func={p.value: p.label[0].upper() + p.label[1:] for p in PromptProtocol}.__getitem__,
+        help="JSON with quotes is what the Ask and Review screens send. The paper's protocol reproduces the "
+        "R&R paper's measurement: its prompt structure with a plain-text answer, scored by the reference "
+        "metric of its Table 1 beside the strict one, with failed runs counted as wrong.",
+    )
+    S.bind(
         st.number_input,
         "Budget cap (USD): refuse to start above it, and send no call that would pass it (0: no cap)",
         lab,
@@ -261,9 +273,12 @@ def _numbers(text: str, kind: type) -> tuple[Any, ...]:
     return tuple(kind(x.strip().replace("_", "")) for x in str(text).split(",") if x.strip())
 
 
-base = S.base_settings().but(question_placement=QuestionPlacement(lab.layout))
+prompts = PromptProtocol(lab.protocol or PromptProtocol.JSON.value)
+base = S.base_settings().but(question_placement=QuestionPlacement(lab.layout), protocol=prompts)
 try:
     specs = [m.strip() for m in lab.methods.split(",") if m.strip()]
+    if prompts is not PromptProtocol.JSON:  # in each spec, so that a queued sweep keeps it too
+        specs = [m if "protocol=" in m else f"{m}:protocol={prompts.value}" for m in specs]
     series = [parse_spec(m, base) for m in specs]
     lengths: tuple[int, ...] | None = _numbers(lab.lengths, int) or None
     depth_text = lab.depths.strip()
@@ -377,6 +392,8 @@ for series_label, used in made["question_placement"].items():
         st.caption(
             f"**{md(series_label)}** uses {md(used)}: {md(made['question_placement_why'][series_label])}."
         )
+for name, means in made["prompt_protocol_means"].items():
+    st.caption(f"**Prompt protocol:** {md(name)}: {md(means)}; failed runs {md(made['failed_runs'])}.")
 if made["scored_by"].startswith("exact"):
     st.caption("**Scored by** exact match on the value: the whole value must come back.")
 lengths_used = sorted({t.length for t in plan.trials})

@@ -348,7 +348,7 @@ with playbook_cols[2]:
 # ---- 3. Method, answer key, estimate ----------------------------------------------------------------
 
 st.subheader("3. Method and estimate")
-METHODS = [m for m in all_methods() if m.group != "bounds"]
+METHODS = [m for m in all_methods() if m.group != "bounds" and not m.needs_gold]  # no gold pages here
 LABELS = {m.name: m.label + (" (all questions in one pass)" if m.several_questions else "") for m in METHODS}
 method_cols = st.columns(3)
 with method_cols[0]:

@@ -44,7 +44,15 @@ from rr_core.errors import ConfigError, LLMError, MissingKeyError, RRError
 from rr_core.llm import ALL_PROVIDERS, PROVIDERS, get_provider
 from rr_core.llm.config import COMPAT_KEY_VAR, command_line_compat_key
 from rr_core.quotes import check_words
-from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
+from rr_core.settings import (
+    LAYOUTS,
+    PARAMS,
+    PromptProtocol,
+    QuestionPlacement,
+    ReminderPlacement,
+    ReminderStyle,
+    RunSettings,
+)
 from rr_core.sources import open_document
 from rr_core.tokens import counter_for_model
 from rr_core.untrusted import plain_name
@@ -285,6 +293,14 @@ def _parser() -> argparse.ArgumentParser:
         choices=[p.value for p in LAYOUTS],
         help="where the question goes in every prompt (default: the preset's, with its reason); a method "
         "that cannot take it keeps its own, and the output says so",
+    )
+    p_lab.add_argument(
+        "--protocol",
+        default="json",
+        choices=("json", "paper"),
+        help="json (default): answers as JSON with a quote per cited page; paper: the R&R paper's prompts "
+        "(instructions, <PAGE n> blocks, reminders) with a plain-text answer and page, scored by the reference "
+        "metric beside the strict one, failed runs counted as wrong",
     )
     p_lab.add_argument("--questions", default=None, help="CSV question,answers,gold_pages (questions task)")
     p_lab.add_argument("--no-bounds", action="store_true", help="skip the closed-book and oracle bounds")
@@ -741,7 +757,8 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.batching import BatchProgress, batch_line
     from rr_core.lab import TASKS, trial_notes, trial_spec
     from rr_core.lab.presets import get_preset
-    from rr_core.lab.report import protocol, sweep_json, trials_csv
+    from rr_core.lab.report import protocol as sweep_protocol
+    from rr_core.lab.report import sweep_json, trials_csv
     from rr_core.llm.base import temperature_sent
     from rr_core.methods import parse_spec
     from rr_core.questions import read_questions
@@ -769,8 +786,11 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     )
     depths = _numbers(args.depths, float, "--depths")
     layout = QuestionPlacement(args.layout) if args.layout else preset.layout
-    base = engine.settings(question_placement=layout)
+    protocol = PromptProtocol(args.protocol)
+    base = engine.settings(question_placement=layout, protocol=protocol)
     specs = [m for m in (args.methods.split(",") if args.methods else preset.series) if m.strip()]
+    if protocol is not PromptProtocol.JSON:  # in each spec, so that a queued sweep keeps it too
+        specs = [m if "protocol=" in m else f"{m.strip()}:protocol={protocol.value}" for m in specs]
     series = [parse_spec(m, base) for m in specs]
     trials, plan = plan_measurement(
         spec,
@@ -800,6 +820,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         "model": model,
         "layout": layout.value,
         "layout_why": preset.why if layout is preset.layout else "set with --layout",
+        "prompt_protocol": protocol.value,
         "mode": args.mode,
         "notes": trial_notes(spec, plan.trials),
     }
@@ -808,7 +829,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     if args.dry_run:
         return {
             **context,
-            "protocol": protocol(plan),
+            "protocol": sweep_protocol(plan),
             "plan": plan.summary(),
             "jobs": len(plan.jobs),
             "dry_run": True,
@@ -1014,6 +1035,8 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         for note in data.get("notes", []):
             print(f"  note: {note}")
         print(f"  question placement: {data['layout']} — {data['layout_why']}")
+        for name, means in made.get("prompt_protocol_means", {}).items():
+            print(f"  prompt protocol: {name} — {means}; failed runs {made['failed_runs']}")
         for series, value in made["question_placement"].items():
             if value != data["layout"]:
                 print(f"    {series}: {value} — {made['question_placement_why'][series]}")
@@ -1062,6 +1085,7 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             print(
                 f"  {s['method']:<40} {_share(s['accuracy']):>5} {_share_range(s)} "
                 f"n={s['trials']} trials, {s['questions']} questions{eff}{misses}"
+                f"; reference metric {_share(s.get('accuracy_paper_metric'))}"
             )
         print(f"  ({data['rules']['interval']})")
         if several:

@@ -79,3 +79,38 @@ def contains_answer(text: str, answers: Iterable[str]) -> bool:
     (§11): "1901" does not occur in "19011", "Paris" does in "(Paris, France)"."""
     body = f" {fuzzy_normalize(text)} "
     return any((norm := fuzzy_normalize(gold)) and f" {norm} " in body for gold in answers)
+
+
+# ---- The reference metric of the paper's Table 1 (000) -----------------------------------------
+#
+# The code the paper's authors published scores more leniently than their sentence (METHOD.md
+# §11): after lowercasing, trimming, dropping every character that is not an ASCII letter, digit
+# or space (unless the text is exactly "n/a") and collapsing runs of spaces, a prediction is
+# right when the word sets are subsets either way, *or either text is a substring of the other*
+# ("1" matches "1901"; "the Paris region" matches "paris"). Reproduced here to compare with
+# Table 1, reported beside the strict word-set metric, never instead of it. One difference: a
+# prediction or gold answer left empty by the normalisation matches nothing (an empty string is
+# a substring of everything, which would score an empty reply right).
+
+_REFERENCE_DROPPED = re.compile(r"[^a-z0-9 ]+")
+
+
+def _reference_normalize(text: str) -> str:
+    text = text.lower().strip()
+    if text == "n/a":
+        return text
+    return re.sub(" +", " ", _REFERENCE_DROPPED.sub("", text))
+
+
+def paper_match(prediction: str, answers: Iterable[str]) -> float:
+    """The reference code's lenient fuzzy match (see above): 1.0 when, normalised, the words of
+    one answer are all in the other, or one text contains the other; the best over the answers."""
+    return max((_paper_one(prediction, gold) for gold in answers), default=0.0)
+
+
+def _paper_one(prediction: str, gold: str) -> float:
+    a, b = _reference_normalize(prediction), _reference_normalize(gold)
+    if not a.strip() or not b.strip():
+        return 0.0
+    words_a, words_b = set(a.split()), set(b.split())
+    return float(words_a <= words_b or words_b <= words_a or a in b or b in a)

@@ -26,6 +26,8 @@ class Output(BaseModel):
 
     WIRE_NAME: ClassVar[str] = "output"
     WIRE_SCHEMA: ClassVar[dict[str, Any]] = {}
+    # False: the reply is plain text (the paper's protocol): no structured output is asked for.
+    STRUCTURED: ClassVar[bool] = True
 
     @classmethod
     def prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -402,6 +404,154 @@ class ExtractionOut(Output):
         return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
+# ---- Plain-text replies (the paper's protocol) ---------------------------------------------
+#
+# The paper asks for an answer and its page, or for page numbers, in plain text. Models write
+# the labels their own way ("**Answer:**", "answer -", a bullet), put the page in brackets, or
+# answer in JSON all the same: each is read here, and a reply that names nothing usable is a
+# ``ResponseParseError`` (a failed call, never a silent "not found").
+
+_LABELLED = re.compile(
+    r"^[ \t*_#>`\-]*(answer|pages?|page numbers?)[ \t*_`]*(?:\(s\))?[ \t*_`]*[:=\-–][ \t]*(.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_PAGE_IN_ANSWER = re.compile(r"[(\[,;]?\s*\(?\bpage\s+(\d+)\)?\]?\s*[.;]?\s*$", re.IGNORECASE)
+_NUMBERS = re.compile(r"\d+(?:\.\d+)?(?:[ \t]*[-–][ \t]*\d+)?")
+_NUMBER_LINE = re.compile(r"^[\s\-*•\[\](),;.]*\d[\d\s,;.\-–•*\[\]()and]*$", re.IGNORECASE)
+_NOTHING = frozenset({"n/a", "na", "none", "no pages", "no page", "nothing", "not found"})
+# A range wider than this ("1-4000") is not a list of pages: its ends are taken as they are.
+_MAX_RANGE = 50
+
+
+# The labels of a plain-text reply, as ``_labelled`` keys them.
+_ANSWER, _PAGE, _PAGES = "answer", "page", "pages"
+
+
+def _label_of(match: re.Match[str]) -> str:
+    """The label a labelled line names: the answer, one page, or several pages."""
+    word = match.group(1).lower()
+    if word.startswith("a"):
+        return _ANSWER
+    return _PAGES if word.startswith(("pages", "page n")) else _PAGE
+
+
+def _labelled(text: str) -> dict[str, str]:
+    """The first value of each label ("answer", "page", "pages") in a reply; a label with no
+    value on its line takes the next non-empty line."""
+    found: dict[str, str] = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        match = _LABELLED.match(line)
+        if match is None:
+            continue
+        label = _label_of(match)
+        value = match.group(2).strip()
+        if not value:
+            value = next((rest.strip() for rest in lines[i + 1 :] if rest.strip()), "")
+        found.setdefault(label, _unwrap(value))
+    return found
+
+
+def _unwrap(value: str) -> str:
+    """A value without the markup and quotes models put around it."""
+    value = value.strip().strip("*_`").strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1].strip()
+    return value
+
+
+def _page_numbers(text: str) -> tuple[list[int], list[str]]:
+    """Page numbers in a piece of text, in order (a small range "3-5" counts its pages), and
+    what was written as a page but is none ("3.5")."""
+    pages: list[int] = []
+    unusable: list[str] = []
+    for token in _NUMBERS.findall(text):
+        if "." in token:
+            unusable.append(token)
+            continue
+        ends = [int(n) for n in re.findall(r"\d+", token)]
+        if len(ends) == 2 and 0 <= ends[1] - ends[0] <= _MAX_RANGE:
+            pages.extend(range(ends[0], ends[1] + 1))
+        else:
+            pages.extend(ends)
+    return list(dict.fromkeys(pages)), unusable
+
+
+def _looks_like_json(text: str) -> bool:
+    stripped = text.strip().strip("`").strip()
+    return stripped.startswith("{") or stripped.lower().startswith("json")
+
+
+class PlainAnswerOut(AnswerOut):
+    """An answer and its page in plain text ("Answer: ...", "Page: 7"): the paper's reply.
+    No quote is asked for, so a citation holds only the page."""
+
+    WIRE_NAME: ClassVar[str] = "plain_answer"
+    WIRE_SCHEMA: ClassVar[dict[str, Any]] = {}
+    STRUCTURED: ClassVar[bool] = False
+
+    @classmethod
+    def parse(cls, text: str) -> PlainAnswerOut:
+        """Read a plain-text answer (or, from a model that answered in JSON anyway, the JSON)."""
+        if _looks_like_json(text):
+            try:
+                return super().parse(text)
+            except ResponseParseError:
+                pass  # read it as text below
+        values = _labelled(text)
+        answer = values.get(_ANSWER)
+        page_text = values.get(_PAGE) or values.get(_PAGES) or ""
+        if answer is None:
+            # No label: the first line that is not the page's.
+            rest = [
+                line.strip()
+                for line in text.splitlines()
+                if line.strip() and not ((match := _LABELLED.match(line)) and _label_of(match) != _ANSWER)
+            ]
+            answer = _unwrap(rest[0]) if rest else ""
+        if not page_text:
+            inline = _PAGE_IN_ANSWER.search(answer)
+            if inline is not None and inline.start() > 0:  # "Paris (page 7)"
+                page_text, answer = inline.group(1), answer[: inline.start()].strip()
+        if not answer:
+            preview = text.strip().replace("\n", " ")[:120]
+            raise ResponseParseError(f"The model's reply holds no answer (it said: {preview!r}).", text)
+        data: dict[str, Any] = {"answer": answer}
+        if page_text and page_text.strip().lower().rstrip(".") not in _NOTHING:
+            data["citations"] = [{"page": page_text}]
+        return cls.model_validate(data)
+
+
+class PlainRetrievalOut(RetrievalOut):
+    """Page numbers in plain text ("Pages: 3, 17, 42"): the paper's retrieval reply."""
+
+    WIRE_NAME: ClassVar[str] = "plain_retrieval"
+    WIRE_SCHEMA: ClassVar[dict[str, Any]] = {}
+    STRUCTURED: ClassVar[bool] = False
+
+    @classmethod
+    def parse(cls, text: str) -> PlainRetrievalOut:
+        """Read the page numbers of a plain-text reply: after a "Pages:" label where there is
+        one, else on the lines that hold only numbers, else anywhere in the reply."""
+        if _looks_like_json(text):
+            try:
+                return super().parse(text)
+            except ResponseParseError:
+                pass
+        values = _labelled(text)
+        where = values.get(_PAGES) or values.get(_PAGE)
+        if where is None:
+            lines = [line for line in text.splitlines() if _NUMBER_LINE.match(line.strip())]
+            where = "\n".join(lines) if lines else text
+        pages, unusable = _page_numbers(where)
+        if not pages and not unusable:
+            said = where.strip().lower().rstrip(".")
+            if said not in _NOTHING and not any(word in said for word in ("no relevant", "none of")):
+                preview = text.strip().replace("\n", " ")[:120]
+                raise ResponseParseError(f"The model's reply names no page (it said: {preview!r}).", text)
+        return cls.model_validate({"pages": pages, "unusable": unusable})
+
+
 # What a check of an answer against its quotes can find (MISSING: the check gave no verdict).
 VERDICTS = ("supported", "partial", "unsupported")
 UNCHECKED = "unchecked"
@@ -447,9 +597,15 @@ OUTPUTS: tuple[type[Output], ...] = (
 )
 
 
+# The paper's plain-text form of each JSON shape that has one.
+PLAIN_FORMS: dict[type[Output], type[Output]] = {AnswerOut: PlainAnswerOut, RetrievalOut: PlainRetrievalOut}
+# The plain-text shapes (no wire schema: ``OUTPUTS`` lists the structured ones).
+PLAIN_OUTPUTS: tuple[type[Output], ...] = tuple(PLAIN_FORMS.values())
+
+
 def output_named(name: str) -> type[Output]:
     """The output class of a wire name (traces store the name)."""
-    for cls in OUTPUTS:
+    for cls in (*OUTPUTS, *PLAIN_OUTPUTS):
         if name == cls.WIRE_NAME:
             return cls
     raise KeyError(name)

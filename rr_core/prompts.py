@@ -275,6 +275,44 @@ TASKS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
+# The paper's protocol (000 §3, App. A; METHOD.md §2–§6): the same skeleton, reminders and
+# pages, but the reply is plain text: the answer and the page that contains it (retrieval: the
+# page numbers), with no JSON and no quote. Our own words. Only the tasks the paper's methods
+# and the Lab's bounds use have this form; the others keep their JSON one.
+PAPER_ANSWER_FORMAT = (
+    "Reply in plain text, not JSON, in exactly two lines:\n"
+    "Answer: <a short answer, in words taken from the {source}>\n"
+    "Page: <the number of the page that contains the answer>\n"
+    'If the {source} does not contain the answer, reply "Answer: n/a" and "Page: n/a".'
+)
+PAPER_RETRIEVE_FORMAT = (
+    "Reply in plain text, not JSON, in one line:\n"
+    "Pages: <up to {top_k} page numbers separated by commas, most relevant first>"
+)
+PAPER_CLOSED_BOOK_FORMAT = (
+    "Reply in plain text, not JSON, in one line:\n"
+    'Answer: <a short answer>, or "Answer: n/a" if you do not know it.'
+)
+PAPER_TASKS: dict[str, tuple[str, str, str]] = {
+    "answer": (
+        "answer a question based on the document below. " + PAGES_NOTE,
+        "answer the question based on the document above, and give the page that contains the answer.",
+        PAPER_ANSWER_FORMAT.replace("{source}", "document"),
+    ),
+    "retrieve": (
+        "find the pages of the document below that are most relevant to answering a question. "
+        + PAGES_NOTE
+        + " Identify up to {top_k} page numbers, most relevant first.",
+        "identify up to {top_k} page numbers of the document above most relevant to answering the question.",
+        PAPER_RETRIEVE_FORMAT,
+    ),
+    "closed_book": (
+        "answer a question from what you know. No document is given.",
+        "answer the question from what you know.",
+        PAPER_CLOSED_BOOK_FORMAT,
+    ),
+}
+
 OPENING = "<INSTRUCTIONS>\nYour task is to {task}\n\n{questions}\n\n{format}\n</INSTRUCTIONS>"
 CLOSING = "<INSTRUCTIONS>\nNow, {task_now}\n\n{questions}\n\n{format}\n</INSTRUCTIONS>"
 # The question-after layout (001 §3): the task before the document without the question, and
@@ -325,11 +363,19 @@ def _questions_text(questions: Sequence[str]) -> str:
 
 
 def instructions(
-    task: str, question: str | Sequence[str], *, top_k: int = 5, tags_only_reminder: bool = False
+    task: str,
+    question: str | Sequence[str],
+    *,
+    top_k: int = 5,
+    tags_only_reminder: bool = False,
+    plain: bool = False,
 ) -> Instructions:
-    """The instruction blocks of a prompt for one of ``TASKS`` and its question(s)."""
+    """The instruction blocks of a prompt for one of ``TASKS`` and its question(s); ``plain``:
+    the paper's plain-text form of the task (``PAPER_TASKS``)."""
     questions = [question] if isinstance(question, str) else list(question)
-    what, now, fmt = (part.format(top_k=top_k) for part in TASKS[task])
+    if plain and task not in PAPER_TASKS:
+        raise ValueError(f"bug: the task {task!r} has no plain-text form")
+    what, now, fmt = (part.format(top_k=top_k) for part in (PAPER_TASKS if plain else TASKS)[task])
     q = _questions_text(questions)
     reminder = (
         REMINDER_TAGS_ONLY if tags_only_reminder else REMINDER.format(task=what, questions=q, format=fmt)

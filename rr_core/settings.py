@@ -153,6 +153,33 @@ class ReminderPlacement(StrEnum):
     BEFORE_PAGES = "before-pages"
 
 
+class PromptProtocol(StrEnum):
+    """How the prompts ask and the replies answer.
+
+    - ``json``: the analyst's default: a JSON reply whose answer cites each page with a quote
+      copied word for word (what the screens check against the page);
+    - ``paper``: the R&R paper's own prompts (000 §3, App. A): the same skeleton of
+      instructions, ``<PAGE n>`` blocks and ``INSTRUCTIONS_REMINDER`` blocks, but a plain-text
+      reply: the answer and its page (retrieval: the page numbers), no JSON and no quote. The Lab
+      scores it with the reference metric beside the strict one, and counts failed runs as wrong.
+    """
+
+    JSON = "json"
+    PAPER = "paper"
+
+    @property
+    def label(self) -> str:
+        """How the protocol is shown."""
+        return PROTOCOL_LABELS[self]
+
+
+PROTOCOL_LABELS: dict[PromptProtocol, str] = {
+    PromptProtocol.JSON: "JSON answers with a quote per cited page (the analyst's default)",
+    PromptProtocol.PAPER: "the R&R paper's prompts: plain-text answer and page, no quote "
+    "(reference metric beside the strict one; failed runs count as wrong)",
+}
+
+
 class QuestionPlacement(StrEnum):
     """Where the task and the question stand around the document (the prompt's layout).
 
@@ -260,6 +287,8 @@ class RunSettings:
     # option: a free engine's reader judges support itself and sends nothing more.
     verify: bool = False
     verify_model: str = ""
+    # The paper's prompts and plain-text replies, or the analyst's JSON with quotes.
+    protocol: PromptProtocol = PromptProtocol.JSON
 
     @property
     def verifier(self) -> str:
@@ -296,6 +325,8 @@ class RunSettings:
         for name in _ONLY_WHEN_SET:
             if not data[name]:
                 del data[name]
+        if data["protocol"] is PromptProtocol.JSON:
+            del data["protocol"]  # as ``_ONLY_WHEN_SET``: JSON runs keep their keys
         return {
             k: (v.value if isinstance(v, StrEnum) else list(v) if isinstance(v, tuple) else v)
             for k, v in data.items()
@@ -310,6 +341,8 @@ class RunSettings:
             values["reminder_style"] = ReminderStyle(values["reminder_style"])
         if "reminder_placement" in values:
             values["reminder_placement"] = ReminderPlacement(values["reminder_placement"])
+        if "protocol" in values:
+            values["protocol"] = PromptProtocol(values["protocol"])
         if "question_placement" in values:
             placement = str(values["question_placement"])
             values["question_placement"] = QuestionPlacement(_RENAMED.get(placement, placement))

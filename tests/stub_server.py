@@ -281,6 +281,11 @@ def default_text(body: Any) -> str:
         return json.dumps(
             {"results": [{"question": i, "pages": found} for i in range(1, len(questions) + 1)]}
         )
+    if name is None and "Reply in plain text" in prompt:  # the paper's protocol: no JSON
+        tail = prompt.rsplit("<INSTRUCTIONS>", 1)[-1]
+        if "Pages:" in tail:
+            return "Pages: " + ", ".join(str(p) for p in (pages[:2] or [1, 2]))
+        return f"Answer: stub answer\nPage: {pages[0] if pages else 1}"
     if name == "retrieval" or (name is None and '"pages"' in prompt):
         return json.dumps({"question": question, "pages": pages[:2] or [1, 2]})
     if name == "verification":

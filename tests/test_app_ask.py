@@ -344,7 +344,7 @@ def test_every_method_at_once() -> None:
     groups: dict[str, list[str]] = {}
     for m in all_methods():
         groups.setdefault(m.group, []).append(m.name)
-    assert sum(len(v) for v in groups.values()) == 12
+    assert sum(len(v) for v in groups.values()) == 14
     at = open_app(**{f"methods_{g}": names for g, names in groups.items()})
     for group, names in groups.items():
         assert at.pills(key=f"w.methods_{group}").value == names
@@ -356,7 +356,7 @@ def test_every_method_at_once() -> None:
     assert oracle["Settings"] == f"gold pages {FIRST.page}"
     traces = run(at)
     assert not at.error
-    assert at.status[0].label == "Done: 12 of 12 runs answered"
+    assert at.status[0].label == "Done: 14 of 14 runs answered"
     assert [t.label for t in traces] == labels
     assert card_titles(at) == [md(label) for label in labels]
     by_method = {t.method: t for t in traces}

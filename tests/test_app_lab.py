@@ -110,17 +110,17 @@ def test_the_lab_opens_on_the_simulated_reader_with_the_cost_before_running() ->
     assert at.selectbox(key="w.lab_preset").value == "quick"
     small_grid(at)
     plan = expected_plan()
-    assert len(plan.trials) == 3 and len(plan.jobs) == 12  # baseline, the two cheap baselines, R&R
+    assert len(plan.trials) == 3 and len(plan.jobs) == 15  # baseline, the three cheap baselines, R&R
     text = summary(at)
     assert (
-        f"**Before running:** 3 trials × methods = 12 runs, about {plan.calls} calls and "
+        f"**Before running:** 3 trials × methods = 15 runs, about {plan.calls} calls and "
         f"{plan.input_tokens:,} input tokens ({plan.cacheable_tokens:,} in prefixes shared with another "
         f"call): **~${plan.usd:.2f}** now as {md(PRICE_MODEL)}"
     ) in text
     assert "free here (not an LLM)" in text and "not paid again" in text
     assert any(
         c.startswith(
-            "Lengths 40,000; depths 0%, 50%, 100%; methods: Baseline, Question last, Prompt repeated, R"
+            "Lengths 40,000; depths 0%, 50%, 100%; methods: Baseline, Question last, Prompt repeated, Self"
         )
         for c in (x.value for x in at.caption)
     )
@@ -152,14 +152,14 @@ def test_the_simulated_reader_loses_the_middle_and_rr_does_not() -> None:
     assert "Would cost (USD)" in table.columns and "Cost (USD)" not in table.columns  # a free engine
     assert "Effective length" not in table.columns  # one length: nothing to say
     rows = {r["Method"].split(" (")[0]: r for r in table.to_dict("records")}
-    assert set(rows) == {"Baseline", "Question last", "Prompt repeated", "R&R"}
+    assert set(rows) == {"Baseline", "Question last", "Prompt repeated", "Self-Route", "R&R"}
     assert rows["Baseline"]["Trials"] == rows["R&R"]["Trials"] == 3
     assert rows["Baseline"]["Questions"] == rows["R&R"]["Questions"] == 1  # one fact, at every depth
     assert rows["Baseline"]["Accuracy"] == "67%" and rows["R&R"]["Accuracy"] == "100%"
     assert rows["R&R"]["Calls / trial"] == 2.0 and rows["Baseline"]["Calls / trial"] == 1.0
     # One fact: too few for the paired difference to be shown, and the screen says so.
     paired = next(d.value for d in at.dataframe if "Against" in d.value.columns).to_dict("records")
-    assert len(paired) == 6 and {r["Questions"] for r in paired} == {1}  # every pair of four methods
+    assert len(paired) == 10 and {r["Questions"] for r in paired} == {1}  # every pair of five methods
     said = " ".join(m.value for m in at.markdown)
     verdicts = [c.sentence() for c in result.comparisons]
     assert all(v.startswith("No difference shown") for v in verdicts)
@@ -180,20 +180,21 @@ def test_the_simulated_reader_loses_the_middle_and_rr_does_not() -> None:
         "Baseline": [100, 0, 100],
         "Question last": [0, 0, 100],
         "Prompt repeated": [100, 0, 100],
+        "Self-Route": [100, 100, 100],  # its passages are short: all in view
         "R&R": [100, 100, 100],
     }
     # Dodged: at each depth the methods' points (and error bars) stand apart, in order.
-    xs = [lines[name]["x"] for name in ("Baseline", "Question last", "Prompt repeated", "R&R")]
+    xs = [lines[name]["x"] for name in ("Baseline", "Question last", "Prompt repeated", "Self-Route", "R&R")]
     assert all(a < b for left, right in zip(xs, xs[1:]) for a, b in zip(left, right, strict=True))
     assert [d[0] for d in lines["R&R"]["customdata"]] == list(DEPTHS)  # the hover says the true depth
     by_distance = [t for t in depth["data"] if t.get("xaxis") == "x2"]
-    assert len(by_distance) == 4 and depth["layout"]["xaxis2"]["title"]["text"].startswith(
+    assert len(by_distance) == 5 and depth["layout"]["xaxis2"]["title"]["text"].startswith(
         "tokens to the end"
     )
     failures = charts["lab_failures"]
-    assert {x.split(" (")[0] for t in failures["data"] for x in t["x"]} == {"R&R"}
+    assert {x.split(" (")[0] for t in failures["data"] for x in t["x"]} == {"Self-Route", "R&R"}
     with_n = next(d.value for d in at.dataframe if "Tokens to the end" in d.value.columns)
-    assert set(with_n["Trials"]) == {1} and set(with_n["Questions"]) == {1} and len(with_n) == 12
+    assert set(with_n["Trials"]) == {1} and set(with_n["Questions"]) == {1} and len(with_n) == 15
     assert [b.label for b in at.download_button] == [
         "Download JSON",
         "Download CSV (cells)",
@@ -202,7 +203,9 @@ def test_the_simulated_reader_loses_the_middle_and_rr_does_not() -> None:
     ]
     plan = expected_plan()
     done = next(c.value for c in at.caption if "calls made" in c.value)
-    assert f"{plan.calls} calls made, 0 found in the store" in done
+    # Self-Route's long call, counted in the estimate (the most it can cost), was never needed: its
+    # passages answered each of the 3 trials.
+    assert f"{plan.calls - 3} calls made, 0 found in the store" in done
     assert "nothing paid (the engine is free); the same calls would cost $" in done
 
 
@@ -248,7 +251,15 @@ def test_the_offline_engine_with_bounds_runs_end_to_end() -> None:
     at.button(key="lab_run").click().run()
     assert not at.exception and not at.error
     rows = {r["Method"].split(" (")[0]: r for r in lab_table(at).to_dict("records")}
-    assert set(rows) == {"Baseline", "Question last", "Prompt repeated", "R&R", "Closed-book", "Oracle"}
+    assert set(rows) == {
+        "Baseline",
+        "Question last",
+        "Prompt repeated",
+        "Self-Route",
+        "R&R",
+        "Closed-book",
+        "Oracle",
+    }
     assert rows["Closed-book"]["Accuracy"] == "0%" and rows["Oracle"]["Accuracy"] == "100%"
     depth = json.loads(at.get("plotly_chart")[0].proto.spec)
     names = [t["name"] for t in depth["data"]]
@@ -439,7 +450,7 @@ def test_a_batching_engine_offers_batches_with_three_estimates_and_checks_the_ch
         ]
         assert send.value == "now"
         plan = expected_plan("openai", PRICE_MODEL)
-        assert plan.batch_cost.total_usd < plan.cached_cost.total_usd <= plan.cost.total_usd
+        assert plan.batch_cost.total_usd < plan.cached_cost.total_usd <= plan.cost.total_usd + 1e-9  # sums in floats
         assert estimates(at) == {
             "Now, list price, no cache — the ceiling": f"${plan.cost.total_usd:.2f}",
             "Now, with prompt cache (expected)": f"${plan.cached_cost.total_usd:.2f}",
@@ -511,3 +522,21 @@ def test_a_paid_batch_sweep_pays_the_batch_price_and_says_how_it_was_sent(
             paid[mode] = result.paid_usd()
     # Batches cost less than the same calls sent now (the calls sent in batches at half price).
     assert 0 < paid["batch"] < paid["now"]
+
+
+def test_the_prompts_choice_runs_the_papers_protocol_and_says_so() -> None:
+    at = open_lab()
+    assert at.selectbox(key="w.lab_protocol").value == "json"  # the analyst's default
+    small_grid(at)
+    at.selectbox(key="w.lab_protocol").set_value("paper").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(
+        c.value.startswith("**Prompt protocol:** paper") and "counted as wrong" in c.value for c in at.caption
+    )
+    at.button(key="lab_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    plan = at.session_state["lab_result"]["plan"]
+    assert {job.settings.protocol.value for job in plan.jobs} == {"paper"}
+    result = at.session_state["lab_result"]["result"]
+    assert {s.protocol for s in result.scores} == {"paper"}
+    assert all("protocol: paper" in s.series for s in result.summaries)

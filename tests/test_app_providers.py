@@ -382,7 +382,7 @@ def test_a_configured_server_url_gets_the_configured_key(stub, monkeypatch) -> N
 # ---- Anthropic (Messages API) -------------------------------------------------------------
 
 
-def test_anthropic_sends_reminders_only_in_rr_retrieval_and_no_temperature(stub, downloads) -> None:
+def test_anthropic_sends_reminders_only_in_rr_retrieval_and_temperature_0(stub, downloads) -> None:
     at = open_app("anthropic", stub.anthropic_url)
     assert at.session_state["model"] == DEFAULT_MODELS["anthropic"]
     reminders = expected_reminders("anthropic", DEFAULT_MODELS["anthropic"])
@@ -394,7 +394,7 @@ def test_anthropic_sends_reminders_only_in_rr_retrieval_and_no_temperature(stub,
     assert_rr_prompts(stub, "messages", traces, reminders)
     for request in stub.requests:
         body = request.body
-        assert "temperature" not in body
+        assert body["temperature"] == 0  # a raw body field: the SDK has no parameter for it
         assert body["model"] == DEFAULT_MODELS["anthropic"]
         assert body["output_config"]["format"]["type"] == "json_schema"
         # The SDK sends the key as x-api-key or, in newer versions, as a bearer token.

@@ -198,6 +198,8 @@ def test_plan_json_contract(capsys: pytest.CaptureFixture[str], planted_txt: Pat
             assert len(retrievals) == 1 and retrievals[0]["pages"] == list(range(1, 41))
     elif method == "rag":
         assert stages == ["rank", "answer"]
+    elif method == "self-route":  # RAG, then the whole document only when it must (estimated as sent)
+        assert stages == ["rank", "answer", "answer"] and plan["phases"][2]["estimated"]
     elif method == "briefcontext":
         assert stages == ["rank", "map", "reduce"] and plan["notes"]
     else:
@@ -207,7 +209,8 @@ def test_plan_json_contract(capsys: pytest.CaptureFixture[str], planted_txt: Pat
     if method == "oracle":
         assert calls[0][1]["pages"] == [27] and plan["settings"] == "gold pages 27"
     has_reminders = any(step["reminders_after_pages"] for _, step in calls)
-    assert has_reminders == (method in REMINDING)
+    # The before-answer ablation's one reminder stands before the gold page 27 (after page 26).
+    assert has_reminders == (method in (*REMINDING, "reprompt-before-answer"))
 
 
 def test_plan_table(capsys: pytest.CaptureFixture[str], planted_txt: Path) -> None:

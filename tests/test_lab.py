@@ -743,14 +743,14 @@ def test_a_free_engine_never_reports_a_cost_as_paid() -> None:
 # ---- Never pay twice ---------------------------------------------------------------------------
 
 
-def _stub_sweep(stub: StubServer, store: CallCache, cancel_after: int | None = None):  # type: ignore[no-untyped-def]
+def _stub_sweep(  # type: ignore[no-untyped-def]
+    stub: StubServer, store: CallCache, cancel_after: int | None = None, protocol: str = "json"
+):
     counter = word_counter()
     document = neutral_document(pages=12, words_per_page=150)
     trials = planted_trials(document, PageCounts(counter), lengths=(1_500,), depths=(0, 50, 100), repeats=1)
-    series = [
-        parse_spec(s, BASE.but(provider="openai-compatible", model="local-model", price_model=""))
-        for s in ("baseline", "rr")
-    ]
+    base = BASE.but(provider="openai-compatible", model="local-model", price_model="")
+    series = [parse_spec(f"{s}:protocol={protocol}", base) for s in ("baseline", "rr")]
     plan = plan_sweep(trials, series, counter)
     client = make_client("openai-compatible", model="local-model", base_url=stub.url, max_retries=0)
     with Executor(client, concurrency=1, cache=store) as executor:
@@ -807,6 +807,82 @@ def test_a_provider_failure_mid_sweep_keeps_every_result_and_names_the_missing_c
     assert len(result.missing_cells) == 1
     counted = sum(c.trials for c in result.cells) + len(result.bound_scores)
     assert counted == len(plan.jobs) - 1  # every other run kept
+
+
+def test_the_paper_protocol_sends_plain_prompts_and_counts_a_failure_as_wrong(
+    stub: StubServer, tmp_path: Path
+) -> None:
+    import csv
+    import io
+
+    from stub_server import prompt_of, server_error
+
+    from rr_core.lab.report import trials_csv
+
+    stub.enqueue(None, None, server_error(500))  # the third request fails
+    plan, result = _stub_sweep(stub, SQLiteStore(tmp_path / "lab.sqlite3"), protocol="paper")
+    bodies = stub.bodies("chat")
+    assert bodies and all("response_format" not in b for b in bodies)  # plain text: no structured output
+    assert all("Reply in plain text, not JSON" in prompt_of(b) for b in bodies)
+    assert all(b.get("temperature") == 0 for b in bodies)
+    assert len(result.failures) == 1 and result.failure_reasons  # the failure is still named...
+    counted = sum(c.trials for c in result.cells) + len(result.bound_scores)
+    assert counted == len(plan.jobs)  # ...and kept in its cell's denominator, as wrong
+    failed = next(c for c in result.cells if c.failed)
+    assert failed.correct < failed.trials and result.missing_cells == []  # complete: the failure is in it
+    data = sweep_json(plan, result)
+    made = data["protocol"]
+    assert (
+        made["prompt_protocol"] == "paper"
+        and made["failed_runs"] == "counted as wrong (the paper's protocol)"
+    )
+    assert set(made["prompt_protocol_by_series"].values()) == {"paper"}  # the bounds too
+    assert all("accuracy_paper_metric" in s for s in data["series"])
+    assert all("protocol: paper" in s["method"] for s in data["series"])
+    rows = list(csv.DictReader(io.StringIO(trials_csv(plan, result))))
+    assert {r["protocol"] for r in rows} == {"paper"}
+    broken = next(r for r in rows if r["failed"] == "1")
+    assert broken["correct"] == "0" and broken["correct_paper_metric"] == "0"
+    report = sweep_markdown(plan, result, title="t", engine="e", document="d")
+    assert "**Prompt protocol:** paper" in report and "Reference metric" in report
+    assert "**Failed runs:** counted as wrong" in report
+
+
+def test_the_json_protocol_leaves_a_failure_out_and_says_so(stub: StubServer, tmp_path: Path) -> None:
+    from stub_server import server_error
+
+    stub.enqueue(None, None, server_error(500))
+    plan, result = _stub_sweep(stub, SQLiteStore(tmp_path / "lab.sqlite3"))
+    made = sweep_json(plan, result)["protocol"]
+    assert made["prompt_protocol"] == "json" and made["failed_runs"] == "left out of their cell"
+    assert sum(c.trials for c in result.cells) + len(result.bound_scores) == len(plan.jobs) - 1
+
+
+def test_lab_cli_takes_the_paper_protocol(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "neutral.txt"
+    path.write_text("\f".join(p.text for p in neutral_document().pages))
+    args = ["lab", str(path), "--provider", "simulated", "--methods", "baseline,self-route,rr:k=1000"]
+    args += ["--lengths", "8000", "--depths", "0,100", "--repeats", "1", "--protocol", "paper"]
+    code = main(["--json", *args, "--trials-csv", str(tmp_path / "t.csv")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["prompt_protocol"] == "paper" and data["protocol"]["prompt_protocol"] == "paper"
+    assert [s["method"] for s in data["series"]] == [
+        "Baseline (protocol: paper)",
+        "Self-Route (w = 300 · top = 5 · protocol: paper)",
+        "R&R (k = 1,000 · N = 5 · protocol: paper)",
+    ]
+    assert all(s["accuracy_paper_metric"] is not None for s in data["series"])
+    assert "protocol" in (tmp_path / "t.csv").read_text().splitlines()[0].split(",")
+    jobs_file = tmp_path / "jobs.jsonl"
+    assert main([*args, "--dry-run", "--jobs-out", str(jobs_file)]) == 0
+    text = capsys.readouterr().out
+    assert "prompt protocol: paper" in text and "failed runs counted as wrong" in text
+    from rr_core.lab.sweep import read_jobs
+
+    jobs = read_jobs(jobs_file.read_text())  # a worker elsewhere runs them in the same protocol
+    assert jobs and {j.settings.protocol.value for j in jobs} == {"paper"}
 
 
 # ---- Presets and the CLI ----------------------------------------------------------------------

@@ -28,6 +28,7 @@ from rr_core.lab.stats import (
     effective_length,
     mcnemar_exact,
     paired_interval,
+    score,
     summarise,
     wilson,
 )
@@ -341,7 +342,8 @@ def test_a_cell_or_series_with_no_counted_trial_reads_n_a_and_is_never_on_the_fr
     assert next(c for c in data["cells"] if c["method"] == "B")["accuracy"] is None
     report = sweep_markdown(_empty_plan(), result, title="t", engine="e", document="d")
     rows = [line for line in report.splitlines() if line.startswith("| B |")]
-    assert len(rows) == 3 and all("| n/a | n/a |" in line for line in rows), rows
+    # the accuracy table, the strict-and-reference table, the paired differences, the cells
+    assert len(rows) == 4 and all("| n/a | n/a |" in line for line in rows), rows
     assert "share no answered trial" in report and data["comparisons"][0]["difference"] is None
     csv_b = [r for r in csv.DictReader(io.StringIO(sweep_csv(result))) if r["method"] == "B"]
     assert csv_b and csv_b[0]["accuracy"] == "" and csv_b[0]["ci_low"] == ""  # empty, not 0.0
@@ -507,3 +509,48 @@ def test_per_trial_records_name_the_layout_and_the_scoring_rule() -> None:
     rows = list(csv.DictReader(io.StringIO(trials_csv(plan, result))))
     assert {r["question_placement"] for r in rows} == {BASE.question_placement.value}
     assert {r["scored_by"] for r in rows} == {"fuzzy match"}
+
+
+# ---- The reference metric of the paper's Table 1 ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "strict", "reference"),
+    [
+        ("Paris", "Paris", 1.0, 1.0),
+        ("the city of Paris, France", "Paris", 1.0, 1.0),  # word subset: both
+        ("1", "1901", 0.0, 1.0),  # a substring: only the reference code
+        ("Parisian", "Paris", 0.0, 1.0),
+        ("4.2m euros", "4.2 million euros", 0.0, 0.0),
+        ("n/a", "Paris", 0.0, 0.0),
+        ("n/a", "n/a", 1.0, 1.0),
+        ("", "Paris", 0.0, 0.0),  # an empty reply matches nothing (the one difference, stated)
+    ],
+)
+def test_the_reference_metric_is_the_lenient_one_of_the_papers_code(
+    prediction: str, gold: str, strict: float, reference: float
+) -> None:
+    from rr_core.metrics import fuzzy_match, paper_match
+
+    assert (fuzzy_match(prediction, [gold]), paper_match(prediction, [gold])) == (strict, reference)
+    assert paper_match(prediction, ["nothing alike", gold]) == reference  # the best over the answers
+
+
+def test_scores_carry_both_metrics_and_the_paper_protocol_counts_failures() -> None:
+    common = dict(
+        series="S", method="baseline", length=1_000, depth=50.0, question_id="q", answers=("1901",),
+        gold_pages=(1,), retrieved=(), cited=None, retrieves=False, cost_usd=0.0, calls=1,
+        input_tokens=1, output_tokens=1,
+    )  # fmt: skip
+    right = score(trial="a", answer="1", failed=False, protocol="paper", **common)  # type: ignore[arg-type]
+    failed = score(trial="b", answer=None, failed=True, protocol="paper", **common)  # type: ignore[arg-type]
+    left_out = score(trial="c", answer=None, failed=True, **common)  # type: ignore[arg-type]
+    assert (right.correct, right.paper_correct, right.counted) == (False, True, True)
+    assert (failed.paper_correct, failed.counted, left_out.counted) == (False, True, False)
+    (cell,) = cells([right, failed])
+    assert (cell.trials, cell.failed, cell.correct, cell.paper_correct) == (2, 1, 0, 1)
+    assert (
+        cell.as_dict()["accuracy_paper_metric"] == 0.5 and cell.reading_misses == 1
+    )  # the failure is no miss
+    (summary,) = summarise([right, failed])
+    assert (summary.trials, summary.accuracy, summary.paper_accuracy) == (2, 0.0, 0.5)

@@ -73,8 +73,9 @@ def test_answer_sends_messages_request_with_output_schema(stub: StubServer) -> N
     assert sent.body["max_tokens"] == 300
     assert sent.body["messages"] == [{"role": "user", "content": PROMPT}]
     assert sent.body["output_config"] == {"format": {"type": "json_schema", "schema": ANSWER_SCHEMA}}
-    assert "temperature" not in sent.body  # anthropic 2.12's messages.create takes none
-    assert completion.temperature is None and client.identity()["temperature"] is None
+    # A raw body field: anthropic 2.12's messages.create has no temperature parameter.
+    assert sent.body["temperature"] == 0
+    assert completion.temperature == 0.0 and client.identity()["temperature"] == 0.0
     assert completion.structured is True
     assert completion.model == "claude-test"
     answer = parse_answer(completion.text)
@@ -133,6 +134,43 @@ def test_falls_back_when_structured_output_is_rejected(stub: StubServer) -> None
     assert "output_config" not in bodies[1] and "output_config" not in bodies[2]
     assert first.structured is False and second.structured is False
     assert parse_answer(first.text).answer == "stub answer"
+
+
+def test_temperature_is_dropped_once_the_model_rejects_it(stub: StubServer) -> None:
+    client = client_for(stub)
+    stub.enqueue(
+        Reply(
+            status=400,
+            error_message="`temperature` is deprecated for this model.",
+            error_type="invalid_request_error",
+        )
+    )
+    first = client.complete(answer_request())
+    second = client.complete(answer_request())
+    bodies = stub.bodies("messages")
+    assert len(bodies) == 3 and bodies[0]["temperature"] == 0
+    assert "temperature" not in bodies[1] and "temperature" not in bodies[2]  # remembered
+    assert first.temperature is None and second.temperature is None
+    assert "output_config" in bodies[1]  # structured output was not the problem
+    # The cache identity is the configuration: the rejection changes what is sent, not the key.
+    assert client.identity() == client_for(stub).identity()
+
+
+def test_a_batch_request_carries_temperature_zero() -> None:
+    client = AnthropicClient(model="claude-test", api_key=KEY, max_retries=0)
+    body = client.params(answer_request(), "claude-test", structured=True)
+    assert body["temperature"] == 0
+
+
+def test_a_plain_text_reply_asks_for_no_structured_output(stub: StubServer) -> None:
+    from rr_core.outputs import PlainAnswerOut
+
+    stub.enqueue(Reply(text="Answer: blue\nPage: 3"))
+    completion = client_for(stub).complete(LLMRequest(prompt=PROMPT, schema=PlainAnswerOut, model=""))
+    assert "output_config" not in stub.last.body and stub.last.body["temperature"] == 0
+    assert completion.structured is False
+    parsed = PlainAnswerOut.parse(completion.text)
+    assert (parsed.answer, parsed.page_number) == ("blue", 3)
 
 
 # -- usage -----------------------------------------------------------------------------------

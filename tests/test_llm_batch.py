@@ -487,3 +487,11 @@ def test_llm_errors_are_the_only_failures_a_batch_raises(stub: StubServer) -> No
     assert client.batch is not None
     with pytest.raises(LLMError):
         client.batch.status("msgbatch_nope")
+
+
+def test_every_batched_call_carries_temperature_0_as_the_sync_call_does(stub: StubServer, kind: str) -> None:
+    client = make_client(kind, stub)
+    assert client.batch is not None
+    client.batch.submit(lines(3), label="sweep")
+    sent = stub.batch_lines()
+    assert len(sent) == 3 and all(body["temperature"] == 0 for _, body in sent)

@@ -296,3 +296,15 @@ def test_batches_are_not_offered_for_gemini_and_the_plan_says_so(
     assert main([*argv, "--dry-run"]) == 0
     assert "batches not offered for this provider" in capsys.readouterr().err
     assert stub.requests == []
+
+
+def test_a_plain_text_reply_asks_for_no_json_and_keeps_temperature_0(stub: StubServer) -> None:
+    from rr_core.llm.base import LLMRequest
+    from rr_core.outputs import PlainAnswerOut
+
+    stub.enqueue(Reply(text="Answer: blue\nPage: 3"))
+    completion = client_for(stub).complete(LLMRequest(prompt="Q?", schema=PlainAnswerOut, model=""))
+    config = stub.last.body["generationConfig"]
+    assert config["temperature"] == 0 and "responseJsonSchema" not in config
+    assert "responseMimeType" not in config and completion.structured is False
+    assert PlainAnswerOut.parse(completion.text).page_number == 3

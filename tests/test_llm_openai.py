@@ -478,3 +478,20 @@ def test_every_output_shape_is_sent_as_its_strict_schema(
             "name": schema.WIRE_NAME, "schema": schema.WIRE_SCHEMA, "strict": True,
         }  # fmt: skip
     schema.parse(completion.text)  # the reply comes back in the shape asked
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+def test_a_plain_text_reply_asks_for_no_structured_output(stub: StubServer, api: str) -> None:
+    from rr_core.outputs import PlainRetrievalOut
+
+    client = (
+        chat_client(stub)
+        if api == "chat"
+        else OpenAIClient(model="gpt-4.1-mini", api_key=KEY, base_url=stub.url, max_retries=0)
+    )
+    stub.enqueue(Reply(text="Pages: 4, 2"))
+    completion = client.complete(LLMRequest(prompt=PROMPT, schema=PlainRetrievalOut, model=""))
+    body = stub.last.body
+    assert "text" not in body and "response_format" not in body
+    assert body["temperature"] == 0 and completion.temperature == 0.0 and completion.structured is False
+    assert PlainRetrievalOut.parse(completion.text).pages == [4, 2]

@@ -77,22 +77,23 @@ def resolved_answers(plan: Plan, *replies: list[int]) -> tuple[Call, ...]:
 def test_the_registry_lists_every_method_once_in_display_order() -> None:
     names = method_names()
     assert names == [
-        "baseline", "reprompt", "icr", "rr", "chunked-icr", "chunked-rr", "rag", "briefcontext", "question-last",
-        "repeat", "closed-book", "oracle",
+        "baseline", "reprompt", "icr", "rr", "chunked-icr", "chunked-rr", "reprompt-before-answer", "rag",
+        "self-route", "briefcontext", "question-last", "repeat", "closed-book", "oracle",
     ]  # fmt: skip
     assert list(REGISTRY) == names and [m.name for m in all_methods()] == names
     assert {m.group for m in all_methods()} == set(GROUP_LABELS)
-    assert [m.name for m in all_methods() if m.group == "paper"] == list(PAPER_METHODS)
+    assert [m.name for m in all_methods() if m.group == "paper"] == [*PAPER_METHODS, "reprompt-before-answer"]
     assert [m.name for m in all_methods() if m.group == "other"] == [
         "rag",
+        "self-route",
         "briefcontext",
         "question-last",
         "repeat",
     ]
     assert [m.name for m in all_methods() if m.group == "bounds"] == ["closed-book", "oracle"]
-    assert [m.name for m in all_methods() if m.reminds] == list(REMINDING)
+    assert [m.name for m in all_methods() if m.reminds] == [*REMINDING, "reprompt-before-answer"]
     assert [m.name for m in all_methods() if m.several_questions] == list(RETRIEVING)
-    assert [m.name for m in all_methods() if m.needs_gold] == ["oracle"]
+    assert [m.name for m in all_methods() if m.needs_gold] == ["reprompt-before-answer", "oracle"]
     assert get_method("rr").label == "R&R" and get_method(" chunked-rr ").label == "Chunked R&R"
     for method in all_methods():
         assert method.summary.endswith(".") and method.label

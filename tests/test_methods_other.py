@@ -343,3 +343,98 @@ def test_several_questions_each_give_the_oracle_their_own_gold_pages() -> None:
     questions = [Question("What is the fee?", gold_pages=(11,)), Question("Who signs?", gold_pages=(3, 4))]
     plans = plan_questions(fee_document(), questions, RunSettings(method="oracle"), word_counter())
     assert [p.calls[0].pages for p in plans] == [(11,), (3, 4)]
+
+
+# ---- Self-Route ------------------------------------------------------------------------------
+
+
+def test_self_route_plans_rag_then_the_whole_document_as_its_ceiling() -> None:
+    document = fee_document()
+    plan = plan_of(document, "self-route")
+    rag = plan_of(document, "rag")
+    baseline = plan_of(document, "baseline")
+    assert [p.stage for p in plan.phases] == ["rank", "answer", "answer"]
+    assert all(p.estimated for p in plan.phases[1:])
+    # The estimate counts the long call too: the most the run can cost, never less.
+    long_call = plan.phases[2].steps[0]
+    assert isinstance(long_call, Call)
+    assert long_call.prompt_tokens >= 0.9 * baseline.phases[0].steps[0].prompt_tokens
+    assert plan.phases[1].steps[0].prompt_tokens == rag.phases[1].steps[0].prompt_tokens
+
+
+def test_self_route_reads_the_whole_document_only_when_the_passages_do_not_state_it() -> None:
+    from conftest import offline_traces
+
+    document = fee_document()
+    (answered,) = offline_traces(document, "self-route", question=QUESTION)
+    assert [c.id for c in answered.calls] == ["answer"] and answered.outcome.found
+    assert answered.details["routed_to"] == "passages"
+    (rag,) = offline_traces(document, "rag", question=QUESTION)
+    assert answered.cost_usd == pytest.approx(rag.cost_usd)  # one short call: RAG's cost
+    (routed,) = offline_traces(document, "self-route", question="Which zeppelin crossed the Andes?")
+    # RAG's reader found nothing in its passages (if any matched), so the whole document was read.
+    assert [c.id for c in routed.calls][-1:] == ["answer.whole"] and len(routed.calls) <= 2
+    assert routed.details["routed_to"] == "whole document"
+    assert routed.outcome.retrieved_pages == list(range(1, len(document.pages) + 1))
+    assert any("Self-Route" in w for w in routed.warnings)
+
+
+def test_self_route_through_a_model_pays_the_long_call_only_after_not_found(stub) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from rr_core.llm.openai_client import OpenAIClient
+    from rr_core.runs import run_plans
+    from tests.stub_server import Reply, prompt_of
+
+    document = fee_document()
+    client = OpenAIClient(model="gpt-4.1-mini", api_key="sk-test-stub", base_url=stub.url, max_retries=0)
+    stub.enqueue(
+        Reply(text=json.dumps({"answer": "not stated in the document", "found": False, "citations": []}))
+    )
+    stub.enqueue(
+        Reply(text=json.dumps({"answer": "4.2 million euros", "citations": [{"page": "3", "quote": "x"}]}))
+    )
+    (trace,) = run_plans(document, [plan_of(document, "self-route")], client)
+    bodies = stub.bodies("responses")
+    assert len(bodies) == 2 and len(prompt_of(bodies[1])) > 2 * len(prompt_of(bodies[0]))
+    assert "<PAGE 24>" in prompt_of(bodies[1]) and trace.outcome.answer == "4.2 million euros"
+    assert [c.id for c in trace.calls] == ["answer", "answer.whole"]
+    # An answer from the passages sends nothing more.
+    stub.enqueue(
+        Reply(text=json.dumps({"answer": "4.2 million euros", "citations": [{"page": "3", "quote": "x"}]}))
+    )
+    (direct,) = run_plans(document, [plan_of(document, "self-route")], client)
+    assert len(stub.bodies("responses")) == 3 and [c.id for c in direct.calls] == ["answer"]
+
+
+def test_self_route_is_offered_wherever_methods_are_listed() -> None:
+    from rr_core.lab.presets import PRESETS
+    from rr_core.methods import methods_in
+
+    assert "self-route" in [m.name for m in methods_in("other")]  # Ask's method choices read the registry
+    for name in ("quick", "paper-grid", "lost-in-the-middle", "key-value"):
+        assert "self-route" in PRESETS[name].series
+
+
+# ---- Reminders before the answer only (000 Table 6) --------------------------------------------
+
+
+def test_before_answer_only_puts_one_reminder_right_before_each_gold_page() -> None:
+    document = fee_document()
+    plan = plan_of(document, "reprompt-before-answer", gold_pages=(11,), reminder_every=200)
+    (call,) = plan.phases[0].steps
+    kinds = [(b.kind, b.page) for b in call.layout.blocks]
+    reminders = [i for i, (kind, _) in enumerate(kinds) if kind == "reminder"]
+    assert len(reminders) == 1 and kinds[reminders[0] + 1] == ("page", 11)  # none every k tokens
+    assert "Question: What is the termination fee?" in call.layout.blocks[reminders[0]].text
+    first = plan_of(document, "reprompt-before-answer", gold_pages=(1, 5))
+    blocks = [(b.kind, b.page) for b in first.phases[0].steps[0].layout.blocks]
+    assert blocks[1:4] == [("document_open", None), ("reminder", None), ("page", 1)]
+    assert sum(1 for kind, _ in blocks if kind == "reminder") == 2
+
+
+def test_before_answer_only_needs_the_gold_pages() -> None:
+    with pytest.raises(ConfigError, match="gold pages"):
+        plan_of(fee_document(), "reprompt-before-answer")
+    with pytest.raises(ConfigError, match="not in the document"):
+        plan_of(fee_document(), "reprompt-before-answer", gold_pages=(99,))

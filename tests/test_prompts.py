@@ -369,3 +369,139 @@ def test_page_blocks_keep_the_original_text_and_passages_repeat_their_page() -> 
     )
     assert layout.pages() == [(4, hostile), (4, "second passage of page 4"), (2, "x")]
     assert "</PAGE 9>" not in layout.render()  # neutralised in the text, kept in the source
+
+
+# ---- The paper's protocol: its prompt structure, a plain-text reply ------------------------------
+
+
+def _paper_plan(method: str, **changes: object):  # type: ignore[no-untyped-def]
+    from conftest import fee_document, word_counter
+
+    from rr_core.methods import plan_method
+    from rr_core.settings import PromptProtocol, RunSettings
+
+    settings = RunSettings(method=method, reminder_every=300, protocol=PromptProtocol.PAPER).but(**changes)
+    return plan_method(fee_document(), "What is the termination fee?", settings, word_counter())
+
+
+def test_the_paper_protocol_keeps_the_skeleton_and_asks_for_plain_text() -> None:
+    from rr_core.outputs import PlainAnswerOut, PlainRetrievalOut
+
+    retrieve = _paper_plan("rr").phases[0].steps[0]
+    assert retrieve.schema is PlainRetrievalOut
+    kinds = [b.kind for b in retrieve.layout.blocks]
+    assert kinds[0] == "opening" and kinds[-1] == "closing" and kinds.count("reminder") >= 2
+    # Reminders stand between pages, never inside one, and repeat the question.
+    assert all(kinds[i - 1] == "page" for i, k in enumerate(kinds) if k == "reminder")
+    text = retrieve.layout.render()
+    assert text.startswith("<INSTRUCTIONS>\nYour task is to ")
+    assert "\n</INSTRUCTIONS>" in text and "<PAGE 1>\n" in text and "</PAGE 24>" in text
+    closing = text.rsplit("<INSTRUCTIONS>", 1)[1]
+    assert closing.startswith("\nNow, identify up to 5 page numbers")
+    reminder = next(b.text for b in retrieve.layout.blocks if b.kind == "reminder")
+    assert reminder.startswith("<INSTRUCTIONS_REMINDER>\nRemember, your task is to ")
+    assert "Question: What is the termination fee?" in reminder and "Pages:" in reminder
+    # No JSON and no quote is asked for, in any copy of the instructions.
+    for block in retrieve.layout.blocks:
+        if block.kind in INSTRUCTION_KINDS:
+            assert "JSON object" not in block.text and "quote" not in block.text.lower()
+            assert "Reply in plain text, not JSON" in block.text
+    answer = _paper_plan("baseline").phases[0].steps[0]
+    assert answer.schema is PlainAnswerOut
+    assert (
+        "Answer: <a short answer" in answer.layout.render() and "Page: <the number" in answer.layout.render()
+    )
+    assert 'reply "Answer: n/a" and "Page: n/a"' in answer.layout.render()
+
+
+def test_the_json_protocol_is_unchanged_by_default() -> None:
+    from conftest import fee_document, word_counter
+
+    from rr_core.methods import plan_method
+    from rr_core.outputs import AnswerOut
+    from rr_core.settings import RunSettings
+
+    call = (
+        plan_method(fee_document(), "Q?", RunSettings(method="baseline"), word_counter()).phases[0].steps[0]
+    )
+    assert call.schema is AnswerOut and "Reply with one JSON object" in call.layout.render()
+    assert "protocol" not in RunSettings().to_dict()  # JSON runs keep the keys they had
+    assert RunSettings.from_dict({"protocol": "paper"}).protocol.value == "paper"
+
+
+def test_the_paper_protocol_plans_one_retrieval_per_question() -> None:
+    from conftest import fee_document, word_counter
+
+    from rr_core.errors import ConfigError
+    from rr_core.methods import get_method, plan_questions
+    from rr_core.questions import Question
+    from rr_core.settings import PromptProtocol, RunSettings
+
+    settings = RunSettings(method="rr", protocol=PromptProtocol.PAPER)
+    asked = [Question(text="What is the fee?"), Question(text="When is it due?")]
+    plans = plan_questions(fee_document(), asked, settings, word_counter())
+    assert len(plans) == 2 and all(len(p.questions) == 1 for p in plans)
+    with pytest.raises(ConfigError, match="one question at a time"):
+        get_method("rr").plan(fee_document(), ["a?", "b?"], settings, word_counter())
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer", "page"),
+    [
+        ("Answer: 4.2 million euros\nPage: 3", "4.2 million euros", 3),
+        ("**Answer:** 4.2 million euros\n**Page:** 3", "4.2 million euros", 3),
+        ("- Answer - 4.2 million euros\n- Page - 3", "4.2 million euros", 3),
+        ('Answer: "4.2 million euros"\nPage: page 3', "4.2 million euros", 3),
+        ("4.2 million euros (page 3)", "4.2 million euros", 3),
+        ("Answer:\n4.2 million euros\n\nPage:\n3", "4.2 million euros", 3),
+        ("Answer: 4.2 million euros", "4.2 million euros", None),
+        ('```json\n{"answer": "4.2 million euros", "page": "3"}\n```', "4.2 million euros", 3),
+    ],
+)
+def test_a_plain_text_answer_is_read_however_it_is_written(reply: str, answer: str, page: int | None) -> None:
+    from rr_core.outputs import PlainAnswerOut
+
+    parsed = PlainAnswerOut.parse(reply)
+    assert (parsed.answer, parsed.page_number, parsed.found) == (answer, page, True)
+    assert parsed.quote == ""  # the paper asks for no quote
+
+
+def test_a_plain_text_answer_of_n_a_is_not_found_and_a_bad_page_is_said() -> None:
+    from rr_core.errors import ResponseParseError
+    from rr_core.outputs import PlainAnswerOut
+
+    absent = PlainAnswerOut.parse("Answer: n/a\nPage: n/a")
+    assert absent.found is False and absent.citations == []
+    worded = PlainAnswerOut.parse("Answer: 4.2 million euros\nPage: three")
+    assert worded.page_number is None and worded.citations[0].page_given == "three"
+    with pytest.raises(ResponseParseError, match="holds no answer"):
+        PlainAnswerOut.parse("   \n ")
+
+
+@pytest.mark.parametrize(
+    ("reply", "pages"),
+    [
+        ("Pages: 3, 17, 42", [3, 17, 42]),
+        ("Page numbers: 12 and 14", [12, 14]),
+        ("The most relevant 5 pages are:\n- 3\n- 7\n- 11", [3, 7, 11]),
+        ("Pages: 4-6, 9", [4, 5, 6, 9]),
+        ("3, 11, 7", [3, 11, 7]),
+        ("Pages: 7, 7, 3", [7, 3]),
+        ('{"question": "q", "pages": [2, 1]}', [2, 1]),
+        ("Pages: none", []),
+        ("n/a", []),
+    ],
+)
+def test_plain_text_page_numbers_are_read_in_order(reply: str, pages: list[int]) -> None:
+    from rr_core.outputs import PlainRetrievalOut
+
+    assert PlainRetrievalOut.parse(reply).pages == pages
+
+
+def test_a_plain_text_retrieval_that_names_no_page_is_a_parse_error() -> None:
+    from rr_core.errors import ResponseParseError
+    from rr_core.outputs import PlainRetrievalOut
+
+    assert PlainRetrievalOut.parse("Pages: 3.5, 4").unusable == ["3.5"]
+    with pytest.raises(ResponseParseError, match="names no page"):
+        PlainRetrievalOut.parse("I could not decide.")

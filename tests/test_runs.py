@@ -93,7 +93,8 @@ def test_every_method_finds_the_planted_fact_offline(planted_document: Document)
         assert FACT in (trace.answer or ""), trace.method
         assert trace.page == PLANTED_PAGE, trace.method
         assert trace.outcome.quote_check == "verified", trace.method
-        if trace.method in ("baseline", "reprompt", "question-last", "repeat"):  # one pass, no retrieval
+        one_pass = ("baseline", "reprompt", "reprompt-before-answer", "question-last", "repeat")
+        if trace.method in one_pass:  # one pass, no retrieval
             assert trace.retrieved_pages == [] and len(trace.calls) == 1
         else:
             assert PLANTED_PAGE in trace.retrieved_pages
@@ -791,7 +792,7 @@ def test_every_client_declares_its_identity() -> None:
         "temperature": 0.0,
     }
     assert seen[4]["base_url"] == "http://localhost:11434/v1" and seen[4]["provider"] == "openai-compatible"
-    assert seen[5]["temperature"] is None and seen[5]["provider"] == "anthropic"
+    assert seen[5]["temperature"] == 0.0 and seen[5]["provider"] == "anthropic"  # a raw body field
     assert len({json.dumps(s, sort_keys=True) for s in seen}) == len(seen)
 
 

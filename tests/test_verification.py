@@ -118,8 +118,7 @@ def test_verify_adds_one_call_per_answer_found_carrying_no_page_text(
     assert check.schema == "verification" and not check.error
     (body,) = [b for b in stub.bodies() if schema_name_of(b) == "verification"]
     assert body["model"] == MODELS[provider][1]  # the cheaper model of the same provider
-    if provider == "openai":  # (the Messages API takes no temperature here: none is sent)
-        assert body["temperature"] == 0
+    assert body["temperature"] == 0  # both providers: the Messages API as a raw body field
     assert (
         body["text" if provider == "openai" else "output_config"]["format"]["schema"]
         == VerificationOut.WIRE_SCHEMA

@@ -69,6 +69,7 @@ class LabChoices:
     grid_for: str = ""  # the preset the grid was filled from
     kv_file: str = ""  # the key–value file the lengths were cleared for
     layout: str = ""
+    protocol: str = "json"  # the prompts: "json" (the analyst's) or "paper" (the R&R paper's)
     methods: str = ""
     lengths: str = ""
     depths: str = ""

@@ -19,7 +19,7 @@ class Preset:
     title: str
     description: str
     task: str = "planted"
-    series: tuple[str, ...] = ("baseline", "question-last", "repeat", "rr")
+    series: tuple[str, ...] = ("baseline", "question-last", "repeat", "self-route", "rr")
     lengths: tuple[int, ...] = ()  # empty: a quarter, half and all of the document
     depths: tuple[float, ...] = FIVE_DEPTHS
     depth_step_tokens: int = 0  # the paper's grid: depths every N tokens instead of percents
@@ -38,7 +38,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "quick",
             "Quick check of this document",
-            "Baseline against R&R, and the cheap baselines (question last, prompt repeated), on your document "
+            "Baseline against R&R, and the cheap baselines (question last, prompt repeated, Self-Route), on your document "
             "cut to a quarter, half and all of its length, with a fictional fact planted at five depths, twice each.",
         ),
         Preset(
@@ -46,7 +46,7 @@ PRESETS: dict[str, Preset] = {
             "The R&R paper's grid",
             "Documents of 10k, 20k, 40k and 80k tokens with the fact every 10k tokens (000 §4.1), for the "
             "paper's four main methods and the cheap baselines.",
-            series=("baseline", "question-last", "repeat", "reprompt", "icr", "rr"),
+            series=("baseline", "question-last", "repeat", "self-route", "reprompt", "icr", "rr"),
             lengths=(10_000, 20_000, 40_000, 80_000),
             depths=(),
             depth_step_tokens=10_000,
@@ -99,7 +99,8 @@ PRESETS: dict[str, Preset] = {
             "ablations",
             "Reminder ablations",
             "What the reminder says and where it goes (000 Table 6): full reminders every k, tags only, "
-            "all at the beginning, against the baseline and the cheap baselines.",
+            "all at the beginning, one before the answer only (an oracle: it is told the answer's page), against "
+            "the baseline and the cheap baselines.",
             series=(
                 "baseline",
                 "question-last",
@@ -107,6 +108,7 @@ PRESETS: dict[str, Preset] = {
                 "reprompt",
                 "reprompt:style=tags-only",
                 "reprompt:placement=beginning",
+                "reprompt-before-answer",
             ),
             repeats=1,
         ),

@@ -31,7 +31,7 @@ from rr_core.lab.stats import (
 from rr_core.lab.sweep import LabJob, SweepPlan, SweepResult
 from rr_core.lab.tasks import get_task
 from rr_core.methods import get_method, spec_of
-from rr_core.settings import RunSettings
+from rr_core.settings import PromptProtocol, RunSettings
 
 INTERVAL_RULE = (
     "95% intervals treat the question (planted fact, QA item, key) as the unit: the Wilson interval of "
@@ -47,7 +47,13 @@ PAIRED_RULE = (
 METRIC_RULE = (
     "Right means fuzzy match (METHOD.md §11: normalised words of one answer all in the other), or exact "
     "match on the value for key-value retrieval; exact match is best-subspan EM; a failed run is left out "
-    "of its cell and named."
+    "of its cell and named (in the paper's protocol it is counted, as wrong). The reference metric is the "
+    "lenient one of the code behind the paper's Table 1: also right when one normalised text contains the "
+    "other (a substring), reported beside the strict one to compare with the paper."
+)
+PAPER_FAILURES = (
+    "The paper's protocol counts a failed run as wrong: it stays in its cell's denominator, as the "
+    "reference code scores it 0."
 )
 
 
@@ -71,6 +77,8 @@ def protocol(plan: SweepPlan) -> dict[str, Any]:
             else own or f"set for this series (layout={used.value})"
         )
     exact = any(t.exact for t in plan.trials)
+    protocols = plan.protocols
+    kinds = sorted(set(protocols.values()))
     dropped = {t.question_id: t.dropped for t in plan.trials if get_task(t.task).drops_passages}
     return {
         "construction": constructions,
@@ -83,6 +91,18 @@ def protocol(plan: SweepPlan) -> dict[str, Any]:
         "question_placement": placements,
         "question_placement_why": why,
         "scored_by": "exact match on the value" if exact else "fuzzy match (000 §4.3)",
+        # Which prompts made the results: the analyst's JSON with quotes, or the paper's own.
+        "prompt_protocol": kinds[0] if len(kinds) == 1 else "mixed",
+        "prompt_protocol_by_series": protocols,
+        "prompt_protocol_means": {p: PromptProtocol(p).label for p in kinds},
+        "also_scored_by": "the reference metric of the code behind the paper's Table 1 (substring allowed)",
+        "failed_runs": (
+            "counted as wrong (the paper's protocol)"
+            if kinds == [PromptProtocol.PAPER.value]
+            else "left out of their cell"
+            if PromptProtocol.PAPER.value not in kinds
+            else "counted as wrong in the paper's protocol's series, left out in the others"
+        ),
     }
 
 
@@ -100,6 +120,7 @@ def _summary_dict(s: SeriesSummary, cost_key: str = "cost_usd") -> dict[str, Any
         "trials": s.trials,
         "questions": s.questions,
         "accuracy": None if s.accuracy is None else round(s.accuracy, 4),
+        "accuracy_paper_metric": None if s.paper_accuracy is None else round(s.paper_accuracy, 4),
         "ci_low": None if s.accuracy is None else round(s.ci[0], 4),
         "ci_high": None if s.accuracy is None else round(s.ci[1], 4),
         cost_key: round(s.cost_usd, 6),
@@ -148,6 +169,7 @@ def sweep_json(
         "failure_reasons": [{"reason": reason, "runs": n} for reason, n in result.failure_reasons[:20]],
         "rules": {
             "metric": METRIC_RULE,
+            "failures": PAPER_FAILURES,
             "interval": INTERVAL_RULE,
             "paired": PAIRED_RULE,
             "effective_length": EFFECTIVE_RULE,
@@ -170,9 +192,9 @@ def sweep_csv(result: SweepResult) -> str:
 
 TRIAL_COLUMNS = (
     "trial_id", "task", "question_id", "question", "accepted_answers", "gold_pages", "length", "depth",
-    "built_tokens", "gold_depth", "answer_passages_dropped", "tokens_to_end", "repeat", "seed", "construction", "series", "method_spec", "question_placement",
+    "built_tokens", "gold_depth", "answer_passages_dropped", "tokens_to_end", "repeat", "seed", "construction", "series", "method_spec", "question_placement", "protocol",
     "bound", "engine", "is_llm", "provider", "model", "temperature", "max_output_tokens", "answer",
-    "scored_by", "correct", "exact_match", "cited_page", "retrieved_pages", "gold_page_retrieved", "failed", "error", "calls", "input_tokens", "output_tokens",
+    "scored_by", "correct", "correct_paper_metric", "exact_match", "cited_page", "retrieved_pages", "gold_page_retrieved", "failed", "error", "calls", "input_tokens", "output_tokens",
     "would_cost_usd", "paid_usd", "document_sha256",
 )  # fmt: skip
 
@@ -211,6 +233,7 @@ def trial_rows(
                 "series": s.series,
                 "method_spec": spec_of(settings, defaults) if settings else s.method,
                 "question_placement": settings.question_placement.value if settings else "",
+                "protocol": s.protocol,
                 "bound": int(job is not None and LabJob.of(job).bound),
                 "engine": shared.get("engine", ""),
                 "is_llm": shared.get("is_llm", ""),
@@ -220,7 +243,8 @@ def trial_rows(
                 "max_output_tokens": settings.max_output_tokens if settings else "",
                 "answer": s.answer,
                 "scored_by": "exact match" if trial and trial.exact else "fuzzy match",
-                "correct": "" if s.failed else int(s.correct),
+                "correct": "" if not s.counted else int(s.correct),
+                "correct_paper_metric": "" if not s.counted else int(s.paper_correct),
                 "exact_match": "" if s.failed else int(s.em),
                 "cited_page": "" if s.cited is None else s.cited,
                 "retrieved_pages": " ".join(str(p) for p in s.retrieved),
@@ -324,6 +348,19 @@ def sweep_markdown(
             f"| {md_escape(s.series)} | {s.trials} | {s.questions} | {_pct(s.accuracy)} | {percent_range(s.accuracy, s.ci)} "
             f"{eff}| {retrieval} | {reading} | {s.calls_per_trial:.1f} | {s.input_per_trial:,.0f} | {s.cost_usd:.4f} |"
         )
+    lines += [
+        "",
+        "Strict and reference metric (the reference is the lenient one of the code behind the paper's "
+        "Table 1, for comparing with the paper):",
+        "",
+        "| Method | Protocol | Strict | Reference metric |",
+        "| --- | --- | --- | --- |",
+        *(
+            f"| {md_escape(s.series)} | {plan.protocols.get(s.series, '')} | {_pct(s.accuracy)} "
+            f"| {_pct(s.paper_accuracy)} |"
+            for s in (*result.summaries, *result.bounds)
+        ),
+    ]
     if several_lengths:
         floor = result.closed_book
         checked = "; ".join(
@@ -403,7 +440,10 @@ def _protocol_lines(plan: SweepPlan) -> list[str]:
         lines.append(
             f"  - {md_escape(series)}: {md_escape(used)} — {md_escape(made['question_placement_why'][series])}"
         )
-    lines.append(f"- **Scored by:** {made['scored_by']}")
+    lines.append(f"- **Scored by:** {made['scored_by']}; also by {made['also_scored_by']}")
+    for name, means in made["prompt_protocol_means"].items():
+        lines.append(f"- **Prompt protocol:** {md_escape(name)}: {md_escape(means)}")
+    lines.append(f"- **Failed runs:** {made['failed_runs']}")
     return lines
 
 

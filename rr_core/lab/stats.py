@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from rr_core.metrics import best_subspan_em, fuzzy_match, page_accuracy, page_recall
+from rr_core.metrics import best_subspan_em, fuzzy_match, page_accuracy, page_recall, paper_match
 
 Z95 = 1.959964
 VERDICT_ALPHA = 0.05  # a difference is claimed only below this McNemar p (and an interval without 0)
@@ -153,7 +153,7 @@ class Score:
     calls: int
     input_tokens: int
     output_tokens: int
-    failed: bool = False  # the run failed (provider error): not counted
+    failed: bool = False  # the run failed (provider error): not counted, unless ``failures_count``
     repeat: int = 0
     answer: str = ""
     cited: int | None = None
@@ -168,6 +168,17 @@ class Score:
     # The temperatures its calls that came back were sent with, each once in call order (None:
     # none sent, the provider's default).
     temperatures: tuple[float | None, ...] = ()
+    # The reference metric of the paper's Table 1 (``metrics.paper_match``), beside ``correct``.
+    paper_correct: bool = False
+    # The paper's protocol: a failed run is counted, as wrong (the reference code scores it 0).
+    failures_count: bool = False
+    protocol: str = "json"  # the prompt protocol that made the run (``settings.PromptProtocol``)
+
+    @property
+    def counted(self) -> bool:
+        """Whether the run is in its cell's denominator: every run that did not fail, and a
+        failed one where failures count as wrong (the paper's protocol)."""
+        return not self.failed or self.failures_count
 
 
 def score(
@@ -198,12 +209,15 @@ def score(
     would_cost_usd: float = 0.0,
     built_tokens: int = 0,
     gold_depth: float | None = None,
+    protocol: str = "json",
 ) -> Score:
     """One run on one trial, scored: right by fuzzy match, or by exact match where the trial
     says so (a key–value value must come back whole)."""
     text = answer or "n/a"
     gold = gold_pages[0] if gold_pages else -1
     em = bool(best_subspan_em(text, answers)) and not failed
+    # The reference metric: the value itself for key-value retrieval, as the strict one.
+    paper = em if exact else bool(paper_match(text, answers)) and not failed
     return Score(
         series=series,
         method=method,
@@ -232,6 +246,9 @@ def score(
         would_cost_usd=would_cost_usd,
         built_tokens=built_tokens,
         gold_depth=depth if gold_depth is None else gold_depth,
+        paper_correct=paper,
+        failures_count=protocol == "paper",
+        protocol=protocol,
     )
 
 
@@ -245,6 +262,7 @@ class Cell:
     depth: float
     trials: int = 0
     correct: int = 0
+    paper_correct: int = 0  # right by the reference metric of the paper's Table 1
     em: int = 0
     recalled: int = 0
     cited_gold: int = 0
@@ -304,6 +322,7 @@ class Cell:
             "questions": self.questions,
             "correct": self.correct,
             "accuracy": None if accuracy is None else round(accuracy, 4),
+            "accuracy_paper_metric": round(self.paper_correct / self.trials, 4) if self.trials else None,
             "ci_low": None if accuracy is None else round(low, 4),
             "ci_high": None if accuracy is None else round(high, 4),
             "exact_match": self.em,
@@ -328,6 +347,7 @@ def cells(scores: Iterable[Score]) -> list[Cell]:
         cell.cost_usd += s.cost_usd
         if s.failed:
             cell.failed += 1
+        if not s.counted:
             continue
         cell.trials += 1
         cell.question_ids.add(s.question_id)
@@ -335,10 +355,11 @@ def cells(scores: Iterable[Score]) -> list[Cell]:
         cell.built_tokens += s.built_tokens
         cell.gold_depths += s.gold_depth
         cell.correct += s.correct
+        cell.paper_correct += s.paper_correct
         cell.em += s.em
         cell.recalled += s.recalled
         cell.cited_gold += s.cited_gold
-        if not s.correct:
+        if not s.correct and not s.failed:  # a failed run counted as wrong is no miss of either kind
             if s.retrieves and not s.recalled:
                 cell.retrieval_misses += 1
             else:
@@ -373,7 +394,7 @@ def _points(
 ) -> list[Point]:
     groups: dict[tuple[str, object], list[Score]] = defaultdict(list)
     for s in scores:
-        if not s.failed:
+        if s.counted:
             groups[(s.series, key(s))].append(s)
     order = {series: i for i, series in enumerate(dict.fromkeys(k[0] for k in groups))}
     points = [
@@ -393,7 +414,7 @@ def by_distance(scores: Iterable[Score], bins: int = 6) -> list[Point]:
     One point per length × depth where there are at most ``bins`` of them; otherwise the
     distances are grouped into ``bins`` log-spaced bins (a point sits at its trials' mean
     distance), so a grid of many lengths and depths still draws a readable curve."""
-    counted = [s for s in scores if not s.failed]
+    counted = [s for s in scores if s.counted]
     if len({(s.length, s.depth) for s in counted}) <= bins:
         return _points(
             counted,
@@ -509,6 +530,8 @@ class SeriesSummary:
     by_length: dict[int, float] = field(default_factory=dict)
     questions: int = 0
     retrieves: bool = False  # the method picks pages first: the failure split applies
+    # Share right by the reference metric of the paper's Table 1 (None: no trial counted).
+    paper_accuracy: float | None = None
 
     @property
     def effective_length(self) -> int | None:
@@ -525,7 +548,7 @@ def summarise(scores: Sequence[Score], *, closed_book: float | None = None) -> l
         by_series[s.series].append(s)
     out: list[SeriesSummary] = []
     for series, rows in by_series.items():
-        counted = [r for r in rows if not r.failed]
+        counted = [r for r in rows if r.counted]
         correct = sum(r.correct for r in counted)
         questions = len({r.question_id for r in counted})
         per_length: dict[int, list[Score]] = defaultdict(list)
@@ -537,7 +560,7 @@ def summarise(scores: Sequence[Score], *, closed_book: float | None = None) -> l
             sum(r.correct for r in shortest), len(shortest), len({r.question_id for r in shortest})
         )[0]
         n = max(len(counted), 1)
-        wrong = [r for r in counted if not r.correct]
+        wrong = [r for r in counted if not r.correct and not r.failed]
         out.append(
             SeriesSummary(
                 series=series,
@@ -555,6 +578,7 @@ def summarise(scores: Sequence[Score], *, closed_book: float | None = None) -> l
                 by_length=by_length,
                 questions=questions,
                 retrieves=rows[0].retrieves,
+                paper_accuracy=sum(r.paper_correct for r in counted) / len(counted) if counted else None,
             )
         )
 
@@ -689,8 +713,8 @@ class Comparison:
 
 def compare(scores: Sequence[Score], series: str, against: str) -> Comparison:
     """``series`` against ``against`` on the trials both answered (paired by trial)."""
-    mine = {s.trial: s for s in scores if s.series == series and not s.failed}
-    theirs = {s.trial: s for s in scores if s.series == against and not s.failed}
+    mine = {s.trial: s for s in scores if s.series == series and s.counted}
+    theirs = {s.trial: s for s in scores if s.series == against and s.counted}
     shared = [t for t in mine if t in theirs]
     table = [0, 0, 0, 0]  # both, only series, only against, neither
     per_question: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # trials, series, against

@@ -149,6 +149,11 @@ class SweepPlan:
         batch price with the prompt cache as expected."""
         return self.batch_cost.total_usd if mode == "batch" else self.cost.total_usd
 
+    @property
+    def protocols(self) -> dict[str, str]:
+        """The prompt protocol of each series (``settings.PromptProtocol``), bounds included."""
+        return {LabJob.of(job).series: job.settings.protocol.value for job in self.jobs}
+
     def trial(self, trial_id: str) -> TrialFacts | None:
         """The facts of the trial with this id."""
         return self.by_id.get(trial_id)
@@ -431,8 +436,14 @@ class SweepResult:
 
     @property
     def missing_cells(self) -> list[str]:
-        """Cells with a failed trial, named (the results there are incomplete)."""
-        return [f"{c.series} at {c.length:,} tokens, depth {c.depth:g}%" for c in self.cells if c.failed]
+        """Cells with a failed trial left out, named (the results there are incomplete; in the
+        paper's protocol a failed trial is counted, as wrong, and its cell is complete)."""
+        left_out = {(x.series, x.length, x.depth) for x in self.scores if not x.counted}
+        return [
+            f"{c.series} at {c.length:,} tokens, depth {c.depth:g}%"
+            for c in self.cells
+            if (c.series, c.length, c.depth) in left_out
+        ]
 
     def cost_usd(self) -> float:
         """What this sweep paid (calls found in the store cost nothing again; a free engine
@@ -490,6 +501,7 @@ def score_trace(job: Job, trace: RunTrace, position: int = -1) -> Score:
         job=position,
         error=trace.error or "",
         would_cost_usd=trace.would_cost_usd,
+        protocol=job.settings.protocol.value,
     )
     return replace(scored, temperatures=sent)
 

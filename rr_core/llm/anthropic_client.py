@@ -2,9 +2,12 @@
 
 Structured output goes as ``output_config.format`` (a JSON schema) on ``messages.create``;
 models or proxies that reject it get the call repeated once without it, and the tolerant
-parser of the request's ``Output`` class reads the reply. ``messages.create`` takes no temperature
-(anthropic 2.12: passing one is a ``TypeError``), so none is sent and traces say so
-(``temperature`` None: the API's default).
+parser of the request's ``Output`` class reads the reply. Every call sends ``temperature: 0``
+as a raw body field (anthropic 2.12's ``messages.create`` has no such parameter: passing one is
+a ``TypeError``, so it goes through ``extra_body``; a batch request's params carry it as they
+are). A model that rejects it (Anthropic's newer models answer "temperature is deprecated for
+this model" with a 400) gets the call repeated once without it, and the client stops sending
+it; each call's trace records what was sent (None: none, the API's default).
 
 ``AnthropicBatch`` (the client's ``batch``) sends many calls as one Message Batch: the very
 bodies the sync calls send, answered within 24 hours at the batch price.
@@ -45,6 +48,7 @@ from rr_core.llm.structured import HTTPFailure, SDKAdapter, SDKErrors, completio
 from rr_core.outputs import Output
 
 ANTHROPIC_BASE_URL = OFFICIAL_URLS["anthropic"]
+TEMPERATURE = 0.0
 _LABEL = "Anthropic"
 
 
@@ -85,8 +89,9 @@ class AnthropicClient(SDKAdapter):
         self.base_url = url or ANTHROPIC_BASE_URL
         self.timeout_s = timeout_s
         self._secrets = (key,)
-        # Flips to False for good once the model or a proxy rejects structured output.
+        # Flip to False for good once the model or a proxy rejects structured output, or a temperature.
         self._structured = True
+        self._temperature = True
         self._init_calls(max_retries=max_retries, on_wait=on_wait, cancel=cancel)
         self.batch: BatchAPI | None = AnthropicBatch(self)
         # An explicit key keeps the SDK from looking for profiles or federation settings.
@@ -98,25 +103,51 @@ class AnthropicClient(SDKAdapter):
             http_client=bounded_http_client(anthropic.DefaultHttpxClient()),
         )
 
+    def temperature_for(self, model: str) -> float | None:
+        """0: sent with every call (a model that rejects it changes what is sent, not this)."""
+        return TEMPERATURE
+
+    def _temperature_to_send(self) -> float | None:
+        """What this call sends: 0, unless the model or a proxy rejected a temperature."""
+        return TEMPERATURE if self._temperature else None
+
+    def _rejects_temperature(self, failure: HTTPFailure) -> bool:
+        if self._temperature and failure.status == 400 and "temperature" in failure.detail.lower():
+            self._temperature = False
+            return True
+        return False
+
     def params(self, request: LLMRequest, model: str, *, structured: bool) -> dict[str, Any]:
         """The body of one call, as the sync call and a batch request both send it.
 
         With a cache hint, the user message is two text blocks: the stable prefix, marked as a
         cache breakpoint with the hinted lifetime, and the rest (together, the same text)."""
+        structured = structured and request.schema.STRUCTURED  # a plain-text reply asks for none
         messages: list[MessageParam] = [{"role": "user", "content": _content(request)}]
         body: dict[str, Any] = {"model": model, "max_tokens": request.max_output_tokens, "messages": messages}
+        temperature = self._temperature_to_send()
+        if temperature is not None:
+            body["temperature"] = temperature  # a raw field: see the module's docstring
         if structured:
             body["output_config"] = _output_config(request.schema)
         return body
 
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
+        structured = structured and request.schema.STRUCTURED  # a plain-text reply asks for none
         body = self.params(request, model, structured=structured)
-        message = self._client.messages.create(**body, timeout=timeout)
+        temperature = body.pop("temperature", None)
+        extra = {"temperature": temperature} if temperature is not None else None
+        message = self._client.messages.create(**body, timeout=timeout, extra_body=extra)
         return self._from_message(
-            message, structured, hinted=not isinstance(body["messages"][0]["content"], str)
+            message,
+            structured,
+            hinted=not isinstance(body["messages"][0]["content"], str),
+            temperature=temperature,
         )
 
-    def _from_message(self, message: Message, structured: bool, *, hinted: bool = False) -> Completion:
+    def _from_message(
+        self, message: Message, structured: bool, *, hinted: bool = False, temperature: float | None = None
+    ) -> Completion:
         if not isinstance(message, Message):
             raise ProviderError(
                 f"{_LABEL} sent something that is not a Messages API reply. "
@@ -147,6 +178,7 @@ class AnthropicClient(SDKAdapter):
             messages_usage,
             structured=structured,
             api="messages",
+            temperature=temperature,
             cache_hint_sent=hinted,
             stop_reason=stop,
         )
@@ -320,7 +352,11 @@ class AnthropicBatch:
         if kind == "succeeded":
             structured = sent.get(custom_id, client._structured) if sent is not None else client._structured
             try:
-                completion = client._from_message(Message.model_validate(result.get("message")), structured)
+                completion = client._from_message(
+                    Message.model_validate(result.get("message")),
+                    structured,
+                    temperature=client._temperature_to_send(),
+                )
             except ValueError:  # pydantic's ValidationError: not a Messages reply
                 return BatchResult(
                     custom_id=custom_id,

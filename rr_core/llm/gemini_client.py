@@ -107,6 +107,7 @@ class GeminiClient(SDKAdapter):
     def config(self, request: LLMRequest, timeout: float, *, structured: bool) -> types.GenerateContentConfig:
         """The generation config of one call: temperature 0, the output limit and, when
         asked, the JSON schema of the reply."""
+        structured = structured and request.schema.STRUCTURED  # a plain-text reply asks for none
         config = types.GenerateContentConfig(
             temperature=TEMPERATURE,
             max_output_tokens=request.max_output_tokens,
@@ -122,6 +123,7 @@ class GeminiClient(SDKAdapter):
         return config
 
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
+        structured = structured and request.schema.STRUCTURED  # a plain-text reply asks for none
         config = self.config(request, timeout, structured=structured)
         try:
             response = self._client.models.generate_content(

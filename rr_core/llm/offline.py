@@ -16,7 +16,15 @@ import rr_core.support  # noqa: F401  (its code is part of the reader's version)
 from rr_core.errors import ProviderError
 from rr_core.llm.base import BatchAPI, Completion, Identity, LLMRequest, Usage
 from rr_core.llm.batch import LocalBatch
-from rr_core.outputs import AnswerOut, ExtractionOut, MultiRetrievalOut, Output, RetrievalOut
+from rr_core.outputs import (
+    AnswerOut,
+    ExtractionOut,
+    MultiRetrievalOut,
+    Output,
+    PlainAnswerOut,
+    PlainRetrievalOut,
+    RetrievalOut,
+)
 from rr_core.prompts import split_tagged
 from rr_core.reader import read_answer
 from rr_core.retrieval import BM25, page_terms
@@ -159,6 +167,10 @@ _FILLERS: dict[type[Output], _Filler] = {
     MultiRetrievalOut: OfflineEngine._fill_retrieval_many,
     AnswerOut: OfflineEngine._fill_answer,
     ExtractionOut: OfflineEngine._fill_extraction,
+    # The paper's plain-text shapes: answered in JSON all the same, which their parsers read
+    # first, so that a reader that found nothing still says so ("absent_by": "reader").
+    PlainRetrievalOut: OfflineEngine._fill_retrieval,
+    PlainAnswerOut: OfflineEngine._fill_answer,
 }
 
 

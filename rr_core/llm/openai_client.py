@@ -154,6 +154,7 @@ class OpenAIClient(SDKAdapter):
     def params(self, request: LLMRequest, model: str, *, structured: bool) -> dict[str, Any]:
         """The body of one call, as the sync call and a batch line both send it (JSON-ready:
         no SDK sentinels)."""
+        structured = structured and request.schema.STRUCTURED  # a plain-text reply asks for none
         temperature = self._temperature_to_send(model)
         body: dict[str, Any] = {"model": model}
         if self.api == "responses":
@@ -178,6 +179,7 @@ class OpenAIClient(SDKAdapter):
         return body
 
     def _send(self, request: LLMRequest, model: str, timeout: float, *, structured: bool) -> Completion:
+        structured = structured and request.schema.STRUCTURED  # a plain-text reply asks for none
         body = self.params(request, model, structured=structured)
         temperature = body.get("temperature")
         if self.api == "responses":

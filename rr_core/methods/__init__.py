@@ -13,16 +13,25 @@ from collections.abc import Sequence
 
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
-from rr_core.methods import bounds, briefcontext, cheap, paper, rag
+from rr_core.methods import bounds, briefcontext, cheap, paper, rag, selfroute
 from rr_core.methods.building import Group, Method
 from rr_core.plans import Plan
 from rr_core.questions import Question
-from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
+from rr_core.settings import (
+    LAYOUTS,
+    PARAMS,
+    PromptProtocol,
+    QuestionPlacement,
+    ReminderPlacement,
+    ReminderStyle,
+    RunSettings,
+)
 from rr_core.tokens import TokenCounter
 
 _ALL: tuple[Method, ...] = (
     *paper.METHODS,
     *rag.METHODS,
+    *selfroute.METHODS,
     *briefcontext.METHODS,
     *cheap.METHODS,
     *bounds.METHODS,
@@ -98,6 +107,12 @@ def parse_spec(spec: str, base: RunSettings) -> RunSettings:
         if key.strip() == "layout" and value.strip():
             settings = settings.but(question_placement=_layout(method, value.strip(), where))
             continue
+        if key.strip() == "protocol" and value.strip():
+            try:
+                settings = settings.but(protocol=PromptProtocol(value.strip()))
+            except ValueError:
+                raise ConfigError(f"{where}: the protocol is json or paper") from None
+            continue
         if key.strip() in ("style", "placement") and value.strip():
             try:
                 settings = (
@@ -159,6 +174,8 @@ def spec_of(settings: RunSettings, base: RunSettings) -> str:
         changed.append(f"style={settings.reminder_style.value}")
     if settings.reminder_placement is not base.reminder_placement:
         changed.append(f"placement={settings.reminder_placement.value}")
+    if settings.protocol is not base.protocol:
+        changed.append(f"protocol={settings.protocol.value}")
     layout = method.layout_for(settings)
     if not method.own_layout and layout is not method.layout_for(base):
         changed.append(f"layout={layout.value}")
@@ -172,7 +189,7 @@ def plan_questions(
     retrieves for several questions in one pass, else one plan per question (each with its
     own gold pages, where the question names them and the settings do not)."""
     method = get_method(settings.method)
-    if len(questions) > 1 and method.several_questions:
+    if len(questions) > 1 and method.takes_several(settings):
         return [method.plan(document, [q.text for q in questions], settings, counter)]
     return [
         method.plan(document, q.text, settings.but(gold_pages=settings.gold_pages or q.gold_pages), counter)

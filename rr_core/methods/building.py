@@ -11,10 +11,18 @@ from typing import Literal
 from rr_core.chunking import plan_reminders
 from rr_core.documents import Document
 from rr_core.errors import ConfigError
-from rr_core.outputs import AnswerOut, Output
+from rr_core.outputs import PLAIN_FORMS, AnswerOut, Output
 from rr_core.plans import Call, Citation, Outcome, PhaseResults, Plan, StepResult, count_layout
-from rr_core.prompts import build_layout, instructions
-from rr_core.settings import LAYOUTS, PARAMS, QuestionPlacement, ReminderPlacement, ReminderStyle, RunSettings
+from rr_core.prompts import PAPER_TASKS, build_layout, instructions
+from rr_core.settings import (
+    LAYOUTS,
+    PARAMS,
+    PromptProtocol,
+    QuestionPlacement,
+    ReminderPlacement,
+    ReminderStyle,
+    RunSettings,
+)
 from rr_core.tokens import TokenCounter
 from rr_core.verification import with_verification
 
@@ -65,8 +73,15 @@ class Context:
         asked = self.questions if question is None else (self.questions[question],)
         s = self.settings
         limit = limit or s.top_k
+        # The paper's protocol: the plain-text form of the task and of its reply, where it has one.
+        plain = s.protocol is PromptProtocol.PAPER and task in PAPER_TASKS and schema in PLAIN_FORMS
+        schema = PLAIN_FORMS[schema] if plain else schema
         blocks = instructions(
-            task, asked, top_k=limit, tags_only_reminder=s.reminder_style is ReminderStyle.TAGS_ONLY
+            task,
+            asked,
+            top_k=limit,
+            tags_only_reminder=s.reminder_style is ReminderStyle.TAGS_ONLY,
+            plain=plain,
         )
         after, leading = reminder_layout(s, self.document, [n for n, _ in pages or ()]) if remind else ((), 0)
         layout = build_layout(
@@ -202,7 +217,7 @@ class Method:
         asked = tuple(q for q in (" ".join(q.split()) for q in asked) if q)
         if not asked:
             raise ConfigError("Type a question first.")
-        if len(asked) > 1 and not self.several_questions:
+        if len(asked) > 1 and not self.takes_several(settings):
             raise ConfigError(f"{self.label} answers one question at a time; plan it once per question.")
         layout = self.layout_for(settings)
         settings = settings.but(method=self.name, question_placement=layout)
@@ -214,6 +229,11 @@ class Method:
             raise ConfigError("The document has no pages.")
         plan = self.planner(Context(self, document, asked, settings, counter))
         return with_verification(plan, document, counter)
+
+    def takes_several(self, settings: RunSettings) -> bool:
+        """One plan serves several questions (one retrieval pass): never in the paper's
+        protocol, whose retrieval reply is one plain list of pages."""
+        return self.several_questions and settings.protocol is not PromptProtocol.PAPER
 
     @property
     def own_layout(self) -> bool:
@@ -255,6 +275,8 @@ class Method:
             parts.append(f"layout: {layout.value}")
         if self.needs_gold and settings.gold_pages:
             parts.append("gold pages " + ", ".join(str(p) for p in settings.gold_pages))
+        if settings.protocol is not PromptProtocol.JSON:
+            parts.append(f"protocol: {settings.protocol.value}")
         return " · ".join(parts)
 
 

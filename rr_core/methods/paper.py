@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rr_core.chunking import partition_pages
+from rr_core.errors import ConfigError
 from rr_core.methods.building import (
     ANSWER_OUTPUT_TOKENS,
     Context,
@@ -28,7 +30,7 @@ from rr_core.methods.building import (
 )
 from rr_core.outputs import AnswerOut, MultiRetrievalOut, RetrievalOut
 from rr_core.plans import Call, Conclusion, Outcome, Phase, PhaseResults, Plan
-from rr_core.settings import QUESTION_FIRST, QuestionPlacement
+from rr_core.settings import QUESTION_FIRST, QuestionPlacement, ReminderPlacement
 
 # Reminders repeat the question inside the document: a layout that withholds the question until
 # after the document would contradict them. The cache-aware layout is the exception: its
@@ -267,4 +269,36 @@ CHUNKED_RR = Method(
     planner=lambda ctx: _retrieve_then_answer(ctx, remind=True, chunked=True),
 )
 
-METHODS = (BASELINE, REPROMPT, ICR, RR, CHUNKED_ICR, CHUNKED_RR)
+
+def _before_answer_only(ctx: Context) -> Plan:
+    """Reprompting with one reminder right before each page that holds the answer, and none
+    between other pages (000 §5.2, Table 6): the gold pages come from the evaluation."""
+    gold = sorted(set(ctx.settings.gold_pages))
+    if not gold:
+        raise ConfigError(
+            "Reminders before the answer only need the page(s) that hold the answer (gold pages): "
+            "an evaluation-only ablation."
+        )
+    outside = [p for p in gold if not 1 <= p <= len(ctx.document.pages)]
+    if outside:
+        raise ConfigError(
+            f"Gold page(s) {', '.join(map(str, outside))} are not in the document (1–{len(ctx.document.pages)})."
+        )
+    placed = ctx.settings.but(reminder_placement=ReminderPlacement.BEFORE_PAGES, reminder_pages=tuple(gold))
+    return one_pass(replace(ctx, settings=placed), remind=True)
+
+
+BEFORE_ANSWER = Method(
+    name="reprompt-before-answer",
+    label="Reprompting, before the answer only",
+    group="paper",
+    summary="The paper's oracle ablation: reads the whole document with one reminder right before the page "
+    "that holds the answer and none elsewhere (it must be told that page: evaluation only).",
+    reminds=True,
+    needs_gold=True,
+    layouts=REMINDING_LAYOUTS,
+    layout_note=REMINDS_NOTE,
+    planner=_before_answer_only,
+)
+
+METHODS = (BASELINE, REPROMPT, ICR, RR, CHUNKED_ICR, CHUNKED_RR, BEFORE_ANSWER)
