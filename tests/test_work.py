@@ -120,6 +120,7 @@ def test_a_submitted_review_runs_in_process_and_records_every_cell(setup) -> Non
 
 
 def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import rr_core.kinds.review as review_kind
     import rr_core.work as work_module
     import rr_core.workbench as workbench
 
@@ -153,7 +154,7 @@ def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypa
         runners.append(runner)
         return runner
 
-    monkeypatch.setattr(workbench, "open_runner", spy)
+    monkeypatch.setattr(review_kind, "open_runner", spy)  # the runner the grid opens
     work_id = submit_review(store, work)
     client = Gated()
     queue = InProcessQueue(lambda: open_store(path))

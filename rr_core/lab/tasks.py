@@ -30,6 +30,7 @@ from rr_core.lab.haystacks import (
     passage_picks,
     qa_items,
     question_recipes,
+    register_builders,
     unique_depths,
 )
 from rr_core.questions import Question
@@ -223,3 +224,6 @@ def get_task(name: str) -> LabTask:
         return TASKS[name]
     except KeyError:
         raise ConfigError(f"unknown task {name!r}; choose from: {', '.join(TASKS)}") from None
+
+
+register_builders(lambda name: get_task(name).build)  # what ``TrialRecipe.build`` runs
