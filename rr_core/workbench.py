@@ -41,6 +41,7 @@ from rr_core.engine import batch_poll_s as batch_poll_s
 from rr_core.engine import open_runner as open_runner
 from rr_core.errors import ConfigError, LedgerError
 from rr_core.jobs import DocumentRef, Documents, Job
+from rr_core.kinds.base import WorkSpec
 from rr_core.kinds.review import SAVE_EVERY as SAVE_EVERY
 from rr_core.kinds.review import ReviewResult as ReviewResult
 from rr_core.kinds.review import plan_grid as plan_grid
@@ -57,7 +58,16 @@ from rr_core.review import CorpusFile, Item, ReviewPlan, StoredDocuments, read_c
 from rr_core.review.corpus import Passwords, Where, reading_bytes
 from rr_core.runs import CallEvent, Executor, RunTrace
 from rr_core.settings import RunSettings
-from rr_core.store import LOCAL_OWNER, DocumentStore, Store, StoredRun, is_postgres, open_store, redact_url
+from rr_core.store import (
+    LOCAL_OWNER,
+    DocumentStore,
+    Store,
+    StoredRun,
+    WorkRecord,
+    is_postgres,
+    open_store,
+    redact_url,
+)
 from rr_core.store.config import DB_ENV
 from rr_core.tokens import TokenCounter
 from rr_core.work import (
@@ -85,22 +95,48 @@ def open_history(owner: str = LOCAL_OWNER, *, url: str | Path | None = None) -> 
     return open_store(url, owner=owner)
 
 
-def acting_user(given: str | None = None) -> str:
+def acting_user(given: str | None = None, *, url: str | Path | None = None) -> str:
     """Who a command acts as: ``given`` (``--user``), else ``$RR_STUDIO_USER``; with neither,
     the local user for a SQLite file, and a ``ConfigError`` for a PostgreSQL store (shared by a
-    team: acting as nobody in particular would mix everyone's runs under one name)."""
+    team: acting as nobody in particular would mix everyone's runs under one name).
+
+    An email (``ann@example.com``) names the owner who signed in with it (``<issuer>#<sub>``,
+    looked up in the store at ``url``); two owners who share it are a ``ConfigError`` listing
+    both, and, in a team's store, an email no one signed in with is one saying what to give."""
     name = given if given is not None else os.environ.get(USER_ENV, "")
     if name and name != name.strip():
         raise ConfigError(f"the user name {name!r} has spaces around it: give the name alone")
     if name:
-        return name
-    if is_postgres(None):
-        shown = redact_url(os.environ.get(DB_ENV, ""))
+        return owner_of_email(name, url=url) if "@" in name and "#" not in name else name
+    if is_postgres(url):
+        shown = redact_url(str(url or os.environ.get(DB_ENV, "")))
         raise ConfigError(
             f"{DB_ENV}={shown} is a PostgreSQL store, shared by a team: say whose runs to use with"
-            f" --user NAME or {USER_ENV}=NAME"
+            f" --user NAME or {USER_ENV}=NAME (the email you sign in with, or your owner id)"
         )
     return LOCAL_OWNER
+
+
+def owner_of_email(email: str, *, url: str | Path | None = None) -> str:
+    """The owner who signed in with ``email`` (see ``acting_user``)."""
+    store = open_history(url=url)
+    try:
+        owners = store.owners_with_email(email)
+    finally:
+        store.close()
+    if len(owners) == 1:
+        return owners[0]
+    if len(owners) > 1:
+        raise ConfigError(
+            f"{len(owners)} people signed in with {email}: " + ", ".join(owners) + ". Give the owner id"
+            " of the one you mean with --user (the part before # is the sign-in provider)."
+        )
+    if is_postgres(url):
+        raise ConfigError(
+            f"no one has signed in with {email} to this team's store since emails were recorded. Sign in"
+            " to the app once, or give the owner id with --user (<issuer>#<sub>: the app's user menu shows it)."
+        )
+    return email  # a local file: the name is the owner, as given
 
 
 # ---- ask -------------------------------------------------------------------------------------
@@ -356,10 +392,18 @@ def open_queue(owner: str = LOCAL_OWNER, *, url: str | Path | None = None) -> Wo
 
 class Submitted(NamedTuple):
     """Work handed to the queue: its id, and whether it was recorded now (False: the same work
-    was already queued or running, and that is the one shown)."""
+    was already queued or running, and that is the one shown). ``finished``: the same calls
+    already ran to the end in this work (nothing was queued: open it, or send again with
+    ``again``)."""
 
     work_id: str
     new: bool
+    finished: WorkRecord | None = None
+
+
+def finished_already(store: Store, work: WorkSpec) -> WorkRecord | None:
+    """The newest work that made the same calls and ended done (re-sending them asks first)."""
+    return store.finished_work(work.kind, work.calls_key())
 
 
 def submit_grid(
@@ -370,10 +414,16 @@ def submit_grid(
     owner: str = LOCAL_OWNER,
     url: str | Path | None = None,
     client: LLMClient | None = None,
+    again: bool = False,
 ) -> Submitted:
     """Record the grid as work and hand it to the queue; its id (watch it with ``store.get_work``),
     and whether it is new: the same grid already queued or running is that work, not a second
-    one. ``client``: the page's own (a typed key), used only by the in-process queue."""
+    one. The same grid already finished is not sent again unless ``again``: the finished work is
+    handed back (``Submitted.finished``) for the caller to ask. ``client``: the page's own (a
+    typed key), used only by the in-process queue."""
+    finished = None if again else finished_already(store, work)
+    if finished is not None:
+        return Submitted(finished.work_id, new=False, finished=finished)
     fresh = new_work_id()
     queue = open_queue(owner, url=url)
     work_id = submit_review(store, work, plan, work_id=fresh, enqueue=queue.enqueue())
@@ -393,7 +443,8 @@ def submit_measurement(
     work: SweepWork, *, store: Store, owner: str = LOCAL_OWNER, url: str | Path | None = None,
     client: LLMClient | None = None,
 ) -> Submitted:  # fmt: skip
-    """Record a Lab sweep as work and hand it to the queue (as ``submit_grid``)."""
+    """Record a Lab sweep as work and hand it to the queue (as ``submit_grid``; a finished sweep
+    sent again runs again: its replies come from the store, free)."""
     fresh = new_work_id()
     queue = open_queue(owner, url=url)
     work_id = submit_sweep(store, work, work_id=fresh, enqueue=queue.enqueue())
