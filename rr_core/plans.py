@@ -133,12 +133,16 @@ def expected_cache(
     after the replies of those before it: the first call with a given prefix writes it, later
     ones read it; a prefix shorter than ``min_tokens`` is neither (0, 0), and so is a prefix
     no other call has when ``lone_prefixes`` is False (the runner then does not mark it)."""
-    shared = shared_prefixes(calls, document_sha256, min_tokens=min_tokens)
+    # Each call's hint and prefix digest, worked out once (a grid estimates thousands of calls).
+    hints = [call.cache_hint(document_sha256, min_tokens=min_tokens) for call in calls]
+    digests = [
+        call.prefix_digest() if hint is not None else "" for call, hint in zip(calls, hints, strict=True)
+    ]
+    counts = Counter(d for d, hint in zip(digests, hints, strict=True) if hint is not None)
+    shared = frozenset(d for d, n in counts.items() if n > 1)
     seen: set[str] = set()
     out: list[tuple[int, int]] = []
-    for call in calls:
-        hint = call.cache_hint(document_sha256, min_tokens=min_tokens)
-        identity = call.prefix_digest() if hint is not None else ""
+    for hint, identity in zip(hints, digests, strict=True):
         if hint is None or (identity not in shared and not lone_prefixes):
             out.append((0, 0))
             continue
