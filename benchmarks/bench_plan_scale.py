@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import sys
 import tempfile
 import time
@@ -89,7 +90,13 @@ def main() -> None:
     print(
         f"floor (opening the {args.docs:,} readings only): {floor:.2f} s; planning is {seconds / floor:.1f}× it"
     )
-    print(f"goal: under 10 s at 10,000 × 50: {'met' if seconds < 10 or args.docs < 10_000 else 'NOT met'}")
+    load = os.getloadavg()[0]
+    if args.docs >= 10_000:
+        print(
+            f"goal, under 10 s at 10,000 × 50: wall {seconds:.1f} s ({'met' if seconds < 10 else 'not met'}), CPU "
+            f"{cpu:.1f} s ({'met' if cpu < 10 else 'not met'}); load average {load:.1f} on {os.cpu_count()} cores "
+            "(on a busy machine the wall time is the CPU time stretched by the others' share)"
+        )
 
 
 if __name__ == "__main__":
