@@ -555,8 +555,9 @@ def _execute(run: ReviewRun, jobs: Sequence[Job] | None, what: str) -> None:
         )
 
 
-def _submit(grid: Any) -> None:
-    """The grid as work (plain data: documents by hash, no key) for the queue."""
+def _submit(grid: Any, *, again: bool = False) -> None:
+    """The grid as work (plain data: documents by hash, no key) for the queue (``again``: even
+    when the same grid already finished)."""
     max_usd = float(review.budget) if not free and float(review.budget) > 0 else None
     chosen = S.engine()
     work = ReviewWork(
@@ -569,10 +570,14 @@ def _submit(grid: Any) -> None:
         workbench.check_review_budget(grid, max_usd, mode)
         sent = workbench.submit_grid(
             work, grid, store=user.history(), owner=user.current().owner, url=user.store_url(),
-            client=None if on_workers else S.new_client(),
+            client=None if on_workers else S.new_client(), again=again,
         )  # fmt: skip
     except (RRError, LedgerError) as exc:
         results.show_rr_error(exc)
+        return
+    review.resend = ""
+    if sent.finished is not None:  # the same grid already finished: the user chooses (below)
+        review.resend = sent.finished.work_id
         return
     if not sent.new:
         st.info(
@@ -609,8 +614,34 @@ def _show_work(record: WorkRecord) -> None:
     st.rerun()
 
 
+def _ask_resend(grid: Any) -> None:
+    """The same grid already finished: open it, or run it again (its replies in the store are free)."""
+    try:
+        finished = user.history().get_work(review.resend)
+    except (RRError, LedgerError):
+        finished = None
+    if finished is None:
+        review.resend = ""
+        return
+    when = finished.updated_at[:16].replace("T", " ")
+    st.info(
+        f"This grid (these documents, questions, method and model) already ran to the end: work "
+        f"`{finished.work_id}`, finished {when} UTC, {finished.done} of {finished.total} cells. Open it, or run it "
+        "again (replies kept in the store are not paid again)."
+    )
+    open_col, again_col = st.columns(2)
+    if open_col.button("Open the finished grid", key="review_open_finished", type="primary", width="stretch"):
+        review.resend = ""
+        _show_work(finished)
+    if again_col.button("Run it again", key="review_run_again", width="stretch"):
+        review.resend = ""
+        _submit(grid, again=True)
+
+
 if background:
     _submit(plan)
+if review.resend:
+    _ask_resend(plan)
 work_panel("review", "Grids in the background", on_show=_show_work)
 
 if clicked:

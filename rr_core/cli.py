@@ -431,6 +431,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="team mode: queue the grid for the workers and print its work id (watch it with `work`)",
     )
+    p_review.add_argument(
+        "--again",
+        action="store_true",
+        help="with --submit: send the grid even when the same grid (documents, questions, method, model) "
+        "already finished; without it, the finished work's id is printed and nothing is sent",
+    )
 
     p_work = sub.add_parser("work", help="long work (review grids) in the store: progress, stop, cells")
     p_work.add_argument("--show", metavar="ID", default=None, help="one work's progress and cells")
@@ -1264,7 +1270,15 @@ def _submit_review(
         base_url=args.base_url, compare=plan.compare, compare_rows=args.compare_rows, key=key, mode=args.mode,
         max_usd=args.max_usd, concurrency=args.concurrency,
     )  # fmt: skip
-    sent = submit_grid(work, plan, store=store, owner=acting_user(args.user))
+    sent = submit_grid(work, plan, store=store, owner=acting_user(args.user), again=args.again)
+    if sent.finished is not None:
+        when = sent.finished.updated_at[:16].replace("T", " ")
+        raise ConfigError(
+            f"this grid already ran to the end: work {sent.finished.work_id}, finished {when} UTC"
+            f" ({sent.finished.done} of {sent.finished.total} cells). Nothing was sent. Open it with"
+            f" `work --show {sent.finished.work_id}`, or send it again with --again (its replies in the"
+            " store are not paid twice)."
+        )
     return {"work_id": sent.work_id, "queued": True, "already_open": not sent.new, "title": work.title}
 
 

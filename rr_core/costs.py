@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -366,6 +367,55 @@ def estimate_cost(
         cache_write_1h_tokens=written if cache_ttl == "1h" else 0,
     )
     return price_usage(usage, model, provider, mode=mode)
+
+
+# One call's estimate as ``estimate_cost`` takes it: input tokens, output tokens, model, provider,
+# cached tokens, cache-write tokens, cache lifetime ("5m" or "1h"), mode.
+CallCost = tuple[int, int, str, str | None, int, int, str, Mode]
+
+
+def estimate_costs(calls: Iterable[CallCost]) -> Cost:
+    """The summed estimate of many calls, each as ``estimate_cost`` would price it. At flat rates
+    a call's cost is its tokens times the rates: the calls of one model and mode are summed by
+    kind of token and priced once (a grid estimates hundreds of thousands of calls); a model
+    with prompt-length tiers is priced call by call."""
+    sums: dict[tuple[str, str | None, Mode], list[int]] = {}
+    found: dict[tuple[str, str | None, Mode], _Rates] = {}
+    today = _today()
+    total = Cost()
+    priced = False
+    for input_tokens, output_tokens, model, provider, cached_tokens, write_tokens, ttl, mode in calls:
+        key = (model, provider, mode)
+        rates = found.get(key) or found.setdefault(key, _rates(model, provider, today, mode))
+        cached = max(0, min(cached_tokens, input_tokens))
+        written = max(0, min(write_tokens, input_tokens - cached))
+        if rates.tiered:
+            one = estimate_cost(
+                input_tokens, output_tokens, model, provider, cached_tokens=cached_tokens,
+                cache_write_tokens=write_tokens, cache_ttl=ttl, mode=mode,
+            )  # fmt: skip
+            total = total + one if priced else one
+            priced = True
+            continue
+        row = sums.get(key) or sums.setdefault(key, [0, 0, 0, 0, 0])
+        row[0] += input_tokens - cached - written
+        row[1] += cached
+        row[2] += written if ttl != "1h" else 0
+        row[3] += written if ttl == "1h" else 0
+        row[4] += output_tokens
+    for key, (plain, cached, write_5m, write_1h, output) in sums.items():
+        rates = found[key]
+        one = Cost(
+            plain * rates.input.base / _PER,
+            cached * rates.cached.base / _PER,
+            (write_5m * rates.cache_write.base + write_1h * rates.cache_write_1h.base) / _PER,
+            output * rates.output.base / _PER,
+            rates.known,
+            rates.source,
+        )
+        total = total + one if priced else one
+        priced = True
+    return total
 
 
 def assumed_free(model: str, provider: str | None = None) -> bool:

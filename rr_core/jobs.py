@@ -53,20 +53,26 @@ class DocumentRef:
     kind: ClassVar[str] = "document"
     sha256: str
     name: str = ""
+    ocr: bool = False  # its reading with pages without text read by OCR (another reading than without)
 
     @property
     def key(self) -> str:
-        """The content hash."""
-        return self.sha256
+        """The content hash (and "+ocr" for the OCR'd reading)."""
+        return f"{self.sha256}+ocr" if self.ocr else self.sha256
 
     def to_dict(self) -> dict[str, JSONValue]:
-        """``{"kind": "document", "sha256", "name"}``."""
-        return {"kind": self.kind, "sha256": self.sha256, "name": self.name}
+        """``{"kind": "document", "sha256", "name"}`` (and ``"ocr": true`` for the OCR'd reading)."""
+        out: dict[str, JSONValue] = {"kind": self.kind, "sha256": self.sha256, "name": self.name}
+        if self.ocr:
+            out["ocr"] = True
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DocumentRef:
         """Read ``to_dict``'s output."""
-        return cls(sha256=str(data["sha256"]), name=str(data.get("name", "")))
+        return cls(
+            sha256=str(data["sha256"]), name=str(data.get("name", "")), ocr=bool(data.get("ocr", False))
+        )
 
     @classmethod
     def of(cls, document: Document) -> DocumentRef:

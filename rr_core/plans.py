@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from rr_core.costs import Cost, Mode, estimate_cost
+from rr_core.costs import Cost, Mode, estimate_costs
 from rr_core.documents import Document
 from rr_core.llm.base import MIN_CACHED_PREFIX_TOKENS, CacheHint, CacheTTL, min_cached_prefix
 from rr_core.outputs import NOT_STATED, Output
@@ -133,12 +133,16 @@ def expected_cache(
     after the replies of those before it: the first call with a given prefix writes it, later
     ones read it; a prefix shorter than ``min_tokens`` is neither (0, 0), and so is a prefix
     no other call has when ``lone_prefixes`` is False (the runner then does not mark it)."""
-    shared = shared_prefixes(calls, document_sha256, min_tokens=min_tokens)
+    # Each call's hint and prefix digest, worked out once (a grid estimates thousands of calls).
+    hints = [call.cache_hint(document_sha256, min_tokens=min_tokens) for call in calls]
+    digests = [
+        call.prefix_digest() if hint is not None else "" for call, hint in zip(calls, hints, strict=True)
+    ]
+    counts = Counter(d for d, hint in zip(digests, hints, strict=True) if hint is not None)
+    shared = frozenset(d for d, n in counts.items() if n > 1)
     seen: set[str] = set()
     out: list[tuple[int, int]] = []
-    for call in calls:
-        hint = call.cache_hint(document_sha256, min_tokens=min_tokens)
-        identity = call.prefix_digest() if hint is not None else ""
+    for hint, identity in zip(hints, digests, strict=True):
         if hint is None or (identity not in shared and not lone_prefixes):
             out.append((0, 0))
             continue
@@ -442,6 +446,7 @@ def estimate_calls(
     mode: Mode = "now",
     ttl: CacheTTL = "5m",
     lone_prefixes: bool = True,
+    expected: Sequence[tuple[int, int]] | None = None,
 ) -> Estimate:
     """Tokens and cost of calls; priced per call (long-context tiers price each prompt).
 
@@ -449,27 +454,28 @@ def estimate_calls(
     (``expected_cache``, with the model's shortest cached prefix; ``lone_prefixes``: as the
     runner's ``cache_lone_prefixes``; in a batch, each prefix's writer is sent ahead at the list
     price, as the runner sends it); ``mode``: sent now or in a
-    provider batch (priced at its discount)."""
-    expected = (
-        expected_cache(calls, min_tokens=min_cached_prefix(settings.model), lone_prefixes=lone_prefixes)
-        if caching
-        else [(0, 0)] * len(calls)
-    )
-    costs = [
-        estimate_cost(
+    provider batch (priced at its discount); ``expected``: ``expected_cache``'s answer for these
+    calls, worked out already (the same calls estimated now and in batch)."""
+    if expected is None:
+        expected = (
+            expected_cache(calls, min_tokens=min_cached_prefix(settings.model), lone_prefixes=lone_prefixes)
+            if caching
+            else [(0, 0)] * len(calls)
+        )
+    # Each call as ``estimate_cost`` prices it; in a batch, the call that writes a prefix goes
+    # first, sent now at the list price (the others, in the batch, read what it wrote).
+    cost = estimate_costs(
+        (
             c.prompt_tokens,
             c.output_tokens,
             *call_pricing(c, settings),
-            cached_tokens=read,
-            cache_write_tokens=written,
-            cache_ttl=ttl,
-            # In a batch, the call that writes a prefix goes first, sent now at the list price
-            # (the others, in the batch, read what it wrote).
-            mode="now" if written else mode,
+            read,
+            written,
+            ttl,
+            "now" if written else mode,
         )
         for c, (read, written) in zip(calls, expected, strict=True)
-    ]
-    cost = sum(costs[1:], costs[0]) if costs else Cost()
+    )
     return Estimate(
         calls=len(calls),
         input_tokens=sum(c.prompt_tokens for c in calls),

@@ -18,7 +18,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rr_core.store import LOCAL_OWNER
@@ -31,6 +31,9 @@ class Identity:
     owner: str  # whose rows the run store reads and writes
     name: str  # how the screens name them
     signed_in: bool  # False: single-user mode (no sign-in)
+    # The email the sign-in carried ("": none), recorded so that ``--user EMAIL`` finds the owner;
+    # not part of who the user is (an email can change hands; the owner cannot).
+    email: str = field(default="", compare=False)
 
 
 SINGLE_USER = Identity(LOCAL_OWNER, "this machine's single user", signed_in=False)
@@ -75,7 +78,7 @@ def identity_of(claims: Mapping[str, Any], now: float | None = None) -> Identity
     else:
         return NoSignIn.NO_SUBJECT
     name = email or _text(claims, "name") or _text(claims, "preferred_username") or subject
-    return Identity(owner, name, signed_in=True)
+    return Identity(owner, name, signed_in=True, email=email)
 
 
 # The claims that tell one sign-in from the next of the same user: when the token was issued,

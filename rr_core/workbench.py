@@ -1,7 +1,7 @@
 """The application layer: the use cases the screens and the command line share.
 
-- ``Engine``: the engine a use case runs on (provider, model, the model it is priced as, a
-  key or server given for the run), with every default taken from the provider registry;
+- ``Engine`` (from ``rr_core.engine``): the engine a use case runs on (provider, model, the
+  model it is priced as, a key or server given for the run), registry defaults;
 - **ask**: ``plan_ask`` (the chosen methods planned for a document and its questions, with
   the estimate and the context window), ``check_ask_budget``, ``ask`` (run them with the
   store as call cache if asked, under a budget, and save them to the history);
@@ -14,8 +14,10 @@
   the command line acts as: ``--user``, ``RR_STUDIO_USER``, required with a shared store).
 
 The screens and the CLI keep only what is theirs: reading widgets or arguments, and drawing
-or printing. The runner and the store are reached through ``open_runner`` and
-``open_history`` only, so a change to either lands here.
+or printing. The runner and the store are reached through ``open_runner`` (``rr_core.engine``)
+and ``open_history`` only. The grid and the sweep themselves live with their kinds of long work
+(``rr_core.kinds.review``, ``rr_core.kinds.sweep``), below the work runner, which runs them the
+same way in a thread of the app and on workers; they are named here for the screens.
 """
 
 from __future__ import annotations
@@ -23,55 +25,51 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import asdict, dataclass, field
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rr_core.batching import BatchProgress
 from rr_core.confidence import assess_together
-from rr_core.costs import Mode, assumed_free, context_window
+from rr_core.costs import Mode, assumed_free
 from rr_core.documents import Document
+from rr_core.engine import BATCH_POLL_S as BATCH_POLL_S
+from rr_core.engine import Engine as Engine
+from rr_core.engine import Guard as Guard
+from rr_core.engine import batch_poll_s as batch_poll_s
+from rr_core.engine import open_runner as open_runner
 from rr_core.errors import ConfigError, LedgerError
 from rr_core.jobs import DocumentRef, Documents, Job
-from rr_core.lab import TrialSpec, trial_recipes
-from rr_core.lab.haystacks import TrialRecipe
-from rr_core.lab.presets import Preset
-from rr_core.lab.sweep import Progress, SweepPlan, SweepResult, check_budget, plan_sweep, run_sweep
-from rr_core.llm import (
-    LLMClient,
-    OnWait,
-    ProviderInfo,
-    default_provider,
-    describe_provider,
-    engine_client,
-    get_provider,
-)
-from rr_core.llm.config import Lookup, environment
+from rr_core.kinds.base import WorkSpec
+from rr_core.kinds.review import SAVE_EVERY as SAVE_EVERY
+from rr_core.kinds.review import ReviewResult as ReviewResult
+from rr_core.kinds.review import plan_grid as plan_grid
+from rr_core.kinds.review import review as review
+from rr_core.kinds.review import review_resolver as review_resolver
+from rr_core.kinds.sweep import plan_measurement as plan_measurement
+from rr_core.kinds.sweep import sweep as sweep
+from rr_core.lab.sweep import SweepPlan, check_budget
+from rr_core.llm import LLMClient, describe_provider
 from rr_core.methods import plan_questions
 from rr_core.plans import Plan, estimate_calls
 from rr_core.questions import Question, mark_traces
-from rr_core.review import (
-    AnswerKey,
-    Cell,
-    Column,
-    CorpusFile,
-    Item,
-    ReviewPlan,
-    StoredDocuments,
-    agree_cells,
-    cells_of,
-    plan_review,
-    prefix_sharing,
-    read_corpus,
-)
+from rr_core.review import CorpusFile, Item, ReviewPlan, StoredDocuments, read_corpus
 from rr_core.review.corpus import Passwords, Where, reading_bytes
-from rr_core.runs import Budget, CallCache, CallEvent, Executor, RunTrace
-from rr_core.settings import QuestionPlacement, RunSettings
-from rr_core.store import LOCAL_OWNER, DocumentStore, Store, StoredRun, is_postgres, open_store, redact_url
+from rr_core.runs import CallEvent, Executor, RunTrace
+from rr_core.settings import RunSettings
+from rr_core.store import (
+    LOCAL_OWNER,
+    DocumentStore,
+    Store,
+    StoredRun,
+    WorkRecord,
+    is_postgres,
+    open_store,
+    redact_url,
+)
 from rr_core.store.config import DB_ENV
-from rr_core.tokens import TokenCounter, counter_for_model
+from rr_core.tokens import TokenCounter
 from rr_core.work import (
     InProcessQueue,
     ReviewWork,
@@ -85,51 +83,6 @@ from rr_core.work import (
 
 # ---- the narrow points: the runner and the store ----------------------------------------------
 
-# How often a batch is polled at most (it starts at a second and doubles up to this);
-# ``RR_BATCH_POLL_S`` sets it (tests against a local stub poll faster).
-BATCH_POLL_S = 30.0
-
-
-def batch_poll_s() -> float:
-    """The longest wait between two polls of a batch (``RR_BATCH_POLL_S``, else 30 s)."""
-    try:
-        value = float(os.environ.get("RR_BATCH_POLL_S", "") or BATCH_POLL_S)
-    except ValueError:
-        return BATCH_POLL_S
-    return value if 0 < value <= 3_600 else BATCH_POLL_S
-
-
-def open_runner(
-    client: LLMClient,
-    *,
-    concurrency: int,
-    cache: CallCache | None = None,
-    window: int | None = None,
-    max_usd: float | None = None,
-    mode: Mode = "now",
-    label: str = "",
-    ledger: str = "",
-    cache_lone_prefixes: bool | Callable[[Job | None], bool] = True,
-) -> Executor:
-    """The runner every use case runs through (the in-process executor), with the store as
-    call cache when given and a budget cap when ``max_usd`` is set; ``mode`` "batch" sends
-    each phase's calls as provider batches (recorded in the store, ``label`` naming them);
-    ``cache_lone_prefixes`` False (or False for a job): work that knows all its calls marks for
-    the prompt cache only the prefixes two of them share (see ``Executor``)."""
-    budget = Budget(max_usd) if max_usd is not None else None
-    return Executor(
-        client,
-        concurrency=concurrency,
-        cache=cache,
-        context_window=window,
-        budget=budget,
-        mode=mode,
-        batch_label=label,
-        poll_s=batch_poll_s(),
-        ledger=ledger,
-        cache_lone_prefixes=cache_lone_prefixes,
-    )
-
 
 USER_ENV = "RR_STUDIO_USER"  # who the command line acts as (``--user`` overrides it)
 
@@ -142,105 +95,48 @@ def open_history(owner: str = LOCAL_OWNER, *, url: str | Path | None = None) -> 
     return open_store(url, owner=owner)
 
 
-def acting_user(given: str | None = None) -> str:
+def acting_user(given: str | None = None, *, url: str | Path | None = None) -> str:
     """Who a command acts as: ``given`` (``--user``), else ``$RR_STUDIO_USER``; with neither,
     the local user for a SQLite file, and a ``ConfigError`` for a PostgreSQL store (shared by a
-    team: acting as nobody in particular would mix everyone's runs under one name)."""
+    team: acting as nobody in particular would mix everyone's runs under one name).
+
+    An email (``ann@example.com``) names the owner who signed in with it (``<issuer>#<sub>``,
+    looked up in the store at ``url``); two owners who share it are a ``ConfigError`` listing
+    both, and, in a team's store, an email no one signed in with is one saying what to give."""
     name = given if given is not None else os.environ.get(USER_ENV, "")
     if name and name != name.strip():
         raise ConfigError(f"the user name {name!r} has spaces around it: give the name alone")
     if name:
-        return name
-    if is_postgres(None):
-        shown = redact_url(os.environ.get(DB_ENV, ""))
+        return owner_of_email(name, url=url) if "@" in name and "#" not in name else name
+    if is_postgres(url):
+        shown = redact_url(str(url or os.environ.get(DB_ENV, "")))
         raise ConfigError(
             f"{DB_ENV}={shown} is a PostgreSQL store, shared by a team: say whose runs to use with"
-            f" --user NAME or {USER_ENV}=NAME"
+            f" --user NAME or {USER_ENV}=NAME (the email you sign in with, or your owner id)"
         )
     return LOCAL_OWNER
 
 
-# ---- the engine ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Engine:
-    """The engine a use case runs on. ``api_key`` and ``base_url`` are those *given* for the
-    run; the configured ones are looked up when the client is made (the key rule of
-    ``rr_core.llm.config``). The key is never shown in the repr."""
-
-    provider: str
-    model: str
-    price_model: str = ""
-    api_key: str | None = field(default=None, repr=False)
-    base_url: str | None = None
-
-    @classmethod
-    def choose(
-        cls,
-        provider: str | None = None,
-        model: str | None = None,
-        price_model: str | None = None,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-    ) -> Engine:
-        """An engine with the registry's defaults for what is not given: the provider whose
-        key is configured (else the offline engine), its default model, and the model a free
-        engine is priced as."""
-        info = get_provider(provider or default_provider())
-        return cls(
-            info.name,
-            info.model_or_default(model),
-            price_model or info.default_price_model,
-            api_key=api_key,
-            base_url=base_url,
+def owner_of_email(email: str, *, url: str | Path | None = None) -> str:
+    """The owner who signed in with ``email`` (see ``acting_user``)."""
+    store = open_history(url=url)
+    try:
+        owners = store.owners_with_email(email)
+    finally:
+        store.close()
+    if len(owners) == 1:
+        return owners[0]
+    if len(owners) > 1:
+        raise ConfigError(
+            f"{len(owners)} people signed in with {email}: " + ", ".join(owners) + ". Give the owner id"
+            " of the one you mean with --user (the part before # is the sign-in provider)."
         )
-
-    @property
-    def info(self) -> ProviderInfo:
-        """The provider as the registry describes it."""
-        return get_provider(self.provider)
-
-    @property
-    def is_llm(self) -> bool:
-        """Whether a model reads (False: a free engine, never paid)."""
-        return self.info.is_llm
-
-    def counting_model(self) -> str:
-        """The model whose tokenizer counts for a run on this engine."""
-        return self.info.counter_model(self.model)
-
-    def window(self) -> int | None:
-        """The model's context window, where the price data knows it."""
-        return context_window(self.model, self.provider)
-
-    def settings(self, **values: Any) -> RunSettings:
-        """Run settings on this engine (the method and its parameters from ``values``)."""
-        return RunSettings(model=self.model, provider=self.provider, price_model=self.price_model, **values)
-
-    def client(
-        self,
-        counter: TokenCounter | None = None,
-        *,
-        reach: int = 4_000,
-        timeout_s: float = 120.0,
-        on_wait: OnWait | None = None,
-        configured: Lookup = environment,
-    ) -> LLMClient:
-        """A fresh client (never cached: clients hold connections). A free engine counts with
-        ``counter``; the simulated reader sees ``reach`` tokens from its instructions."""
-        return engine_client(
-            self.provider,
-            model=self.model,
-            counter=counter,
-            reach=reach,
-            api_key=self.api_key,
-            base_url=self.base_url,
-            timeout_s=timeout_s,
-            on_wait=on_wait,
-            configured=configured,
+    if is_postgres(url):
+        raise ConfigError(
+            f"no one has signed in with {email} to this team's store since emails were recorded. Sign in"
+            " to the app once, or give the owner id with --user (<issuer>#<sub>: the app's user menu shows it)."
         )
+    return email  # a local file: the name is the owner, as given
 
 
 # ---- ask -------------------------------------------------------------------------------------
@@ -339,10 +235,6 @@ class AskResult:
     is_llm: bool
 
 
-# Wraps a run with the runner in hand (the CLI's signal handling stops it).
-Guard = Callable[[Executor], AbstractContextManager[Any]]
-
-
 def ask(
     plan: AskPlan,
     client: LLMClient,
@@ -410,82 +302,9 @@ def _run_jobs(
 # ---- sweep -----------------------------------------------------------------------------------
 
 
-def plan_measurement(
-    spec: TrialSpec,
-    preset: Preset,
-    document: Document | None,
-    series: Sequence[RunSettings],
-    counter: TokenCounter,
-    *,
-    depths: Sequence[float] | None = None,
-    bounds: bool = True,
-    layout: QuestionPlacement | None = None,
-    tokenizer: str = "",
-) -> tuple[list[TrialRecipe], SweepPlan]:
-    """The trials' recipes of a spec and the sweep's plan over them, before any call
-    (``ConfigError`` for a grid that cannot work or is too large). Each trial is built, planned
-    and dropped in turn; its job keeps its recipe (``tokenizer``: the model ``counter`` counts
-    as, for a worker that runs the jobs elsewhere)."""
-    recipes = trial_recipes(spec, preset, document, counter, depths=depths)
-    plan = plan_sweep(
-        recipes,
-        series,
-        counter,
-        bounds=bounds,
-        layout=layout,
-        documents=(document,) if document is not None else (),
-        tokenizer=tokenizer,
-    )
-    return recipes, plan
-
-
 def check_sweep_budget(plan: SweepPlan, max_usd: float | None, mode: Mode = "now") -> None:
     """Refuse, before any call, a sweep above the budget or with no known price to keep it."""
     check_budget(plan, max_usd, mode)
-
-
-def sweep(
-    plan: SweepPlan,
-    client: LLMClient,
-    *,
-    concurrency: int,
-    window: int | None = None,
-    max_usd: float | None = None,
-    store: CallCache | None = None,
-    on_progress: Progress | None = None,
-    mode: Mode = "now",
-    label: str = "Lab sweep",
-    on_batch: Callable[[BatchProgress], None] | None = None,
-    owner: str = LOCAL_OWNER,
-    on_runner: Callable[[Executor], None] | None = None,
-) -> SweepResult:
-    """Run every job of the sweep through the run store as call cache (``store``, or
-    ``owner``'s history opened here): an interrupted or repeated sweep pays only for what is missing. A
-    budget cap sends no call that would pass ``max_usd``. ``mode`` "batch": each phase's calls
-    go out as provider batches at the batch price; a sweep started again after a stop polls
-    the batches it had submitted instead of paying again."""
-    cache = store if store is not None else open_history(owner)
-    ledger = plan.ledger_key()
-    with open_runner(
-        client,
-        concurrency=concurrency,
-        cache=cache,
-        window=window,
-        max_usd=max_usd,
-        mode=mode,
-        label=f"{label} · {ledger[6:14]}",
-        ledger=ledger,
-    ) as runner:
-        if on_runner is not None:  # whoever may stop it (a stop asked for from another process)
-            on_runner(runner)
-        result = run_sweep(plan, runner, on_progress=on_progress, on_batch=on_batch)
-    # The sweep's results are written now: its replies are recorded (a later run finds them
-    # in the store, paid before).
-    try:
-        cache.account(ledger)
-    except (LedgerError, OSError) as exc:
-        result.save_error = result.save_error or str(exc)
-    return result
 
 
 def keep_document(store: DocumentStore, document: Document) -> None:
@@ -529,30 +348,6 @@ def read_review_corpus(
                        where=where)  # fmt: skip
 
 
-def review_resolver(counter: TokenCounter, store: Store | None = None) -> StoredDocuments:
-    """Opens a review's documents from the document store (their stored readings)."""
-    return StoredDocuments(store if store is not None else open_history(), counter)
-
-
-def plan_grid(
-    files: Sequence[CorpusFile],
-    columns: Sequence[Column],
-    settings: RunSettings,
-    counter: TokenCounter,
-    *,
-    compare: RunSettings | None = None,
-    compare_rows: int = 5,
-    window: int | None = None,
-    store: Store | None = None,
-    tokenizer: str = "",
-) -> ReviewPlan:
-    """The grid planned and estimated before any call (``ConfigError`` when it cannot work)."""
-    return plan_review(
-        files, columns, settings, counter, review_resolver(counter, store),
-        compare=compare, compare_rows=compare_rows, window=window, tokenizer=tokenizer,
-    )  # fmt: skip
-
-
 def check_review_budget(plan: ReviewPlan, max_usd: float | None, mode: Mode = "now") -> None:
     """Refuse, before any call, a grid estimated above the budget or with no known price."""
     if max_usd is None:
@@ -569,116 +364,6 @@ def check_review_budget(plan: ReviewPlan, max_usd: float | None, mode: Mode = "n
             f"The grid is estimated at ${usd:.2f} ({plan.estimate.calls:,} calls, {mode}), above the budget "
             f"of ${max_usd:.2f}. Nothing was sent: raise the budget, or review fewer documents or questions."
         )
-
-
-@dataclass(slots=True)
-class ReviewResult:
-    """What a grid run gave back: its cells (as they arrived), traces (when kept), what it paid
-    and where its traces were saved."""
-
-    cells: list[Cell]
-    traces: list[RunTrace]
-    batch: str | None = None  # the history's batch id; None when not saved
-    save_error: str | None = None
-    cancelled: bool = False
-    paid_usd: float = 0.0  # what the run paid (stored replies and free engines pay nothing)
-
-
-# A grid's traces are saved to the history as they arrive, this many at a time (one transaction
-# each), and then dropped: a run of any size holds at most this many.
-SAVE_EVERY = 16
-
-
-def review(
-    plan: ReviewPlan,
-    client: LLMClient,
-    *,
-    concurrency: int,
-    key: AnswerKey | None = None,
-    jobs: Sequence[Job] | None = None,
-    max_usd: float | None = None,
-    mode: Mode = "now",
-    store: Store | None = None,
-    on_cell: Callable[[Cell], None] | None = None,
-    on_trace: Callable[[RunTrace], None] | None = None,
-    on_event: Callable[[CallEvent], None] | None = None,
-    on_batch: Callable[[BatchProgress], None] | None = None,
-    guard: Guard | None = None,
-    save: bool = True,
-    keep: bool = True,
-) -> ReviewResult:
-    """Run the grid's jobs (or ``jobs``: a retry of some cells) through the run store as call
-    cache: a grid stopped and started again pays only for what is missing, and a cell asked
-    before is answered from the store. Each job's trace is handed to ``on_trace`` and then its
-    cells to ``on_cell`` as the job finishes (a screen keeps them as they come); the traces
-    are saved to the history as they arrive (``SAVE_EVERY`` at a time, one history batch).
-    ``keep`` False: the result holds no cell and no trace (work that records its cells as
-    they come: memory does not grow with the corpus)."""
-    cache = store if store is not None else open_history()
-    todo = list(jobs) if jobs is not None else list(plan.jobs)
-    counter = counter_for_model(todo[0].token_model) if todo else None
-    resolver = StoredDocuments(cache, counter) if counter is not None else None
-    ledger = plan.ledger_key()
-    cells: list[Cell] = []
-    traces: list[RunTrace] = []
-    unsaved: list[RunTrace] = []
-    result = ReviewResult(cells, traces)
-
-    def flush() -> None:
-        if not (save and unsaved and result.save_error is None):
-            unsaved.clear()
-            return
-        try:
-            result.batch = cache.save_batch(unsaved, batch=result.batch)
-        except (LedgerError, ConfigError, OSError) as exc:
-            result.save_error = str(exc)
-        unsaved.clear()
-
-    cancelled = False
-    with (
-        open_runner(
-            client,
-            concurrency=concurrency,
-            cache=cache,
-            window=plan.window,
-            max_usd=max_usd,
-            mode=mode,
-            label=f"Review · {len(plan.documents)} documents × {len(plan.columns)} questions",
-            ledger=ledger,
-            # Per document and method, from the jobs sent (a retry's, a resumed grid's rest).
-            cache_lone_prefixes=prefix_sharing(todo),
-        ) as runner,
-        guard(runner) if guard is not None else nullcontext(),
-    ):
-        for item in runner.stream_jobs(todo, resolver=resolver, counter=counter):
-            if isinstance(item, RunTrace):
-                result.paid_usd += item.paid_usd
-                if keep:
-                    traces.append(item)
-                if on_trace is not None:
-                    on_trace(item)
-                for cell in cells_of(item, todo[item.position], plan, key):
-                    if keep:
-                        cells.append(cell)
-                    if on_cell is not None:
-                        on_cell(cell)
-                unsaved.append(item)
-                if len(unsaved) >= SAVE_EVERY:
-                    flush()
-            elif isinstance(item, CallEvent) and on_event is not None:
-                on_event(item)
-            elif isinstance(item, BatchProgress) and on_batch is not None:
-                on_batch(item)
-        cancelled = runner.cancelled
-    result.cancelled = cancelled
-    if plan.compare is not None and keep:  # main and compare on the same rows: agreement counts
-        result.cells = agree_cells(cells)
-    flush()
-    try:
-        cache.account(ledger)
-    except (LedgerError, ConfigError, OSError) as exc:
-        result.save_error = result.save_error or str(exc)
-    return result
 
 
 # ---- work that outlives the page ----------------------------------------------------------------
@@ -707,10 +392,18 @@ def open_queue(owner: str = LOCAL_OWNER, *, url: str | Path | None = None) -> Wo
 
 class Submitted(NamedTuple):
     """Work handed to the queue: its id, and whether it was recorded now (False: the same work
-    was already queued or running, and that is the one shown)."""
+    was already queued or running, and that is the one shown). ``finished``: the same calls
+    already ran to the end in this work (nothing was queued: open it, or send again with
+    ``again``)."""
 
     work_id: str
     new: bool
+    finished: WorkRecord | None = None
+
+
+def finished_already(store: Store, work: WorkSpec) -> WorkRecord | None:
+    """The newest work that made the same calls and ended done (re-sending them asks first)."""
+    return store.finished_work(work.kind, work.calls_key())
 
 
 def submit_grid(
@@ -721,10 +414,16 @@ def submit_grid(
     owner: str = LOCAL_OWNER,
     url: str | Path | None = None,
     client: LLMClient | None = None,
+    again: bool = False,
 ) -> Submitted:
     """Record the grid as work and hand it to the queue; its id (watch it with ``store.get_work``),
     and whether it is new: the same grid already queued or running is that work, not a second
-    one. ``client``: the page's own (a typed key), used only by the in-process queue."""
+    one. The same grid already finished is not sent again unless ``again``: the finished work is
+    handed back (``Submitted.finished``) for the caller to ask. ``client``: the page's own (a
+    typed key), used only by the in-process queue."""
+    finished = None if again else finished_already(store, work)
+    if finished is not None:
+        return Submitted(finished.work_id, new=False, finished=finished)
     fresh = new_work_id()
     queue = open_queue(owner, url=url)
     work_id = submit_review(store, work, plan, work_id=fresh, enqueue=queue.enqueue())
@@ -744,7 +443,8 @@ def submit_measurement(
     work: SweepWork, *, store: Store, owner: str = LOCAL_OWNER, url: str | Path | None = None,
     client: LLMClient | None = None,
 ) -> Submitted:  # fmt: skip
-    """Record a Lab sweep as work and hand it to the queue (as ``submit_grid``)."""
+    """Record a Lab sweep as work and hand it to the queue (as ``submit_grid``; a finished sweep
+    sent again runs again: its replies come from the store, free)."""
     fresh = new_work_id()
     queue = open_queue(owner, url=url)
     work_id = submit_sweep(store, work, work_id=fresh, enqueue=queue.enqueue())

@@ -450,7 +450,9 @@ def test_a_batching_engine_offers_batches_with_three_estimates_and_checks_the_ch
         ]
         assert send.value == "now"
         plan = expected_plan("openai", PRICE_MODEL)
-        assert plan.batch_cost.total_usd < plan.cached_cost.total_usd <= plan.cost.total_usd + 1e-9  # sums in floats
+        assert (
+            plan.batch_cost.total_usd < plan.cached_cost.total_usd <= plan.cost.total_usd + 1e-9
+        )  # sums in floats
         assert estimates(at) == {
             "Now, list price, no cache — the ceiling": f"${plan.cost.total_usd:.2f}",
             "Now, with prompt cache (expected)": f"${plan.cached_cost.total_usd:.2f}",

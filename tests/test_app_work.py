@@ -113,3 +113,35 @@ def test_team_mode_sends_the_grid_to_the_workers(pg_url: str, monkeypatch: pytes
     assert finished is not None and finished.state == "done"
     at.run()
     assert any(f"{finished.total:,} of {finished.total:,} cells" in m.value for m in at.markdown)
+
+
+def test_a_finished_grid_sent_again_asks_open_it_or_run_it_again() -> None:
+    at = _review()
+    at.button(key="review_background").click().run()
+    store = open_store()
+    [record] = store.list_work(kind="review")
+    _wait(lambda: (store.get_work(record.work_id) or record).state == "done", "the grid to finish")
+    # The same grid again: nothing is sent; the screen names the finished work and asks.
+    at.button(key="review_background").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [w.work_id for w in store.list_work(kind="review")] == [record.work_id]
+    assert any(f"already ran to the end: work `{record.work_id}`" in i.value for i in at.info)
+    labels = {b.key: b.label for b in at.button}
+    assert (
+        labels["review_open_finished"] == "Open the finished grid"
+        and labels["review_run_again"] == "Run it again"
+    )
+    # Open it: the finished grid's cells, from the store; nothing sent.
+    at.button(key="review_open_finished").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    grid = [d.value for d in at.dataframe if list(d.value.index.names) == ["Document"]][-1]
+    assert grid.size == record.total
+    assert [w.work_id for w in store.list_work(kind="review")] == [record.work_id]
+    assert "review_run_again" not in {b.key for b in at.button}  # asked once
+    # Sent again, and this time run again: a second work.
+    at.button(key="review_background").click().run()
+    at.button(key="review_run_again").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    works = store.list_work(kind="review")
+    assert len(works) == 2 and works[1].work_id == record.work_id
+    _wait(lambda: (store.get_work(works[0].work_id) or works[0]).state == "done", "the second grid to finish")

@@ -381,3 +381,117 @@ def test_every_download_button_leaves_the_app_alone_when_clicked() -> None:
                 calls.append((f"{path.relative_to(ROOT)}:{node.lineno}", ignored))
     assert len(calls) >= 10
     assert [where for where, ignored in calls if not ignored] == []
+
+
+# ---- No import cycles, lazy imports counted --------------------------------------------------
+
+
+def _modules() -> dict[str, Path]:
+    """Every ``rr_core`` module by its dotted name (a package by its ``__init__``)."""
+    out = {}
+    for path in _files("rr_core"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Which ``rr_core`` modules each imports, at any depth of its code: an import inside a
+    function (a lazy one) counts as much as one at the top. ``from a import b`` names the module
+    ``a.b`` when it is one, else ``a``; relative imports are resolved."""
+
+    def module_of(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                targets.extend(
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                    for alias in node.names
+                )
+        found = {module_of(t) for t in targets if t.startswith("rr_core")}
+        graph[name] = {t for t in found if t is not None and t != name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other in a circle (the strongly connected
+    components of more than one module), each sorted, found without recursion."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return sorted(groups)
+
+
+def test_the_cycle_counter_sees_a_lazy_import() -> None:
+    # a imports b at the top, b imports c inside a function, c imports a inside a method: one circle.
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+    modules = _modules()
+    work = import_graph(modules)
+    assert "rr_core.kinds" in work["rr_core.work"]  # the reader sees real imports
+    assert "rr_core.lab.haystacks" in work["rr_core.lab.tasks"]
+    # An import inside a function body is read like one at the top.
+    lazy = [
+        node
+        for node in ast.walk(ast.parse(modules["rr_core.workbench"].read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef)
+        for inner in ast.walk(node)
+        if isinstance(inner, ast.ImportFrom) and (inner.module or "") == "rr_core.queue"
+    ]
+    assert lazy and "rr_core.queue" in work["rr_core.workbench"]
+
+
+def test_no_rr_core_modules_import_each_other_in_a_circle() -> None:
+    """Counted with the imports inside functions: a local import that hides a circle (a lower
+    layer reaching up into a use case, with its types degraded to ``Any``) counts as a circle."""
+    assert import_cycles(import_graph(_modules())) == []

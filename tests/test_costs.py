@@ -226,3 +226,37 @@ def test_prices_without_network(monkeypatch: pytest.MonkeyPatch) -> None:
     costs._rates.cache_clear()
     assert price_usage(Usage(input_tokens=1000), "gpt-4.1-mini").known
     assert price_data_version()
+
+
+@pytest.mark.parametrize(
+    ("model", "provider"), [("gpt-4.1-mini", "openai"), ("claude-sonnet-4-5", "anthropic"), ("llama3", None)]
+)
+def test_many_calls_priced_together_cost_what_each_priced_alone_adds_up_to(
+    model: str, provider: str | None
+) -> None:
+    """A grid's estimate prices its calls together (flat rates: summed tokens priced once; a
+    model with prompt-length tiers, such as claude-sonnet-4-5 above 200k, call by call)."""
+    calls: list[costs.CallCost] = [
+        (prompt, 40 + i, model, provider, cached, written, ttl, mode)
+        for i, (prompt, cached, written, ttl, mode) in enumerate(
+            [
+                (1_200, 0, 0, "5m", "now"),
+                (90_000, 50_000, 0, "5m", "now"),
+                (90_000, 0, 80_000, "1h", "now"),
+                (250_000, 0, 10_000, "5m", "now"),  # over a 200k tier where the model has one
+                (30_000, 900_000, 5, "5m", "batch"),  # more cached than the prompt: clamped
+                (4_000, 0, 0, "5m", "batch"),
+            ]
+        )
+    ]
+    alone = [
+        costs.estimate_cost(p, o, m, pr, cached_tokens=c, cache_write_tokens=w, cache_ttl=t, mode=md)
+        for p, o, m, pr, c, w, t, md in calls
+    ]
+    together = costs.estimate_costs(calls)
+    summed = sum(alone[1:], alone[0])
+    for part in ("input_usd", "cached_usd", "cache_write_usd", "output_usd", "total_usd"):
+        assert getattr(together, part) == pytest.approx(getattr(summed, part), rel=1e-12, abs=1e-15), part
+    assert together.known == summed.known
+    assert set(together.source.split(" + ")) == set(summed.source.split(" + "))
+    assert costs.estimate_costs([]) == Cost()

@@ -8,6 +8,7 @@ import gc
 
 from conftest import PLANTED_QUESTION, small_settings, word_counter
 
+import rr_core.kinds.review as review_kind
 import rr_core.runs as runs_module
 import rr_core.workbench as workbench
 from rr_core.jobs import DocumentRef, Documents, Job
@@ -50,7 +51,7 @@ def test_the_runner_drops_each_run_once_its_trace_is_handed_on(planted_document)
 
 def test_a_grid_saves_its_traces_as_they_arrive_and_holds_none_when_asked(setup, monkeypatch) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     path, store, work = setup
-    monkeypatch.setattr(workbench, "SAVE_EVERY", 2)
+    monkeypatch.setattr(review_kind, "SAVE_EVERY", 2)  # where the grid runs (the review kind)
     saved: list[int] = []
     real_open = open_store
 

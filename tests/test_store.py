@@ -194,6 +194,23 @@ def test_an_ended_sign_in_is_ended_for_its_owner_only(open_backend: Backend) -> 
     assert not ann.sign_in_ended("s-2") and not bob.sign_in_ended("s-1")
 
 
+def test_an_email_names_the_owners_who_signed_in_with_it(open_backend: Backend) -> None:
+    ann, other_ann, bob = (
+        open_backend("https://id.one#ann"),
+        open_backend("https://id.two#a-9"),
+        open_backend("bob"),
+    )
+    assert bob.owners_with_email("ann@example.com") == []
+    ann.note_email("Ann@Example.com")  # case aside
+    ann.note_email("ann@example.com")  # twice is once
+    assert bob.owners_with_email("ann@example.com") == ["https://id.one#ann"]  # any owner may ask
+    other_ann.note_email("ann@example.com")  # another provider, the same email: two people to choose from
+    assert open_backend().owners_with_email("ANN@example.com") == ["https://id.one#ann", "https://id.two#a-9"]
+    ann.note_email("ann@new.example")  # an owner's latest email is the one kept
+    assert bob.owners_with_email("ann@example.com") == ["https://id.two#a-9"]
+    assert bob.owners_with_email("ann@new.example") == ["https://id.one#ann"]
+
+
 def test_the_sqlite_store_is_a_store() -> None:
     def runs(store: RunStore) -> RunStore:
         return store

@@ -88,13 +88,28 @@ def test_every_owned_table_has_row_level_security_forced_and_one_owner_policy(
             for row in db.execute("SELECT tablename, qual FROM pg_policies WHERE schemaname = 'public'")
         }
         owned = {row[0] for row in db.execute("SELECT table_name FROM information_schema.columns WHERE column_name = 'owner' AND table_schema = 'public'")}  # fmt: skip
-    # Every table but the schema's own version record holds owned rows, under forced security.
-    assert set(tables) == {*OWNED, "schema_version"} and owned == set(OWNED)
+        shared = {
+            row[0]: (row[1], row[2])
+            for row in db.execute(
+                "SELECT cmd, qual, with_check FROM pg_policies WHERE tablename = 'owner_emails'"
+            )
+        }
+    # Every table but the schema's own version record holds owned rows, under forced security;
+    # the owners' sign-in emails alone are readable by every owner (``--user EMAIL`` finds its
+    # owner), and each owner writes only its own.
+    assert set(tables) == {*OWNED, "schema_version", "owner_emails"} and owned == {*OWNED, "owner_emails"}
     assert {name: flags for name, flags in tables.items() if name != "schema_version"} == {
-        name: (True, True) for name in OWNED
+        name: (True, True) for name in (*OWNED, "owner_emails")
     }
-    assert set(policies) == set(OWNED)
-    assert all("current_setting('rr.owner'" in str(q) and "owner =" in str(q) for q in policies.values())
+    assert set(policies) == {*OWNED, "owner_emails"}
+    assert all(
+        "current_setting('rr.owner'" in str(q) and "owner =" in str(q)
+        for name, q in policies.items()
+        if name != "owner_emails"
+    )
+    assert shared["SELECT"] == ("true", None)
+    mine = [str(v) for cmd in ("INSERT", "UPDATE", "DELETE") for v in shared[cmd] if v is not None]
+    assert len(mine) == 4 and all("current_setting('rr.owner'" in v and "owner =" in v for v in mine)
 
 
 def test_another_owners_rows_are_zero_rows_at_the_sql_layer(

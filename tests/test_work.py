@@ -120,6 +120,7 @@ def test_a_submitted_review_runs_in_process_and_records_every_cell(setup) -> Non
 
 
 def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import rr_core.kinds.review as review_kind
     import rr_core.work as work_module
     import rr_core.workbench as workbench
 
@@ -153,7 +154,7 @@ def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypa
         runners.append(runner)
         return runner
 
-    monkeypatch.setattr(workbench, "open_runner", spy)
+    monkeypatch.setattr(review_kind, "open_runner", spy)  # the runner the grid opens
     work_id = submit_review(store, work)
     client = Gated()
     queue = InProcessQueue(lambda: open_store(path))
@@ -254,7 +255,12 @@ def test_the_same_grid_submitted_again_while_open_is_the_same_work(setup) -> Non
         run_work(store, second)
     ended = store.get_work(second)
     assert ended is not None and ended.state == "done" and ended.attempts == 1
-    fresh = submit_grid(work, work.plan(store), store=store, url=path)
+    # The same grid finished: nothing is queued; the finished work is handed back to ask about.
+    asked = submit_grid(work, work.plan(store), store=store, url=path)
+    assert not asked.new and asked.work_id == second
+    assert asked.finished is not None and asked.finished.state == "done"
+    assert [w.work_id for w in store.list_work() if w.is_open] == []
+    fresh = submit_grid(work, work.plan(store), store=store, url=path, again=True)  # "run it again"
     assert fresh.new and fresh.work_id not in (first, second)
     if isinstance(queue, InProcessQueue):
         assert queue.wait(fresh.work_id, 120)

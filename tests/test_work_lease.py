@@ -117,14 +117,14 @@ def test_a_spec_of_another_version_or_with_unknown_fields_fails_the_work_naming_
 
 
 def test_an_unexpected_error_ends_the_work_failed_with_its_reason(setup, monkeypatch) -> None:  # noqa: F811
-    import rr_core.work as work_module
+    from rr_core.kinds.review import PlannedReview
 
     _, store, work = setup
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise ValueError("a defect in the runner")
 
-    monkeypatch.setattr(work_module, "_run_review", broken)
+    monkeypatch.setattr(PlannedReview, "run", broken)  # the grid's kind, as the runner dispatches to it
     work_id = submit_review(store, work)
     record = run_work(store, work_id)
     assert record is not None and record.state == "failed"

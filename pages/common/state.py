@@ -178,6 +178,7 @@ class ReviewChoices:
     tried: dict[str, str] = field(default_factory=dict)  # file name -> sha256 of the password tried
     ocr_tried: set[str] = field(default_factory=set)  # the scanned files read again with OCR on
     queue_at: int | None = None  # where the To-check queue stands (None: at its first undecided cell)
+    resend: str = ""  # a finished work with the same calls as the grid just sent: open it, or run again?
     queue_note: str = ""  # what the queue says after a rerun (a decision not kept, and why)
 
 

@@ -87,8 +87,18 @@ def _adopt(identity: Identity) -> Identity:
     previous = st.session_state.get(IDENTITY_KEY)
     if isinstance(previous, Identity) and previous.owner != identity.owner:
         _forget_session()  # the session's state is the previous user's
+    if identity.email and previous != identity:  # a new sign-in: its email names its owner (--user EMAIL)
+        _note_email(identity)
     st.session_state[IDENTITY_KEY] = identity
     return identity
+
+
+def _note_email(identity: Identity) -> None:
+    try:
+        store = workbench.open_history(identity.owner, url=store_url())
+        store.note_email(identity.email)
+    except RRError:  # a store that cannot open: the screens say so; recorded at the next sign-in
+        return
 
 
 def _forget_session() -> None:

@@ -1302,6 +1302,17 @@ def _question_trial(recipe: TrialRecipe, document: Document) -> Trial:
 
 # ---- Recipes: one trial at a time --------------------------------------------------------
 
+Builder = Callable[["TrialRecipe", "PageCounts", Document | None], "Trial"]
+# How a task's trial builder is found by its name (``ConfigError`` for an unknown task): registered
+# by the task registry (``rr_core.lab.tasks``, which builds on this module and is loaded with the
+# package), so this module imports no registry and names no task.
+_FIND_BUILDER: list[Callable[[str], Builder]] = []
+
+
+def register_builders(find: Callable[[str], Builder]) -> None:
+    """Have ``TrialRecipe.build`` find each task's builder through ``find``."""
+    _FIND_BUILDER[:] = [find]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrialRecipe:
@@ -1408,11 +1419,11 @@ class TrialRecipe:
                 f"The trial {self.trial_id} is built on {self.host_name or 'a document'} (sha256 "
                 f"{self.host_sha256[:12]}…), which is not the document given: open it again to run this."
             )
-        from rr_core.lab.tasks import get_task  # the task registry builds on this module
-
-        task = get_task(self.task)
+        if not _FIND_BUILDER:
+            raise ConfigError("no Lab task is registered (rr_core.lab.tasks registers them)")
+        build = _FIND_BUILDER[0](self.task)
         with _BUILDING:
-            return task.build(self, shared_counts(counter), host)
+            return build(self, shared_counts(counter), host)
 
     def checked_file(self) -> Path:
         """The recipe's file, refused when it is gone or its bytes changed since."""

@@ -32,6 +32,7 @@ from rr_core.lab.haystacks import (
     kv_sizes,
     qa_items,
     question_recipes,
+    register_builders,
     shared_counts,
     shared_pool,
     spreads,
@@ -258,3 +259,6 @@ def get_task(name: str) -> LabTask:
         return TASKS[name]
     except KeyError:
         raise ConfigError(f"unknown task {name!r}; choose from: {', '.join(TASKS)}") from None
+
+
+register_builders(lambda name: get_task(name).build)  # what ``TrialRecipe.build`` runs

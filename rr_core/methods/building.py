@@ -37,6 +37,12 @@ EXTRACT_OUTPUT_TOKENS = 160
 TOKENS_PER_WORD = 1.35  # English prose, o200k/cl100k: for sizing passages before a run
 
 
+# Estimated calls' instructions (laid out and counted), by what they depend on: a grid of many
+# documents asks the same questions of each (see ``Context.sized_call``); a few thousand kept.
+_SIZED: dict[tuple[object, ...], Call] = {}
+_SIZED_KEEP = 4_096
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """What a planner needs: the document, the question(s), the settings and a counter."""
@@ -119,19 +125,32 @@ class Context:
         output_tokens: int,
         question: int | None = None,
     ) -> Call:
-        """An estimated call: the instructions of the real one, and ``tokens`` of context."""
-        call = self.call(
+        """An estimated call: the instructions of the real one, and ``tokens`` of context. Its
+        instructions depend on the question and settings, not on the document: they are laid out
+        and counted once for every document of a grid (``_SIZED``)."""
+        s = self.settings
+        asked = self.questions if question is None else (self.questions[question],)
+        key = (
+            task, schema, output_tokens, asked, s.top_k, s.reminder_style, s.question_placement,
+            s.max_output_tokens, self.counter.label,
+        )  # fmt: skip
+        call = _SIZED.get(key)
+        if call is None:
+            call = self.call(
+                id=id,
+                stage=stage,
+                task=task,
+                pages=[],
+                schema=schema,
+                output_tokens=output_tokens,
+                question=question,
+            )
+            if len(_SIZED) >= _SIZED_KEEP:
+                _SIZED.clear()
+            _SIZED[key] = call
+        return Call(
             id=id,
             stage=stage,
-            task=task,
-            pages=[],
-            schema=schema,
-            output_tokens=output_tokens,
-            question=question,
-        )
-        return Call(
-            id=call.id,
-            stage=call.stage,
             layout=call.layout,
             schema=schema,
             prompt_tokens=call.prompt_tokens + tokens,

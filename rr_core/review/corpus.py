@@ -98,6 +98,7 @@ class CorpusFile:
     problem: str = ""  # e.g. "encrypted"; "" when read
     message: str = ""  # the reader's message, safe to show
     duplicate_of: str = ""  # the name of an earlier file with the same bytes
+    ocr: bool = False  # read with OCR on: its reading is the OCR'd one (kept apart from the one without)
 
     @property
     def ok(self) -> bool:
@@ -107,7 +108,7 @@ class CorpusFile:
     @property
     def ref(self) -> DocumentRef:
         """The reference a job holds."""
-        return DocumentRef(sha256=self.sha256, name=self.name)
+        return DocumentRef(sha256=self.sha256, name=self.name, ocr=self.ocr)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CorpusFile:
@@ -117,7 +118,7 @@ class CorpusFile:
             kind=str(data.get("kind") or ""), pages=int(data.get("pages") or 0), tokens=int(data.get("tokens") or 0),
             warnings=tuple(data.get("warnings") or ()), problem=str(data.get("problem") or ""),
             message=str(data.get("message") or ""), duplicate_of=str(data.get("duplicate_of") or ""),
-            empty_pages=int(data.get("empty_pages") or 0),
+            empty_pages=int(data.get("empty_pages") or 0), ocr=bool(data.get("ocr") or False),
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,6 +136,7 @@ class CorpusFile:
             "duplicate_of": self.duplicate_of or None,
             "empty_pages": self.empty_pages,
             "warnings": list(self.warnings),
+            **({"ocr": True} if self.ocr else {}),  # only when on: a grid's calls key is unchanged without
         }
 
 
@@ -453,6 +455,7 @@ def read_item(
         tokens=document.total_tokens,
         empty_pages=len(document.empty_pages),
         warnings=document.warnings,
+        ocr=opening.ocr,
     )
     return summary, data, reading_bytes(document)
 
@@ -519,6 +522,12 @@ def default_processes() -> int:
 OnFile = Callable[[int, int, CorpusFile], None]
 
 
+def reading_key(tokenizer: str, ocr: bool) -> str:
+    """What a document's reading is kept under, beside its hash: the tokenizer that counted its
+    pages, and whether OCR read its pages without text (the two readings never replace each other)."""
+    return f"{tokenizer}+ocr" if ocr else tokenizer
+
+
 def read_corpus(
     items: Sequence[Item],
     store: ReadingStore,
@@ -546,7 +555,7 @@ def read_corpus(
         nonlocal done
         if data is not None and reading is not None:
             store.put_document(data, PurePosixPath(summary.name).name)
-            store.put_reading(summary.sha256, tokenizer, reading)
+            store.put_reading(summary.sha256, reading_key(tokenizer, summary.ocr), reading)
         results[index] = summary
         done += 1
         if on_file is not None:
@@ -590,16 +599,20 @@ def _known(item: Item, store: ReadingStore, tokenizer: str, *, ocr: bool = False
                 )
         except OSError:
             return None  # the worker says why
-    blob = store.get_reading(sha, tokenizer)
-    document = document_from_reading(sha, blob) if blob is not None else None
-    if document is None or store.document_name(sha) is None:  # the bytes are kept too
+    if store.document_name(sha) is None:  # the bytes are kept too
         return None
-    if ocr and document.empty_pages:  # read without OCR: OCR may read the empty pages now
-        return None
-    return CorpusFile(
-        item.name, size, sha256=sha, kind=document.kind, pages=len(document.pages),
-        tokens=document.total_tokens, empty_pages=len(document.empty_pages), warnings=document.warnings,
-    )  # fmt: skip
+    # With OCR: its OCR'd reading, else the one without when it has no page OCR would read (the
+    # same text); without OCR: the reading without, never the OCR'd one.
+    for with_ocr in (True, False) if ocr else (False,):
+        blob = store.get_reading(sha, reading_key(tokenizer, with_ocr))
+        document = document_from_reading(sha, blob) if blob is not None else None
+        if document is None or (ocr and not with_ocr and document.empty_pages):
+            continue
+        return CorpusFile(
+            item.name, size, sha256=sha, kind=document.kind, pages=len(document.pages), tokens=document.total_tokens,
+            empty_pages=len(document.empty_pages), warnings=document.warnings, ocr=with_ocr,
+        )  # fmt: skip
+    return None
 
 
 def _in_pool(
@@ -681,15 +694,17 @@ class StoredDocuments:
         """The document behind a ``DocumentRef``."""
         if not isinstance(source, DocumentRef):
             raise ConfigError(f"A review opens documents only, not a {source.kind!r} source.")
-        return Material(self.document(source.sha256, source.name))
+        return Material(self.document(source.sha256, source.name, ocr=source.ocr))
 
-    def document(self, sha256: str, name: str = "") -> Document:
-        """The stored document with this hash (``ConfigError`` when the store does not have it)."""
+    def document(self, sha256: str, name: str = "", *, ocr: bool = False) -> Document:
+        """The stored document with this hash (``ConfigError`` when the store does not have it);
+        ``ocr``: its OCR'd reading (kept apart from the one without)."""
+        kept_as = f"{sha256}+ocr" if ocr else sha256
         with self._lock:
-            found = self._open.get(sha256)
+            found = self._open.get(kept_as)
         if found is not None:
             return found
-        tokenizer = self._counter.label
+        tokenizer = reading_key(self._counter.label, ocr)
         blob = self._store.get_reading(sha256, tokenizer)
         pdf = self._store.get_document(sha256) if self._with_pdf or blob is None else None
         document = document_from_reading(sha256, blob, pdf if self._with_pdf else None) if blob else None
@@ -700,15 +715,15 @@ class StoredDocuments:
                     "add it to the review again."
                 )
             filename = self._store.document_name(sha256) or name or "document"
-            document = load_document(pdf, filename=filename, counter=self._counter)
+            document = load_document(pdf, filename=filename, counter=self._counter, ocr=ocr)
             self._store.put_reading(sha256, tokenizer, reading_bytes(document))
             if not self._with_pdf:
                 document = document_from_reading(sha256, reading_bytes(document)) or document
         with self._lock:
-            kept = self._open.get(sha256)
+            kept = self._open.get(kept_as)
             if kept is not None:  # another thread opened it meanwhile: one copy is kept
                 return kept
             while len(self._open) >= self._keep:
                 self._open.pop(next(iter(self._open)))
-            self._open[sha256] = document
+            self._open[kept_as] = document
         return document

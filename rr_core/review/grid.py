@@ -24,9 +24,10 @@ from rr_core.costs import Cost, Mode
 from rr_core.csvtable import read_table
 from rr_core.errors import ConfigError, RRError
 from rr_core.jobs import Job, Resolver, plan_job
+from rr_core.llm.base import min_cached_prefix
 from rr_core.methods import get_method
 from rr_core.metrics import fuzzy_match
-from rr_core.plans import Call, Citation, Outcome, Plan, absence_words, estimate_calls
+from rr_core.plans import Call, Citation, Outcome, Plan, absence_words, estimate_calls, expected_cache
 from rr_core.review.columns import (
     AnswerType,
     Column,
@@ -337,12 +338,16 @@ def plan_review(
         # after another (a prefix they share written once, then read), lone prefixes marked
         # only where the document has several runs of the method (``prefix_sharing``).
         for role_settings, role_calls, lone in by_role.values():
-            now_cached = estimate_calls(role_calls, role_settings, caching=True, lone_prefixes=lone)
+            # Which calls read and write the cache: the same now and in batch (worked out once).
+            expected = expected_cache(
+                role_calls, min_tokens=min_cached_prefix(role_settings.model), lone_prefixes=lone
+            )
+            now_cached = estimate_calls(role_calls, role_settings, caching=True, expected=expected)
             cached_cost = cached_cost + now_cached.cost
             batch_cost = (
                 batch_cost
                 + estimate_calls(
-                    role_calls, role_settings, caching=True, mode="batch", lone_prefixes=lone
+                    role_calls, role_settings, caching=True, mode="batch", expected=expected
                 ).cost
             )
             cacheable += now_cached.cached_tokens

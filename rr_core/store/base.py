@@ -423,6 +423,11 @@ class WorkStore(Protocol):
         """The newest work first."""
         ...
 
+    def finished_work(self, kind: str, calls_key: str) -> WorkRecord | None:
+        """The newest work of this kind with this calls key that ended done (the same calls,
+        already answered: re-sending them asks first), or None."""
+        ...
+
     def update_work(
         self,
         work_id: str,
@@ -467,6 +472,16 @@ class SignInStore(Protocol):
 
     def sign_in_ended(self, sign_in: str) -> bool:
         """Whether this sign-in was ended."""
+        ...
+
+    def note_email(self, email: str) -> None:
+        """Record the email the store's owner signed in with (its latest), so that the command
+        line can find the owner by it (``owners_with_email``)."""
+        ...
+
+    def owners_with_email(self, email: str) -> list[str]:
+        """Every owner who signed in with this email (case aside), whoever's store asks: the one
+        thing a store shares across owners (emails only, never their rows)."""
         ...
 
 

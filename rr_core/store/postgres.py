@@ -91,9 +91,12 @@ class Migration:
 _OWNER = f"owner TEXT NOT NULL DEFAULT current_setting('{OWNER_SETTING}')"
 
 
+_MINE = f"owner = current_setting('{OWNER_SETTING}', true)"
+
+
 def _owned(table: str) -> tuple[str, ...]:
     """Row-level security on ``table``: forced, one policy comparing ``owner`` with the setting."""
-    mine = f"owner = current_setting('{OWNER_SETTING}', true)"
+    mine = _MINE
     return (
         f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
         f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
@@ -280,6 +283,25 @@ MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (owner, document_sha256, question_key)
             )""",
             *_owned("review_decisions"),
+        ),
+    ),
+    Migration(
+        7,
+        "the email each owner signed in with (--user finds the owner by it); every owner may read"
+        " the emails, each writes only its own",
+        (
+            f"""CREATE TABLE owner_emails (
+                {_OWNER} PRIMARY KEY,
+                email TEXT NOT NULL,
+                seen_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX owner_emails_email ON owner_emails (email)",
+            "ALTER TABLE owner_emails ENABLE ROW LEVEL SECURITY",
+            "ALTER TABLE owner_emails FORCE ROW LEVEL SECURITY",
+            "CREATE POLICY owner_emails_read ON owner_emails FOR SELECT USING (true)",
+            f"CREATE POLICY owner_emails_insert ON owner_emails FOR INSERT WITH CHECK ({_MINE})",
+            f"CREATE POLICY owner_emails_update ON owner_emails FOR UPDATE USING ({_MINE}) WITH CHECK ({_MINE})",
+            f"CREATE POLICY owner_emails_delete ON owner_emails FOR DELETE USING ({_MINE})",
         ),
     ),
 )
@@ -851,6 +873,23 @@ class PostgresStore:
             row = db.execute("SELECT 1 FROM sign_outs WHERE sign_in = %s", (sign_in,)).fetchone()
         return row is not None
 
+    def note_email(self, email: str) -> None:
+        """Record the email the store's owner signed in with (its latest)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO owner_emails (email, seen_at) VALUES (%s,%s)"
+                " ON CONFLICT (owner) DO UPDATE SET email = EXCLUDED.email, seen_at = EXCLUDED.seen_at",
+                (email.strip().lower(), _now()),
+            )
+
+    def owners_with_email(self, email: str) -> builtins.list[str]:
+        """Every owner who signed in with this email (case aside): the policy lets every owner read them."""
+        with self.transaction() as db:
+            rows = db.execute(
+                "SELECT owner FROM owner_emails WHERE email = %s ORDER BY owner", (email.strip().lower(),)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def put_reading(self, sha256: str, tokenizer: str, data: bytes) -> None:
         """Keep what reading a document gave (its pages, counted by ``tokenizer``); replaces an older one."""
         with self.transaction() as db:
@@ -928,6 +967,18 @@ class PostgresStore:
                     (kind, limit),
                 ).fetchall()
         return [work_from_row(r) for r in rows]
+
+    def finished_work(self, kind: str, calls_key: str) -> WorkRecord | None:
+        """The newest done work of this kind with this calls key, or None."""
+        if not calls_key:
+            return None
+        with self.transaction() as db:
+            row = db.execute(
+                f"SELECT {WORK_COLUMNS} FROM work WHERE kind = %s AND calls_key = %s AND state = 'done'"
+                " ORDER BY seq DESC LIMIT 1",
+                (kind, calls_key),
+            ).fetchone()
+        return work_from_row(row) if row is not None else None
 
     def update_work(
         self,

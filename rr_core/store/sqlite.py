@@ -284,6 +284,17 @@ def _decisions(db: sqlite3.Connection) -> None:
     )
 
 
+def _owner_emails(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE owner_emails (
+            owner TEXT PRIMARY KEY,
+            email TEXT NOT NULL,
+            seen_at TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX owner_emails_email ON owner_emails (email)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
@@ -297,6 +308,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         10, "reviewers' decisions on review cells (accepted, corrected, not in the document)", _decisions
     ),
+    Migration(11, "the email each owner signed in with (--user finds the owner by it)", _owner_emails),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -817,6 +829,23 @@ class SQLiteStore:
             ).fetchone()
         return row is not None
 
+    def note_email(self, email: str) -> None:
+        """Record the email the store's owner signed in with (its latest)."""
+        with self._transaction(write=True) as db:
+            db.execute(
+                "INSERT INTO owner_emails (owner, email, seen_at) VALUES (?,?,?)"
+                " ON CONFLICT (owner) DO UPDATE SET email = excluded.email, seen_at = excluded.seen_at",
+                (self._owner, email.strip().lower(), _now()),
+            )
+
+    def owners_with_email(self, email: str) -> builtins.list[str]:
+        """Every owner who signed in with this email (case aside)."""
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT owner FROM owner_emails WHERE email = ? ORDER BY owner", (email.strip().lower(),)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def put_reading(self, sha256: str, tokenizer: str, data: bytes) -> None:
         """Keep what reading a document gave (its pages, counted by ``tokenizer``); replaces an older one."""
         with self._transaction(write=True) as db:
@@ -899,6 +928,18 @@ class SQLiteStore:
                 query + " ORDER BY created_at DESC, rowid DESC LIMIT ?", (*args, limit)
             ).fetchall()
         return [work_from_row(r) for r in rows]
+
+    def finished_work(self, kind: str, calls_key: str) -> WorkRecord | None:
+        """The newest done work of this kind with this calls key, or None."""
+        if not calls_key:
+            return None
+        with self._transaction() as db:
+            row = db.execute(
+                f"SELECT {WORK_COLUMNS} FROM work WHERE owner = ? AND kind = ? AND calls_key = ? AND state = 'done'"
+                " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                (self._owner, kind, calls_key),
+            ).fetchone()
+        return work_from_row(row) if row is not None else None
 
     def update_work(
         self,

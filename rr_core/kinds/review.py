@@ -1,0 +1,355 @@
+"""The review grid as a kind of long work: documents × questions (columns), each document one job
+whose finished trace gives its cells.
+
+- ``ReviewWork``: the grid as plain data (the corpus by content hash, the columns, the method(s),
+  the engine without its key, the answer key, the mode and budget), versioned;
+- ``plan_grid``: the grid planned and estimated before any call; ``review``: its jobs run into
+  cells through the store as call cache (the use case the screens and the CLI call, through
+  ``rr_core.workbench``);
+- ``PlannedReview``: the grid planned once where it runs; it records each cell as it arrives
+  and skips the cells recorded before (a resumed grid asks only the rest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from rr_core.batching import BatchProgress
+from rr_core.costs import Mode
+from rr_core.engine import Engine, Guard, open_runner
+from rr_core.errors import ConfigError, LedgerError
+from rr_core.jobs import Job
+from rr_core.kinds.base import SPEC_VERSION, Ended, Kind, WorkContext, calls_key, check_spec
+from rr_core.llm import LLMClient
+from rr_core.review import (
+    AnswerKey,
+    Cell,
+    Column,
+    CorpusFile,
+    ReviewPlan,
+    StoredDocuments,
+    agree_cells,
+    cells_of,
+    plan_review,
+    prefix_sharing,
+)
+from rr_core.review.export import scores_json
+from rr_core.runs import CallEvent, RunTrace
+from rr_core.settings import RunSettings
+from rr_core.store import Store, open_store
+from rr_core.tokens import TokenCounter, counter_for_model
+
+REVIEW = "review"
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewWork:
+    """A review grid as plain data: what any runner needs to run it (never an API key)."""
+
+    kind: ClassVar[str] = REVIEW
+
+    files: tuple[CorpusFile, ...]
+    columns: tuple[Column, ...]
+    settings: RunSettings
+    provider: str
+    model: str
+    price_model: str = ""
+    base_url: str | None = None
+    compare: RunSettings | None = None
+    compare_rows: int = 5
+    key: AnswerKey | None = None
+    mode: Mode = "now"
+    max_usd: float | None = None
+    concurrency: int = 4
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON (what the store keeps)."""
+        return {
+            "spec_version": SPEC_VERSION,
+            "files": [f.to_dict() for f in self.files],
+            "columns": [c.to_dict() for c in self.columns],
+            "settings": self.settings.to_dict(),
+            "provider": self.provider,
+            "model": self.model,
+            "price_model": self.price_model,
+            "base_url": self.base_url,
+            "compare": self.compare.to_dict() if self.compare is not None else None,
+            "compare_rows": self.compare_rows,
+            "key": self.key.to_dict() if self.key is not None else None,
+            "mode": self.mode,
+            "max_usd": self.max_usd,
+            "concurrency": self.concurrency,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReviewWork:
+        """Read ``to_dict``'s output (``ConfigError`` for a spec of another version)."""
+        check_spec(REVIEW, data, (f.name for f in fields(cls)))
+        mode = str(data.get("mode") or "now")
+        return cls(
+            files=tuple(CorpusFile.from_dict(f) for f in data["files"]),
+            columns=tuple(Column.from_dict(c) for c in data["columns"]),
+            settings=RunSettings.from_dict(dict(data["settings"])),
+            provider=str(data["provider"]),
+            model=str(data["model"]),
+            price_model=str(data.get("price_model") or ""),
+            base_url=data.get("base_url"),
+            compare=RunSettings.from_dict(dict(data["compare"])) if data.get("compare") else None,
+            compare_rows=int(data.get("compare_rows") or 5),
+            key=AnswerKey.from_dict(data["key"]) if data.get("key") else None,
+            mode="batch" if mode == "batch" else "now",
+            max_usd=float(data["max_usd"]) if data.get("max_usd") is not None else None,
+            concurrency=max(1, int(data.get("concurrency") or 4)),
+        )
+
+    def calls_key(self) -> str:
+        """What its calls are (documents, questions, methods, model and server), not how they
+        are paid or bounded: open work with this key would ask, and pay for, the same calls."""
+        return calls_key(REVIEW, self.to_dict())
+
+    @property
+    def title(self) -> str:
+        """How lists name it."""
+        readable = sum(1 for f in self.files if f.ok)
+        return f"Review · {readable} documents × {len(self.columns)} questions"
+
+    def engine(self) -> Engine:
+        """The engine it runs on (no key: the runner's configured key, or the one handed in)."""
+        return Engine(self.provider, self.model, self.price_model, base_url=self.base_url)
+
+    def plan(self, store: Store) -> ReviewPlan:
+        """The grid, planned again from the document store (the same jobs, the same keys)."""
+        engine = self.engine()
+        counter = counter_for_model(engine.counting_model())
+        return plan_grid(
+            list(self.files), list(self.columns), self.settings, counter, compare=self.compare,
+            compare_rows=self.compare_rows, window=engine.window(), store=store, tokenizer=engine.counting_model(),
+        )  # fmt: skip
+
+    def prepare(self, store: Store) -> PlannedReview:
+        """The grid planned where it runs (once a run), ready to run."""
+        return PlannedReview(self, self.plan(store))
+
+
+def review_resolver(counter: TokenCounter, store: Store | None = None) -> StoredDocuments:
+    """Opens a review's documents from the document store (their stored readings)."""
+    return StoredDocuments(store if store is not None else open_store(), counter)
+
+
+def plan_grid(
+    files: Sequence[CorpusFile],
+    columns: Sequence[Column],
+    settings: RunSettings,
+    counter: TokenCounter,
+    *,
+    compare: RunSettings | None = None,
+    compare_rows: int = 5,
+    window: int | None = None,
+    store: Store | None = None,
+    tokenizer: str = "",
+) -> ReviewPlan:
+    """The grid planned and estimated before any call (``ConfigError`` when it cannot work)."""
+    return plan_review(
+        files, columns, settings, counter, review_resolver(counter, store),
+        compare=compare, compare_rows=compare_rows, window=window, tokenizer=tokenizer,
+    )  # fmt: skip
+
+
+@dataclass(slots=True)
+class ReviewResult:
+    """What a grid run gave back: its cells (as they arrived), traces (when kept), what it paid
+    and where its traces were saved."""
+
+    cells: list[Cell]
+    traces: list[RunTrace]
+    batch: str | None = None  # the history's batch id; None when not saved
+    save_error: str | None = None
+    cancelled: bool = False
+    paid_usd: float = 0.0  # what the run paid (stored replies and free engines pay nothing)
+
+
+# A grid's traces are saved to the history as they arrive, this many at a time (one transaction
+# each), and then dropped: a run of any size holds at most this many.
+SAVE_EVERY = 16
+
+
+def review(
+    plan: ReviewPlan,
+    client: LLMClient,
+    *,
+    concurrency: int,
+    key: AnswerKey | None = None,
+    jobs: Sequence[Job] | None = None,
+    max_usd: float | None = None,
+    mode: Mode = "now",
+    store: Store | None = None,
+    on_cell: Callable[[Cell], None] | None = None,
+    on_trace: Callable[[RunTrace], None] | None = None,
+    on_event: Callable[[CallEvent], None] | None = None,
+    on_batch: Callable[[BatchProgress], None] | None = None,
+    guard: Guard | None = None,
+    save: bool = True,
+    keep: bool = True,
+) -> ReviewResult:
+    """Run the grid's jobs (or ``jobs``: a retry of some cells) through the run store as call
+    cache: a grid stopped and started again pays only for what is missing, and a cell asked
+    before is answered from the store. Each job's trace is handed to ``on_trace`` and then its
+    cells to ``on_cell`` as the job finishes (a screen keeps them as they come); the traces
+    are saved to the history as they arrive (``SAVE_EVERY`` at a time, one history batch).
+    ``keep`` False: the result holds no cell and no trace (work that records its cells as
+    they come: memory does not grow with the corpus)."""
+    cache = store if store is not None else open_store()
+    todo = list(jobs) if jobs is not None else list(plan.jobs)
+    counter = counter_for_model(todo[0].token_model) if todo else None
+    resolver = StoredDocuments(cache, counter) if counter is not None else None
+    ledger = plan.ledger_key()
+    cells: list[Cell] = []
+    traces: list[RunTrace] = []
+    unsaved: list[RunTrace] = []
+    result = ReviewResult(cells, traces)
+
+    def flush() -> None:
+        if not (save and unsaved and result.save_error is None):
+            unsaved.clear()
+            return
+        try:
+            result.batch = cache.save_batch(unsaved, batch=result.batch)
+        except (LedgerError, ConfigError, OSError) as exc:
+            result.save_error = str(exc)
+        unsaved.clear()
+
+    cancelled = False
+    with (
+        open_runner(
+            client,
+            concurrency=concurrency,
+            cache=cache,
+            window=plan.window,
+            max_usd=max_usd,
+            mode=mode,
+            label=f"Review · {len(plan.documents)} documents × {len(plan.columns)} questions",
+            ledger=ledger,
+            # Per document and method, from the jobs sent (a retry's, a resumed grid's rest).
+            cache_lone_prefixes=prefix_sharing(todo),
+        ) as runner,
+        guard(runner) if guard is not None else nullcontext(),
+    ):
+        for item in runner.stream_jobs(todo, resolver=resolver, counter=counter):
+            if isinstance(item, RunTrace):
+                result.paid_usd += item.paid_usd
+                if keep:
+                    traces.append(item)
+                if on_trace is not None:
+                    on_trace(item)
+                for cell in cells_of(item, todo[item.position], plan, key):
+                    if keep:
+                        cells.append(cell)
+                    if on_cell is not None:
+                        on_cell(cell)
+                unsaved.append(item)
+                if len(unsaved) >= SAVE_EVERY:
+                    flush()
+            elif isinstance(item, CallEvent) and on_event is not None:
+                on_event(item)
+            elif isinstance(item, BatchProgress) and on_batch is not None:
+                on_batch(item)
+        cancelled = runner.cancelled
+    result.cancelled = cancelled
+    if plan.compare is not None and keep:  # main and compare on the same rows: agreement counts
+        result.cells = agree_cells(cells)
+    flush()
+    try:
+        cache.account(ledger)
+    except (LedgerError, ConfigError, OSError) as exc:
+        result.save_error = result.save_error or str(exc)
+    return result
+
+
+def review_cells(store: Store, work_id: str) -> list[Cell]:
+    """The cells a review's work has recorded so far, in the order they arrived."""
+    return [Cell.from_dict(r) for r in store.work_results(work_id)]
+
+
+def grid_cells(store: Store, work_id: str, work: ReviewWork) -> list[Cell]:
+    """The recorded cells as the grid shows them: where a comparison ran on a row, agreement
+    between the two methods counts in each cell's confidence (recorded as each cell arrived,
+    before its twin was answered; counted here, once, on reading)."""
+    cells = review_cells(store, work_id)
+    return agree_cells(cells) if work.compare is not None else cells
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedReview:
+    """A grid planned where it runs (once a run)."""
+
+    work: ReviewWork
+    plan: ReviewPlan
+    unit: str = "cells"
+
+    @property
+    def total(self) -> int:
+        """Its cells (the comparison's rows included)."""
+        return (len(self.plan.documents) + len(self.plan.compare_documents)) * len(self.plan.columns)
+
+    def run(self, context: WorkContext) -> Ended:
+        """Ask the cells not recorded yet (a document with any missing is asked again; its recorded
+        cells stay), recording each as it arrives."""
+        work, plan, store, work_id, stop = self.work, self.plan, context.store, context.work_id, context.stop
+        kept = {c.key for c in map(Cell.from_dict, context.recorded()) if c.ok}
+        todo = [job for job in plan.jobs if not _all_kept(job.meta, kept)]
+        done = len(kept)
+        total = self.total
+        context.progress(done, total)
+        client = context.client
+        if client is None:
+            engine = work.engine()
+            client = engine.client(counter_for_model(engine.counting_model()))
+
+        def keep(cell: Cell) -> None:
+            nonlocal done
+            if cell.not_asked:  # stopped before it was sent: left for a resumed run to ask
+                return
+            if cell.key in kept:  # recorded before this run (its document is asked again for its other
+                return  # columns): the recorded answer stays, with its run and its citations
+            context.record([(cell.key, cell.to_dict())])
+            done += 1
+            kept.add(cell.key)
+            context.progress(done, total)
+            stop.check()  # a stop asked for while the cell was answered: nothing further is sent
+
+        result = review(
+            plan, client, concurrency=work.concurrency, key=work.key, jobs=todo, max_usd=work.max_usd,
+            mode=work.mode, store=store, on_cell=keep, guard=stop.guard, keep=False,
+        ) if todo else None  # fmt: skip
+        cells = grid_cells(store, work_id, work)
+        failed = sum(1 for c in cells if not c.ok)
+        summary: dict[str, Any] = {
+            "cells": len(cells),
+            "failed_cells": failed,
+            "paid_usd": round(result.paid_usd, 8) if result else 0.0,
+            "history_batch": result.batch if result else None,
+            "save_error": result.save_error if result else None,
+            "scores": scores_json(plan, cells),
+        }
+        stopped = bool(result and result.cancelled) and len(cells) < total
+        if stopped and stop.left:  # the runner is going away: the next one takes the work up
+            return Ended("queued", done=len(cells))
+        error = _first_error(cells) if failed and failed == len(cells) else None
+        return Ended("failed" if error else "cancelled" if stopped else "done", summary, error)
+
+
+def _all_kept(meta: Mapping[str, Any], kept: set[str]) -> bool:
+    columns = meta.get("columns")
+    if not isinstance(columns, list):
+        return False
+    return all(f"{meta.get('role')}:{meta.get('document')}:{c}" in kept for c in columns)
+
+
+def _first_error(cells: list[Cell]) -> str:
+    return next((c.error for c in cells if c.error), "every cell failed")
+
+
+KIND = Kind(REVIEW, ReviewWork.from_dict)
