@@ -734,7 +734,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.batching import BatchProgress, batch_line
     from rr_core.lab import TASKS, trial_notes, trial_spec
     from rr_core.lab.presets import get_preset
-    from rr_core.lab.report import protocol, sweep_json, trials_csv
+    from rr_core.lab.report import plan_power, protocol, sweep_json, trials_csv
     from rr_core.llm.base import temperature_sent
     from rr_core.methods import parse_spec
     from rr_core.questions import read_questions
@@ -794,6 +794,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         "layout_why": preset.why if layout is preset.layout else "set with --layout",
         "mode": args.mode,
         "notes": trial_notes(spec, trials),
+        "power": plan_power(plan),
     }
     if args.jobs_out:
         context["jobs_out"] = args.jobs_out
@@ -895,6 +896,14 @@ def _share_range(row: dict[str, Any]) -> str:
     if row["accuracy"] is None:
         return "[n/a]"
     return f"[{row['ci_low']:.0%}–{row['ci_high']:.0%}]"
+
+
+def _per_cell(cell: Mapping[str, Any]) -> str:
+    """``2×2``: a cell's questions × repeats per question (``5t/3q`` when uneven)."""
+    trials, questions = int(cell["trials"]), int(cell["questions"])
+    if questions and trials % questions == 0:
+        return f"{questions}×{trials // questions}"
+    return f"{trials}t/{questions}q"
 
 
 def _queued_line(data: Mapping[str, Any]) -> str:
@@ -1010,6 +1019,8 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             if value != data["layout"]:
                 print(f"    {series}: {value} — {made['question_placement_why'][series]}")
         print(f"  scored by {made['scored_by']}")
+        if data.get("power"):
+            print(f"  can detect: {data['power']['text']}")
         if p.get("planted_facts"):
             print(
                 f"  planted facts {p['planted_facts']:,}, {p['facts_regenerated']:,} drawn again "
@@ -1040,6 +1051,11 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         )
         if data.get("stopped"):
             print(f"  STOPPED: {data['stopped']}")
+        if data.get("plain"):
+            print("In plain words:")
+            for line in data["plain"]:
+                print(f"  {line}")
+            print("The statistics:")
         for s in [*data["series"], *data["bounds"]]:
             eff = (
                 f"; effective length {s['effective_length_text']} ({s['effective_length_checked']})"
@@ -1053,7 +1069,7 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             )
             print(
                 f"  {s['method']:<40} {_share(s['accuracy']):>5} {_share_range(s)} "
-                f"n={s['trials']} trials, {s['questions']} questions{eff}{misses}"
+                f"{s['trials']} trials, {s['questions']} questions{eff}{misses}"
             )
         print(f"  ({data['rules']['interval']})")
         if several:
@@ -1061,15 +1077,13 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         for c in data["comparisons"]:
             print(f"  {c['verdict']}")
         depths = sorted({c["depth"] for c in data["cells"]})
-        print("  accuracy by depth (%), n = trials/questions per cell:")
+        print("  accuracy by depth (%), each cell: % right (questions × repeats per question):")
         print("    " + " " * 42 + " ".join(f"{d:>10g}" for d in depths))
         for name in dict.fromkeys(c["method"] for c in data["cells"]):
             for length in sorted({c["length"] for c in data["cells"] if c["method"] == name}):
                 row = {c["depth"]: c for c in data["cells"] if c["method"] == name and c["length"] == length}
                 cells = " ".join(
-                    f"{_share(row[d]['accuracy']):>4} {row[d]['trials']:>2}/{row[d]['questions']:<2}"
-                    if d in row
-                    else f"{'·':>10}"
+                    f"{_share(row[d]['accuracy']):>4} {_per_cell(row[d]):<5}" if d in row else f"{'·':>10}"
                     for d in depths
                 )
                 print(f"    {name[:32]:<32} {length:>9,} {cells}")
@@ -1082,6 +1096,9 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 for c in first
             )
             print(f"  built (asked → mean of the documents built): {built}")
+        for where, note in data.get("reminders", {}).items():
+            if " here:" in note:
+                print(f"  {where}: {note}")
         if data["missing_cells"]:
             print("  incomplete cells: " + "; ".join(data["missing_cells"][:10]))
         if data.get("trials_csv"):

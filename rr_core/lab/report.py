@@ -21,17 +21,21 @@ from rr_core.costs import Mode
 from rr_core.exports import csv_text, md_escape
 from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.stats import (
+    EFFECTIVE_KEEP,
     EFFECTIVE_MARGIN,
     EFFECTIVE_RULE,
+    MDD_RULE,
+    PRIMARY_RULE,
     Score,
     SeriesSummary,
+    detectable_text,
     percent,
     percent_range,
 )
 from rr_core.lab.sweep import LabJob, SweepPlan, SweepResult
 from rr_core.lab.tasks import get_task
 from rr_core.methods import get_method, spec_of
-from rr_core.settings import RunSettings
+from rr_core.settings import ReminderPlacement, RunSettings
 
 INTERVAL_RULE = (
     "95% intervals treat the question (planted fact, QA item, key) as the unit: the Wilson interval of "
@@ -49,6 +53,110 @@ METRIC_RULE = (
     "match on the value for key-value retrieval; exact match is best-subspan EM; a failed run is left out "
     "of its cell and named."
 )
+
+
+# What a reminding method is when no reminder fits in what it reads.
+WITHOUT_REMINDERS = {"rr": "icr", "reprompt": "baseline", "chunked-rr": "chunked-icr"}
+
+
+def reminders_at(settings: RunSettings, tokens: float) -> int | None:
+    """How many reminders a reminding method's reading span of a ``tokens``-token document
+    holds (the whole document, or one chunk of at most ``chunk_size`` tokens for chunked R&R):
+    one each time the running count reaches k. None: the method sends no reminders every k
+    (it does not remind, or reminds before named pages)."""
+    method = get_method(settings.method)
+    if not method.reminds or settings.reminder_placement is ReminderPlacement.BEFORE_PAGES:
+        return None
+    span = min(tokens, settings.chunk_size) if "chunk_size" in method.params else tokens
+    return int(span // max(settings.reminder_every, 1))
+
+
+def reminder_notes(plan: SweepPlan) -> dict[tuple[str, int], str]:
+    """Per (series, length): what a reminding method is where no reminder fits ("R&R = ICR
+    here: k = 10,000 exceeds the document (2,400 tokens)"), or how many reminders it gets."""
+    built: dict[int, list[int]] = {}
+    for t in plan.trials:
+        built.setdefault(t.length, []).append(t.tokens)
+    notes: dict[tuple[str, int], str] = {}
+    for job in plan.jobs:
+        info = LabJob.of(job)
+        if info.bound:
+            continue
+        trial = plan.trial(info.trial)
+        if trial is None or (info.series, trial.length) in notes:
+            continue
+        sizes = built.get(trial.length) or [trial.tokens]
+        tokens = sum(sizes) / len(sizes)
+        settings = job.settings
+        count = reminders_at(settings, tokens)
+        if count is None:
+            continue
+        method = get_method(settings.method)
+        if count == 0:
+            same = WITHOUT_REMINDERS.get(method.name)
+            label = get_method(same).label if same else f"{method.label} without reminders"
+            chunked = "chunk_size" in method.params and settings.chunk_size < tokens
+            where = (
+                f"each chunk (≤ {settings.chunk_size:,} tokens)"
+                if chunked
+                else f"the document ({tokens:,.0f} tokens)"
+            )
+            notes[info.series, trial.length] = (
+                f"{method.label} = {label} here: k = {settings.reminder_every:,} exceeds {where}"
+            )
+        else:
+            notes[info.series, trial.length] = (
+                f"k = {settings.reminder_every:,} gives {count} reminder{'s' if count != 1 else ''}"
+                + (" per chunk" if "chunk_size" in method.params and settings.chunk_size < tokens else "")
+            )
+    return notes
+
+
+def effective_sentence(s: SeriesSummary, notes: dict[tuple[str, int], str] | None = None) -> str | None:
+    """Effective length in words, naming the weakest length and why: "R&R holds ≥ 85% of its
+    shortest-length accuracy up to 80,000 tokens, but only 60% at 20,000, where k = 10,000
+    gives 1 reminder." None with one length."""
+    eff = s.effective
+    if eff is None or not eff.measured or not s.by_length:
+        return None
+    weakest = min(s.by_length, key=lambda n: (s.by_length[n], n))
+    why = (notes or {}).get((s.series, weakest))
+    at = f"only {s.by_length[weakest]:.0%} at {weakest:,}" + (f", where {why}" if why else "")
+    keep = f"{EFFECTIVE_KEEP:.0%}"
+    if eff.length is None:
+        return (
+            f"{s.series} has no effective length: its shortest-length accuracy ({eff.base:.0%}, 95% interval "
+            f"from {eff.base_low:.0%}) is not clearly above the floor of {eff.floor:.0%}; its weakest: {at}."
+        )
+    held = f"holds ≥ {keep} of its shortest-length accuracy ({eff.base:.0%}) up to {eff.length:,} tokens"
+    if eff.held_to_longest and s.by_length[weakest] >= EFFECTIVE_KEEP * eff.base:
+        return f"{s.series} {held} (the longest measured); its weakest: {at}."
+    return f"{s.series} {held}, but {at}."
+
+
+def plain_lines(plan: SweepPlan, result: SweepResult) -> list[str]:
+    """The results in an analyst's words, first: one sentence per comparison (the primary one
+    first), then the effective length of each series naming its weakest length."""
+    notes = reminder_notes(plan)
+    lines = [c.plain() for c in result.comparisons]
+    if len(result.lengths) > 1:
+        lines += [text for s in result.summaries if (text := effective_sentence(s, notes))]
+    return lines
+
+
+def plan_power(plan: SweepPlan) -> dict[str, Any]:
+    """What the sweep can show before it runs: its distinct questions and the smallest
+    difference detectable at 80% power (``stats.detectable_difference``)."""
+    from rr_core.lab.stats import detectable_difference
+
+    questions = len({t.question_id for t in plan.trials})
+    found = detectable_difference(questions)
+    return {
+        "questions": questions,
+        "detectable_difference": None if found is None else round(found, 4),
+        "text": detectable_text(questions),
+        "rule": MDD_RULE,
+    }
 
 
 def protocol(plan: SweepPlan) -> dict[str, Any]:
@@ -140,6 +248,11 @@ def sweep_json(
         "save_error": result.save_error,
         "cells": [_cell_dict(c.as_dict(), key) for c in result.cells],
         "series": [_summary_dict(s, key) for s in result.summaries],
+        "plain": plain_lines(plan, result),
+        "power": plan_power(plan),
+        "reminders": {
+            f"{series} @ {length}": note for (series, length), note in reminder_notes(plan).items()
+        },
         "comparisons": [c.as_dict() for c in result.comparisons],
         "bounds": [_summary_dict(s, key) for s in result.bounds],
         "missing_cells": result.missing_cells,
@@ -150,6 +263,8 @@ def sweep_json(
             "metric": METRIC_RULE,
             "interval": INTERVAL_RULE,
             "paired": PAIRED_RULE,
+            "primary": PRIMARY_RULE,
+            "detectable_difference": MDD_RULE,
             "effective_length": EFFECTIVE_RULE,
             "closed_book_for_floor": result.closed_book,
         },
@@ -293,8 +408,14 @@ def sweep_markdown(
             f"paid $0 (a free engine, not an LLM); the same calls would cost ${result.would_cost_usd():.4f} "
             f"as {md_escape(plan.priced_as)}"
         )
+    plain = plain_lines(plan, result)
     lines = [
         f"# R&R Studio Lab: {md_escape(title)}",
+        "",
+        *(["## In plain words", "", *(f"- {md_escape(line)}" for line in plain), ""] if plain else []),
+        f"- **Can detect:** {md_escape(plan_power(plan)['text'])}",
+        "",
+        "## What was measured",
         "",
         f"- **Document:** {md_escape(document)}",
         f"- **Engine:** {md_escape(engine)}",
@@ -345,16 +466,18 @@ def sweep_markdown(
             "",
             "## Paired differences",
             "",
-            PAIRED_RULE,
+            PAIRED_RULE + " " + PRIMARY_RULE,
             "",
-            "| Method | Against | Paired trials | Questions | Difference | 95% interval | Only this right | Only the other right | McNemar p (questions) |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| Method | Against | Primary | Paired trials | Questions | Difference | 95% interval | Only this right | Only the other right | McNemar p (questions) | Holm p |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for pair in compared:
             lines.append(
-                f"| {md_escape(pair.series)} | {md_escape(pair.against)} | {pair.trials} | {pair.questions} "
+                f"| {md_escape(pair.series)} | {md_escape(pair.against)} | {'yes' if pair.primary else ''} "
+                f"| {pair.trials} | {pair.questions} "
                 f"| {pair.difference_points()} | {pair.interval_points()} "
-                f"| {pair.only_series} | {pair.only_against} | {pair.p_value:.3g} |"
+                f"| {pair.only_series} | {pair.only_against} | {pair.p_value:.3g} "
+                f"| {'' if pair.p_adjusted is None else f'{pair.p_adjusted:.3g}'} |"
             )
         lines += ["", *(f"- {md_escape(pair.sentence())}" for pair in compared)]
     lines += [
@@ -364,15 +487,17 @@ def sweep_markdown(
         "Length and depth are the ones asked for; built tokens and actual depth are the means of the "
         "documents built (page boundaries move the answer a little).",
         "",
-        "| Method | Length | Depth | Built tokens | Actual depth | Tokens to the end | Trials | Questions | Accuracy | 95% interval |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| Method | Length | Depth | Built tokens | Actual depth | Tokens to the end | Trials | Questions | Accuracy | 95% interval | Reminders |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    notes = reminder_notes(plan)
     for c in result.cells:
         low, high = c.interval
         lines.append(
             f"| {md_escape(c.series)} | {c.length:,} | {c.depth:g}% | {c.tokens:,.0f} | {c.actual_depth:.1f}% "
             f"| {c.distance:,.0f} | {c.trials} | {c.questions} "
-            f"| {_pct(c.accuracy)} | {percent_range(c.accuracy, (low, high))} |"
+            f"| {_pct(c.accuracy)} | {percent_range(c.accuracy, (low, high))} "
+            f"| {md_escape(notes.get((c.series, c.length), ''))} |"
         )
     if result.missing_cells:
         lines += [
