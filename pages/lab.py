@@ -659,7 +659,9 @@ plain = plain_lines(plan_done, result)
 if plain:
     st.markdown("**In plain words**\n\n" + "\n".join(f"- {md(line)}" for line in plain))
 # The first view: what each method got right, what it cost, and whether it is worth its cost;
-# counts, calls and tokens are under the statistics (a narrow screen keeps cost and frontier).
+# counts, calls, tokens and effective length are under the statistics. Widths are set: auto
+# widths sized to long series names pushed cost and frontier out of a 1024-pixel window.
+COST = "Would cost (USD)" if free else "Cost (USD)"
 st.dataframe(
     pd.DataFrame(
         [
@@ -667,12 +669,7 @@ st.dataframe(
                 "Method": s.series,
                 "Right": percent(s.accuracy),
                 "95% interval": percent_range(s.accuracy, s.ci),
-                **(
-                    {"Effective length": s.effective.text() if s.effective is not None else "—"}
-                    if several_lengths
-                    else {}
-                ),
-                ("Would cost (USD)" if free else "Cost (USD)"): round(s.cost_usd, 4),
+                COST: round(s.cost_usd, 4),
                 "Frontier": "yes" if s.on_frontier else "",
             }
             for s in [*summaries, *bounds]
@@ -681,7 +678,13 @@ st.dataframe(
     hide_index=True,
     width="stretch",
     key="lab_summary",
-    column_config={"Method": st.column_config.TextColumn(width="medium")},
+    column_config={
+        "Method": st.column_config.TextColumn(width=190),
+        "Right": st.column_config.TextColumn(width=60),
+        "95% interval": st.column_config.TextColumn(width=100),
+        COST: st.column_config.NumberColumn(width=125),
+        "Frontier": st.column_config.TextColumn(width=70),
+    },
 )
 st.caption(
     "Frontier: no other method scored at least as high for less (point estimates: the sentences above say "

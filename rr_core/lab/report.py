@@ -31,6 +31,7 @@ from rr_core.lab.stats import (
     detectable_text,
     percent,
     percent_range,
+    points_text,
 )
 from rr_core.lab.sweep import LabJob, SweepPlan, SweepResult
 from rr_core.lab.tasks import get_task
@@ -135,12 +136,32 @@ def effective_sentence(s: SeriesSummary, notes: dict[tuple[str, int], str] | Non
 
 
 def plain_lines(plan: SweepPlan, result: SweepResult) -> list[str]:
-    """The results in an analyst's words, first: one sentence per comparison (the primary one
-    first), then the effective length of each series naming its weakest length."""
+    """The results in an analyst's words, first: the primary comparison, then each other
+    comparison that showed a difference, then one sentence naming the others (no difference
+    shown, each with its points and adjusted p); then the effective length of each series that
+    has one (and of the primary's series), naming its weakest length and why."""
     notes = reminder_notes(plan)
-    lines = [c.plain() for c in result.comparisons]
+    made = result.comparisons
+    lines = [c.plain() for c in made if c.primary or c.shown]
+    rest = [c for c in made if not (c.primary or c.shown) and c.trials]
+    if rest:
+        named = "; ".join(
+            f"{c.series} against {c.against} {points_text(c.difference)} points (p = {c.p_verdict:.2g})"
+            for c in rest
+        )
+        held = f"after Holm's adjustment for {rest[0].family}, " if rest[0].p_adjusted is not None else ""
+        lines.append(
+            f"No difference shown in the other comparison{'s' if len(rest) != 1 else ''} ({held}each could be "
+            f"chance): {named}."
+        )
     if len(result.lengths) > 1:
-        lines += [text for s in result.summaries if (text := effective_sentence(s, notes))]
+        primary = made[0].series if made and made[0].primary else None
+        lines += [
+            text
+            for s in result.summaries
+            if (s.effective_length is not None or s.series == primary)
+            and (text := effective_sentence(s, notes))
+        ]
     return lines
 
 
