@@ -307,6 +307,20 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the sweep's jobs (one JSON object a line) to FILE, for a worker to run elsewhere",
     )
+    p_lab.add_argument(
+        "--jobs-in",
+        default=None,
+        metavar="FILE",
+        help="run the jobs of FILE (written by --jobs-out) instead of planning a sweep; the document "
+        "(planted facts, own questions) is given as FILE as when they were written",
+    )
+    p_lab.add_argument(
+        "--eee-out",
+        default=None,
+        metavar="FILE",
+        help="also write the sweep in the Every Eval Ever schema: FILE (the aggregate, JSON) and its "
+        "per-trial records (JSONL) at the path the aggregate names, under FILE's folder",
+    )
     p_lab.add_argument("--provider", default=None, choices=list(ALL_PROVIDERS))
     p_lab.add_argument(
         "--reach", type=int, default=4_000, help="the simulated reader sees pages this near instructions"
@@ -764,17 +778,21 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     base = engine.settings(question_placement=layout)
     specs = [m for m in (args.methods.split(",") if args.methods else preset.series) if m.strip()]
     series = [parse_spec(m, base) for m in specs]
-    trials, plan = plan_measurement(
-        spec,
-        preset,
-        document,
-        series,
-        counter,
-        depths=depths,
-        bounds=preset.bounds and not args.no_bounds,
-        layout=layout,
-        tokenizer=engine.counting_model(),
-    )
+    if args.jobs_in:
+        plan = _plan_from_jobs_file(Path(args.jobs_in), document)
+        trials: Sequence[Any] = plan.trials
+    else:
+        trials, plan = plan_measurement(
+            spec,
+            preset,
+            document,
+            series,
+            counter,
+            depths=depths,
+            bounds=preset.bounds and not args.no_bounds,
+            layout=layout,
+            tokenizer=engine.counting_model(),
+        )
     _check_mode(args.mode, engine.provider)
     check_sweep_budget(plan, args.max_usd, args.mode)
     if args.jobs_out:
@@ -798,6 +816,8 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.jobs_out:
         context["jobs_out"] = args.jobs_out
+    if args.jobs_in:
+        context["jobs_in"] = args.jobs_in
     if args.dry_run:
         return {
             **context,
@@ -852,7 +872,48 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
                 "The sweep's calls are kept in the run store: run again with a path you can write to."
             ) from None
         data["trials_csv"] = str(path)
+    if args.eee_out:
+        data["eee_out"] = _write_eee(Path(args.eee_out), plan, result, model=model, provider=provider)
     return data
+
+
+def _plan_from_jobs_file(path: Path, document: Any) -> Any:
+    """The plan of a jobs file written by ``--jobs-out``, its trials built again with the
+    tokenizer the jobs name (``ConfigError`` names what cannot be read)."""
+    from rr_core.lab.sweep import plan_from_jobs, read_jobs
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"cannot read the jobs file {path}: {getattr(exc, 'strerror', None) or exc}."
+        ) from None
+    jobs = read_jobs(text)
+    if not jobs:
+        raise ConfigError(f"{path} holds no job (write one with `lab --jobs-out`).")
+    counter = counter_for_model(jobs[0].token_model)
+    return plan_from_jobs(jobs, counter, documents=(document,) if document is not None else ())
+
+
+def _write_eee(path: Path, plan: Any, result: Any, *, model: str, provider: str) -> str:
+    """The sweep in the Every Eval Ever schema: the aggregate at ``path``, its per-trial records
+    at the path it names, under ``path``'s folder."""
+    import time
+
+    from rr_core.lab.report import dumps, eee_records, eee_samples_text
+
+    aggregate, instances = eee_records(plan, result, model=model, provider=provider, timestamp=time.time())
+    samples = path.parent / aggregate["detailed_evaluation_results"]["file_path"]
+    try:
+        samples.parent.mkdir(parents=True, exist_ok=True)
+        samples.write_text(eee_samples_text(instances), encoding="utf-8")
+        path.write_text(dumps(aggregate), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the Every Eval Ever export to {path}: {exc.strerror or exc}. "
+            "The sweep's calls are kept in the run store: run again with a path you can write to."
+        ) from None
+    return str(path)
 
 
 def cmd_samples(args: argparse.Namespace) -> dict[str, Any]:

@@ -273,3 +273,99 @@ def test_the_cli_prints_plain_words_before_the_statistics(
 
 def test_no_result_is_empty() -> None:
     assert SweepResult().comparisons == []
+
+
+# ---- Every Eval Ever ------------------------------------------------------------------------------
+
+
+def _eee_schemas() -> tuple[dict, dict]:  # type: ignore[type-arg]
+    import importlib.resources
+    import json
+
+    eee = pytest.importorskip("every_eval_ever", reason="every-eval-ever is installed by `make test`")
+    folder = importlib.resources.files(eee) / "schemas"
+    return (
+        json.loads((folder / "eval.schema.json").read_text(encoding="utf-8")),
+        json.loads((folder / "instance_level_eval.schema.json").read_text(encoding="utf-8")),
+    )
+
+
+def test_a_sweep_exports_to_every_eval_ever_with_a_record_per_trial() -> None:
+    import hashlib
+
+    import jsonschema
+
+    from rr_core.lab.report import eee_records, eee_samples_text
+
+    aggregate_schema, instance_schema = _eee_schemas()
+    plan, result = _sweep((4_000, 8_000), ("baseline", "rr:k=1000"))
+    aggregate, instances = eee_records(
+        plan, result, model="simulated", provider="simulated", timestamp=1_700_000_000
+    )
+    jsonschema.validate(aggregate, aggregate_schema)
+    for record in instances:
+        jsonschema.validate(record, instance_schema)
+    assert len(instances) == len(result.scores) + len(result.bound_scores)
+    by_series = {r["score_details"]["details"]["method"]: r for r in aggregate["evaluation_results"]}
+    for summary in (*result.summaries, *result.bounds):
+        record = by_series[summary.series]
+        assert record["score_details"]["score"] == pytest.approx(summary.accuracy, abs=1e-6)
+        mine = [i for i in instances if i["evaluation_result_id"] == record["evaluation_result_id"]]
+        assert sum(i["evaluation"]["score"] for i in mine) / len(mine) == pytest.approx(summary.accuracy)
+    detail = aggregate["detailed_evaluation_results"]
+    assert detail["total_rows"] == len(instances)
+    assert detail["checksum"] == hashlib.sha256(eee_samples_text(instances).encode()).hexdigest()
+
+
+def test_the_cli_writes_the_every_eval_ever_export(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import json
+
+    import jsonschema
+
+    aggregate_schema, instance_schema = _eee_schemas()
+    path = _neutral_file(tmp_path)
+    out = tmp_path / "eee" / "sweep.json"
+    grid = ("--methods", "baseline,rr:k=1000", "--lengths", "4000", "--depths", "0,100", "--repeats", "2")
+    code, data, err = _lab(capsys, str(path), "--provider", "simulated", *grid, "--eee-out", str(out))
+    assert code == 0, err
+    aggregate = json.loads(out.read_text(encoding="utf-8"))
+    jsonschema.validate(aggregate, aggregate_schema)
+    samples = out.parent / aggregate["detailed_evaluation_results"]["file_path"]
+    rows = [json.loads(line) for line in samples.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == aggregate["detailed_evaluation_results"]["total_rows"] > 0
+    for row in rows:
+        jsonschema.validate(row, instance_schema)
+    assert data["eee_out"] == str(out)
+
+
+def test_jobs_written_by_jobs_out_run_with_jobs_in_as_the_sweep_would(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _neutral_file(tmp_path)
+    jobs = tmp_path / "jobs.jsonl"
+    grid = ("--methods", "baseline,rr:k=1000", "--lengths", "4000", "--depths", "0,50,100", "--repeats", "2")
+    code, dry, err = _lab(
+        capsys, str(path), "--provider", "simulated", *grid, "--dry-run", "--jobs-out", str(jobs)
+    )
+    assert code == 0, err
+    code, ran, err = _lab(capsys, str(path), "--provider", "simulated", *grid)
+    assert code == 0, err
+    # Another process: only the jobs file and the document (no grid given).
+    code, again, err = _lab(capsys, str(path), "--provider", "simulated", "--jobs-in", str(jobs))
+    assert code == 0, err
+    assert again["jobs_in"] == str(jobs) and again["plan"]["runs"] == dry["plan"]["runs"]
+    assert (
+        again["plan"]["calls"] == dry["plan"]["calls"]
+        and again["plan"]["input_tokens"] == dry["plan"]["input_tokens"]
+    )
+    assert [(s["method"], s["trials"], s["accuracy"]) for s in again["series"]] == [
+        (s["method"], s["trials"], s["accuracy"]) for s in ran["series"]
+    ]
+    assert [c["correct"] for c in again["cells"]] == [c["correct"] for c in ran["cells"]]
+    assert again["calls_made"] == 0  # every call was in the run store from the run before
+    code, _, err = _lab(
+        capsys, str(path), "--provider", "simulated", "--jobs-in", str(tmp_path / "none.jsonl")
+    )
+    assert code == 2 and "cannot read the jobs file" in err

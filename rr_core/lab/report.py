@@ -14,7 +14,10 @@ A free engine's figures read "would cost" everywhere, and every CSV row names it
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import uuid
 from typing import Any
 
 from rr_core.costs import Mode
@@ -556,3 +559,170 @@ def _protocol_lines(plan: SweepPlan) -> list[str]:
 def dumps(data: dict[str, Any]) -> str:
     """JSON text."""
     return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+# ---- Every Eval Ever ------------------------------------------------------------------------
+
+EEE_SCHEMA_VERSION = "0.3.0"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def eee_records(
+    plan: SweepPlan,
+    result: SweepResult,
+    *,
+    model: str,
+    provider: str,
+    timestamp: float,
+    document: str = "",
+    version: str = "unknown",
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The sweep in the Every Eval Ever schema (0.3.0): one aggregate record (a result per
+    series and bound: accuracy with its clustered 95% interval over the counted trials) and
+    one instance record per trial and series (the question, the accepted answers, the answer,
+    right or not, tokens). A failed run is an instance scored 0 with its error; it is left out
+    of its series' accuracy, as everywhere in the Lab, and the aggregate says how many failed."""
+    digest = hashlib.sha256(plan.ledger_key().encode()).digest()
+    run_id = str(uuid.UUID(bytes=digest[:16], version=4))
+    model_id = model if "/" in model else f"{provider}/{model}"
+    name = "rr-studio-lab"
+    evaluation_id = f"{name}/{model_id}/{int(timestamp)}"
+    samples_path = f"data/{name}/{_slug(provider)}/{_slug(model)}/{run_id}_samples.jsonl"
+    results = []
+    failed: dict[str, int] = {}
+    for s in (*result.scores, *result.bound_scores):
+        failed[s.series] = failed.get(s.series, 0) + int(s.failed)
+    for summary in (*result.summaries, *result.bounds):
+        if summary.accuracy is None:
+            continue
+        results.append(
+            {
+                "evaluation_result_id": _slug(summary.series),
+                "evaluation_name": f"{name}: {summary.series}",
+                "source_data": {
+                    "dataset_name": f"R&R Studio Lab test documents ({document or 'generated'})",
+                    "source_type": "other",
+                    "additional_details": {"protocol": json.dumps(protocol(plan), ensure_ascii=False)},
+                },
+                "metric_config": {
+                    "evaluation_description": METRIC_RULE,
+                    "metric_id": "accuracy",
+                    "metric_name": "Accuracy",
+                    "metric_kind": "accuracy",
+                    "metric_unit": "proportion",
+                    "lower_is_better": False,
+                    "score_type": "continuous",
+                    "min_score": 0,
+                    "max_score": 1,
+                },
+                "score_details": {
+                    "score": round(summary.accuracy, 6),
+                    "details": {
+                        "method": summary.series,
+                        "method_name": summary.method,
+                        "questions": str(summary.questions),
+                        "failed_runs_left_out": str(failed.get(summary.series, 0)),
+                        "effective_length": summary.effective.text()
+                        if summary.effective is not None
+                        else "—",
+                    },
+                    "uncertainty": {
+                        "confidence_interval": {
+                            "lower": round(summary.ci[0], 6),
+                            "upper": round(summary.ci[1], 6),
+                            "confidence_level": 0.95,
+                            "method": "Wilson interval with the distinct questions as the sample size",
+                        },
+                        "num_samples": summary.trials,
+                    },
+                },
+            }
+        )
+    instances = []
+    for s in sorted((*result.scores, *result.bound_scores), key=lambda s: s.job):
+        trial = plan.trial(s.trial)
+        instances.append(
+            {
+                "schema_version": EEE_SCHEMA_VERSION,
+                "evaluation_id": evaluation_id,
+                "model_id": model_id,
+                "evaluation_name": f"{name}: {s.series}",
+                "evaluation_result_id": _slug(s.series),
+                "sample_id": s.trial,
+                "interaction_type": "single_turn",
+                "input": {
+                    "raw": trial.question if trial is not None else "",
+                    "reference": list(trial.answers) if trial is not None else [],
+                },
+                "output": {"raw": [s.answer]},
+                "answer_attribution": [
+                    {
+                        "turn_idx": 0,
+                        "source": "output.raw",
+                        "extracted_value": s.answer,
+                        "extraction_method": "exact match on the value"
+                        if trial is not None and trial.exact
+                        else "fuzzy match (000 §4.3)",
+                        "is_terminal": True,
+                    }
+                ],
+                "evaluation": {"score": float(s.correct), "is_correct": bool(s.correct)},
+                "token_usage": {
+                    "input_tokens": s.input_tokens,
+                    "output_tokens": s.output_tokens,
+                    "total_tokens": s.input_tokens + s.output_tokens,
+                },
+                "metadata": {
+                    "length": str(s.length),
+                    "depth": f"{s.depth:g}",
+                    "built_tokens": str(s.built_tokens),
+                    "question_id": s.question_id,
+                    "calls": str(s.calls),
+                    "failed": str(int(s.failed)),
+                    "error": s.error,
+                },
+            }
+        )
+    aggregate = {
+        "schema_version": EEE_SCHEMA_VERSION,
+        "evaluation_id": evaluation_id,
+        "retrieved_timestamp": str(int(timestamp)),
+        "source_metadata": {
+            "source_name": "R&R Studio Lab",
+            "source_type": "evaluation_run",
+            "source_organization_name": "R&R Studio",
+            "evaluator_relationship": "third_party",
+            "additional_details": {"engine": result.engine, "is_llm": str(result.is_llm).lower()},
+        },
+        "model_info": {
+            "name": model,
+            "id": model_id,
+            "inference_platform": provider,
+            "additional_details": {
+                "deployment_type": "unknown" if result.is_llm else "self_deployed",
+                "model_availability": "unknown",
+            },
+        },
+        "eval_library": {"name": "rr-studio", "version": version},
+        "evaluation_results": results,
+        "detailed_evaluation_results": {
+            "format": "jsonl",
+            "file_path": samples_path,
+            "hash_algorithm": "sha256",
+            "checksum": hashlib.sha256(_jsonl(instances).encode()).hexdigest(),
+            "total_rows": len(instances),
+        },
+    }
+    return aggregate, instances
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def eee_samples_text(instances: list[dict[str, Any]]) -> str:
+    """The instance records as the JSONL file the aggregate's checksum is of."""
+    return _jsonl(instances)
