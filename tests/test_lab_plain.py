@@ -233,8 +233,8 @@ def test_effective_length_names_the_weakest_length_and_why() -> None:
     (summary,) = summarise(scores)
     text = effective_sentence(summary, {("R&R", 20_000): "k = 10,000 gives 1 reminder"})
     assert text == (
-        "R&R holds ≥ 85% of its shortest-length accuracy (100%) up to 10,000 tokens, but only 60% at 20,000, "
-        "where k = 10,000 gives 1 reminder."
+        "R&R holds ≥ 85% of its accuracy at 10,000 tokens (100%) up to 10,000 tokens, but only 60% at "
+        "20,000, where k = 10,000 gives 1 reminder."
     )
 
 

@@ -118,24 +118,33 @@ def reminder_notes(plan: SweepPlan) -> dict[tuple[str, int], str]:
 
 def effective_sentence(s: SeriesSummary, notes: dict[tuple[str, int], str] | None = None) -> str | None:
     """Effective length in words, naming the weakest length and why: "R&R holds ≥ 85% of its
-    shortest-length accuracy up to 80,000 tokens, but only 60% at 20,000, where k = 10,000
-    gives 1 reminder." None with one length."""
+    accuracy at 10,000 tokens (100%) up to 10,000 tokens, but only 60% at 20,000, where k =
+    10,000 gives 1 reminder." None with one length."""
     eff = s.effective
     if eff is None or not eff.measured or not s.by_length:
         return None
+    shortest = min(s.by_length)
     weakest = min(s.by_length, key=lambda n: (s.by_length[n], n))
     why = (notes or {}).get((s.series, weakest))
-    at = f"only {s.by_length[weakest]:.0%} at {weakest:,}" + (f", where {why}" if why else "")
-    keep = f"{EFFECTIVE_KEEP:.0%}"
+    where = f", where {why}" if why else ""
+    at = f"only {s.by_length[weakest]:.0%} at {weakest:,}{where}"
     if eff.length is None:
         return (
-            f"{s.series} has no effective length: its shortest-length accuracy ({eff.base:.0%}, 95% interval "
-            f"from {eff.base_low:.0%}) is not clearly above the floor of {eff.floor:.0%}; its weakest: {at}."
+            f"{s.series} has no effective length: its accuracy at {shortest:,} tokens ({eff.base:.0%}, 95% "
+            f"interval from {eff.base_low:.0%}) is not clearly above the floor of {eff.floor:.0%}; "
+            + (f"its lowest: {at}." if weakest != shortest else f"lowest there{where}.")
         )
-    held = f"holds ≥ {keep} of its shortest-length accuracy ({eff.base:.0%}) up to {eff.length:,} tokens"
-    if eff.held_to_longest and s.by_length[weakest] >= EFFECTIVE_KEEP * eff.base:
-        return f"{s.series} {held} (the longest measured); its weakest: {at}."
-    return f"{s.series} {held}, but {at}."
+    held = (
+        f"{s.series} holds ≥ {EFFECTIVE_KEEP:.0%} of its accuracy at {shortest:,} tokens ({eff.base:.0%}) "
+        f"up to {eff.length:,} tokens"
+    )
+    if weakest == shortest:
+        return (
+            f"{held}{' (the longest measured)' if eff.held_to_longest else ''}; its lowest is there{where}."
+        )
+    if eff.held_to_longest:
+        return f"{held} (the longest measured); its lowest: {at}."
+    return f"{held}, but {at}."
 
 
 def plain_lines(plan: SweepPlan, result: SweepResult) -> list[str]:
