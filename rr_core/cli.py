@@ -760,6 +760,8 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     counter = counter_for_model(engine.counting_model())
     document = _open(args, model) if args.file else None
     questions = tuple(read_questions(Path(args.questions))) if args.questions else ()
+    if args.qa_file and not Path(args.qa_file).is_file():
+        raise ConfigError(f"--qa-file {args.qa_file}: no such file.")
     task = "questions" if questions else preset.task
     spec = trial_spec(
         preset,
