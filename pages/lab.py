@@ -763,6 +763,7 @@ with st.expander("The statistics: counts, intervals and paired tests"):
         )
         st.markdown("\n".join(f"- {md(c.sentence())}" for c in compared))
         st.caption(PAIRED_RULE + " " + PRIMARY_RULE)
+cell_reminders = reminder_notes(plan_done)
 with st.expander("Every cell: accuracy, interval and n"):
     st.dataframe(
         pd.DataFrame(
@@ -777,6 +778,7 @@ with st.expander("Every cell: accuracy, interval and n"):
                     "Accuracy": percent(c.accuracy),
                     "95% interval": percent_range(c.accuracy, c.interval),
                     "Failed": c.failed,
+                    "Reminders": cell_reminders.get((c.series, c.length), ""),
                 }
                 for c in result.cells
             ]
@@ -787,7 +789,7 @@ with st.expander("Every cell: accuracy, interval and n"):
     )
 if several_lengths:
     st.plotly_chart(
-        labcharts.heatmaps(result.cells, note=note, reminders=reminder_notes(plan_done)),
+        labcharts.heatmaps(result.cells, note=note, reminders=cell_reminders),
         width="stretch",
         key="lab_heatmap",
     )

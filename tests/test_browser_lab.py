@@ -119,10 +119,11 @@ def test_the_labs_estimate_and_first_results_fit_the_window(app_url: str, browse
         measured = page.evaluate(MEASURE)
         # The first table's columns (cost and frontier last) all fit: nothing scrolls sideways.
         kit.shot(page, SHOTS / f"lab_results_{size}.png", full=False)
+        table.scroll_into_view_if_needed()
+        kit.shot(page, SHOTS / f"lab_results_table_{size}.png", full=False)
         assert measured["grid"] is not None and measured["grid"] <= 1, str(measured)
         assert measured["gridRight"] <= measured["window"] and measured["page"] <= measured["window"], (
             measured
         )
         statistics = main.get_by_text("The statistics: counts, intervals and paired tests")
         assert plain.bounding_box()["y"] < statistics.bounding_box()["y"]  # type: ignore[index]
-        kit.shot(page, SHOTS / f"lab_results_{size}.png", full=False)
