@@ -369,3 +369,16 @@ def test_jobs_written_by_jobs_out_run_with_jobs_in_as_the_sweep_would(
         capsys, str(path), "--provider", "simulated", "--jobs-in", str(tmp_path / "none.jsonl")
     )
     assert code == 2 and "cannot read the jobs file" in err
+
+
+def test_effective_length_at_the_shortest_length_says_why_there() -> None:
+    scores = []
+    for length, right in {20_000: 6, 40_000: 6, 80_000: 6}.items():
+        scores += [trial_score("R&R", f"q{q}", 50.0, q < right, length=length) for q in range(10)]
+    scores += [trial_score("R&R", f"q{q}", 60.0, True, length=80_000) for q in range(10)]
+    (summary,) = summarise(scores)
+    text = effective_sentence(summary, {("R&R", 20_000): "k = 10,000 gives 1 reminder"})
+    assert text == (
+        "R&R holds ≥ 85% of its accuracy at 20,000 tokens (60%) up to 80,000 tokens (the longest measured); "
+        "at 20,000, k = 10,000 gives 1 reminder."
+    )

@@ -139,9 +139,8 @@ def effective_sentence(s: SeriesSummary, notes: dict[tuple[str, int], str] | Non
         f"up to {eff.length:,} tokens"
     )
     if weakest == shortest:
-        return (
-            f"{held}{' (the longest measured)' if eff.held_to_longest else ''}; its lowest is there{where}."
-        )
+        lowest = f"; at {shortest:,}, {why}" if why else ""
+        return f"{held}{' (the longest measured)' if eff.held_to_longest else ''}{lowest}."
     if eff.held_to_longest:
         return f"{held} (the longest measured); its lowest: {at}."
     return f"{held}, but {at}."
