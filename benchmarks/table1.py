@@ -65,6 +65,9 @@ def run_cell(
         "--json", "lab", "--preset", "lost-in-the-middle", "--qa-file", path,
         "--lengths", str(length), "--depths", ",".join(f"{d:g}" for d in depths_for(length, args.step)),
         "--methods", args.methods, "--repeats", str(args.questions), "--no-bounds",
+        # The paper's prompt: instructions before and after the document for every method
+        # (the lost-in-the-middle preset's own layout puts the question after the passages).
+        "--layout", "before-and-after",
         "--seed", str(args.seed), "--concurrency", str(args.concurrency),
     ]  # fmt: skip
     for option in (

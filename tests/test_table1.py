@@ -58,6 +58,7 @@ def test_the_table_on_the_offline_engine_matches_each_sweep(
         # Every position every STEP tokens, every question.
         assert {c["depth"] for c in run["data"]["cells"]} == set(table1.depths_for(run["length"], 100))
         assert {c["questions"] for c in run["data"]["cells"]} == {3}
+        assert run["data"]["layout"] == "before-and-after"  # the paper's prompt, not the preset's
     assert rows[0].endswith("| — | — | 50% |")  # the paper's figure where given, else —
     # --protocol is passed on only where the Lab has it.
     assert ("--protocol" in table1.lab_options()) == (

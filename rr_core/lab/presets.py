@@ -10,7 +10,9 @@ from rr_core.settings import QuestionPlacement
 FIVE_DEPTHS = (0.0, 25.0, 50.0, 75.0, 100.0)
 # A comparison preset asks at least this many distinct questions (facts, QA items, keys): with 5,
 # McNemar's smallest p is 0.0625 and no difference can ever be shown; with 50 a gain of about
-# 22 points is found 4 times in 5 (``stats.detectable_difference``).
+# 22 points is found 4 times in 5 (``stats.detectable_difference``). Planted presets take 50
+# repeats: a fact per repeat (each at every depth) makes 50 facts; a fact per repeat and depth
+# makes more.
 MIN_QUESTIONS = 50
 
 
@@ -48,20 +50,20 @@ PRESETS: dict[str, Preset] = {
             "quick",
             "Quick check of this document",
             "Baseline against R&R, and the cheap baselines (question last, prompt repeated), on your document "
-            "cut to a quarter, half and all of its length, with fictional facts planted at five depths, ten "
-            "each (50 facts: enough to show a gain of about 22 points).",
-            repeats=10,
+            "cut to a quarter, half and all of its length, with fictional facts planted at five depths, 50 "
+            "repeats (at least 50 facts: enough to show a gain of about 22 points).",
+            repeats=50,
         ),
         Preset(
             "paper-grid",
             "The R&R paper's grid",
             "Documents of 10k, 20k, 40k and 80k tokens with the fact every 10k tokens (000 §4.1), for the "
-            "paper's four main methods and the cheap baselines; six facts per depth (54 facts).",
+            "paper's four main methods and the cheap baselines; 50 repeats (at least 50 facts).",
             series=("baseline", "question-last", "repeat", "reprompt", "icr", "rr"),
             lengths=(10_000, 20_000, 40_000, 80_000),
             depths=(),
             depth_step_tokens=10_000,
-            repeats=6,
+            repeats=50,
         ),
         Preset(
             "lost-in-the-middle",
@@ -96,7 +98,7 @@ PRESETS: dict[str, Preset] = {
             "Reprompt interval",
             "R&R with reminders every 5k, 10k and 20k tokens against the baseline and question last (000 Table 5).",
             series=("baseline", "question-last", "rr:k=10000", "rr:k=5000", "rr:k=20000"),
-            repeats=10,
+            repeats=50,
             primary=("rr:k=10000", "baseline"),
         ),
         Preset(
@@ -111,7 +113,7 @@ PRESETS: dict[str, Preset] = {
                 "chunked-rr:c=40000",
                 "chunked-rr:c=80000",
             ),
-            repeats=10,
+            repeats=50,
             primary=("chunked-rr:c=20000", "baseline"),
         ),
         Preset(
@@ -127,7 +129,7 @@ PRESETS: dict[str, Preset] = {
                 "reprompt:style=tags-only",
                 "reprompt:placement=beginning",
             ),
-            repeats=10,
+            repeats=50,
             primary=("reprompt", "baseline"),
         ),
         Preset(
@@ -146,7 +148,7 @@ PRESETS: dict[str, Preset] = {
                 "rr",
                 "rr:layout=cache-aware",
             ),
-            repeats=10,
+            repeats=50,
             why="Instructions before and after the document, as the R&R paper lays out every prompt (000 §3.1), "
             "so the paper's methods are measured as published; the cache-aware series name their own layout. "
             "In it everything before the question is the same for every question over a document, so the "
