@@ -814,8 +814,8 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         "layout_why": preset.why if layout is preset.layout else "set with --layout",
         "mode": args.mode,
         "notes": trial_notes(spec, trials),
-        "power": plan_power(plan),
     }
+    context["power"] = plan_power(plan)  # what the sweep can show, before spending
     if args.jobs_out:
         context["jobs_out"] = args.jobs_out
     if args.jobs_in:
