@@ -175,7 +175,8 @@ def test_the_simulated_reader_loses_the_middle_and_rr_does_not() -> None:
     # Plain words first: one sentence per comparison, the primary (R&R against Baseline) first.
     assert result.comparisons[0].primary and result.comparisons[0].series.startswith("R&R")
     plain = next(m.value for m in at.markdown if m.value.startswith("**In plain words**"))
-    assert md(result.comparisons[0].plain()) in plain and "with 3 questions even" in plain
+    asked = result.comparisons[0].questions  # too few to ever show a difference, and it says so
+    assert md(result.comparisons[0].plain()) in plain and f"with {asked} question" in plain and asked < 6
     first = summary_table(at)
     assert list(first.columns) == ["Method", "Right", "95% interval", "Would cost (USD)", "Frontier"]
     # The charts: accuracy by depth beside distance to the end, cost against accuracy, and the
