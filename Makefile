@@ -23,6 +23,9 @@ $(BIN)/.installed: requirements.txt
 
 $(BIN)/.installed-dev: $(BIN)/.installed requirements-dev.txt
 	$(BIN)/pip install --quiet -r requirements-dev.txt
+	# The Every Eval Ever schemas the Lab's export is validated against in the tests: the
+	# package says Python >= 3.12, but its schemas and jsonschema (already here) are all we use.
+	$(BIN)/pip install --quiet --no-deps --ignore-requires-python every-eval-ever==0.3.0
 	@touch $@
 
 run: $(BIN)/.installed ## set up and open the app (no key needed: offline engine + samples)

@@ -27,13 +27,16 @@ from rr_core.lab.report import (
     PAIRED_RULE,
     SENT,
     dumps,
+    plain_lines,
+    plan_power,
     protocol,
+    reminder_notes,
     sweep_csv,
     sweep_json,
     sweep_markdown,
     trials_csv,
 )
-from rr_core.lab.stats import EFFECTIVE_MARGIN, EFFECTIVE_RULE, percent, percent_range
+from rr_core.lab.stats import EFFECTIVE_MARGIN, EFFECTIVE_RULE, MDD_RULE, PRIMARY_RULE, percent, percent_range
 from rr_core.lab.sweep import SweepPlan, SweepResult
 from rr_core.llm import DEFAULT_PRICE_MODEL, REGISTRY, get_provider
 from rr_core.llm.base import temperature_sent
@@ -211,7 +214,7 @@ with st.expander("Methods and grid", expanded=True):
             "repeats",
             key="lab_repeats",
             min_value=1,
-            max_value=20,
+            max_value=100,
             step=1,
         )
     option_cols = st.columns(3)
@@ -376,6 +379,8 @@ summary_col.markdown(
     + (" The budget cap is checked against this figure." if not free else "")
     + " Calls already in the run store are not paid again."
 )
+power = plan_power(plan)
+st.caption(f"**Can show:** {md(power['text'])}", help=MDD_RULE)
 made = protocol(plan)
 for name in made["construction"]:
     st.caption(f"**Distracters** ({md(name)}): {md(CONSTRUCTIONS[name])}.")
@@ -667,6 +672,41 @@ summaries = result.summaries
 bounds = result.bounds
 note = str(saved.get("note", ""))
 several_lengths = len(result.lengths) > 1
+plain = plain_lines(plan_done, result)
+if plain:
+    st.markdown("**In plain words**\n\n" + "\n".join(f"- {md(line)}" for line in plain))
+# The first view: what each method got right, what it cost, and whether it is worth its cost;
+# counts, calls, tokens and effective length are under the statistics. Widths are set: auto
+# widths sized to long series names pushed cost and frontier out of a 1024-pixel window.
+COST = "Would cost (USD)" if free else "Cost (USD)"
+st.dataframe(
+    pd.DataFrame(
+        [
+            {
+                "Method": s.series,
+                "Right": percent(s.accuracy),
+                "95% interval": percent_range(s.accuracy, s.ci),
+                COST: round(s.cost_usd, 4),
+                "Frontier": "yes" if s.on_frontier else "",
+            }
+            for s in [*summaries, *bounds]
+        ]
+    ),
+    hide_index=True,
+    width="stretch",
+    key="lab_summary",
+    column_config={
+        "Method": st.column_config.TextColumn(width=190),
+        "Right": st.column_config.TextColumn(width=60),
+        "95% interval": st.column_config.TextColumn(width=100),
+        COST: st.column_config.NumberColumn(width=125),
+        "Frontier": st.column_config.TextColumn(width=70),
+    },
+)
+st.caption(
+    "Frontier: no other method scored at least as high for less (point estimates: the sentences above say "
+    "which differences could be chance)."
+)
 st.plotly_chart(
     labcharts.accuracy_by_position(result.by_depth, result.by_distance, bounds, note=note),
     width="stretch",
@@ -676,71 +716,71 @@ st.caption(
     "Lines: closed-book and oracle, once per question. Points of different methods at one depth are set "
     "slightly apart so their intervals do not overlap. " + INTERVAL_RULE
 )
-table = pd.DataFrame(
-    [
-        {
-            "Method": s.series,
-            "Trials": s.trials,
-            "Questions": s.questions,
-            "Accuracy": percent(s.accuracy),
-            "95% interval": percent_range(s.accuracy, s.ci),
-            **(
-                {"Effective length": s.effective.text() if s.effective is not None else "—"}
-                if several_lengths
-                else {}
-            ),
-            "Calls / trial": round(s.calls_per_trial, 1),
-            "Tokens in / trial": round(s.input_per_trial),
-            ("Would cost (USD)" if free else "Cost (USD)"): round(s.cost_usd, 5),
-            "Frontier": "yes" if s.on_frontier else "",
-        }
-        for s in [*summaries, *bounds]
-    ]
-)
-st.dataframe(table, hide_index=True, width="stretch", key="lab_table")
-notes = [METRIC_RULE]
-if several_lengths:
-    floor = result.closed_book
-    notes.append(
-        EFFECTIVE_RULE
-        + (
-            f" Closed-book here: {floor:.0%}, so the floor is {floor + EFFECTIVE_MARGIN:.0%}."
-            if floor is not None
-            else " Closed-book not measured here: the floor is 20%."
+with st.expander("The statistics: counts, intervals and paired tests"):
+    table = pd.DataFrame(
+        [
+            {
+                "Method": s.series,
+                "Trials": s.trials,
+                "Questions": s.questions,
+                "Accuracy": percent(s.accuracy),
+                "95% interval": percent_range(s.accuracy, s.ci),
+                **(
+                    {"Effective length": s.effective.text() if s.effective is not None else "—"}
+                    if several_lengths
+                    else {}
+                ),
+                "Calls / trial": round(s.calls_per_trial, 1),
+                "Tokens in / trial": round(s.input_per_trial),
+                ("Would cost (USD)" if free else "Cost (USD)"): round(s.cost_usd, 5),
+                "Frontier": "yes" if s.on_frontier else "",
+            }
+            for s in [*summaries, *bounds]
+        ]
+    )
+    st.dataframe(table, hide_index=True, width="stretch", key="lab_table")
+    notes = [METRIC_RULE]
+    if several_lengths:
+        floor = result.closed_book
+        notes.append(
+            EFFECTIVE_RULE
+            + (
+                f" Closed-book here: {floor:.0%}, so the floor is {floor + EFFECTIVE_MARGIN:.0%}."
+                if floor is not None
+                else " Closed-book not measured here: the floor is 20%."
+            )
+            + "".join(f" {s.series}: {s.effective.why()}." for s in summaries if s.effective is not None)
         )
-        + "".join(f" {s.series}: {s.effective.why()}." for s in summaries if s.effective is not None)
-    )
-notes.append(
-    "Frontier: no other method scored at least as high for less (point estimates: read the paired "
-    "differences below before calling a gap real)."
-)
-st.caption(" ".join(notes))
-compared = result.comparisons
-if compared:
-    st.markdown("**Paired differences** (the same trials, method against method)")
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "Method": c.series,
-                    "Against": c.against,
-                    "Paired trials": c.trials,
-                    "Questions": c.questions,
-                    "Difference": c.difference_points(),
-                    "95% interval": c.interval_points(),
-                    "Only this right": c.only_series,
-                    "Only the other right": c.only_against,
-                    "McNemar p (questions)": f"{c.p_value:.3g}",
-                }
-                for c in compared
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
-        key="lab_paired",
-    )
-    st.markdown("\n".join(f"- {md(c.sentence())}" for c in compared))
-    st.caption(PAIRED_RULE)
+    st.caption(" ".join(notes))
+    compared = result.comparisons
+    if compared:
+        st.markdown("**Paired differences** (the same trials, method against method)")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "Method": c.series,
+                        "Against": c.against,
+                        "Primary": "yes" if c.primary else "",
+                        "Paired trials": c.trials,
+                        "Questions": c.questions,
+                        "Difference": c.difference_points(),
+                        "95% interval": c.interval_points(),
+                        "Only this right": c.only_series,
+                        "Only the other right": c.only_against,
+                        "McNemar p (questions)": f"{c.p_value:.3g}",
+                        "Holm p": "" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
+                    }
+                    for c in compared
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="lab_paired",
+        )
+        st.markdown("\n".join(f"- {md(c.sentence())}" for c in compared))
+        st.caption(PAIRED_RULE + " " + PRIMARY_RULE)
+cell_reminders = reminder_notes(plan_done)
 with st.expander("Every cell: accuracy, interval and n"):
     st.dataframe(
         pd.DataFrame(
@@ -755,6 +795,7 @@ with st.expander("Every cell: accuracy, interval and n"):
                     "Accuracy": percent(c.accuracy),
                     "95% interval": percent_range(c.accuracy, c.interval),
                     "Failed": c.failed,
+                    "Reminders": cell_reminders.get((c.series, c.length), ""),
                 }
                 for c in result.cells
             ]
@@ -764,7 +805,11 @@ with st.expander("Every cell: accuracy, interval and n"):
         key="lab_cells",
     )
 if several_lengths:
-    st.plotly_chart(labcharts.heatmaps(result.cells, note=note), width="stretch", key="lab_heatmap")
+    st.plotly_chart(
+        labcharts.heatmaps(result.cells, note=note, reminders=cell_reminders),
+        width="stretch",
+        key="lab_heatmap",
+    )
 st.plotly_chart(labcharts.cost_accuracy(summaries, note=note), width="stretch", key="lab_cost")
 if any(s.retrieves for s in summaries):
     st.plotly_chart(labcharts.failure_split(summaries, note=note), width="stretch", key="lab_failures")

@@ -330,6 +330,20 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the sweep's jobs (one JSON object a line) to FILE, for a worker to run elsewhere",
     )
+    p_lab.add_argument(
+        "--jobs-in",
+        default=None,
+        metavar="FILE",
+        help="run the jobs of FILE (written by --jobs-out) instead of planning a sweep; the document "
+        "(planted facts, own questions) is given as FILE as when they were written",
+    )
+    p_lab.add_argument(
+        "--eee-out",
+        default=None,
+        metavar="FILE",
+        help="also write the sweep in the Every Eval Ever schema: FILE (the aggregate, JSON) and its "
+        "per-trial records (JSONL) at the path the aggregate names, under FILE's folder",
+    )
     p_lab.add_argument("--provider", default=None, choices=list(ALL_PROVIDERS))
     p_lab.add_argument(
         "--reach", type=int, default=4_000, help="the simulated reader sees pages this near instructions"
@@ -763,8 +777,8 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     from rr_core.batching import BatchProgress, batch_line
     from rr_core.lab import TASKS, trial_notes, trial_spec
     from rr_core.lab.presets import get_preset
+    from rr_core.lab.report import plan_power, sweep_json, trials_csv
     from rr_core.lab.report import protocol as sweep_protocol
-    from rr_core.lab.report import sweep_json, trials_csv
     from rr_core.llm.base import temperature_sent
     from rr_core.methods import parse_spec
     from rr_core.questions import read_questions
@@ -776,6 +790,8 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     counter = counter_for_model(engine.counting_model())
     document = _open(args, model) if args.file else None
     questions = tuple(read_questions(Path(args.questions))) if args.questions else ()
+    if args.qa_file and not Path(args.qa_file).is_file():
+        raise ConfigError(f"--qa-file {args.qa_file}: no such file.")
     task = "questions" if questions else preset.task
     spec = trial_spec(
         preset,
@@ -798,17 +814,21 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
     if protocol is not PromptProtocol.JSON:  # in each spec, so that a queued sweep keeps it too
         specs = [m if "protocol=" in m else f"{m.strip()}:protocol={protocol.value}" for m in specs]
     series = [parse_spec(m, base) for m in specs]
-    trials, plan = plan_measurement(
-        spec,
-        preset,
-        document,
-        series,
-        counter,
-        depths=depths,
-        bounds=preset.bounds and not args.no_bounds,
-        layout=layout,
-        tokenizer=engine.counting_model(),
-    )
+    if args.jobs_in:
+        plan = _plan_from_jobs_file(Path(args.jobs_in), document)
+        trials: Sequence[Any] = plan.trials
+    else:
+        trials, plan = plan_measurement(
+            spec,
+            preset,
+            document,
+            series,
+            counter,
+            depths=depths,
+            bounds=preset.bounds and not args.no_bounds,
+            layout=layout,
+            tokenizer=engine.counting_model(),
+        )
     _check_mode(args.mode, engine.provider)
     check_sweep_budget(plan, args.max_usd, args.mode)
     if args.jobs_out:
@@ -830,8 +850,11 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         "mode": args.mode,
         "notes": trial_notes(spec, plan.trials),
     }
+    context["power"] = plan_power(plan)  # what the sweep can show, before spending
     if args.jobs_out:
         context["jobs_out"] = args.jobs_out
+    if args.jobs_in:
+        context["jobs_in"] = args.jobs_in
     if args.dry_run:
         return {
             **context,
@@ -886,7 +909,48 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
                 "The sweep's calls are kept in the run store: run again with a path you can write to."
             ) from None
         data["trials_csv"] = str(path)
+    if args.eee_out:
+        data["eee_out"] = _write_eee(Path(args.eee_out), plan, result, model=model, provider=provider)
     return data
+
+
+def _plan_from_jobs_file(path: Path, document: Any) -> Any:
+    """The plan of a jobs file written by ``--jobs-out``, its trials built again with the
+    tokenizer the jobs name (``ConfigError`` names what cannot be read)."""
+    from rr_core.lab.sweep import plan_from_jobs, read_jobs
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"cannot read the jobs file {path}: {getattr(exc, 'strerror', None) or exc}."
+        ) from None
+    jobs = read_jobs(text)
+    if not jobs:
+        raise ConfigError(f"{path} holds no job (write one with `lab --jobs-out`).")
+    counter = counter_for_model(jobs[0].token_model)
+    return plan_from_jobs(jobs, counter, documents=(document,) if document is not None else ())
+
+
+def _write_eee(path: Path, plan: Any, result: Any, *, model: str, provider: str) -> str:
+    """The sweep in the Every Eval Ever schema: the aggregate at ``path``, its per-trial records
+    at the path it names, under ``path``'s folder."""
+    import time
+
+    from rr_core.lab.report import dumps, eee_records, eee_samples_text
+
+    aggregate, instances = eee_records(plan, result, model=model, provider=provider, timestamp=time.time())
+    samples = path.parent / aggregate["detailed_evaluation_results"]["file_path"]
+    try:
+        samples.parent.mkdir(parents=True, exist_ok=True)
+        samples.write_text(eee_samples_text(instances), encoding="utf-8")
+        path.write_text(dumps(aggregate), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the Every Eval Ever export to {path}: {exc.strerror or exc}. "
+            "The sweep's calls are kept in the run store: run again with a path you can write to."
+        ) from None
+    return str(path)
 
 
 def cmd_samples(args: argparse.Namespace) -> dict[str, Any]:
@@ -930,6 +994,14 @@ def _share_range(row: dict[str, Any]) -> str:
     if row["accuracy"] is None:
         return "[n/a]"
     return f"[{row['ci_low']:.0%}–{row['ci_high']:.0%}]"
+
+
+def _per_cell(cell: Mapping[str, Any]) -> str:
+    """``2×2``: a cell's questions × repeats per question (``5t/3q`` when uneven)."""
+    trials, questions = int(cell["trials"]), int(cell["questions"])
+    if questions and trials % questions == 0:
+        return f"{questions}×{trials // questions}"
+    return f"{trials}t/{questions}q"
 
 
 def _queued_line(data: Mapping[str, Any]) -> str:
@@ -1047,6 +1119,8 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             if value != data["layout"]:
                 print(f"    {series}: {value} — {made['question_placement_why'][series]}")
         print(f"  scored by {made['scored_by']}")
+        if data.get("power"):
+            print(f"  can detect: {data['power']['text']}")
         if p.get("planted_facts"):
             print(
                 f"  planted facts {p['planted_facts']:,}, {p['facts_regenerated']:,} drawn again "
@@ -1077,6 +1151,11 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         )
         if data.get("stopped"):
             print(f"  STOPPED: {data['stopped']}")
+        if data.get("plain"):
+            print("In plain words:")
+            for line in data["plain"]:
+                print(f"  {line}")
+            print("The statistics:")
         for s in [*data["series"], *data["bounds"]]:
             eff = (
                 f"; effective length {s['effective_length_text']} ({s['effective_length_checked']})"
@@ -1090,7 +1169,7 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             )
             print(
                 f"  {s['method']:<40} {_share(s['accuracy']):>5} {_share_range(s)} "
-                f"n={s['trials']} trials, {s['questions']} questions{eff}{misses}"
+                f"{s['trials']} trials, {s['questions']} questions{eff}{misses}"
                 f"; reference metric {_share(s.get('accuracy_paper_metric'))}"
             )
         print(f"  ({data['rules']['interval']})")
@@ -1099,15 +1178,13 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
         for c in data["comparisons"]:
             print(f"  {c['verdict']}")
         depths = sorted({c["depth"] for c in data["cells"]})
-        print("  accuracy by depth (%), n = trials/questions per cell:")
+        print("  accuracy by depth (%), each cell: % right (questions × repeats per question):")
         print("    " + " " * 42 + " ".join(f"{d:>10g}" for d in depths))
         for name in dict.fromkeys(c["method"] for c in data["cells"]):
             for length in sorted({c["length"] for c in data["cells"] if c["method"] == name}):
                 row = {c["depth"]: c for c in data["cells"] if c["method"] == name and c["length"] == length}
                 cells = " ".join(
-                    f"{_share(row[d]['accuracy']):>4} {row[d]['trials']:>2}/{row[d]['questions']:<2}"
-                    if d in row
-                    else f"{'·':>10}"
+                    f"{_share(row[d]['accuracy']):>4} {_per_cell(row[d]):<5}" if d in row else f"{'·':>10}"
                     for d in depths
                 )
                 print(f"    {name[:32]:<32} {length:>9,} {cells}")
@@ -1120,6 +1197,9 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 for c in first
             )
             print(f"  built (asked → mean of the documents built): {built}")
+        for where, note in data.get("reminders", {}).items():
+            if " here:" in note:
+                print(f"  {where}: {note}")
         if data["missing_cells"]:
             print("  incomplete cells: " + "; ".join(data["missing_cells"][:10]))
         if data.get("trials_csv"):

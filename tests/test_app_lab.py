@@ -94,7 +94,15 @@ def chart_ids(at: AppTest) -> list[str]:
 
 
 def lab_table(at: AppTest) -> pd.DataFrame:
-    tables = [d.value for d in at.dataframe if "Frontier" in d.value.columns]
+    """The statistics' table (under its expander): counts, calls and tokens per method."""
+    tables = [d.value for d in at.dataframe if "Frontier" in d.value.columns and "Trials" in d.value.columns]
+    assert len(tables) == 1
+    return tables[0]
+
+
+def summary_table(at: AppTest) -> pd.DataFrame:
+    """The first view's table: right, interval, cost and frontier."""
+    tables = [d.value for d in at.dataframe if "Right" in d.value.columns]
     assert len(tables) == 1
     return tables[0]
 
@@ -164,6 +172,13 @@ def test_the_simulated_reader_loses_the_middle_and_rr_does_not() -> None:
     verdicts = [c.sentence() for c in result.comparisons]
     assert all(v.startswith("No difference shown") for v in verdicts)
     assert all(md(v) in said for v in verdicts) and "answered more right than" not in said
+    # Plain words first: one sentence per comparison, the primary (R&R against Baseline) first.
+    assert result.comparisons[0].primary and result.comparisons[0].series.startswith("R&R")
+    plain = next(m.value for m in at.markdown if m.value.startswith("**In plain words**"))
+    asked = result.comparisons[0].questions  # too few to ever show a difference, and it says so
+    assert md(result.comparisons[0].plain()) in plain and f"with {asked} question" in plain and asked < 6
+    first = summary_table(at)
+    assert list(first.columns) == ["Method", "Right", "95% interval", "Would cost (USD)", "Frontier"]
     # The charts: accuracy by depth beside distance to the end, cost against accuracy, and the
     # failure split of the method that picks pages (the baseline picks none).
     assert chart_ids(at) == ["lab_depth", "lab_cost", "lab_failures"]  # one length: no heatmap
@@ -224,7 +239,8 @@ def test_several_lengths_draw_heatmaps_with_n_and_say_what_effective_length_mean
     )
     assert heat["layout"]["xaxis"]["type"] == "category" and heat["layout"]["yaxis"]["type"] == "category"
     assert heat["data"][0]["y"] == ["10,000", "20,000"] and heat["data"][0]["x"] == ["0%", "50%", "100%"]
-    assert all(text.endswith("n=2·2q") for row in heat["data"][0]["text"] for text in row)
+    assert all(text.endswith("2 questions × 1 repeat") for row in heat["data"][0]["text"] for text in row)
+    assert not any("n=" in text for trace in heat["data"] for row in trace["text"] for text in row)
     assert "simulated reader — not an LLM" in heat["layout"]["title"]["text"]
     trials = next(b for b in at.download_button if b.label == "Download CSV (every trial)")
     assert trials.proto.label == "Download CSV (every trial)"

@@ -358,8 +358,8 @@ def test_the_cli_prints_n_a_for_a_method_with_no_counted_trial(capsys: pytest.Ca
     scores.append(Score(**{**_fields(trial_score("B", "q0", 50.0, False)), "failed": True}))
     context = {"task": "planted", "preset": "quick", "file": "d", "layout": "x", "layout_why": "y"}
     _print_table("lab", sweep_json(_empty_plan(), SweepResult(scores=scores), context=context))
-    line = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("B "))
-    assert "n/a [n/a] n=0 trials" in line and "0%" not in line
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("B  "))
+    assert "n/a [n/a] 0 trials" in line and "0%" not in line
 
 
 # ---- A sweep end to end: records, report, charts' data ----------------------------------------
@@ -482,7 +482,7 @@ def test_lab_cli_writes_the_per_trial_records(capsys: pytest.CaptureFixture[str]
     assert len(rows) == 2 * 6 + 2 * 1
     assert {r["seed"] for r in rows} == {"7"} and {r["is_llm"] for r in rows} == {"0"}
     assert f"per-trial records written to {out_csv}" in out
-    assert "n=6 trials, 1 questions" in out  # one fact (repeat), at every depth
+    assert "6 trials, 1 questions" in out  # one fact (repeat), at every depth
     assert "Effective length: the longest length" in out
     # Beside each effective length: the shortest length's accuracy, its lower bound, the floor.
     assert "(shortest length " in out and "95% interval from" in out and ", floor " in out

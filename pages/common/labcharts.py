@@ -9,7 +9,7 @@ not an LLM, so a saved PNG cannot pass for a model's result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -192,9 +192,13 @@ def accuracy_by_position(
     )
 
 
-def heatmaps(cells: Sequence[Cell], *, note: str) -> go.Figure:
+def heatmaps(
+    cells: Sequence[Cell], *, note: str, reminders: Mapping[tuple[str, int], str] | None = None
+) -> go.Figure:
     """Depth × length accuracy, one panel per series (two to a row), categorical axes, each
-    cell with its accuracy and n (trials, distinct questions)."""
+    cell with its accuracy and what it counts (questions × repeats); a reminding method that
+    gets no reminder at a length says so in its cells ("R&R = ICR here", from ``reminders``)."""
+    notes = {key: text.split(":")[0] for key, text in (reminders or {}).items() if " here:" in text}
     series = list(dict.fromkeys(c.series for c in cells))
     cols = 1 if len(series) == 1 else 2
     rows = max(1, -(-len(series) // cols))
@@ -221,7 +225,8 @@ def heatmaps(cells: Sequence[Cell], *, note: str) -> go.Figure:
                 [
                     ""
                     if c is None
-                    else f"{percent(c.accuracy)}<br>n={c.trials}·{c.questions}q"
+                    else f"{percent(c.accuracy)}<br>{c.n_text()}"
+                    + (f"<br>{notes[c.series, c.length]}" if (c.series, c.length) in notes else "")
                     if c.trials
                     else f"n/a<br>{c.failed} failed"
                     for c in found
@@ -251,7 +256,7 @@ def heatmaps(cells: Sequence[Cell], *, note: str) -> go.Figure:
         fig.update_yaxes(title_text="length (tokens)", title_standoff=4, row=row, col=1)
     _layout(
         fig,
-        title="Accuracy by length and depth (each cell: % right, n = trials·questions)",
+        title="Accuracy by length and depth (each cell: % right, questions × repeats)",
         note=note,
         height=130 + 250 * rows,
         panels=True,

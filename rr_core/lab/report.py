@@ -14,24 +14,32 @@ A free engine's figures read "would cost" everywhere, and every CSV row names it
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import uuid
 from typing import Any
 
 from rr_core.costs import Mode
 from rr_core.exports import csv_text, md_escape
 from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.stats import (
+    EFFECTIVE_KEEP,
     EFFECTIVE_MARGIN,
     EFFECTIVE_RULE,
+    MDD_RULE,
+    PRIMARY_RULE,
     Score,
     SeriesSummary,
+    detectable_text,
     percent,
     percent_range,
+    points_text,
 )
 from rr_core.lab.sweep import LabJob, SweepPlan, SweepResult
 from rr_core.lab.tasks import get_task
 from rr_core.methods import get_method, spec_of
-from rr_core.settings import PromptProtocol, RunSettings
+from rr_core.settings import PromptProtocol, ReminderPlacement, RunSettings
 
 INTERVAL_RULE = (
     "95% intervals treat the question (planted fact, QA item, key) as the unit: the Wilson interval of "
@@ -55,6 +63,138 @@ PAPER_FAILURES = (
     "The paper's protocol counts a failed run as wrong: it stays in its cell's denominator, as the "
     "reference code scores it 0."
 )
+
+
+# What a reminding method is when no reminder fits in what it reads.
+WITHOUT_REMINDERS = {"rr": "icr", "reprompt": "baseline", "chunked-rr": "chunked-icr"}
+
+
+def reminders_at(settings: RunSettings, tokens: float) -> int | None:
+    """How many reminders a reminding method's reading span of a ``tokens``-token document
+    holds (the whole document, or one chunk of at most ``chunk_size`` tokens for chunked R&R):
+    one each time the running count reaches k. None: the method sends no reminders every k
+    (it does not remind, or reminds before named pages)."""
+    method = get_method(settings.method)
+    if not method.reminds or settings.reminder_placement is ReminderPlacement.BEFORE_PAGES:
+        return None
+    span = min(tokens, settings.chunk_size) if "chunk_size" in method.params else tokens
+    return int(span // max(settings.reminder_every, 1))
+
+
+def reminder_notes(plan: SweepPlan) -> dict[tuple[str, int], str]:
+    """Per (series, length): what a reminding method is where no reminder fits ("R&R = ICR
+    here: k = 10,000 exceeds the document (2,400 tokens)"), or how many reminders it gets."""
+    built: dict[int, list[int]] = {}
+    for t in plan.trials:
+        built.setdefault(t.length, []).append(t.tokens)
+    notes: dict[tuple[str, int], str] = {}
+    for job in plan.jobs:
+        info = LabJob.of(job)
+        if info.bound:
+            continue
+        trial = plan.trial(info.trial)
+        if trial is None or (info.series, trial.length) in notes:
+            continue
+        sizes = built.get(trial.length) or [trial.tokens]
+        tokens = sum(sizes) / len(sizes)
+        settings = job.settings
+        count = reminders_at(settings, tokens)
+        if count is None:
+            continue
+        method = get_method(settings.method)
+        if count == 0:
+            same = WITHOUT_REMINDERS.get(method.name)
+            label = get_method(same).label if same else f"{method.label} without reminders"
+            chunked = "chunk_size" in method.params and settings.chunk_size < tokens
+            where = (
+                f"each chunk (≤ {settings.chunk_size:,} tokens)"
+                if chunked
+                else f"the document ({tokens:,.0f} tokens)"
+            )
+            notes[info.series, trial.length] = (
+                f"{method.label} = {label} here: k = {settings.reminder_every:,} exceeds {where}"
+            )
+        else:
+            notes[info.series, trial.length] = (
+                f"k = {settings.reminder_every:,} gives {count} reminder{'s' if count != 1 else ''}"
+                + (" per chunk" if "chunk_size" in method.params and settings.chunk_size < tokens else "")
+            )
+    return notes
+
+
+def effective_sentence(s: SeriesSummary, notes: dict[tuple[str, int], str] | None = None) -> str | None:
+    """Effective length in words, naming the weakest length and why: "R&R holds ≥ 85% of its
+    accuracy at 10,000 tokens (100%) up to 10,000 tokens, but only 60% at 20,000, where k =
+    10,000 gives 1 reminder." None with one length."""
+    eff = s.effective
+    if eff is None or not eff.measured or not s.by_length:
+        return None
+    shortest = min(s.by_length)
+    weakest = min(s.by_length, key=lambda n: (s.by_length[n], n))
+    why = (notes or {}).get((s.series, weakest))
+    where = f", where {why}" if why else ""
+    at = f"only {s.by_length[weakest]:.0%} at {weakest:,}{where}"
+    if eff.length is None:
+        return (
+            f"{s.series} has no effective length: its accuracy at {shortest:,} tokens ({eff.base:.0%}, 95% "
+            f"interval from {eff.base_low:.0%}) is not clearly above the floor of {eff.floor:.0%}; "
+            + (f"its lowest: {at}." if weakest != shortest else f"lowest there{where}.")
+        )
+    held = (
+        f"{s.series} holds ≥ {EFFECTIVE_KEEP:.0%} of its accuracy at {shortest:,} tokens ({eff.base:.0%}) "
+        f"up to {eff.length:,} tokens"
+    )
+    if weakest == shortest:
+        lowest = f"; at {shortest:,}, {why}" if why else ""
+        return f"{held}{' (the longest measured)' if eff.held_to_longest else ''}{lowest}."
+    if eff.held_to_longest:
+        return f"{held} (the longest measured); its lowest: {at}."
+    return f"{held}, but {at}."
+
+
+def plain_lines(plan: SweepPlan, result: SweepResult) -> list[str]:
+    """The results in an analyst's words, first: the primary comparison, then each other
+    comparison that showed a difference, then one sentence naming the others (no difference
+    shown, each with its points and adjusted p); then the effective length of each series that
+    has one (and of the primary's series), naming its weakest length and why."""
+    notes = reminder_notes(plan)
+    made = result.comparisons
+    lines = [c.plain() for c in made if c.primary or c.shown]
+    rest = [c for c in made if not (c.primary or c.shown) and c.trials]
+    if rest:
+        named = "; ".join(
+            f"{c.series} against {c.against} {points_text(c.difference)} points (p = {c.p_verdict:.2g})"
+            for c in rest
+        )
+        held = f"after Holm's adjustment for {rest[0].family}, " if rest[0].p_adjusted is not None else ""
+        lines.append(
+            f"No difference shown in the other comparison{'s' if len(rest) != 1 else ''} ({held}each could be "
+            f"chance): {named}."
+        )
+    if len(result.lengths) > 1:
+        primary = made[0].series if made and made[0].primary else None
+        lines += [
+            text
+            for s in result.summaries
+            if (s.effective_length is not None or s.series == primary)
+            and (text := effective_sentence(s, notes))
+        ]
+    return lines
+
+
+def plan_power(plan: SweepPlan) -> dict[str, Any]:
+    """What the sweep can show before it runs: its distinct questions and the smallest
+    difference detectable at 80% power (``stats.detectable_difference``)."""
+    from rr_core.lab.stats import detectable_difference
+
+    questions = len({t.question_id for t in plan.trials})
+    found = detectable_difference(questions)
+    return {
+        "questions": questions,
+        "detectable_difference": None if found is None else round(found, 4),
+        "text": detectable_text(questions),
+        "rule": MDD_RULE,
+    }
 
 
 def protocol(plan: SweepPlan) -> dict[str, Any]:
@@ -161,6 +301,11 @@ def sweep_json(
         "save_error": result.save_error,
         "cells": [_cell_dict(c.as_dict(), key) for c in result.cells],
         "series": [_summary_dict(s, key) for s in result.summaries],
+        "plain": plain_lines(plan, result),
+        "power": plan_power(plan),
+        "reminders": {
+            f"{series} @ {length}": note for (series, length), note in reminder_notes(plan).items()
+        },
         "comparisons": [c.as_dict() for c in result.comparisons],
         "bounds": [_summary_dict(s, key) for s in result.bounds],
         "missing_cells": result.missing_cells,
@@ -172,6 +317,8 @@ def sweep_json(
             "failures": PAPER_FAILURES,
             "interval": INTERVAL_RULE,
             "paired": PAIRED_RULE,
+            "primary": PRIMARY_RULE,
+            "detectable_difference": MDD_RULE,
             "effective_length": EFFECTIVE_RULE,
             "closed_book_for_floor": result.closed_book,
         },
@@ -317,8 +464,14 @@ def sweep_markdown(
             f"paid $0 (a free engine, not an LLM); the same calls would cost ${result.would_cost_usd():.4f} "
             f"as {md_escape(plan.priced_as)}"
         )
+    plain = plain_lines(plan, result)
     lines = [
         f"# R&R Studio Lab: {md_escape(title)}",
+        "",
+        *(["## In plain words", "", *(f"- {md_escape(line)}" for line in plain), ""] if plain else []),
+        f"- **Can detect:** {md_escape(plan_power(plan)['text'])}",
+        "",
+        "## What was measured",
         "",
         f"- **Document:** {md_escape(document)}",
         f"- **Engine:** {md_escape(engine)}",
@@ -382,16 +535,18 @@ def sweep_markdown(
             "",
             "## Paired differences",
             "",
-            PAIRED_RULE,
+            PAIRED_RULE + " " + PRIMARY_RULE,
             "",
-            "| Method | Against | Paired trials | Questions | Difference | 95% interval | Only this right | Only the other right | McNemar p (questions) |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| Method | Against | Primary | Paired trials | Questions | Difference | 95% interval | Only this right | Only the other right | McNemar p (questions) | Holm p |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for pair in compared:
             lines.append(
-                f"| {md_escape(pair.series)} | {md_escape(pair.against)} | {pair.trials} | {pair.questions} "
+                f"| {md_escape(pair.series)} | {md_escape(pair.against)} | {'yes' if pair.primary else ''} "
+                f"| {pair.trials} | {pair.questions} "
                 f"| {pair.difference_points()} | {pair.interval_points()} "
-                f"| {pair.only_series} | {pair.only_against} | {pair.p_value:.3g} |"
+                f"| {pair.only_series} | {pair.only_against} | {pair.p_value:.3g} "
+                f"| {'' if pair.p_adjusted is None else f'{pair.p_adjusted:.3g}'} |"
             )
         lines += ["", *(f"- {md_escape(pair.sentence())}" for pair in compared)]
     lines += [
@@ -401,15 +556,17 @@ def sweep_markdown(
         "Length and depth are the ones asked for; built tokens and actual depth are the means of the "
         "documents built (page boundaries move the answer a little).",
         "",
-        "| Method | Length | Depth | Built tokens | Actual depth | Tokens to the end | Trials | Questions | Accuracy | 95% interval |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| Method | Length | Depth | Built tokens | Actual depth | Tokens to the end | Trials | Questions | Accuracy | 95% interval | Reminders |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    notes = reminder_notes(plan)
     for c in result.cells:
         low, high = c.interval
         lines.append(
             f"| {md_escape(c.series)} | {c.length:,} | {c.depth:g}% | {c.tokens:,.0f} | {c.actual_depth:.1f}% "
             f"| {c.distance:,.0f} | {c.trials} | {c.questions} "
-            f"| {_pct(c.accuracy)} | {percent_range(c.accuracy, (low, high))} |"
+            f"| {_pct(c.accuracy)} | {percent_range(c.accuracy, (low, high))} "
+            f"| {md_escape(notes.get((c.series, c.length), ''))} |"
         )
     if result.missing_cells:
         lines += [
@@ -450,3 +607,170 @@ def _protocol_lines(plan: SweepPlan) -> list[str]:
 def dumps(data: dict[str, Any]) -> str:
     """JSON text."""
     return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+# ---- Every Eval Ever ------------------------------------------------------------------------
+
+EEE_SCHEMA_VERSION = "0.3.0"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def eee_records(
+    plan: SweepPlan,
+    result: SweepResult,
+    *,
+    model: str,
+    provider: str,
+    timestamp: float,
+    document: str = "",
+    version: str = "unknown",
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The sweep in the Every Eval Ever schema (0.3.0): one aggregate record (a result per
+    series and bound: accuracy with its clustered 95% interval over the counted trials) and
+    one instance record per trial and series (the question, the accepted answers, the answer,
+    right or not, tokens). A failed run is an instance scored 0 with its error; it is left out
+    of its series' accuracy, as everywhere in the Lab, and the aggregate says how many failed."""
+    digest = hashlib.sha256(plan.ledger_key().encode()).digest()
+    run_id = str(uuid.UUID(bytes=digest[:16], version=4))
+    model_id = model if "/" in model else f"{provider}/{model}"
+    name = "rr-studio-lab"
+    evaluation_id = f"{name}/{model_id}/{int(timestamp)}"
+    samples_path = f"data/{name}/{_slug(provider)}/{_slug(model)}/{run_id}_samples.jsonl"
+    results = []
+    failed: dict[str, int] = {}
+    for s in (*result.scores, *result.bound_scores):
+        failed[s.series] = failed.get(s.series, 0) + int(s.failed)
+    for summary in (*result.summaries, *result.bounds):
+        if summary.accuracy is None:
+            continue
+        results.append(
+            {
+                "evaluation_result_id": _slug(summary.series),
+                "evaluation_name": f"{name}: {summary.series}",
+                "source_data": {
+                    "dataset_name": f"R&R Studio Lab test documents ({document or 'generated'})",
+                    "source_type": "other",
+                    "additional_details": {"protocol": json.dumps(protocol(plan), ensure_ascii=False)},
+                },
+                "metric_config": {
+                    "evaluation_description": METRIC_RULE,
+                    "metric_id": "accuracy",
+                    "metric_name": "Accuracy",
+                    "metric_kind": "accuracy",
+                    "metric_unit": "proportion",
+                    "lower_is_better": False,
+                    "score_type": "continuous",
+                    "min_score": 0,
+                    "max_score": 1,
+                },
+                "score_details": {
+                    "score": round(summary.accuracy, 6),
+                    "details": {
+                        "method": summary.series,
+                        "method_name": summary.method,
+                        "questions": str(summary.questions),
+                        "failed_runs_left_out": str(failed.get(summary.series, 0)),
+                        "effective_length": summary.effective.text()
+                        if summary.effective is not None
+                        else "—",
+                    },
+                    "uncertainty": {
+                        "confidence_interval": {
+                            "lower": round(summary.ci[0], 6),
+                            "upper": round(summary.ci[1], 6),
+                            "confidence_level": 0.95,
+                            "method": "Wilson interval with the distinct questions as the sample size",
+                        },
+                        "num_samples": summary.trials,
+                    },
+                },
+            }
+        )
+    instances = []
+    for s in sorted((*result.scores, *result.bound_scores), key=lambda s: s.job):
+        trial = plan.trial(s.trial)
+        instances.append(
+            {
+                "schema_version": EEE_SCHEMA_VERSION,
+                "evaluation_id": evaluation_id,
+                "model_id": model_id,
+                "evaluation_name": f"{name}: {s.series}",
+                "evaluation_result_id": _slug(s.series),
+                "sample_id": s.trial,
+                "interaction_type": "single_turn",
+                "input": {
+                    "raw": trial.question if trial is not None else "",
+                    "reference": list(trial.answers) if trial is not None else [],
+                },
+                "output": {"raw": [s.answer]},
+                "answer_attribution": [
+                    {
+                        "turn_idx": 0,
+                        "source": "output.raw",
+                        "extracted_value": s.answer,
+                        "extraction_method": "exact match on the value"
+                        if trial is not None and trial.exact
+                        else "fuzzy match (000 §4.3)",
+                        "is_terminal": True,
+                    }
+                ],
+                "evaluation": {"score": float(s.correct), "is_correct": bool(s.correct)},
+                "token_usage": {
+                    "input_tokens": s.input_tokens,
+                    "output_tokens": s.output_tokens,
+                    "total_tokens": s.input_tokens + s.output_tokens,
+                },
+                "metadata": {
+                    "length": str(s.length),
+                    "depth": f"{s.depth:g}",
+                    "built_tokens": str(s.built_tokens),
+                    "question_id": s.question_id,
+                    "calls": str(s.calls),
+                    "failed": str(int(s.failed)),
+                    "error": s.error,
+                },
+            }
+        )
+    aggregate = {
+        "schema_version": EEE_SCHEMA_VERSION,
+        "evaluation_id": evaluation_id,
+        "retrieved_timestamp": str(int(timestamp)),
+        "source_metadata": {
+            "source_name": "R&R Studio Lab",
+            "source_type": "evaluation_run",
+            "source_organization_name": "R&R Studio",
+            "evaluator_relationship": "third_party",
+            "additional_details": {"engine": result.engine, "is_llm": str(result.is_llm).lower()},
+        },
+        "model_info": {
+            "name": model,
+            "id": model_id,
+            "inference_platform": provider,
+            "additional_details": {
+                "deployment_type": "unknown" if result.is_llm else "self_deployed",
+                "model_availability": "unknown",
+            },
+        },
+        "eval_library": {"name": "rr-studio", "version": version},
+        "evaluation_results": results,
+        "detailed_evaluation_results": {
+            "format": "jsonl",
+            "file_path": samples_path,
+            "hash_algorithm": "sha256",
+            "checksum": hashlib.sha256(_jsonl(instances).encode()).hexdigest(),
+            "total_rows": len(instances),
+        },
+    }
+    return aggregate, instances
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def eee_samples_text(instances: list[dict[str, Any]]) -> str:
+    """The instance records as the JSONL file the aggregate's checksum is of."""
+    return _jsonl(instances)

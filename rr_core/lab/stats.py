@@ -306,6 +306,17 @@ class Cell:
         """Mean depth at which the answer really sat, percent (``depth`` is the one asked for)."""
         return self.gold_depths / self.trials if self.trials else self.depth
 
+    def n_text(self) -> str:
+        """What the cell counts, in words: ``2 questions × 2 repeats`` (``5 trials, 3
+        questions`` when questions were asked unevenly)."""
+        q = self.questions
+        if not self.trials or not q:
+            return "no trial counted"
+        if self.trials % q == 0:
+            each = self.trials // q
+            return f"{_questions(q)} × {each} repeat{'s' if each != 1 else ''}"
+        return f"{self.trials} trials, {_questions(q)}"
+
     def as_dict(self) -> dict[str, object]:
         """The JSON shape scripts read (depth in percent, length in tokens): the cell is named
         by the length and depth asked for; ``built_tokens`` and ``gold_depth`` say what was built."""
@@ -621,6 +632,16 @@ class Comparison:
     question_wins: int  # questions on which ``series`` did better on average
     question_losses: int
     p_value: float  # McNemar's exact test over those questions
+    primary: bool = False  # the sweep's one primary comparison (tested at 0.05 on its own)
+    # Holm-adjusted p among the sweep's other comparisons (None: not adjusted, the primary or
+    # a comparison made alone); ``family``: how many comparisons share the adjustment.
+    p_adjusted: float | None = None
+    family: int = 1
+
+    @property
+    def p_verdict(self) -> float:
+        """The p a verdict is read from: Holm-adjusted for a secondary comparison."""
+        return self.p_value if self.p_adjusted is None else self.p_adjusted
 
     @property
     def difference(self) -> float:
@@ -638,7 +659,7 @@ class Comparison:
         """+1: ``series`` is shown more accurate; −1: less accurate; 0: no difference shown.
         Shown needs both the interval to exclude 0 and McNemar's exact p < 0.05: with two
         questions split 2–0 the interval can exclude 0 while p = 0.5."""
-        if not self.excludes_zero or self.p_value >= VERDICT_ALPHA:
+        if not self.excludes_zero or self.p_verdict >= VERDICT_ALPHA:
             return 0
         return 1 if self.ci[0] > 0 else -1
 
@@ -656,11 +677,22 @@ class Comparison:
         return f"{self.difference_points()} (95% interval {self.interval_points()})"
 
     def p_text(self) -> str:
-        """``McNemar's exact p = 0.0625 over 5 questions``."""
+        """``McNemar's exact p = 0.0625 over 5 questions`` (and its Holm-adjusted value for a
+        secondary comparison)."""
+        held = (
+            f" (Holm-adjusted over {self.family} secondary comparisons: {self.p_adjusted:.3g})"
+            if self.p_adjusted is not None
+            else ""
+        )
         return (
             f"McNemar's exact p = {self.p_value:.3g} over {self.questions} "
-            f"question{'s' if self.questions != 1 else ''}"
+            f"question{'s' if self.questions != 1 else ''}{held}"
         )
+
+    def plain(self) -> str:
+        """The comparison in an analyst's words, one sentence: what happened, and whether it
+        could be chance (``plain_sentence``)."""
+        return plain_sentence(self)
 
     def sentence(self) -> str:
         """The verdict, as the report and the screen write it: a method is said to answer
@@ -706,7 +738,10 @@ class Comparison:
             "questions_better": self.question_wins,
             "questions_worse": self.question_losses,
             "mcnemar_p_questions": round(self.p_value, 4),
+            "primary": self.primary,
+            "p_holm": None if self.p_adjusted is None else round(self.p_adjusted, 4),
             "difference_shown": self.shown,
+            "plain": self.plain(),
             "verdict": self.sentence(),
         }
 
@@ -745,6 +780,191 @@ def compare(scores: Sequence[Score], series: str, against: str) -> Comparison:
 
 
 def comparisons(scores: Sequence[Score]) -> list[Comparison]:
-    """Every series against every series before it (the first is usually the baseline)."""
+    """Every series against every series before it (the first is usually the baseline), the
+    primary comparison first (``primary_pair``) and the others Holm-adjusted (``holm``)."""
     names = list(dict.fromkeys(s.series for s in scores))
-    return [compare(scores, later, earlier) for j, later in enumerate(names) for earlier in names[:j]]
+    made = [compare(scores, later, earlier) for j, later in enumerate(names) for earlier in names[:j]]
+    methods = {s.series: s.method for s in scores}
+    return adjust(made, primary_pair([(name, methods[name]) for name in names]))
+
+
+# ---- One primary comparison, the others Holm-adjusted ------------------------------------------
+
+# The method a sweep's primary comparison measures, in order of preference, against Baseline:
+# R&R (000), else chunked R&R, else reprompting (the ablations preset has no R&R).
+PRIMARY_METHODS = ("rr", "chunked-rr", "reprompt")
+PRIMARY_AGAINST = "baseline"
+PRIMARY_RULE = (
+    "One comparison is primary: the first R&R series against Baseline (chunked R&R, or reprompting, where "
+    "the sweep has no R&R), tested at p < 0.05 on its own. Every other comparison is secondary: its "
+    "McNemar p is adjusted with Holm's method over the secondary comparisons before a difference is claimed."
+)
+
+
+def primary_pair(series: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+    """The primary comparison among ``(series, method)`` pairs, in sweep order: the first
+    series of the first method of ``PRIMARY_METHODS`` present, against the first Baseline
+    series; None when the sweep has no such pair."""
+    against = next((name for name, method in series if method == PRIMARY_AGAINST), None)
+    if against is None:
+        return None
+    for wanted in PRIMARY_METHODS:
+        found = next((name for name, method in series if method == wanted), None)
+        if found is not None:
+            return found, against
+    return None
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of ``m`` p-values, in their input order: sorted ascending,
+    the i-th smallest (1-based) becomes ``max over j ≤ i of min(1, (m − j + 1) · p_(j))``.
+    A hypothesis is rejected at level α when its adjusted p is below α."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def adjust(made: Sequence[Comparison], primary: tuple[str, str] | None) -> list[Comparison]:
+    """The comparisons with the primary one first (marked, p unadjusted) and the others
+    Holm-adjusted among themselves (a primary pair asked the other way round is flipped)."""
+    first: Comparison | None = None
+    rest: list[Comparison] = []
+    for c in made:
+        if primary is not None and (c.series, c.against) == primary:
+            first = replace(c, primary=True)
+        elif primary is not None and (c.against, c.series) == primary:
+            first = replace(flipped(c), primary=True)
+        else:
+            rest.append(c)
+    if len(rest) > 1 or (rest and first is not None):
+        rest = [
+            replace(c, p_adjusted=p, family=len(rest))
+            for c, p in zip(rest, holm([c.p_value for c in rest]), strict=True)
+        ]
+    return ([first] if first is not None else []) + rest
+
+
+def flipped(c: Comparison) -> Comparison:
+    """The same comparison read the other way round (``against`` − ``series``)."""
+    return replace(
+        c,
+        series=c.against,
+        against=c.series,
+        accuracy=c.against_accuracy,
+        against_accuracy=c.accuracy,
+        only_series=c.only_against,
+        only_against=c.only_series,
+        ci=(-c.ci[1], -c.ci[0]),
+        question_wins=c.question_losses,
+        question_losses=c.question_wins,
+    )
+
+
+# ---- Plain words -----------------------------------------------------------------------------
+
+
+def smallest_p(questions: int) -> float:
+    """The smallest two-sided p McNemar's exact test can give over ``questions`` questions
+    (all of them going one way): ``2 / 2**n``, capped at 1."""
+    return min(1.0, 2 / 2**questions) if questions > 0 else 1.0
+
+
+def _questions(n: int) -> str:
+    return f"{n} question{'s' if n != 1 else ''}"
+
+
+def _p(value: float) -> str:
+    return f"p = {value:.2g}" if value >= 0.001 else "p < 0.001"
+
+
+def plain_sentence(c: Comparison) -> str:
+    """One sentence an analyst reads: "R&R answered 47 points more questions right than
+    Baseline on this document; unlikely to be chance (p = 0.03, 10 questions)." A sweep too
+    small to ever show a difference says so ("with 5 questions even +100 points could not be
+    told from chance")."""
+    if c.trials == 0:
+        return f"{c.series} and {c.against} were never both answered on one trial: nothing to compare."
+    points = abs(round(c.difference * 100))
+    held = f"{_p(c.p_verdict)}, {_questions(c.questions)}"
+    if c.p_adjusted is not None:
+        held = f"{_p(c.p_verdict)} after adjusting for {c.family} comparisons, {_questions(c.questions)}"
+    if smallest_p(c.questions) >= VERDICT_ALPHA:
+        return (
+            f"{c.series} against {c.against}: no difference shown: with {_questions(c.questions)} even "
+            f"{'+' if c.difference >= 0 else '-'}100 points could not be told from chance."
+        )
+    if c.shown:
+        way = "more" if c.shown > 0 else "fewer"
+        return (
+            f"{c.series} answered {points} points {way} questions right than {c.against} on this document; "
+            f"unlikely to be chance ({held})."
+        )
+    if points == 0:
+        return f"{c.series} and {c.against} answered the same share right ({held})."
+    way = "more" if c.difference > 0 else "fewer"
+    return (
+        f"{c.series} answered {points} points {way} questions right than {c.against}, but that could be "
+        f"chance ({held}): no difference shown."
+    )
+
+
+# ---- The smallest difference a sweep can detect ------------------------------------------------
+
+Z_POWER80 = 0.841621  # the standard normal's 80th percentile
+# The share of questions on which the compared method does worse than the other (the
+# discordant pairs going "the wrong way"), assumed when planning: with none, the McNemar
+# design is at its most optimistic.
+REVERSE_DISCORDANT = 0.05
+MDD_RULE = (
+    "Smallest detectable difference: the smallest gain in accuracy (points, over the questions) that "
+    "McNemar's test at p < 0.05, two-sided, finds 4 times in 5 (80% power) with this many questions — "
+    "Connor's (1987) sample size for paired proportions, n = (1.96·√ψ + 0.84·√(ψ − δ²))² / δ², solved "
+    "for δ, assuming the compared method is worse on 5% of questions (ψ = δ + 2 × 5% discordant). Below "
+    "6 questions McNemar's exact test can never reach p < 0.05, so no difference can be shown at all."
+)
+
+
+def connor_n(delta: float, reverse: float = REVERSE_DISCORDANT) -> float:
+    """Questions needed to detect a paired difference ``delta`` at 80% power, two-sided α =
+    0.05 (Connor 1987): ψ = δ + 2·reverse is the discordant share,
+    ``n = (z_α/2·√ψ + z_β·√(ψ − δ²))² / δ²``."""
+    psi = delta + 2 * reverse
+    return (Z95 * math.sqrt(psi) + Z_POWER80 * math.sqrt(max(0.0, psi - delta * delta))) ** 2 / delta**2
+
+
+def detectable_difference(questions: int, reverse: float = REVERSE_DISCORDANT) -> float | None:
+    """The smallest difference in accuracy (0 … 1) detectable at 80% power over ``questions``
+    questions (``connor_n`` solved for δ by bisection, to 0.1 point); None when none can be
+    (too few questions for McNemar's exact test to reach p < 0.05, or more than the largest
+    possible difference, 1 − 2·reverse, would be needed)."""
+    largest = 1.0 - 2 * reverse
+    if smallest_p(questions) >= VERDICT_ALPHA or connor_n(largest, reverse) > questions:
+        return None
+    low, high = 1e-6, largest
+    while high - low > 1e-4:
+        mid = (low + high) / 2
+        if connor_n(mid, reverse) > questions:
+            low = mid
+        else:
+            high = mid
+    return high
+
+
+def detectable_text(questions: int) -> str:
+    """``With 50 questions this sweep can detect a difference of about 21 points (80% power).``"""
+    found = detectable_difference(questions)
+    if found is None:
+        return (
+            f"With {_questions(questions)} no difference can be shown: McNemar's test cannot reach p < 0.05 "
+            f"{'at all' if smallest_p(questions) >= VERDICT_ALPHA else 'for any realistic gain'}; ask at least "
+            "50 questions or facts."
+        )
+    return (
+        f"With {_questions(questions)} this sweep can detect a difference of about {found * 100:.0f} points "
+        "between two methods (80% power); a smaller real gain will often read 'no difference shown'."
+    )

@@ -349,6 +349,59 @@ def plan_sweep(
     )
 
 
+def plan_from_jobs(
+    jobs: Sequence[Job], counter: TokenCounter, *, documents: Sequence[Document] = ()
+) -> SweepPlan:
+    """A plan of jobs written out before (``SweepPlan.jobs_jsonl``, read with ``read_jobs``):
+    each trial built again from its recipe (on ``documents`` where it plants in one), every job
+    planned and priced as the sweep that wrote it would (no prompt cache assumed: the ceiling),
+    so the budget cap, the run store and the report work as for a sweep planned here."""
+    if not jobs:
+        raise ConfigError("The jobs file holds no job.")
+    maker = TrialMaker(counter, documents)
+    facts: dict[str, TrialFacts] = {}
+    materials: dict[str, Material] = {}
+    cost, batch_cost = Cost(), Cost()
+    calls = input_tokens = output_tokens = 0
+    for job in jobs:
+        recipe = job.source
+        if not isinstance(recipe, TrialRecipe):
+            raise ConfigError(
+                f"The job {job.id} is not a Lab trial's: run it with `rr-studio` jobs, not `lab`."
+            )
+        material = materials.get(recipe.trial_id)
+        if material is None:
+            trial = maker.build(recipe)
+            facts[trial.id] = trial.facts
+            material = materials[recipe.trial_id] = Material(trial.document, trial.gold_pages)
+        for call in plan_job(job, material, counter).calls:
+            calls += 1
+            input_tokens += call.prompt_tokens
+            output_tokens += call.output_tokens
+            cost = cost + estimate_cost(call.prompt_tokens, call.output_tokens, *job.settings.pricing)
+            batch_cost = batch_cost + estimate_cost(
+                call.prompt_tokens, call.output_tokens, *job.settings.pricing, mode="batch"
+            )
+    priced_as, provider = jobs[0].settings.pricing
+    assumed = assumed_free(priced_as, provider)
+    trials = tuple(facts.values())
+    return SweepPlan(
+        trials=trials,
+        jobs=tuple(jobs),
+        calls=calls,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost=cost,
+        cached_cost=cost,
+        batch_cost=batch_cost,
+        priced_as=priced_as if cost.known and not assumed else f"{priced_as} (no price known)",
+        price_assumed=assumed,
+        layout=jobs[0].settings.question_placement,
+        maker=maker,
+        by_id={t.id: t for t in trials},
+    )
+
+
 def check_budget(plan: SweepPlan, max_usd: float | None, mode: Mode = "now") -> None:
     """Refuse, before any call, a sweep estimated above the budget, or one with a budget and
     no known price to check it against (until a price model is given)."""
