@@ -387,3 +387,34 @@ def test_effective_length_at_the_shortest_length_says_why_there() -> None:
         "R&R holds ≥ 85% of its accuracy at 20,000 tokens (60%) up to 80,000 tokens (the longest measured); "
         "at 20,000, k = 10,000 gives 1 reminder."
     )
+
+
+def _priced(series: str, questions: int, right: int, cost: float) -> list:  # type: ignore[type-arg]
+    from dataclasses import replace
+
+    return [replace(trial_score(series, f"q{q}", 50.0, q < right), cost_usd=cost) for q in range(questions)]
+
+
+def test_rr_is_reported_against_the_cheapest_method_not_shown_worse() -> None:
+    from rr_core.lab.report import cheapest_match_sentence
+
+    # R&R right on 50 of 50 at $1 a trial; Baseline right on 10 at $0.5 (shown worse); the
+    # question-last method right on 48 at $0.2 (2 questions apart: not shown worse).
+    scores = (
+        _priced("R&R", 50, 50, 1.0) + _priced("Baseline", 50, 10, 0.5) + _priced("Question last", 50, 48, 0.2)
+    )
+    said = cheapest_match_sentence("R&R", SweepResult(scores=scores, is_llm=True))
+    assert said is not None
+    assert said.startswith(
+        "The cheapest method not shown to answer fewer questions right than R&R: Question last"
+    )
+    assert "$10 against $50 for the sweep" in said and "96% right against 100%" in said
+    assert "Not shown worse is not shown as good: this sweep could show differences of about" in said
+    # Every cheaper method shown worse; and R&R the cheapest
+    worse = _priced("R&R", 50, 50, 1.0) + _priced("Baseline", 50, 10, 0.5)
+    assert "none matches it for less" in (cheapest_match_sentence("R&R", SweepResult(scores=worse)) or "")
+    cheapest = _priced("R&R", 50, 50, 0.1) + _priced("Baseline", 50, 10, 0.5)
+    assert (
+        cheapest_match_sentence("R&R", SweepResult(scores=cheapest))
+        == "No method cost less than R&R in this sweep."
+    )

@@ -171,6 +171,8 @@ def plain_lines(plan: SweepPlan, result: SweepResult) -> list[str]:
             f"No difference shown in the other comparison{'s' if len(rest) != 1 else ''} ({held}each could be "
             f"chance): {named}."
         )
+    if made and made[0].primary and (cheapest := cheapest_match_sentence(made[0].series, result)):
+        lines.append(cheapest)
     if len(result.lengths) > 1:
         primary = made[0].series if made and made[0].primary else None
         lines += [
@@ -180,6 +182,55 @@ def plain_lines(plan: SweepPlan, result: SweepResult) -> list[str]:
             and (text := effective_sentence(s, notes))
         ]
     return lines
+
+
+def cheapest_match_sentence(series: str, result: SweepResult) -> str | None:
+    """R&R (the primary comparison's series) against the cheapest method not shown to answer
+    fewer questions right than it, in one sentence; "not shown worse" is not "as good", and the
+    sentence says how large a difference the sweep could have shown."""
+    from rr_core.lab.stats import detectable_difference
+
+    summaries = {s.series: s for s in result.summaries}
+    mine = summaries.get(series)
+    if mine is None or mine.accuracy is None:
+        return None
+    cheaper = sorted(
+        (
+            s
+            for s in summaries.values()
+            if s.series != series and s.accuracy is not None and s.cost_usd < mine.cost_usd
+        ),
+        key=lambda s: s.cost_usd,
+    )
+    if not cheaper:
+        return f"No method cost less than {series} in this sweep."
+    pairs = {
+        (c.series, c.against): c for c in result.comparisons if series in (c.series, c.against) and c.trials
+    }
+    for s in cheaper:
+        c = pairs.get((series, s.series)) or pairs.get((s.series, series))
+        if c is None:
+            continue
+        worse = c.shown > 0 if c.series == series else c.shown < 0
+        if worse:
+            continue
+        can = detectable_difference(c.questions)
+        reach = (
+            f"this sweep could show differences of about {round(can * 100)} points or more"
+            if can is not None
+            else "this sweep has too few questions to show any difference"
+        )
+        return (
+            f"The cheapest method not shown to answer fewer questions right than {series}: {s.series}, "
+            f"{'costing' if result.is_llm else 'which would cost'} ${s.cost_usd:.4g} against ${mine.cost_usd:.4g} "
+            f"for the sweep ({percent(s.accuracy)} right against "
+            f"{percent(mine.accuracy)}; {_p_text(c.p_verdict)}). Not shown worse is not shown as good: {reach}."
+        )
+    return f"Every method cheaper than {series} was shown to answer fewer questions right: none matches it for less."
+
+
+def _p_text(value: float) -> str:
+    return f"p = {value:.2g}" if value >= 0.001 else "p < 0.001"
 
 
 def plan_power(plan: SweepPlan) -> dict[str, Any]:
