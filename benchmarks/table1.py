@@ -207,6 +207,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name} at {length:,} tokens: exit {run['exit']}", file=sys.stderr)
             runs.append(run)
     text = table(runs, methods, figures)
+    made = next((r["data"] for r in runs if r["data"]), None)
+    if made:
+        text = (
+            f"Answered by {made.get('engine') or made.get('provider')}; prompts: {made.get('prompt_protocol', 'json')} "
+            f"protocol; scored by the strict metric (the reference metric beside it in --json-out).\n\n"
+            + text
+        )
     if not figures:
         text += f"\n{PAPER_SAYS}.\n"
     text += (
