@@ -48,16 +48,16 @@ def environment(provider: str, stub: StubServer, db: Path) -> dict[str, str]:
     return env
 
 
-def argv(provider: str, document: Path, *extra: str) -> list[str]:
+def argv(provider: str, document: Path, *extra: str, mode: str = "batch") -> list[str]:
     return [sys.executable, "-m", "rr_core", "--json", "lab", str(document), "--provider", provider,
-            *SWEEP, "--mode", "batch", *extra]  # fmt: skip
+            *SWEEP, "--mode", mode, *extra]  # fmt: skip
 
 
 def lab(
-    provider: str, stub: StubServer, db: Path, document: Path, *extra: str
+    provider: str, stub: StubServer, db: Path, document: Path, *extra: str, mode: str = "batch"
 ) -> tuple[int, dict[str, Any], str]:
     done = subprocess.run(
-        argv(provider, document, *extra), cwd=ROOT, env=environment(provider, stub, db),
+        argv(provider, document, *extra, mode=mode), cwd=ROOT, env=environment(provider, stub, db),
         capture_output=True, text=True, timeout=LIMIT_S,
     )  # fmt: skip
     try:
@@ -72,11 +72,25 @@ def billed_usd(stub: StubServer, provider: str, data: dict[str, Any]) -> float:
     return float(data.get("paid_usd", 0.0))
 
 
-def overspend(provider: str, document: Path, work: Path) -> dict[str, float]:
+def long_replies(path: str, body: Any) -> stub_server.Reply:
+    """An honest server whose replies use 90% of their output allowance (billed as written)."""
+    allowance = int(body.get("max_output_tokens") or body.get("max_tokens") or 1_000)
+    read = stub_server._tokens(stub_server.prompt_of(body))
+    written = int(0.9 * allowance)
+    if "max_tokens" in body:  # Anthropic Messages
+        usage = {"input_tokens": read, "output_tokens": written}
+    else:
+        usage = {"input_tokens": read, "output_tokens": written, "total_tokens": read + written}
+    return stub_server.Reply(usage=usage)
+
+
+def overspend(provider: str, document: Path, work: Path, mode: str = "batch") -> dict[str, float]:
+    """Paid / cap for a capped sweep against a server billing 1x, 2x and 50x (``mode`` now: the
+    sweep's calls sent at once, eight in flight)."""
     stub_server.BILLING_FACTOR = 1.0
     with StubServer() as stub:
         stub.batch_auto_complete = True
-        _, honest, _ = lab(provider, stub, work / f"honest-{provider}.db", document)
+        _, honest, _ = lab(provider, stub, work / f"honest-{provider}-{mode}.db", document, mode=mode)
     cap = round(CAP_TIMES * honest["paid_usd"], 6)
     ratios: dict[str, float] = {"honest_paid_usd": honest["paid_usd"], "cap_usd": cap}
     for factor in (1.0, 2.0, 50.0):
@@ -84,14 +98,23 @@ def overspend(provider: str, document: Path, work: Path) -> dict[str, float]:
         with StubServer() as stub:
             stub.batch_auto_complete = True
             code, data, err = lab(
-                provider, stub, work / f"capped-{provider}-{factor}.db", document, "--max-usd", str(cap)
-            )
+                provider, stub, work / f"capped-{provider}-{mode}-{factor}.db", document,
+                "--max-usd", str(cap), mode=mode,
+            )  # fmt: skip
         stub_server.BILLING_FACTOR = 1.0
         paid = data.get("paid_usd")
         if paid is None:  # refused or stopped: what it said it paid, else nothing was recorded
             paid = 0.0
         ratios[f"paid/cap at {factor:g}x"] = round(float(paid) / cap, 4)
         ratios[f"exit at {factor:g}x"] = code
+    if mode == "now":  # honest bills, replies far longer than estimated (their whole allowance, near)
+        with StubServer(long_replies) as stub:
+            code, data, err = lab(
+                provider, stub, work / f"capped-{provider}-{mode}-long.db", document,
+                "--max-usd", str(cap), mode=mode,
+            )  # fmt: skip
+        ratios["paid/cap, long replies"] = round(float(data.get("paid_usd") or 0.0) / cap, 4)
+        ratios["exit, long replies"] = code
     return ratios
 
 
@@ -141,21 +164,27 @@ def kill_loop(provider: str, document: Path, work: Path, loops: int, seed: int =
 
 
 def main() -> None:
+    global LIMIT_S, CAP_TIMES
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--loops", type=int, default=50)
     parser.add_argument("--providers", default="openai,anthropic")
-    parser.add_argument("--only", choices=["overspend", "lost", "kill"], default=None)
+    parser.add_argument(
+        "--only", choices=["overspend", "lost", "kill", "now-overspend", "now-kill"], default=None
+    )
     parser.add_argument(
         "--repeats", type=int, default=1, help="trials per cell of the swept grid (a bigger grid)"
     )
     parser.add_argument(
         "--limit", type=float, default=180.0, help="seconds after which a rerun counts as hung"
     )
+    parser.add_argument(
+        "--cap-times", type=float, default=CAP_TIMES, help="the cap, in what an honest server bills"
+    )
     args = parser.parse_args()
-    global LIMIT_S
     LIMIT_S = args.limit
+    CAP_TIMES = args.cap_times
     SWEEP[SWEEP.index("--repeats") + 1] = str(args.repeats)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -164,6 +193,8 @@ def main() -> None:
         for provider in args.providers.split(","):
             if args.only in (None, "overspend"):
                 print(provider, "overspend", overspend(provider, document, work), flush=True)
+            if args.only in (None, "now-overspend"):
+                print(provider, "now-mode overspend", overspend(provider, document, work, "now"), flush=True)
             if args.only in (None, "lost"):
                 print(provider, "lost reply", lost_reply(provider, document, work), flush=True)
             if args.only in (None, "kill"):

@@ -525,6 +525,7 @@ def _run_review(
         "cells": len(cells),
         "failed_cells": failed,
         "paid_usd": round(result.paid_usd, 8) if result else 0.0,
+        "possibly_billed": result.possibly_billed if result else "",
         "history_batch": result.batch if result else None,
         "save_error": result.save_error if result else None,
         "scores": scores_json(plan, cells),
@@ -567,6 +568,7 @@ def _run_sweep(
     summary = {
         **sweep_json(plan, result, context={"preset": work.preset, "mode": work.mode}),
         "is_llm": client.is_llm,
+        "possibly_billed": result.possibly_billed,
     }
     if result.cancelled and stop.left:  # the runner is going away: the next one takes the work up
         store.update_work(work_id, state="queued")

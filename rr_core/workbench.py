@@ -337,6 +337,10 @@ class AskResult:
     batch: str | None  # the history's batch id; None when not saved
     save_error: str | None  # why the history could not keep them (the results stand)
     is_llm: bool
+    # "up to $X possibly billed for N calls …" (sent with no answer back, or left in flight by an
+    # interrupted earlier run), and that X; "" and 0 when none may be.
+    possibly_billed: str = ""
+    possibly_usd: float = 0.0
 
 
 # Wraps a run with the runner in hand (the CLI's signal handling stops it).
@@ -378,6 +382,7 @@ def ask(
         guard(runner) if guard is not None else nullcontext(),
     ):
         traces = _run_jobs(runner, plan, on_event)
+    possibly = (runner.possibly_billed_note, runner.possibly_billed_usd)
     mark_traces(traces, list(plan.questions))
     # Several methods on the same questions: agreement between them counts in each confidence.
     assess_together([(t.label, t.outcomes) for t in traces])
@@ -389,7 +394,7 @@ def ask(
             keep_document(kept, plan.document)
         except (LedgerError, ConfigError) as exc:
             save_error = str(exc)
-    return AskResult(traces, batch, save_error, client.is_llm)
+    return AskResult(traces, batch, save_error, client.is_llm, *possibly)
 
 
 def _run_jobs(
@@ -582,6 +587,9 @@ class ReviewResult:
     save_error: str | None = None
     cancelled: bool = False
     paid_usd: float = 0.0  # what the run paid (stored replies and free engines pay nothing)
+    # "up to $X possibly billed for N calls …" (see ``AskResult``), and that X.
+    possibly_billed: str = ""
+    possibly_usd: float = 0.0
 
 
 # A grid's traces are saved to the history as they arrive, this many at a time (one transaction
@@ -670,6 +678,7 @@ def review(
             elif isinstance(item, BatchProgress) and on_batch is not None:
                 on_batch(item)
         cancelled = runner.cancelled
+        result.possibly_billed, result.possibly_usd = runner.possibly_billed_note, runner.possibly_billed_usd
     result.cancelled = cancelled
     if plan.compare is not None and keep:  # main and compare on the same rows: agreement counts
         result.cells = agree_cells(cells)

@@ -722,6 +722,15 @@ class DictCache:
     def put(self, key: str, call) -> None:  # type: ignore[no-untyped-def]
         self.calls.setdefault(key, call)
 
+    def mark_sent(self, call) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    def clear_sent(self, key: str, sender: str) -> None:
+        pass
+
+    def take_unanswered(self, keys, sender: str) -> list:  # type: ignore[no-untyped-def]
+        return []
+
 
 def test_a_malformed_reply_is_not_cached_so_the_next_run_asks_again(planted_document: Document) -> None:
     cache = DictCache()

@@ -21,7 +21,7 @@ from conftest import offline_traces
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError
 from rr_core.llm.base import Usage
-from rr_core.store import BatchRecord, CachedCall, ReviewDecision, open_store
+from rr_core.store import BatchRecord, CachedCall, ReviewDecision, SentCall, open_store
 from rr_core.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresStore, close_pools, submit_lock
 from tests.pg_kit import APP_PASSWORD
 
@@ -36,6 +36,7 @@ OWNED = (
     "work_results",
     "sign_outs",
     "review_decisions",
+    "sent_calls",
 )
 
 
@@ -60,6 +61,7 @@ def _fill(store: PostgresStore, document: Document, tag: str) -> list[str]:
     store.put_decision(
         ReviewDecision(document_sha256="same-doc", question="Q?", decision="corrected", answer=tag)
     )
+    store.mark_sent(SentCall(key="same-key", provider="openai", model="m", reserved_usd=0.5, sender=tag))
     return [t.run_id for t in traces]
 
 
