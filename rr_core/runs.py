@@ -218,20 +218,27 @@ class Budget:
         worst: WorstCase | None = None,
     ) -> Reservation | None:
         """Hold a call's cost; None when that would pass the cap (or ``cancel`` is set while the
-        call waits for the first bill). ``worst``: the call's worst case, held scaled by the
-        bills so far. ``one_at_first`` False: do not wait for a first bill (a batch's calls are
-        all committed at once; they hold their worst case)."""
+        call waits). ``worst``: the call's worst case, held scaled by the bills so far. A call
+        that fits only once calls in flight have settled waits for them. ``one_at_first`` False:
+        wait for nothing, neither a first bill nor room (a batch's calls are all committed at
+        once, before any of them can settle; they hold their worst case)."""
         with self._changed:
-            while one_at_first and self._billed_calls == 0 and self._in_flight > 0:
+            while True:
+                if one_at_first and self._billed_calls == 0 and self._in_flight > 0:
+                    pass  # the first bill is not known yet: wait for it
+                else:
+                    held = self.hold_for(estimate_usd, worst)
+                    spent = self.settled_usd + self.possibly_usd
+                    if spent + self.held_usd + held <= self.cap_usd + 1e-9:
+                        self.held_usd += held
+                        self._in_flight += 1
+                        return Reservation(estimate_usd, held, worst)
+                    if not one_at_first or self._in_flight == 0 or spent + held > self.cap_usd + 1e-9:
+                        return None  # it would pass the cap even once every call in flight is settled
+                    # It fits once calls in flight settle (below their worst case): wait for them.
                 if cancel is not None and cancel.is_set():
                     return None
                 self._changed.wait(0.2)
-            held = self.hold_for(estimate_usd, worst)
-            if self.settled_usd + self.possibly_usd + self.held_usd + held > self.cap_usd + 1e-9:
-                return None
-            self.held_usd += held
-            self._in_flight += 1
-            return Reservation(estimate_usd, held, worst)
 
     def hold_for(self, estimate_usd: float, worst: WorstCase | None = None) -> float:
         """What a call estimated at ``estimate_usd`` (with worst case ``worst``) holds in flight."""
