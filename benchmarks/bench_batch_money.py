@@ -163,6 +163,74 @@ def kill_loop(provider: str, document: Path, work: Path, loops: int, seed: int =
     return {"loops": loops, "hangs": hangs, "calls submitted twice": twice, "reruns not ok": failures}
 
 
+def _gated(release: Any, answer_first: int, answered: list[str]) -> Any:
+    """A responder answering the first ``answer_first`` calls at once and holding the rest until
+    ``release`` is set (in flight when the process is killed)."""
+    import threading
+
+    lock = threading.Lock()
+
+    def gated(path: str, body: Any) -> stub_server.Reply:
+        with lock:
+            now = len(answered) < answer_first
+            if now:
+                answered.append(stub_server.prompt_of(body))
+        if not now:
+            release.wait(LIMIT_S)
+        return stub_server.Reply()
+
+    return gated
+
+
+def now_kill(provider: str, document: Path, work: Path, loops: int, seed: int = 11) -> dict[str, int]:
+    """``kill -9`` of a Lab sweep in now mode with some replies stored and calls at the provider,
+    then the same command again: calls paid twice (sent in both runs), and how many of them the
+    second run reported as possibly billed."""
+    import re
+    import threading
+
+    rng = random.Random(seed)
+    twice = reported = stored_asked_again = hangs = 0
+    for loop in range(loops):
+        db = work / f"now-kill-{provider}-{loop}.db"
+        release = threading.Event()
+        answer_first = rng.randint(1, 6)
+        answered: list[str] = []
+        gated = _gated(release, answer_first, answered)
+        with StubServer(gated) as stub:
+            env = environment(provider, stub, db)
+            first = subprocess.Popen(argv(provider, document, mode="now"), cwd=ROOT, env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+            end = time.monotonic() + LIMIT_S
+            while len(stub.requests) < answer_first + 2 and time.monotonic() < end and first.poll() is None:
+                time.sleep(0.02)
+            time.sleep(rng.uniform(0.0, 0.3))
+            first.kill()
+            first.wait()
+            release.set()
+            sent_first = {stub_server.prompt_of(r.body) for r in stub.requests}
+            count = len(stub.requests)
+            stub.responder = None
+            try:
+                done = subprocess.run(argv(provider, document, mode="now"), cwd=ROOT, env=env,
+                                      capture_output=True, text=True, timeout=LIMIT_S)  # fmt: skip
+                data = json.loads(done.stdout or "{}")
+            except subprocess.TimeoutExpired:
+                hangs += 1
+                continue
+            again = [stub_server.prompt_of(r.body) for r in stub.requests[count:]]
+            twice += len(sent_first & set(again))
+            stored_asked_again += len(set(answered) & set(again))
+            said = re.search(
+                r"([\d,]+) calls? sent before the interruption", data.get("possibly_billed") or ""
+            )
+            reported += int(said.group(1).replace(",", "")) if said else 0
+    return {
+        "loops": loops, "calls paid twice": twice, "of them reported as possibly billed": reported,
+        "stored replies asked again": stored_asked_again, "hangs": hangs,
+    }  # fmt: skip
+
+
 def main() -> None:
     global LIMIT_S, CAP_TIMES
     parser = argparse.ArgumentParser(
@@ -193,6 +261,13 @@ def main() -> None:
         for provider in args.providers.split(","):
             if args.only in (None, "overspend"):
                 print(provider, "overspend", overspend(provider, document, work), flush=True)
+            if args.only in (None, "now-kill"):
+                print(
+                    provider,
+                    "now-mode kill and resume",
+                    now_kill(provider, document, work, args.loops),
+                    flush=True,
+                )
             if args.only in (None, "now-overspend"):
                 print(provider, "now-mode overspend", overspend(provider, document, work, "now"), flush=True)
             if args.only in (None, "lost"):

@@ -52,7 +52,7 @@ from rr_core.errors import (
     SaveFailed,
 )
 from rr_core.jobs import DocumentRef, Job, Resolver, plan_job
-from rr_core.llm.base import CacheHint, Completion, LLMClient, LLMRequest, calls_at_once
+from rr_core.llm.base import CacheHint, Completion, LLMClient, LLMRequest, Usage, calls_at_once
 from rr_core.llm.errors_map import redact
 from rr_core.plans import (
     Call,
@@ -817,9 +817,14 @@ class Executor:
             completion = self.client.complete(out.request)
             self._note_cache(run, out, warm, completion, record)
         except LLMError as exc:
+            if exc.usage is not None:
+                # Answered, and billed, with nothing usable (a reply left empty): its bill is
+                # settled and its cost recorded like any reply's.
+                completion = Completion(text="", usage=exc.usage, model=out.request.model)
+                self._price_failed(run, call, record, exc.usage)
             # Sent, and no answer (a timeout, a connection lost): the provider may have billed it.
-            unanswered = isinstance(exc, ProviderTimeout) or (
-                isinstance(exc, ProviderError) and exc.status is None
+            unanswered = exc.usage is None and (
+                isinstance(exc, ProviderTimeout) or (isinstance(exc, ProviderError) and exc.status is None)
             )
             record.error = str(exc) + (" (possibly billed: sent, and no answer came)" if unanswered else "")
             record.latency_s = round(time.perf_counter() - pending.started, 3)
@@ -827,8 +832,8 @@ class Executor:
             raise _Failed(record, exc) from exc
         finally:
             self._bill(out, completion, mode="now", possibly=unanswered)
-            if not unanswered and completion is None:
-                self._clear_sent(out.key)  # the provider answered: an error, not billed
+            if not unanswered and (completion is None or record.error):
+                self._clear_sent(out.key)  # the provider answered: an error (billed or not)
         # Kept as soon as it returns and parses (here, before this pool thread sends another
         # call): a reply that cannot be kept stops the run before more is paid. Its entry in the
         # sent-but-unanswered ledger goes once the reply is stored (or did not parse: not kept,
@@ -840,6 +845,17 @@ class Executor:
         else:
             self._clear_sent(out.key)
         return completion
+
+    def _price_failed(self, run: _Run, call: Call, record: CallTrace, usage: Usage) -> None:
+        """A failed call's bill on its record (what it cost is paid, though it gave nothing)."""
+        record.usage = usage
+        cost = price_usage(usage, *call_pricing(call, run.plan.settings), mode="now")
+        record.cost_usd, record.output_cost_usd, record.cached_cost_usd, record.price_known = (
+            cost.total_usd,
+            cost.output_usd,
+            cost.cached_usd,
+            cost.known,
+        )
 
     def _warm_prefix(self, out: Outgoing) -> bool:
         """Whether a reply to a call with the same cacheable prefix came back within its lifetime."""
