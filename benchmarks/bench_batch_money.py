@@ -227,7 +227,7 @@ def now_kill(provider: str, document: Path, work: Path, loops: int, seed: int = 
             reported += int(said.group(1).replace(",", "")) if said else 0
     return {
         "loops": loops, "calls paid twice": twice, "of them reported as possibly billed": reported,
-        "stored replies asked again": stored_asked_again, "hangs": hangs,
+        "answered calls asked again": stored_asked_again, "hangs": hangs,
     }  # fmt: skip
 
 

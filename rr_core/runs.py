@@ -708,6 +708,9 @@ class Executor:
             return
         try:
             left = self.cache.take_unanswered(keys, self.sender_id)
+            # A reply stored before its process was stopped (between keeping it and clearing its
+            # entry) was billed once, and is counted where it is used: not possibly billed again.
+            left = [c for c in left if self.cache.find(c.key) is None]
         except (RRError, OSError):
             return  # the store will say what is wrong when a reply is kept
         if not left:

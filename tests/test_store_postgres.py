@@ -115,7 +115,9 @@ def test_another_owners_rows_are_zero_rows_at_the_sql_layer(
         "work": [("alice", 1), ("bob", 1)], "work_results": [("alice", 1), ("bob", 1)],
         "sign_outs": [("alice", 1), ("bob", 1)],
         "review_decisions": [("alice", 1), ("bob", 1)],
+        "sent_calls": [("alice", 1), ("bob", 1)],
     }  # fmt: skip
+    assert [c.sender for c in alice.unanswered()] == ["alice"]  # the same key, each owner's own
     assert alice.sign_in_ended("alice-sign-in") and not alice.sign_in_ended("bob-sign-in")
     with alice.transaction() as db:
         for table in OWNED:
