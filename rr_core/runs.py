@@ -704,7 +704,7 @@ class Executor:
     def _take_unanswered(self, keys: Sequence[str]) -> None:
         """Calls an earlier process sent under these keys and never saw answered: counted as
         possibly billed (in the budget too), once."""
-        if self.cache is None or not keys:
+        if self.cache is None or not keys or not self.client.is_llm:
             return
         try:
             left = self.cache.take_unanswered(keys, self.sender_id)
@@ -722,8 +722,8 @@ class Executor:
 
     def _mark_sent(self, out: Outgoing) -> None:
         """Record the call in the store before it is sent now (``_Failed`` when that cannot be
-        done: a call the store cannot record is not sent)."""
-        if self.cache is None:
+        done: a call the store cannot record is not sent). A free engine bills nothing: no entry."""
+        if self.cache is None or not self.client.is_llm:
             return
         pending: _Pending = out.owner
         held = pending.reservation.held_usd if pending.reservation is not None else None
@@ -744,7 +744,7 @@ class Executor:
             raise self._skip(pending.run, pending.record, pending.event, self._not_sent()) from exc
 
     def _clear_sent(self, key: str) -> None:
-        if self.cache is None:
+        if self.cache is None or not self.client.is_llm:
             return
         # When it cannot be cleared it stays: a later run reports it as possibly billed (the safe side).
         with contextlib.suppress(RRError, OSError):
