@@ -216,12 +216,15 @@ class Budget:
         *,
         one_at_first: bool = True,
         worst: WorstCase | None = None,
+        wait_for_room: bool = True,
     ) -> Reservation | None:
         """Hold a call's cost; None when that would pass the cap (or ``cancel`` is set while the
         call waits). ``worst``: the call's worst case, held scaled by the bills so far. A call
         that fits only once calls in flight have settled waits for them. ``one_at_first`` False:
         wait for nothing, neither a first bill nor room (a batch's calls are all committed at
-        once, before any of them can settle; they hold their worst case)."""
+        once, before any of them can settle; they hold their worst case). ``wait_for_room``
+        False: refuse instead of waiting for calls in flight to settle (calls sent beside
+        batches, whose holds settle only when a batch ends)."""
         with self._changed:
             while True:
                 if one_at_first and self._billed_calls == 0 and self._in_flight > 0:
@@ -233,7 +236,11 @@ class Budget:
                         self.held_usd += held
                         self._in_flight += 1
                         return Reservation(estimate_usd, held, worst)
-                    if not one_at_first or self._in_flight == 0 or spent + held > self.cap_usd + 1e-9:
+                    if (
+                        not (one_at_first and wait_for_room)
+                        or self._in_flight == 0
+                        or spent + held > self.cap_usd + 1e-9
+                    ):
                         return None  # it would pass the cap even once every call in flight is settled
                     # It fits once calls in flight settle (below their worst case): wait for them.
                 if cancel is not None and cancel.is_set():
@@ -633,7 +640,13 @@ class Executor:
         worst = worst_case(call, pricing, mode)
         estimate = estimate_cost(worst.prompt_tokens, worst.output_tokens, *pricing, mode=mode)
         held = (
-            self.budget.reserve(estimate.total_usd, self._cancel, one_at_first=not batch, worst=worst)
+            self.budget.reserve(
+                estimate.total_usd,
+                self._cancel,
+                one_at_first=not batch,
+                worst=worst,
+                wait_for_room=self.batcher is None,
+            )
             if estimate.known
             else None
         )
