@@ -13,9 +13,13 @@ changes its replies), so a stored reply answers only for the reader that gave it
 cannot be stored, the executor sends nothing more (``stopped``) rather than pay for replies it
 cannot keep.
 
-With a ``Budget``, each call reserves its estimated cost before it is sent and settles at the
-cost of the usage the provider reports; a call whose reservation would pass the cap is not
-sent, and neither is any after it (``stopped`` says why).
+With a ``Budget``, each call reserves its worst case (its prompt and its whole output
+allowance, scaled by how far bills have run over) before it is sent and settles at the cost of
+the usage the provider reports; a call that fits only once calls in flight settle waits for
+them, and one whose worst case would pass the cap even then is not sent, nor is any after it
+(``stopped`` says why). Calls sent now are recorded in the store before they go and cleared
+once answered (the sent-but-unanswered ledger); what an interrupted process left there is
+reported, and held in the budget, by the next run of the same calls.
 """
 
 from __future__ import annotations
@@ -169,12 +173,9 @@ class Reservation:
     worst: WorstCase | None = None  # its worst case in tokens, when known
 
 
-# Output tokens a reply is counted at, for the ratio of billed to written output: about four
-# characters a token. Ratios within OUTPUT_TOLERANCE of it are a tokenizer's difference, not
-# a provider billing over what it wrote (an honest provider bills no more than the call's
-# output allowance, which a worst case holds in full).
+# Output tokens a reply is counted at (about four characters a token), passed to the budget
+# with the billed usage.
 CHARS_PER_TOKEN = 4
-OUTPUT_TOLERANCE = 1.5
 
 
 class Budget:
@@ -185,10 +186,9 @@ class Budget:
     what was possibly billed) above the cap is refused: the call is not sent. A call that knows
     its worst case (``WorstCase``: its prompt and its whole output allowance) holds it, with the
     tokens scaled by how far bills have run over them so far: prompt tokens billed over prompt
-    tokens sent, and output tokens billed over what the reply holds (beyond a tokenizer's
-    difference). Every call also holds at least its estimate times the largest dollar ratio
-    seen, and at least the largest bill seen once bills ran over (estimates that ran low once
-    are not trusted to scale). Until a call has come back with a bill, calls go one at a time
+    tokens sent, and output tokens billed over the call's whole allowance. Every call also
+    holds at least its estimate times the largest dollar ratio seen, and at least the largest
+    bill seen once bills ran over (estimates that ran low once are not trusted to scale). Until a call has come back with a bill, calls go one at a time
     (a call that failed unbilled tells nothing of the bills), so how far bills run over is
     known before several calls are in flight. Thread-safe.
     """
@@ -302,12 +302,14 @@ class Budget:
                     self._scale = paid_usd / reservation.estimate_usd
                 worst = reservation.worst
                 if billed is not None and worst is not None:
-                    prompt, output, written = billed
+                    prompt, output, _ = billed
                     if worst.prompt_tokens > 0:
                         self._prompt_scale = max(self._prompt_scale, prompt / worst.prompt_tokens)
-                    ratio = output / max(1, written)
-                    if ratio > OUTPUT_TOLERANCE:
-                        self._output_scale = max(self._output_scale, ratio)
+                    # Output billed past the call's whole allowance: a provider billing more
+                    # than it may write. (Billed output over what the reply holds says nothing:
+                    # a thinking model's thoughts are billed as output, within the allowance.)
+                    if worst.output_tokens > 0 and output > worst.output_tokens:
+                        self._output_scale = max(self._output_scale, output / worst.output_tokens)
             self._changed.notify_all()
 
 
