@@ -656,6 +656,7 @@ st.caption(
         "paid: price unknown (no price is known for this model)"
         if result.is_llm and not plan_done.summary()["price_known"]
         else f"${result.paid_usd():.4f} paid"
+        + (f", and {md(result.possibly_billed)}" if result.possibly_billed else "")
         if result.is_llm
         else f"nothing paid (the engine is free); the same calls would cost ${result.would_cost_usd():.4f}"
     )

@@ -721,6 +721,8 @@ def cmd_ask(args: argparse.Namespace) -> dict[str, Any]:
         "is_llm": result.is_llm,
         "priced_as": base.pricing[0],
         "price_data": price_data_version(),
+        "possibly_billed": result.possibly_billed,
+        "possibly_usd": round(result.possibly_usd, 6),
         "results": [t.to_dict(prompts=False) for t in result.traces],
     }
 
@@ -892,7 +894,11 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         on_batch=batch_progress,
         owner=owner,
     )
-    data = {**sweep_json(plan, result, context=context), "is_llm": client.is_llm}
+    data = {
+        **sweep_json(plan, result, context=context),
+        "is_llm": client.is_llm,
+        "possibly_billed": result.possibly_billed,
+    }
     if args.trials_csv:
         shared = {
             "engine": provider if client.is_llm else f"{provider} (not an LLM)",
@@ -1093,6 +1099,8 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
                 print(f"    warning: {w}")
             for note in r.get("notes", []):
                 print(f"    note: {note}")
+        if data.get("possibly_billed"):
+            print(f"paid ${sum(r['paid_usd'] for r in data['results']):.4f}, and {data['possibly_billed']}")
         if data["batch"]:
             print(f"saved to the history as batch {data['batch']}")
     elif command == "lab":
@@ -1138,6 +1146,8 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             )
         elif data.get("is_llm"):
             money = f"paid ${data['paid_usd']:.4f}"
+            if data.get("possibly_billed"):
+                money += f", and {data['possibly_billed']}"
         else:
             money = (
                 f"paid $0, would cost ${data['would_cost_usd']:.4f} as {p['priced_as']}"
@@ -1308,6 +1318,8 @@ def cmd_review(args: argparse.Namespace) -> dict[str, Any]:
     )
     data.update(
         paid_usd=round(result.paid_usd, 6),
+        possibly_billed=result.possibly_billed,
+        possibly_usd=round(result.possibly_usd, 6),
         history_batch=result.batch,
         save_error=result.save_error,
         cancelled=result.cancelled,
@@ -1438,13 +1450,22 @@ def cmd_work(args: argparse.Namespace) -> dict[str, Any]:
                 queue.submit(args.resume)
                 if isinstance(queue, InProcessQueue):
                     queue.wait(args.resume, 24 * 3600)
+                    return {
+                        "work_id": args.resume,
+                        "queued": True,
+                        **_work_money(store.get_work(args.resume)),
+                    }
             return {"work_id": args.resume, "queued": True}
         if args.show:
             record = store.get_work(args.show)
             if record is None:
                 raise ConfigError(f"work {args.show}: no such work of {owner}")
             shown = {k: v for k, v in asdict(record).items() if k != "spec"}
-            return {**shown, "cells": [c.to_dict() for c in review_cells(store, args.show)]}
+            return {
+                **shown,
+                **_work_money(record),
+                "cells": [c.to_dict() for c in review_cells(store, args.show)],
+            }
         listed = [
             {k: v for k, v in asdict(w).items() if k not in ("spec", "result")}
             for w in store.list_work(args.limit)
@@ -1544,6 +1565,14 @@ def _print_review_plan(e: dict[str, Any], plan: Any, mode: str, *, batches: bool
     print("\n".join(lines), file=sys.stderr)
 
 
+def _work_money(record: Any) -> dict[str, Any]:
+    """What a work paid so far, and what it may have been billed besides (from its result)."""
+    result = getattr(record, "result", None) or {}
+    if not isinstance(result, dict) or "paid_usd" not in result:
+        return {}
+    return {"paid_usd": result["paid_usd"], "possibly_billed": result.get("possibly_billed") or ""}
+
+
 def _print_work(data: dict[str, Any]) -> None:
     """Work as text."""
     if "work" in data:
@@ -1561,8 +1590,15 @@ def _print_work(data: dict[str, Any]) -> None:
         print(
             f"{data['work_id']}: {data['state']}, {data['done']}/{data['total']} cells, {data['attempts']} attempt(s)"
         )
+        if "paid_usd" in data:
+            possibly = f", and {data['possibly_billed']}" if data.get("possibly_billed") else ""
+            print(f"  paid ${data['paid_usd']:.4f}{possibly}")
         for c in data["cells"]:
             print(f"  {c['document']} — {c['question']}: {c['error'] or c['answer']}")
+        return
+    if data.get("queued") and "paid_usd" in data:
+        possibly = f", and {data['possibly_billed']}" if data.get("possibly_billed") else ""
+        print(f"{data['work_id']}: resumed; paid ${data['paid_usd']:.4f}{possibly}")
         return
     print(json.dumps(data))
 
@@ -1599,7 +1635,8 @@ def _print_review(data: dict[str, Any]) -> None:
                 if s["marked"]:
                     print(f"  {g['method']} — {s['question']}: {_score_line(s)}")
     engine = "" if data.get("is_llm") else " (not an LLM: nothing paid)"
-    print(f"\npaid ${data['paid_usd']:.4f}{engine}")
+    possibly = f", and {data['possibly_billed']}" if data.get("possibly_billed") else ""
+    print(f"\npaid ${data['paid_usd']:.4f}{possibly}{engine}")
 
 
 def _pct(value: float | None) -> str:

@@ -27,6 +27,11 @@ Anything else that escapes ``rr_core`` is a bug.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rr_core.usage import Usage
+
 
 class RRError(Exception):
     """Base of every error whose message a user can act on."""
@@ -76,9 +81,14 @@ class UnsupportedType(DocumentError):
 class LLMError(RRError):
     """A provider call failed."""
 
-    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, provider: str = "", status: int | None = None, usage: Usage | None = None
+    ) -> None:
         self.provider = provider
         self.status = status
+        # What the provider billed for the failed call, when its reply said so (a reply left
+        # empty is billed like any other): it reaches the budget and the cost like a reply's.
+        self.usage = usage
         super().__init__(message)
 
 

@@ -13,22 +13,28 @@ changes its replies), so a stored reply answers only for the reader that gave it
 cannot be stored, the executor sends nothing more (``stopped``) rather than pay for replies it
 cannot keep.
 
-With a ``Budget``, each call reserves its estimated cost before it is sent and settles at the
-cost of the usage the provider reports; a call whose reservation would pass the cap is not
-sent, and neither is any after it (``stopped`` says why).
+With a ``Budget``, each call reserves its worst case (its prompt and its whole output
+allowance, scaled by how far bills have run over) before it is sent and settles at the cost of
+the usage the provider reports; a call that fits only once calls in flight settle waits for
+them, and one whose worst case would pass the cap even then is not sent, nor is any after it
+(``stopped`` says why). Calls sent now are recorded in the store before they go and cleared
+once answered (the sent-but-unanswered ledger); what an interrupted process left there is
+reported, and held in the budget, by the next run of the same calls.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
 import queue
 import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -50,7 +56,7 @@ from rr_core.errors import (
     SaveFailed,
 )
 from rr_core.jobs import DocumentRef, Job, Resolver, plan_job
-from rr_core.llm.base import CacheHint, Completion, LLMClient, LLMRequest, calls_at_once
+from rr_core.llm.base import CacheHint, Completion, LLMClient, LLMRequest, Usage, calls_at_once
 from rr_core.llm.errors_map import redact
 from rr_core.plans import (
     Call,
@@ -67,6 +73,7 @@ from rr_core.retrieval import page_margin
 from rr_core.settings import RunSettings
 from rr_core.store.base import CachedCall as CachedCall
 from rr_core.store.base import CallCache as CallCache
+from rr_core.store.base import SentCall
 from rr_core.support import UNCHECKED, offline_support
 from rr_core.tokens import TokenCounter, counter_for_model
 from rr_core.traces import TRACE_SCHEMA_VERSION as TRACE_SCHEMA_VERSION
@@ -143,24 +150,48 @@ def run_key(plan: Plan, provider: str, model: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class WorstCase:
+    """The most one call can be billed if the provider bills what it reads and writes: its
+    prompt (with a margin) and every output token it may write, and the price of any count
+    of them (``price(prompt_tokens, output_tokens)`` in US dollars)."""
+
+    prompt_tokens: int
+    output_tokens: int
+    price: Callable[[float, float], float] = field(repr=False)
+
+    @property
+    def usd(self) -> float:
+        """The worst case at the tokens planned."""
+        return self.price(self.prompt_tokens, self.output_tokens)
+
+
+@dataclass(frozen=True, slots=True)
 class Reservation:
     """What one call holds of the budget while it is in flight."""
 
     estimate_usd: float  # the call's own estimate
     held_usd: float  # what it holds: the estimate scaled by what bills have run to so far
+    worst: WorstCase | None = None  # its worst case in tokens, when known
+
+
+# Output tokens a reply is counted at (about four characters a token), passed to the budget
+# with the billed usage.
+CHARS_PER_TOKEN = 4
 
 
 class Budget:
     """A cap on what the calls of a run, batch or sweep may cost, kept while they run.
 
-    A call reserves its estimated cost before it is sent and settles at the cost of the usage
-    the provider reports. A reservation that would take what is settled plus what is held
-    above the cap is refused: the call is not sent. A provider that bills more than estimated
-    raises what later calls hold: the estimate times the largest ratio seen, and at least the
-    largest bill seen (estimates that ran low once are not trusted to scale). Until a call
-    has come back with a bill, calls go one at a time (a call that failed unbilled tells
-    nothing of the bills), so how far bills run from the estimates is known before several
-    calls are in flight. Thread-safe.
+    A call reserves its cost before it is sent and settles at the cost of the usage the
+    provider reports. A reservation that would take what is settled plus what is held (plus
+    what was possibly billed) above the cap is refused: the call is not sent. A call that knows
+    its worst case (``WorstCase``: its prompt and its whole output allowance) holds it, with the
+    tokens scaled by how far bills have run over them so far: prompt tokens billed over prompt
+    tokens sent, and output tokens billed over the call's whole allowance. Every call also
+    holds at least its estimate times the largest dollar ratio seen, and at least the largest
+    bill seen once bills ran over (estimates that ran low once are not trusted to scale). Until a call has come back with a bill, calls go one at a time
+    (a call that failed unbilled tells nothing of the bills), so how far bills run over is
+    known before several calls are in flight. Thread-safe.
     """
 
     def __init__(self, cap_usd: float) -> None:
@@ -168,36 +199,73 @@ class Budget:
         self.settled_usd = 0.0
         self.held_usd = 0.0
         # Calls sent whose bill never came (a timeout, a lost connection, a batch whose
-        # acceptance was lost): counted at what they held, as possibly billed.
+        # acceptance was lost, calls left in flight by an interrupted process): counted at
+        # what they held, as possibly billed.
         self.possibly_usd = 0.0
         self._scale = 1.0
+        self._prompt_scale = 1.0
+        self._output_scale = 1.0
         self._largest_bill = 0.0
         self._in_flight = 0
         self._billed_calls = 0
         self._changed = threading.Condition()
 
     def reserve(
-        self, estimate_usd: float, cancel: threading.Event | None = None, *, one_at_first: bool = True
+        self,
+        estimate_usd: float,
+        cancel: threading.Event | None = None,
+        *,
+        one_at_first: bool = True,
+        worst: WorstCase | None = None,
+        wait_for_room: bool = True,
     ) -> Reservation | None:
-        """Hold a call's estimated cost; None when that would pass the cap (or ``cancel`` is set
-        while the call waits for the first bill). ``one_at_first`` False: do not wait for a
-        first bill (a batch's calls are all committed at once; they hold their worst case)."""
+        """Hold a call's cost; None when that would pass the cap (or ``cancel`` is set while the
+        call waits). ``worst``: the call's worst case, held scaled by the bills so far. A call
+        that fits only once calls in flight have settled waits for them. ``one_at_first`` False:
+        wait for nothing, neither a first bill nor room (a batch's calls are all committed at
+        once, before any of them can settle; they hold their worst case). ``wait_for_room``
+        False: refuse instead of waiting for calls in flight to settle (calls sent beside
+        batches, whose holds settle only when a batch ends)."""
         with self._changed:
-            while one_at_first and self._billed_calls == 0 and self._in_flight > 0:
+            while True:
+                if one_at_first and self._billed_calls == 0 and self._in_flight > 0:
+                    pass  # the first bill is not known yet: wait for it
+                else:
+                    held = self.hold_for(estimate_usd, worst)
+                    spent = self.settled_usd + self.possibly_usd
+                    if spent + self.held_usd + held <= self.cap_usd + 1e-9:
+                        self.held_usd += held
+                        self._in_flight += 1
+                        return Reservation(estimate_usd, held, worst)
+                    if (
+                        not (one_at_first and wait_for_room)
+                        or self._in_flight == 0
+                        or spent + held > self.cap_usd + 1e-9
+                    ):
+                        return None  # it would pass the cap even once every call in flight is settled
+                    # It fits once calls in flight settle (below their worst case): wait for them.
                 if cancel is not None and cancel.is_set():
                     return None
                 self._changed.wait(0.2)
-            held = self.hold_for(estimate_usd)
-            if self.settled_usd + self.possibly_usd + self.held_usd + held > self.cap_usd + 1e-9:
-                return None
-            self.held_usd += held
-            self._in_flight += 1
-            return Reservation(estimate_usd, held)
 
-    def hold_for(self, estimate_usd: float) -> float:
-        """What a call estimated at ``estimate_usd`` holds while in flight."""
+    def hold_for(self, estimate_usd: float, worst: WorstCase | None = None) -> float:
+        """What a call estimated at ``estimate_usd`` (with worst case ``worst``) holds in flight."""
         held = estimate_usd * self._scale
-        return max(held, self._largest_bill) if self._scale > 1.0 else held
+        if self._scale > 1.0:
+            held = max(held, self._largest_bill)
+        if worst is not None:
+            scaled = worst.price(
+                worst.prompt_tokens * self._prompt_scale, worst.output_tokens * self._output_scale
+            )
+            held = max(held, scaled)
+        return held
+
+    def add_possibly(self, usd: float) -> None:
+        """Count calls sent by an earlier process whose replies never came (a ``kill -9`` while
+        they were in flight) as possibly billed."""
+        with self._changed:
+            self.possibly_usd += usd
+            self._changed.notify_all()
 
     @property
     def billed_calls(self) -> int:
@@ -207,12 +275,21 @@ class Budget:
     @property
     def overrun(self) -> float:
         """The most a call was billed over its estimate (1: never over)."""
-        return self._scale
+        return max(self._scale, self._prompt_scale, self._output_scale)
 
-    def settle(self, reservation: Reservation, paid_usd: float | None, *, possibly: bool = False) -> None:
+    def settle(
+        self,
+        reservation: Reservation,
+        paid_usd: float | None,
+        *,
+        possibly: bool = False,
+        billed: tuple[int, int, int] | None = None,
+    ) -> None:
         """Release a reservation and count what the call cost (None: it failed and brought no
         bill; until a bill has come back, calls still go one at a time). ``possibly``: it was
-        sent and its bill never came; what it held stays counted, as possibly billed."""
+        sent and its bill never came; what it held stays counted, as possibly billed.
+        ``billed``: the prompt and output tokens billed and the output tokens the reply holds
+        (counted here), which scale what later worst cases hold."""
         with self._changed:
             self.held_usd = max(0.0, self.held_usd - reservation.held_usd)
             self._in_flight -= 1
@@ -224,7 +301,47 @@ class Budget:
                 self._largest_bill = max(self._largest_bill, paid_usd)
                 if reservation.estimate_usd > 0 and paid_usd > reservation.estimate_usd * self._scale:
                     self._scale = paid_usd / reservation.estimate_usd
+                worst = reservation.worst
+                if billed is not None and worst is not None:
+                    prompt, output, _ = billed
+                    if worst.prompt_tokens > 0:
+                        self._prompt_scale = max(self._prompt_scale, prompt / worst.prompt_tokens)
+                    # Output billed past the call's whole allowance: a provider billing more
+                    # than it may write. (Billed output over what the reply holds says nothing:
+                    # a thinking model's thoughts are billed as output, within the allowance.)
+                    if worst.output_tokens > 0 and output > worst.output_tokens:
+                        self._output_scale = max(self._output_scale, output / worst.output_tokens)
             self._changed.notify_all()
+
+
+def worst_case(call: Call, pricing: tuple[str, str | None], mode: Mode = "now") -> WorstCase:
+    """The most a call can be billed by a provider that bills what it reads and writes: its
+    planned prompt with a margin and its whole output allowance, at the price it is sent at."""
+
+    def price(prompt_tokens: float, output_tokens: float) -> float:
+        return estimate_cost(
+            math.ceil(prompt_tokens), math.ceil(output_tokens), *pricing, mode=mode
+        ).total_usd
+
+    return WorstCase(int(call.prompt_tokens * BATCH_PROMPT_MARGIN), call.max_output_tokens, price)
+
+
+def possibly_billed_note(usd: float, calls: int, earlier_usd: float = 0.0, earlier_calls: int = 0) -> str:
+    """ "up to $X possibly billed for N calls …": calls sent whose bills never came (timed out,
+    lost) and calls an earlier, interrupted process sent and never saw answered; "" for none."""
+    parts = []
+    if calls:
+        parts.append(
+            f"{calls:,} call{'s' if calls != 1 else ''} sent with no answer back (timed out or lost)"
+        )
+    if earlier_calls:
+        parts.append(
+            f"{earlier_calls:,} call{'s' if earlier_calls != 1 else ''} sent before the interruption"
+            " of an earlier run and never answered"
+        )
+    if not parts:
+        return ""
+    return f"up to ${usd + earlier_usd:.4f} possibly billed for " + " and ".join(parts)
 
 
 # ---- The executor ------------------------------------------------------------------------
@@ -301,6 +418,12 @@ class Executor:
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rr-call")
         self.calls_made = 0
         self._possibly_usd = 0.0  # calls sent whose bill never came, at what they held
+        self._possibly_calls = 0
+        # This executor, as the sender of the calls it records in the store before sending them
+        # now; and the calls an earlier process sent and never saw answered (found by key as this
+        # one prepares the same calls: a run started again after ``kill -9``).
+        self.sender_id = uuid.uuid4().hex
+        self.earlier_unanswered: list[SentCall] = []
         # The ledger this executor's replies are recorded in (a Lab sweep's key; "" for none),
         # the keys it has recorded as paid, and stored replies it took as its own.
         self.ledger = ledger
@@ -508,22 +631,25 @@ class Executor:
         return kind(f"{self.stopped} This call was not sent.")
 
     def _reserve(self, run: _Run, call: Call, *, batch: bool = False) -> Reservation | None:
-        """Hold the call's estimated cost; raises BudgetReached (and stops) when it would pass.
-
-        A batch's calls are committed together, before any bill: each holds its worst case
-        (its prompt with a margin, and every output token it may write) at the batch price.
-        """
+        """Hold the call's worst case (its prompt with a margin, and every output token it may
+        write, at the price it is sent at: now or in a batch, scaled by how far bills have run
+        over their tokens); raises BudgetReached (and stops) when that would pass the cap. Calls
+        in flight together never pass the cap unless one is billed over its worst case by more
+        than any bill before it."""
         if self.budget is None:
             return None
         pricing = call_pricing(call, run.plan.settings)
-        if batch:
-            estimate = estimate_cost(
-                int(call.prompt_tokens * BATCH_PROMPT_MARGIN), call.max_output_tokens, *pricing, mode="batch"
-            )
-        else:
-            estimate = estimate_cost(call.prompt_tokens, call.output_tokens, *pricing)
+        mode: Mode = "batch" if batch else "now"
+        worst = worst_case(call, pricing, mode)
+        estimate = estimate_cost(worst.prompt_tokens, worst.output_tokens, *pricing, mode=mode)
         held = (
-            self.budget.reserve(estimate.total_usd, self._cancel, one_at_first=not batch)
+            self.budget.reserve(
+                estimate.total_usd,
+                self._cancel,
+                one_at_first=not batch,
+                worst=worst,
+                wait_for_room=self.batcher is None,
+            )
             if estimate.known
             else None
         )
@@ -572,9 +698,73 @@ class Executor:
 
     @property
     def possibly_billed_usd(self) -> float:
-        """What calls sent without a bill back may have cost (counted at what they held)."""
+        """What calls sent without a bill back may have cost (counted at what they held), this
+        process's and those an earlier one left in flight."""
         with self._count_lock:
-            return self._possibly_usd
+            return self._possibly_usd + sum(c.reserved_usd for c in self.earlier_unanswered)
+
+    @property
+    def possibly_billed_calls(self) -> int:
+        """How many calls ``possibly_billed_usd`` counts."""
+        with self._count_lock:
+            return self._possibly_calls + len(self.earlier_unanswered)
+
+    @property
+    def possibly_billed_note(self) -> str:
+        """ "up to $X possibly billed for N calls …", or "" when none may be."""
+        return possibly_billed_note(
+            self._possibly_usd, self._possibly_calls, sum(c.reserved_usd for c in self.earlier_unanswered),
+            len(self.earlier_unanswered),
+        )  # fmt: skip
+
+    def _take_unanswered(self, keys: Sequence[str]) -> None:
+        """Calls an earlier process sent under these keys and never saw answered: counted as
+        possibly billed (in the budget too), once."""
+        if self.cache is None or not keys or not self.client.is_llm:
+            return
+        try:
+            left = self.cache.take_unanswered(keys, self.sender_id)
+            # A reply stored before its process was stopped (between keeping it and clearing its
+            # entry) was billed once, and is counted where it is used: not possibly billed again.
+            left = [c for c in left if self.cache.find(c.key) is None]
+        except (RRError, OSError):
+            return  # the store will say what is wrong when a reply is kept
+        if not left:
+            return
+        with self._count_lock:
+            self.earlier_unanswered.extend(left)
+        if self.budget is not None:
+            self.budget.add_possibly(sum(c.reserved_usd for c in left))
+
+    def _mark_sent(self, out: Outgoing) -> None:
+        """Record the call in the store before it is sent now (``_Failed`` when that cannot be
+        done: a call the store cannot record is not sent). A free engine bills nothing: no entry."""
+        if self.cache is None or not self.client.is_llm:
+            return
+        pending: _Pending = out.owner
+        held = pending.reservation.held_usd if pending.reservation is not None else None
+        if held is None:
+            held = worst_case(pending.call, call_pricing(pending.call, pending.run.plan.settings)).usd
+        sent = SentCall(
+            key=out.key, provider=self.client.name, model=out.request.model, reserved_usd=held,
+            sender=self.sender_id,
+        )  # fmt: skip
+        try:
+            self.cache.mark_sent(sent)
+        except (RRError, OSError) as exc:
+            message = redact(str(exc))
+            with self._count_lock:
+                self.save_error = self.save_error or message
+            self._stop(f"A call could not be recorded in the run store before sending ({message}).")
+            self._bill(out, None)
+            raise self._skip(pending.run, pending.record, pending.event, self._not_sent()) from exc
+
+    def _clear_sent(self, key: str) -> None:
+        if self.cache is None or not self.client.is_llm:
+            return
+        # When it cannot be cleared it stays: a later run reports it as possibly billed (the safe side).
+        with contextlib.suppress(RRError, OSError):
+            self.cache.clear_sent(key, self.sender_id)
 
     def _bill(
         self, out: Outgoing, completion: Completion | None, *, mode: Mode = "batch", possibly: bool = False
@@ -590,13 +780,23 @@ class Executor:
         )
         reservation, pending.reservation = pending.reservation, None
         if reservation is not None and self.budget is not None:
-            self.budget.settle(reservation, paid, possibly=possibly)
+            billed = (
+                (
+                    completion.usage.prompt_tokens,
+                    completion.usage.output_tokens,
+                    len(completion.text) // CHARS_PER_TOKEN,
+                )
+                if completion is not None
+                else None
+            )
+            self.budget.settle(reservation, paid, possibly=possibly, billed=billed)
         if possibly and completion is None:
             pricing = pending.run.plan.settings.pricing
             call = pending.call
             worst = estimate_cost(call.prompt_tokens, call.max_output_tokens, *pricing, mode=mode)
             with self._count_lock:
                 self._possibly_usd += reservation.held_usd if reservation is not None else worst.total_usd
+                self._possibly_calls += 1
         if completion is not None:
             with self._count_lock:
                 self.calls_made += 1
@@ -628,6 +828,7 @@ class Executor:
         pending: _Pending = out.owner
         run, call, record, event = pending.run, pending.call, pending.record, pending.event
         self._admit(out)
+        self._mark_sent(out)
         warm = self._warm_prefix(out)
         completion: Completion | None = None
         unanswered = False
@@ -635,9 +836,14 @@ class Executor:
             completion = self.client.complete(out.request)
             self._note_cache(run, out, warm, completion, record)
         except LLMError as exc:
+            if exc.usage is not None:
+                # Answered, and billed, with nothing usable (a reply left empty): its bill is
+                # settled and its cost recorded like any reply's.
+                completion = Completion(text="", usage=exc.usage, model=out.request.model)
+                self._price_failed(run, call, record, exc.usage)
             # Sent, and no answer (a timeout, a connection lost): the provider may have billed it.
-            unanswered = isinstance(exc, ProviderTimeout) or (
-                isinstance(exc, ProviderError) and exc.status is None
+            unanswered = exc.usage is None and (
+                isinstance(exc, ProviderTimeout) or (isinstance(exc, ProviderError) and exc.status is None)
             )
             record.error = str(exc) + (" (possibly billed: sent, and no answer came)" if unanswered else "")
             record.latency_s = round(time.perf_counter() - pending.started, 3)
@@ -645,11 +851,30 @@ class Executor:
             raise _Failed(record, exc) from exc
         finally:
             self._bill(out, completion, mode="now", possibly=unanswered)
+            if not unanswered and (completion is None or record.error):
+                self._clear_sent(out.key)  # the provider answered: an error (billed or not)
         # Kept as soon as it returns and parses (here, before this pool thread sends another
-        # call): a reply that cannot be kept stops the run before more is paid.
+        # call): a reply that cannot be kept stops the run before more is paid. Its entry in the
+        # sent-but-unanswered ledger goes once the reply is stored (or did not parse: not kept,
+        # but answered). A call that timed out stays there: a later run reports it.
         if _parses(call, completion.text):
             self._keep(out.key, completion, "now")
+            if self.save_error is None:
+                self._clear_sent(out.key)
+        else:
+            self._clear_sent(out.key)
         return completion
+
+    def _price_failed(self, run: _Run, call: Call, record: CallTrace, usage: Usage) -> None:
+        """A failed call's bill on its record (what it cost is paid, though it gave nothing)."""
+        record.usage = usage
+        cost = price_usage(usage, *call_pricing(call, run.plan.settings), mode="now")
+        record.cost_usd, record.output_cost_usd, record.cached_cost_usd, record.price_known = (
+            cost.total_usd,
+            cost.output_usd,
+            cost.cached_usd,
+            cost.known,
+        )
 
     def _warm_prefix(self, out: Outgoing) -> bool:
         """Whether a reply to a call with the same cacheable prefix came back within its lifetime."""
@@ -1014,6 +1239,7 @@ class _Run:
             () if executor._lone_cached(self) else shared_prefixes(phase.calls, self.plan.document_sha256)
         )
         outgoing = {step.id: executor._prepare(self, step, shared=shared) for step in phase.calls}
+        executor._take_unanswered([out.key for out in outgoing.values()])
         sent = {sid: executor.dispatcher.submit(out) for sid, out in outgoing.items()}
         for step in phase.steps:
             if isinstance(step, LocalStep):

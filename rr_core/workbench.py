@@ -233,6 +233,10 @@ class AskResult:
     batch: str | None  # the history's batch id; None when not saved
     save_error: str | None  # why the history could not keep them (the results stand)
     is_llm: bool
+    # "up to $X possibly billed for N calls …" (sent with no answer back, or left in flight by an
+    # interrupted earlier run), and that X; "" and 0 when none may be.
+    possibly_billed: str = ""
+    possibly_usd: float = 0.0
 
 
 def ask(
@@ -270,6 +274,7 @@ def ask(
         guard(runner) if guard is not None else nullcontext(),
     ):
         traces = _run_jobs(runner, plan, on_event)
+    possibly = (runner.possibly_billed_note, runner.possibly_billed_usd)
     mark_traces(traces, list(plan.questions))
     # Several methods on the same questions: agreement between them counts in each confidence.
     assess_together([(t.label, t.outcomes) for t in traces])
@@ -281,7 +286,7 @@ def ask(
             keep_document(kept, plan.document)
         except (LedgerError, ConfigError) as exc:
             save_error = str(exc)
-    return AskResult(traces, batch, save_error, client.is_llm)
+    return AskResult(traces, batch, save_error, client.is_llm, *possibly)
 
 
 def _run_jobs(

@@ -286,6 +286,8 @@ ASK_KEYS = {
     "is_llm",
     "priced_as",
     "price_data",
+    "possibly_billed",  # "up to $X possibly billed for N calls …", "" when none may be
+    "possibly_usd",
     "results",
 }
 

@@ -222,6 +222,34 @@ def test_empty_output_at_the_token_limit_says_to_raise_it(stub: StubServer) -> N
     assert "raise the maximum output tokens" in str(error)
 
 
+def test_a_reply_left_empty_by_thoughts_is_billed_in_the_budget_and_the_cost(stub: StubServer) -> None:
+    """Thoughts used the output limit and no text came: the call was billed all the same. Its
+    usage settles the budget and is the call's cost, like any billed reply's (not $0, and not
+    counted as 'possibly billed' at its worst case)."""
+    from conftest import fee_document, word_counter
+
+    from rr_core.methods import plan_method
+    from rr_core.runs import Budget, Executor
+    from rr_core.settings import RunSettings
+
+    usage = {"promptTokenCount": 1_500, "candidatesTokenCount": 0, "thoughtsTokenCount": 1_024}
+    stub.enqueue(Reply(body=gemini_body(finish="MAX_TOKENS", usage=usage)))
+    document = fee_document()
+    settings = RunSettings(method="baseline", provider="gemini", model=MODEL)
+    plan = plan_method(document, PLANTED_QUESTION, settings, word_counter())
+    budget = Budget(1.0)
+    with Executor(client_for(stub), budget=budget) as executor:
+        (trace,) = executor.run(document, [plan])
+    (call,) = trace.calls
+    billed = Usage(input_tokens=1_500, output_tokens=1_024)
+    cost = price_usage(billed, MODEL, "gemini").total_usd
+    assert "returned no text" in (call.error or "") and "possibly billed" not in (call.error or "")
+    assert cost > 0 and call.usage == billed and call.cost_usd == pytest.approx(cost)
+    assert trace.paid_usd == pytest.approx(cost)
+    assert budget.settled_usd == pytest.approx(cost) and budget.possibly_usd == 0.0 and budget.held_usd == 0.0
+    assert executor.calls_made == 1 and executor.possibly_billed_note == ""
+
+
 @pytest.mark.parametrize("reply", [not_json(), Reply(body={"unexpected": True})])
 def test_a_reply_that_is_not_the_api_is_a_provider_error(stub: StubServer, reply: Reply) -> None:
     stub.enqueue(reply)

@@ -723,6 +723,15 @@ class DictCache:
     def put(self, key: str, call) -> None:  # type: ignore[no-untyped-def]
         self.calls.setdefault(key, call)
 
+    def mark_sent(self, call) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    def clear_sent(self, key: str, sender: str) -> None:
+        pass
+
+    def take_unanswered(self, keys, sender: str) -> list:  # type: ignore[no-untyped-def]
+        return []
+
 
 def test_a_malformed_reply_is_not_cached_so_the_next_run_asks_again(planted_document: Document) -> None:
     cache = DictCache()
@@ -808,7 +817,10 @@ def test_the_budget_holds_each_call_and_learns_from_bills_above_the_estimate() -
     assert second is not None and second.held_usd == pytest.approx(0.30)
     third = budget.reserve(0.10)
     assert third is not None
-    assert budget.reserve(0.10) is None  # 0.30 paid + 0.60 held + 0.30 > 1.00: not sent
+    stop = threading.Event()
+    stop.set()
+    # 0.30 paid + 0.60 held + 0.30 > 1.00: it would wait for calls in flight (stopped: not sent).
+    assert budget.reserve(0.10, stop) is None
     budget.settle(second, None)  # failed unbilled: its hold is released
     assert budget.reserve(0.10) is not None
     # Once bills ran above their estimates, a small call holds at least the largest bill.
@@ -818,6 +830,29 @@ def test_the_budget_holds_each_call_and_learns_from_bills_above_the_estimate() -
     smaller.settle(one, 0.30)
     small = smaller.reserve(0.01)
     assert small is not None and small.held_usd == pytest.approx(0.30)
+
+
+def test_a_call_that_fits_once_calls_in_flight_settle_waits_for_them() -> None:
+    """Calls in flight hold their worst case: one that fits only once they have settled (below
+    it) waits for them instead of stopping the run; one that could not fit even then is refused
+    at once."""
+    from rr_core.runs import Budget
+
+    budget = Budget(1.00)
+    first = budget.reserve(0.40)
+    assert first is not None
+    budget.settle(first, 0.10)  # billed a quarter of what it held
+    second = budget.reserve(0.40)
+    third = budget.reserve(0.40)
+    assert second is not None and third is not None
+    assert budget.reserve(0.95) is None  # 0.10 paid + 0.95 > 1.00 whatever settles: refused at once
+    got: list[object] = []
+    waiting = threading.Thread(target=lambda: got.append(budget.reserve(0.40)))
+    waiting.start()  # 0.10 + 0.80 held + 0.40 > 1.00: it waits
+    budget.settle(second, 0.10)
+    waiting.join(120)
+    assert not waiting.is_alive() and got and got[0] is not None
+    assert budget.held_usd == pytest.approx(0.80) and budget.settled_usd == pytest.approx(0.20)
 
 
 def test_the_first_call_goes_alone_until_its_bill_is_known() -> None:

@@ -37,6 +37,7 @@ from rr_core.store import (
     DocumentStore,
     ReviewDecision,
     RunStore,
+    SentCall,
     SQLiteStore,
     Store,
     StoredRun,
@@ -938,3 +939,26 @@ def test_a_postgresql_url_opens_the_postgresql_store_and_a_server_that_is_down_i
     with pytest.raises(ConfigError, match="names a PostgreSQL server"):
         default_path()
     assert list(tmp_path.iterdir()) == []  # nothing made: no folder named "postgresql:"
+
+
+def test_calls_sent_and_not_answered_are_kept_per_sender_and_handed_on_once(open_backend: Backend) -> None:
+    """The sent-but-unanswered ledger: recorded before a call is sent, cleared by its sender once
+    answered; what an interrupted process left is handed to the next sender of the same key, once,
+    and never to another owner."""
+    store = open_backend()
+    for key, sender, usd in (("k1", "killed", 0.25), ("k2", "killed", 0.5), ("k3", "live", 1.0)):
+        store.mark_sent(
+            SentCall(key=key, provider="openai", model="gpt-4.1-mini", reserved_usd=usd, sender=sender)
+        )
+    assert [(c.key, c.sender, c.reserved_usd) for c in store.unanswered()] == [
+        ("k1", "killed", 0.25), ("k2", "killed", 0.5), ("k3", "live", 1.0),
+    ]  # fmt: skip
+    assert all(c.sent_at and c.model == "gpt-4.1-mini" for c in store.unanswered())
+    store.clear_sent("k3", "someone else")  # only its own sender clears it
+    store.clear_sent("k3", "live")
+    assert [c.key for c in store.unanswered()] == ["k1", "k2"]
+    assert open_backend(owner="bob").take_unanswered(["k1", "k2"], "bob's run") == []  # not bob's
+    assert store.take_unanswered(["k1"], "killed") == []  # a sender's own calls are its own to clear
+    taken = store.take_unanswered(["k1", "k2", "k9"], "resumed")
+    assert sorted((c.key, c.reserved_usd) for c in taken) == [("k1", 0.25), ("k2", 0.5)]
+    assert store.unanswered() == [] and store.take_unanswered(["k1", "k2"], "again") == []

@@ -21,7 +21,7 @@ from conftest import offline_traces
 from rr_core.documents import Document
 from rr_core.errors import ConfigError, LedgerError
 from rr_core.llm.base import Usage
-from rr_core.store import BatchRecord, CachedCall, ReviewDecision, open_store
+from rr_core.store import BatchRecord, CachedCall, ReviewDecision, SentCall, open_store
 from rr_core.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresStore, close_pools, submit_lock
 from tests.pg_kit import APP_PASSWORD
 
@@ -36,6 +36,7 @@ OWNED = (
     "work_results",
     "sign_outs",
     "review_decisions",
+    "sent_calls",
 )
 
 
@@ -60,6 +61,7 @@ def _fill(store: PostgresStore, document: Document, tag: str) -> list[str]:
     store.put_decision(
         ReviewDecision(document_sha256="same-doc", question="Q?", decision="corrected", answer=tag)
     )
+    store.mark_sent(SentCall(key="same-key", provider="openai", model="m", reserved_usd=0.5, sender=tag))
     return [t.run_id for t in traces]
 
 
@@ -128,7 +130,9 @@ def test_another_owners_rows_are_zero_rows_at_the_sql_layer(
         "work": [("alice", 1), ("bob", 1)], "work_results": [("alice", 1), ("bob", 1)],
         "sign_outs": [("alice", 1), ("bob", 1)],
         "review_decisions": [("alice", 1), ("bob", 1)],
+        "sent_calls": [("alice", 1), ("bob", 1)],
     }  # fmt: skip
+    assert [c.sender for c in alice.unanswered()] == ["alice"]  # the same key, each owner's own
     assert alice.sign_in_ended("alice-sign-in") and not alice.sign_in_ended("bob-sign-in")
     with alice.transaction() as db:
         for table in OWNED:

@@ -169,6 +169,9 @@ class ReviewResult:
     save_error: str | None = None
     cancelled: bool = False
     paid_usd: float = 0.0  # what the run paid (stored replies and free engines pay nothing)
+    # "up to $X possibly billed for N calls …" (see ``AskResult``), and that X.
+    possibly_billed: str = ""
+    possibly_usd: float = 0.0
 
 
 # A grid's traces are saved to the history as they arrive, this many at a time (one transaction
@@ -257,6 +260,7 @@ def review(
             elif isinstance(item, BatchProgress) and on_batch is not None:
                 on_batch(item)
         cancelled = runner.cancelled
+        result.possibly_billed, result.possibly_usd = runner.possibly_billed_note, runner.possibly_billed_usd
     result.cancelled = cancelled
     if plan.compare is not None and keep:  # main and compare on the same rows: agreement counts
         result.cells = agree_cells(cells)
@@ -330,6 +334,7 @@ class PlannedReview:
             "cells": len(cells),
             "failed_cells": failed,
             "paid_usd": round(result.paid_usd, 8) if result else 0.0,
+            "possibly_billed": result.possibly_billed if result else "",
             "history_batch": result.batch if result else None,
             "save_error": result.save_error if result else None,
             "scores": scores_json(plan, cells),

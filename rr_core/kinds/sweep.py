@@ -230,6 +230,7 @@ class PlannedSweep:
         summary = {
             **sweep_json(plan, result, context={"preset": work.preset, "mode": work.mode}),
             "is_llm": client.is_llm,
+            "possibly_billed": result.possibly_billed,
         }
         if result.cancelled and stop.left:  # the runner is going away: the next one takes the work up
             return Ended("queued")

@@ -438,6 +438,7 @@ class SweepResult:
     save_error: str | None = None
     is_llm: bool = True  # False: a free engine (offline, simulated) that pays nothing
     engine: str = ""  # who answered: "openai / gpt-4.1", "simulated (not an LLM)"
+    possibly_billed: str = ""  # "up to $X possibly billed for N calls …" ("": none may be)
 
     @property
     def cells(self) -> list[Cell]:
@@ -643,5 +644,6 @@ def run_jobs(
     result.scores.sort(key=lambda s: s.job)
     result.bound_scores.sort(key=lambda s: s.job)
     result.stopped, result.save_error = executor.stopped, executor.save_error
+    result.possibly_billed = executor.possibly_billed_note
     result.failures.extend(executor.batch_problems)
     return result

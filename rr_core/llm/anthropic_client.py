@@ -171,7 +171,9 @@ class AnthropicClient(SDKAdapter):
             why = f"stop reason: {stop or 'none'}"
             if stop == "max_tokens":
                 why += "; raise the maximum output tokens"
-            raise errors_map.empty_output(provider=self.name, label=_LABEL, why=why)
+            usage = getattr(message, "usage", None)  # billed all the same
+            billed = messages_usage(usage) if usage is not None else None
+            raise errors_map.empty_output(provider=self.name, label=_LABEL, why=why, usage=billed)
         return completion(
             message,
             text,

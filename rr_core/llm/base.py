@@ -10,43 +10,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from rr_core.usage import Usage as Usage  # billed tokens, normalised (re-exported for the adapters)
+
 if TYPE_CHECKING:  # types only: reading a document needs neither pydantic nor the prompts
     from rr_core.outputs import Output
     from rr_core.prompts import PromptLayout
 
 # Called before a client waits to retry: the seconds it will wait and why.
 OnWait = Callable[[float, str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Tokens as the provider billed them, normalised.
-
-    ``input_tokens`` counts *uncached* input; ``cached_tokens`` were read from the prompt
-    cache and ``cache_write_tokens`` written to it. Their sum is the whole prompt.
-    ``cache_write_1h_tokens`` is the part of ``cache_write_tokens`` written with a one-hour
-    lifetime (Anthropic's ``cache_creation.ephemeral_1h_input_tokens``), priced higher.
-    """
-
-    input_tokens: int = 0
-    cached_tokens: int = 0
-    cache_write_tokens: int = 0
-    output_tokens: int = 0
-    cache_write_1h_tokens: int = 0
-
-    @property
-    def prompt_tokens(self) -> int:
-        """All input tokens, cached or not."""
-        return self.input_tokens + self.cached_tokens + self.cache_write_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.cached_tokens + other.cached_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
-        )
 
 
 CacheTTL = Literal["5m", "1h"]

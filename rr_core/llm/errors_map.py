@@ -20,6 +20,7 @@ from rr_core.errors import (
     ProviderTimeout,
     RateLimitError,
 )
+from rr_core.llm.base import Usage
 
 # Statuses a provider uses for "this request is too big for the model".
 _CONTEXT_STATUSES = frozenset({400, 413, 422})
@@ -208,9 +209,9 @@ def unreachable(*, provider: str, base_url: str) -> ProviderError:
     )
 
 
-def empty_output(*, provider: str, label: str, why: str) -> ProviderError:
-    """The error for a reply that carried no text."""
-    return ProviderError(f"{label} returned no text ({why}).", provider=provider)
+def empty_output(*, provider: str, label: str, why: str, usage: Usage | None = None) -> ProviderError:
+    """The error for a reply that carried no text (``usage``: what the provider billed for it)."""
+    return ProviderError(f"{label} returned no text ({why}).", provider=provider, usage=usage)
 
 
 def not_json(*, provider: str, label: str, base_url: str) -> ProviderError:

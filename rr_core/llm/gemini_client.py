@@ -153,7 +153,9 @@ class GeminiClient(SDKAdapter):
                 why = f"the prompt was blocked: {blocked.value}"
             elif finish == _MAX_TOKENS:
                 why += "; raise the maximum output tokens (a thinking model spends them on thoughts too)"
-            raise errors_map.empty_output(provider=self.name, label=_LABEL, why=why)
+            # Billed all the same (thoughts, a cut-off reply): its usage goes with the error.
+            billed = gemini_usage(response.usage_metadata) if response.usage_metadata is not None else None
+            raise errors_map.empty_output(provider=self.name, label=_LABEL, why=why, usage=billed)
         return completion(
             _Reply(response),
             text,

@@ -26,7 +26,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 import openai
@@ -197,8 +197,9 @@ class OpenAIClient(SDKAdapter):
             raise self._not_a_reply("Responses API") from None
         if not text.strip():
             raise errors_map.empty_output(
-                provider=self.name, label=self._label, why=_why_empty_response(response)
-            )
+                provider=self.name, label=self._label, why=_why_empty_response(response),
+                usage=_billed(response, responses_usage),
+            )  # fmt: skip
         return completion(
             response,
             text,
@@ -222,7 +223,9 @@ class OpenAIClient(SDKAdapter):
             why = f"refused: {refusal}" if refusal else f"finish reason: {finish or 'none'}"
             if finish == "length":
                 why += "; raise the maximum output tokens"
-            raise errors_map.empty_output(provider=self.name, label=self._label, why=why)
+            raise errors_map.empty_output(
+                provider=self.name, label=self._label, why=why, usage=_billed(chat, chat_usage)
+            )
         return completion(
             chat,
             text,
@@ -585,6 +588,12 @@ def _why_empty_response(response: Response) -> str:
     if reason:
         return f"incomplete: {reason}"
     return f"status: {getattr(response, 'status', None) or 'unknown'}"
+
+
+def _billed(reply: Any, read: Callable[[Any], Usage]) -> Usage | None:
+    """What a reply left empty was billed, where it says (None: no usage in it)."""
+    usage = getattr(reply, "usage", None)
+    return read(usage) if usage is not None else None
 
 
 def responses_usage(usage: Any) -> Usage:

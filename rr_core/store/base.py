@@ -107,6 +107,36 @@ class BatchRecord:
         return self.state in OPEN_BATCH_STATES
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SentCall:
+    """A call sent now (not in a batch) whose reply is not stored yet: recorded before it is
+    sent and cleared once its reply is stored or the provider answered (billed or not). One
+    left behind was in flight when its process was stopped (``kill -9``): it may be billed."""
+
+    key: str  # the call's key in the call cache
+    provider: str
+    model: str
+    reserved_usd: float  # its worst case, as held in the budget (what it may have cost)
+    sender: str  # the process (executor) that sent it
+    sent_at: str = ""  # ISO UTC, set by the store when empty
+
+
+SENT_COLUMNS = "key, provider, model, reserved_usd, sender, sent_at"
+
+
+def sent_from_row(row: Sequence[Any]) -> SentCall:
+    """A ``SentCall`` from a row of ``SENT_COLUMNS``."""
+    key, provider, model, reserved_usd, sender, sent_at = row
+    return SentCall(
+        key=key,
+        provider=provider,
+        model=model,
+        reserved_usd=float(reserved_usd),
+        sender=sender,
+        sent_at=sent_at,
+    )
+
+
 class RunStore(Protocol):
     """Runs, as the History screen, ``ask --save`` and the exports see them (the owner's only)."""
 
@@ -180,6 +210,23 @@ class CallCache(Protocol):
 
     def batches(self, limit: int = 50) -> list[BatchRecord]:
         """The newest batches first (the progress view)."""
+        ...
+
+    def mark_sent(self, call: SentCall) -> None:
+        """Record a call about to be sent now (its reply not stored yet)."""
+        ...
+
+    def clear_sent(self, key: str, sender: str) -> None:
+        """The call ``sender`` sent under ``key`` was answered: no longer possibly billed unseen."""
+        ...
+
+    def take_unanswered(self, keys: Sequence[str], sender: str) -> list[SentCall]:
+        """Calls under ``keys`` sent by another sender and never answered (left by an interrupted
+        process), removed from the ledger as they are handed to ``sender``, who reports them."""
+        ...
+
+    def unanswered(self) -> list[SentCall]:
+        """Every call sent and never answered, oldest first."""
         ...
 
 

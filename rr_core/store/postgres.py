@@ -61,11 +61,18 @@ from rr_core.store.base import (
     CachedCall,
     Enqueue,
     ReviewDecision,
+    SentCall,
     StoredRun,
     WorkRecord,
     decision_from_row,
     work_changes,
     work_from_row,
+)
+from rr_core.store.base import (
+    SENT_COLUMNS as _SENT_COLUMNS,
+)
+from rr_core.store.base import (
+    sent_from_row as _sent,
 )
 from rr_core.store.config import DB_ENV, postgres_url, redact_url
 from rr_core.traces import RunTrace
@@ -302,6 +309,24 @@ MIGRATIONS: tuple[Migration, ...] = (
             f"CREATE POLICY owner_emails_insert ON owner_emails FOR INSERT WITH CHECK ({_MINE})",
             f"CREATE POLICY owner_emails_update ON owner_emails FOR UPDATE USING ({_MINE}) WITH CHECK ({_MINE})",
             f"CREATE POLICY owner_emails_delete ON owner_emails FOR DELETE USING ({_MINE})",
+        ),
+    ),
+    Migration(
+        8,
+        "calls sent now and not answered yet (possibly billed if their process was stopped)",
+        (
+            f"""CREATE TABLE sent_calls (
+                {_OWNER},
+                key TEXT NOT NULL,
+                sender TEXT NOT NULL,
+                provider TEXT NOT NULL,
+                model TEXT NOT NULL,
+                reserved_usd DOUBLE PRECISION NOT NULL,
+                sent_at TEXT NOT NULL,
+                seq BIGINT GENERATED ALWAYS AS IDENTITY,
+                PRIMARY KEY (owner, key, sender)
+            )""",
+            *_owned("sent_calls"),
         ),
     ),
 )
@@ -831,6 +856,38 @@ class PostgresStore:
 
     def _no_batch(self, batch_id: str) -> LedgerError:
         return LedgerError(f"No batch {batch_id} is recorded in the run history at {self._location}.")
+
+    # ---- Calls sent now, not answered yet -------------------------------------------------------
+
+    def mark_sent(self, call: SentCall) -> None:
+        """Record a call about to be sent now (its reply not stored yet)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO sent_calls (key, sender, provider, model, reserved_usd, sent_at)"
+                " VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (owner, key, sender) DO UPDATE SET"
+                " reserved_usd = EXCLUDED.reserved_usd, sent_at = EXCLUDED.sent_at",
+                (call.key, call.sender, call.provider, call.model, call.reserved_usd, call.sent_at or _now()),
+            )
+
+    def clear_sent(self, key: str, sender: str) -> None:
+        """The call ``sender`` sent under ``key`` was answered."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM sent_calls WHERE key = %s AND sender = %s", (key, sender))
+
+    def take_unanswered(self, keys: Sequence[str], sender: str) -> builtins.list[SentCall]:
+        """Calls under ``keys`` another sender sent and never saw answered, handed to ``sender``."""
+        with self.transaction() as db:
+            rows = db.execute(
+                f"DELETE FROM sent_calls WHERE sender != %s AND key = ANY(%s) RETURNING {_SENT_COLUMNS}, seq",
+                (sender, builtins.list(dict.fromkeys(keys))),
+            ).fetchall()
+        return [_sent(row[:-1]) for row in sorted(rows, key=lambda r: (r[5], r[6]))]
+
+    def unanswered(self) -> builtins.list[SentCall]:
+        """Every call sent and never answered, oldest first."""
+        with self.transaction() as db:
+            rows = db.execute(f"SELECT {_SENT_COLUMNS} FROM sent_calls ORDER BY sent_at, seq").fetchall()
+        return [_sent(row) for row in rows]
 
     # ---- Documents -------------------------------------------------------------------------------
 

@@ -40,11 +40,18 @@ from rr_core.store.base import (
     CachedCall,
     Enqueue,
     ReviewDecision,
+    SentCall,
     StoredRun,
     WorkRecord,
     decision_from_row,
     work_changes,
     work_from_row,
+)
+from rr_core.store.base import (
+    SENT_COLUMNS as _SENT_COLUMNS,
+)
+from rr_core.store.base import (
+    sent_from_row as _sent,
 )
 from rr_core.store.config import DB_ENV, MEMORY, sqlite_path
 from rr_core.traces import RunTrace
@@ -295,6 +302,21 @@ def _owner_emails(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX owner_emails_email ON owner_emails (email)")
 
 
+def _sent_calls(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE sent_calls (
+            owner TEXT NOT NULL,
+            key TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            reserved_usd REAL NOT NULL,
+            sent_at TEXT NOT NULL,
+            PRIMARY KEY (owner, key, sender)
+        )"""
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
@@ -309,6 +331,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         10, "reviewers' decisions on review cells (accepted, corrected, not in the document)", _decisions
     ),
     Migration(11, "the email each owner signed in with (--user finds the owner by it)", _owner_emails),
+    Migration(
+        12, "calls sent now and not answered yet (possibly billed if their process was stopped)", _sent_calls
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -782,6 +807,52 @@ class SQLiteStore:
 
     def _no_batch(self, batch_id: str) -> LedgerError:
         return LedgerError(f"No batch {batch_id} is recorded in the run history at {self.path}.")
+
+    # ---- Calls sent now, not answered yet ---------------------------------------------------------
+
+    def mark_sent(self, call: SentCall) -> None:
+        """Record a call about to be sent now (its reply not stored yet)."""
+        with self._transaction(write=True) as db:
+            db.execute(
+                "INSERT OR REPLACE INTO sent_calls (owner, key, sender, provider, model, reserved_usd, sent_at)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (self._owner, call.key, call.sender, call.provider, call.model, call.reserved_usd,
+                 call.sent_at or _now()),
+            )  # fmt: skip
+
+    def clear_sent(self, key: str, sender: str) -> None:
+        """The call ``sender`` sent under ``key`` was answered."""
+        with self._transaction(write=True) as db:
+            db.execute(
+                "DELETE FROM sent_calls WHERE owner = ? AND key = ? AND sender = ?",
+                (self._owner, key, sender),
+            )
+
+    def take_unanswered(self, keys: Sequence[str], sender: str) -> builtins.list[SentCall]:
+        """Calls under ``keys`` another sender sent and never saw answered, handed to ``sender``."""
+        taken: builtins.list[SentCall] = []
+        unique = builtins.list(dict.fromkeys(keys))
+        with self._transaction(write=True) as db:
+            for start in range(0, len(unique), _KEYS_PER_QUERY):
+                part = unique[start : start + _KEYS_PER_QUERY]
+                marks = ",".join("?" * len(part))
+                where = f"owner = ? AND sender != ? AND key IN ({marks})"
+                rows = db.execute(
+                    f"SELECT {_SENT_COLUMNS} FROM sent_calls WHERE {where} ORDER BY sent_at, rowid",
+                    (self._owner, sender, *part),
+                ).fetchall()
+                db.execute(f"DELETE FROM sent_calls WHERE {where}", (self._owner, sender, *part))
+                taken.extend(_sent(row) for row in rows)
+        return taken
+
+    def unanswered(self) -> builtins.list[SentCall]:
+        """Every call sent and never answered, oldest first."""
+        with self._transaction() as db:
+            rows = db.execute(
+                f"SELECT {_SENT_COLUMNS} FROM sent_calls WHERE owner = ? ORDER BY sent_at, rowid",
+                (self._owner,),
+            ).fetchall()
+        return [_sent(row) for row in rows]
 
     # ---- Documents -----------------------------------------------------------------------------------
 
