@@ -253,3 +253,51 @@ def pg_url(postgres_server: Any) -> Iterator[str]:
 
     close_pools()  # a store a test left open does not hold the database
     postgres_server.drop_database(name)
+
+
+# ---- The browser tests' common fixtures (each browser test module gets its own, module-scoped) ----
+
+
+def browser_unavailable(reason: str) -> None:
+    """Skip a browser test for ``reason`` (fail instead under ``RR_REQUIRE_BROWSER=1``: CI)."""
+    if os.environ.get("RR_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"RR_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """Debian's chromium, or a skip saying why there is none."""
+    from tests import browser_kit as kit
+
+    try:
+        return kit.chromium_path()
+    except kit.BrowserUnavailable as exc:
+        browser_unavailable(str(exc))
+        raise AssertionError("unreachable") from exc
+
+
+@pytest.fixture(scope="module")
+def app_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The real app, served by ``streamlit run`` on a free port, with the offline engine only.
+    Asks for ``chromium`` first, so that a machine without a browser skips without starting it.
+    (A module that needs another app, a stand-in or a sign-in provider, defines its own.)"""
+    from tests import browser_kit as kit
+
+    try:
+        with kit.serve_app(tmp_path_factory.mktemp("server")) as server:
+            yield server.url
+    except kit.ServerFailed as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Any]:
+    """One Chromium for the module's tests."""
+    from tests import browser_kit as kit
+
+    try:
+        with kit.launch_chromium(chromium) as launched:
+            yield launched
+    except kit.BrowserUnavailable as exc:
+        browser_unavailable(str(exc))

@@ -9,7 +9,6 @@ Screenshots go to ``artifacts/browser/`` (git-ignored).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,13 +27,6 @@ SHARED = kit.SHARED
 ARTIFACTS = ROOT / "artifacts" / "browser"
 RUN_TIMEOUT_MS = kit.RUN_TIMEOUT_MS
 REMINDER_EVERY = 2_000  # small enough that a 17-page opinion gets reminders (k = 10,000 gives none)
-
-
-def _unavailable(reason: str) -> None:
-    """Skip, or fail where the browser is required (CI)."""
-    if os.environ.get("RR_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"RR_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 # ---- The document ---------------------------------------------------------------------
@@ -74,38 +66,6 @@ def case(tmp_path_factory: pytest.TempPathFactory) -> Case:
 
 
 # ---- The app and the browser ------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    """Chromium and Playwright, checked before the app is started."""
-    try:
-        return kit.chromium_path()
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
-        raise AssertionError("unreachable") from exc
-
-
-@pytest.fixture(scope="module")
-def app_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The real app, served by ``streamlit run`` on a free port, with the offline engine only.
-
-    Asks for ``chromium`` first so that a machine without a browser skips without starting it.
-    """
-    try:
-        with kit.serve_app(tmp_path_factory.mktemp("server")) as server:
-            yield server.url
-    except kit.ServerFailed as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    try:
-        with kit.launch_chromium(chromium) as launched:
-            yield launched
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
 
 
 @pytest.fixture

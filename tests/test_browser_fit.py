@@ -9,9 +9,7 @@ Screenshots go to ``artifacts/browser/``. Skipped without chromium or Playwright
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,39 +28,6 @@ SIZES = {"1440": VIEWPORT, "1024": SMALL}
 # accessible table of the columns in view (whole or in part) beside it.
 HEADERS_IN_VIEW = """() => [...document.querySelectorAll(
   '.st-key-review_grid_box [role="columnheader"]')].map(e => e.innerText.trim())"""
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("RR_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"RR_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    try:
-        return kit.chromium_path()
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
-        raise AssertionError("unreachable") from exc
-
-
-@pytest.fixture(scope="module")
-def app_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    try:
-        with kit.serve_app(tmp_path_factory.mktemp("server")) as server:
-            yield server.url
-    except kit.ServerFailed as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    try:
-        with kit.launch_chromium(chromium) as launched:
-            yield launched
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
 
 
 def _go(page: Any, screen: str) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,39 +38,6 @@ MEASURE = """() => {
     gridRight: grid ? grid.getBoundingClientRect().right : null,
   };
 }"""
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("RR_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"RR_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    try:
-        return kit.chromium_path()
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
-        raise AssertionError("unreachable") from exc
-
-
-@pytest.fixture(scope="module")
-def app_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    try:
-        with kit.serve_app(tmp_path_factory.mktemp("server")) as server:
-            yield server.url
-    except kit.ServerFailed as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    try:
-        with kit.launch_chromium(chromium) as launched:
-            yield launched
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
 
 
 def _open_lab(page: Any, app_url: str) -> Any:

@@ -11,10 +11,8 @@ Skipped without chromium or Playwright, unless ``RR_REQUIRE_BROWSER=1``.
 
 from __future__ import annotations
 
-import os
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +45,6 @@ SCRIPT_TIMER = """() => {
 }"""
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("RR_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"RR_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """24 generated contracts as PDFs, and an encrypted, a scanned and a damaged one."""
@@ -79,33 +71,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         load_document(damaged, filename="damaged.pdf")
     (folder / "damaged.pdf").write_bytes(damaged)
     return [*paths, *(folder / name for name in PROBLEMS)]
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    try:
-        return kit.chromium_path()
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
-        raise AssertionError("unreachable") from exc
-
-
-@pytest.fixture(scope="module")
-def app_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    try:
-        with kit.serve_app(tmp_path_factory.mktemp("server")) as server:
-            yield server.url
-    except kit.ServerFailed as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    try:
-        with kit.launch_chromium(chromium) as launched:
-            yield launched
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
 
 
 def _script_ms(page: Any) -> float:

@@ -7,8 +7,6 @@ missing, unless ``RR_REQUIRE_BROWSER=1``. Screenshots go to ``artifacts/browser/
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,30 +31,6 @@ new MutationObserver(() => {
   }
 }).observe(document, {subtree: true, childList: true, characterData: true});
 """
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("RR_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"RR_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    try:
-        return kit.chromium_path()
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
-        raise AssertionError("unreachable") from exc
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    try:
-        with kit.launch_chromium(chromium) as launched:
-            yield launched
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
 
 
 def test_first_paint_shows_only_the_screens_names(browser: Any, tmp_path: Path) -> None:

@@ -77,21 +77,6 @@ workbench.ask = ask
 '''
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("RR_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"RR_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    try:
-        return kit.chromium_path()
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
-        raise AssertionError("unreachable") from exc
-
-
 @pytest.fixture(scope="module")
 def app_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     hook = tmp_path_factory.mktemp("stand_in")
@@ -102,15 +87,6 @@ def app_url(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             yield server.url
     except kit.ServerFailed as exc:
         pytest.fail(str(exc), pytrace=False)
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    try:
-        with kit.launch_chromium(chromium) as launched:
-            yield launched
-    except kit.BrowserUnavailable as exc:
-        _unavailable(str(exc))
 
 
 def _go(page: Any, screen: str) -> None:

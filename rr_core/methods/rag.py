@@ -52,7 +52,10 @@ def pages_in_rank_order(ranked: Sequence[Ranked]) -> list[int]:
     return list(dict.fromkeys(r.passage.page for r in ranked))
 
 
-def _rag(ctx: Context) -> Plan:
+def passage_phases(ctx: Context) -> tuple[Phase, Phase]:
+    """RAG's first two phases, which Self-Route shares: BM25 ranks the passages, then one call
+    answers from the kept ones, most relevant first (sized as the kept passages until the
+    ranking has run; no call when no passage matched)."""
     s = ctx.settings
     rank = ranking_step(ctx, s.rag_top_k)
     estimated = ctx.sized_call(
@@ -79,6 +82,19 @@ def _rag(ctx: Context) -> Plan:
         )
         return Phase(stage="answer", steps=(call,))
 
+    return (
+        Phase(stage="rank", steps=(rank,)),
+        Phase(
+            stage="answer",
+            steps=(estimated,),
+            estimated=True,
+            resolve=resolve,
+            note="sized as the kept passages until the ranking has run",
+        ),
+    )
+
+
+def _rag(ctx: Context) -> Plan:
     def conclude(done: Sequence[PhaseResults]) -> Conclusion:
         ranked: list[Ranked] = done[0]["rank"].value
         pages = pages_in_rank_order(ranked)
@@ -94,16 +110,7 @@ def _rag(ctx: Context) -> Plan:
 
     return make_plan(
         ctx,
-        phases=(
-            Phase(stage="rank", steps=(rank,)),
-            Phase(
-                stage="answer",
-                steps=(estimated,),
-                estimated=True,
-                resolve=resolve,
-                note="sized as the kept passages until the ranking has run",
-            ),
-        ),
+        phases=passage_phases(ctx),
         conclude=conclude,
         notes=("Passages ranked by BM25 (lexical). No dense retriever is configured.",),
     )

@@ -19,9 +19,8 @@ from rr_core.methods.building import (
     Method,
     answer_outcome,
     make_plan,
-    words_to_tokens,
 )
-from rr_core.methods.rag import pages_in_rank_order, passage_details, ranking_step
+from rr_core.methods.rag import pages_in_rank_order, passage_details, passage_phases
 from rr_core.outputs import AnswerOut
 from rr_core.passages import Ranked
 from rr_core.plans import Conclusion, Phase, PhaseResults, Plan, StepResult
@@ -39,17 +38,7 @@ def _passages_answered(done: Sequence[PhaseResults]) -> bool:
 
 
 def _self_route(ctx: Context) -> Plan:
-    s = ctx.settings
-    rank = ranking_step(ctx, s.rag_top_k)
     all_pages = list(range(1, len(ctx.document.pages) + 1))
-    short = ctx.sized_call(
-        id="answer",
-        stage="answer",
-        task="answer",
-        schema=AnswerOut,
-        tokens=s.rag_top_k * (words_to_tokens(s.rag_chunk_words) + 8),
-        output_tokens=ANSWER_OUTPUT_TOKENS,
-    )
     whole = ctx.sized_call(
         id="answer.whole",
         stage="answer",
@@ -58,20 +47,6 @@ def _self_route(ctx: Context) -> Plan:
         tokens=math.ceil(len(all_pages) * ctx.average_page_tokens()),
         output_tokens=ANSWER_OUTPUT_TOKENS,
     )
-
-    def read_passages(done: Sequence[PhaseResults]) -> Phase:
-        ranked: list[Ranked] = done[0]["rank"].value
-        if not ranked:
-            return Phase(stage="answer", steps=())
-        call = ctx.call(
-            id="answer",
-            stage="answer",
-            task="answer",
-            pages=[(r.passage.page, r.passage.text) for r in ranked],  # most relevant first
-            schema=AnswerOut,
-            output_tokens=ANSWER_OUTPUT_TOKENS,
-        )
-        return Phase(stage="answer", steps=(call,))
 
     def route(done: Sequence[PhaseResults]) -> Phase:
         if _passages_answered(done):
@@ -107,14 +82,7 @@ def _self_route(ctx: Context) -> Plan:
     return make_plan(
         ctx,
         phases=(
-            Phase(stage="rank", steps=(rank,)),
-            Phase(
-                stage="answer",
-                steps=(short,),
-                estimated=True,
-                resolve=read_passages,
-                note="sized as the kept passages until the ranking has run",
-            ),
+            *passage_phases(ctx),  # RAG's ranking and its answer from the passages
             Phase(
                 stage="answer",
                 steps=(whole,),
