@@ -547,6 +547,7 @@ def _execute(run: ReviewRun, jobs: Sequence[Job] | None, what: str) -> None:
     review.message = None
     run.done = not done.cancelled
     run.paid_usd += done.paid_usd
+    run.possibly_billed = done.possibly_billed
     run.save_error = done.save_error or ""
     if done.cancelled:
         review.message = (
@@ -607,7 +608,7 @@ def _show_work(record: WorkRecord) -> None:
     review.run = ReviewRun(
         grid, cells=cells, traces=traces, engine=shown_engine + ("" if is_llm else " (not an LLM)"), is_llm=is_llm,
         mode=work.mode, done=record.state == "done", paid_usd=float((record.result or {}).get("paid_usd", 0.0)),
-        key_name=(work.key.name if work.key else ""),
+        possibly_billed=str((record.result or {}).get("possibly_billed") or ""), key_name=(work.key.name if work.key else ""),
     )  # fmt: skip
     review.selected = None
     review.queue_at = None
@@ -712,6 +713,7 @@ paid = (
     "nothing paid: the engine is free (not an LLM)"
     if not run.is_llm
     else f"${run.paid_usd:.4f} paid by this run (cells found in the run store cost nothing)"
+    + (f", and {md(run.possibly_billed)}" if run.possibly_billed else "")
 )
 st.caption(
     f"{md(ROLE_LABELS[role])} on {md(run.engine)} · {len(main_cells)} of "

@@ -104,6 +104,9 @@ class ReviewRun:
     mode: str = "now"
     done: bool = False  # False: running, or stopped before the end
     paid_usd: float = 0.0
+    # "up to $X possibly billed for N calls …": sent with no answer back (or left in flight by
+    # an interrupted run); "" when none may be.
+    possibly_billed: str = ""
     save_error: str = ""
     key_name: str = ""  # the answer key the cells were marked against ("" for none)
     # Where each cell (by its place in the grid, ``Cell.key``) is in ``cells``: a cell that
