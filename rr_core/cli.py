@@ -70,7 +70,10 @@ if TYPE_CHECKING:
 # Plans, prices, the runner and the run store are imported by the commands that use them:
 # `pages` starts with only what reading a document needs. The method names are spelt out
 # here for the same reason (a test holds them to the registry).
-METHOD_NAMES = "baseline, reprompt, icr, rr, chunked-icr, chunked-rr, rag, briefcontext, question-last, repeat, closed-book, oracle"
+METHOD_NAMES = (
+    "baseline, reprompt, icr, rr, chunked-icr, chunked-rr, reprompt-before-answer, rag, self-route, briefcontext, "
+    "question-last, repeat, closed-book, oracle"
+)
 PRESET_NAMES = (
     "quick, paper-grid, lost-in-the-middle, key-value, reprompt-interval, chunk-size, ablations, cache-aware"
 )
