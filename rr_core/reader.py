@@ -883,7 +883,10 @@ class _Reader:
                 for s in _spans(value, self.want, question_words, year_will_do=self.year_will_do)
                 if not _BLANK.search(s.text)
                 # a count the question itself states ("during the nine months") is not its answer
-                and not (self.want is Want.COUNT and s.text.lower() in self.question.lower())
+                and not (
+                    self.want is Want.COUNT
+                    and re.search(rf"(?<![\w.,]){re.escape(s.text)}(?![\w.,])", self.question, re.IGNORECASE)
+                )
             ]
             if self.governing:  # "governed by PRC laws", "Delaware law governs"
                 spans += [

@@ -714,3 +714,13 @@ def test_the_review_contracts_part_of_the_evaluation_set(shared_documents: Path)
     for s in scored:
         if s.item.kind == "yes-no" and s.reply["found"]:
             assert s.reply["answer"] in ("Yes", "No") and s.reply["citations"], s.reply
+
+
+def test_a_count_is_dropped_only_when_the_question_states_that_same_number() -> None:
+    page = "The Company opened 20 new stores during fiscal 2023, bringing the total to 410."
+    for question in (
+        "How many stores did the company open during the fiscal year?",
+        "How many stores did the company open during fiscal 2023?",  # "20" inside "2023" is not "20"
+    ):
+        reading = read_answer(question, [(1, page)])
+        assert reading.found and reading.answer.startswith("20"), (question, reading)
