@@ -29,6 +29,7 @@ from rr_core.dispatch import Delivered, Outgoing
 from rr_core.errors import LedgerError, LLMError, ProviderError, ProviderTimeout, RRError, RunCancelled
 from rr_core.llm.base import BatchAPI, BatchLine, BatchResult, BatchStatus, Completion
 from rr_core.store.base import BatchRecord, CallCache
+from rr_core.usage import Usage
 
 # Items a provider takes in one batch (OpenAI 50,000; Anthropic 100,000): the smaller.
 MAX_BATCH_ITEMS = 50_000
@@ -605,7 +606,7 @@ class BatchSender:
             else:
                 outcomes[result.custom_id] = result.kind if result.kind != "succeeded" else "errored"
                 message = result.error or f"The provider's batch returned this call as {result.kind}."
-                self._fail(item, ProviderError(message, provider=self.provider))
+                self._fail(item, ProviderError(message, provider=self.provider, usage=result.usage))
         if outcomes:
             try:
                 self.ledger.settle_items(batch_id, outcomes)
@@ -650,10 +651,13 @@ class BatchSender:
         if not item.future.done():
             item.future.set_exception(error)
         if item.out is not None:
+            usage = getattr(error, "usage", None)
             if possibly_billed:
                 with self._lock:
                     self.possibly_billed.append(item.out.key)
                 self._possibly(item.out)
+            elif isinstance(usage, Usage):  # answered with nothing usable, and billed all the same
+                self._bill(item.out, Completion(text="", usage=usage, model=item.out.request.model))
             else:
                 self._bill(item.out, None)
 

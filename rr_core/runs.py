@@ -865,10 +865,13 @@ class Executor:
             self._clear_sent(out.key)
         return completion
 
-    def _price_failed(self, run: _Run, call: Call, record: CallTrace, usage: Usage) -> None:
+    def _price_failed(
+        self, run: _Run, call: Call, record: CallTrace, usage: Usage, *, mode: Mode = "now"
+    ) -> None:
         """A failed call's bill on its record (what it cost is paid, though it gave nothing)."""
         record.usage = usage
-        cost = price_usage(usage, *call_pricing(call, run.plan.settings), mode="now")
+        record.mode = mode
+        cost = price_usage(usage, *call_pricing(call, run.plan.settings), mode=mode)
         record.cost_usd, record.output_cost_usd, record.cached_cost_usd, record.price_known = (
             cost.total_usd,
             cost.output_usd,
@@ -990,6 +993,10 @@ class Executor:
         if isinstance(error, _Failed):
             raise error
         if isinstance(error, RRError):
+            if isinstance(error, LLMError) and error.usage is not None:
+                # A batch's call answered with nothing usable, billed all the same (a call sent
+                # now that fails is priced where it is sent: it arrives here as ``_Failed``).
+                self._price_failed(run, call, record, error.usage, mode="batch")
             record.error = str(error)
             run.emit(replace(event, status="failed", message=str(error)))
             raise _Failed(record, error)

@@ -366,7 +366,7 @@ class AnthropicBatch:
                     error=f"{_LABEL} sent something that is not a Messages API reply for this call.",
                 )
             except LLMError as exc:
-                return BatchResult(custom_id=custom_id, kind="errored", error=str(exc))
+                return BatchResult(custom_id=custom_id, kind="errored", error=str(exc), usage=exc.usage)
             return BatchResult(custom_id=custom_id, kind="succeeded", completion=completion)
         return BatchResult(custom_id=custom_id, kind="errored", error=self._errored(result.get("error")))
 

@@ -140,13 +140,15 @@ class BatchResult:
     """What became of one call of a batch (``kind``: one of ``BATCH_RESULT_KINDS``).
 
     ``completion`` is set for "succeeded" only; ``error`` says why for the others, in words
-    safe to show (keys redacted).
+    safe to show (keys redacted). ``usage`` is what an errored call was billed when its reply
+    said so (a reply left empty is billed like any other).
     """
 
     custom_id: str
     kind: str
     completion: Completion | None = None
     error: str | None = None
+    usage: Usage | None = None
 
 
 class BatchAPI(Protocol):

@@ -96,7 +96,9 @@ class LocalBatch:
             try:
                 completion = self._client.complete(line.request)
             except LLMError as exc:
-                results.append(BatchResult(custom_id=line.custom_id, kind="errored", error=str(exc)))
+                results.append(
+                    BatchResult(custom_id=line.custom_id, kind="errored", error=str(exc), usage=exc.usage)
+                )
                 continue
             results.append(BatchResult(custom_id=line.custom_id, kind="succeeded", completion=completion))
         batch_id = f"{LOCAL_PREFIX}{uuid.uuid4().hex}"

@@ -475,7 +475,7 @@ class OpenAIBatch:
             kind = "Responses API" if client.api == "responses" else "Chat Completions"
             return BatchResult(custom_id=custom_id, kind="errored", error=str(client._not_a_reply(kind)))
         except LLMError as exc:
-            return BatchResult(custom_id=custom_id, kind="errored", error=str(exc))
+            return BatchResult(custom_id=custom_id, kind="errored", error=str(exc), usage=exc.usage)
         return BatchResult(custom_id=custom_id, kind="succeeded", completion=completion)
 
     def _failed(self, custom_id: str, status: Any, body: Any, error: Any) -> BatchResult:
