@@ -485,7 +485,7 @@ def _show_work(record: WorkRecord) -> None:
         # A budget of 0: a reply the store does not hold is not bought here.
         finished = workbench.sweep(
             shown_plan, replay, concurrency=S.concurrency(), store=store, max_usd=0.0 if replay.is_llm else None,
-            label=work.title,
+            label=work.title, replay=True,
         )  # fmt: skip
     except (RRError, LedgerError) as exc:
         results.show_rr_error(exc)
@@ -506,8 +506,20 @@ def _show_work(record: WorkRecord) -> None:
         else get_task(work.task or "planted").label,
         "title": PRESETS[work.preset].title,
         "mode": work.mode,
+        # What the workers paid, as they recorded it (the replay pays nothing, and the calls it
+        # finds were paid by them).
+        "paid": _paid_by_work(record),
     }
     st.rerun()
+
+
+def _paid_by_work(record: WorkRecord) -> tuple[float, str] | None:
+    """What a work recorded it paid and may have been billed; None when it recorded nothing."""
+    stored = record.result or {}
+    paid = stored.get("paid_usd")
+    if not isinstance(paid, (int, float)):
+        return None
+    return float(paid), str(stored.get("possibly_billed") or "")
 
 
 if clicked and on_workers:
@@ -647,6 +659,8 @@ if saved is None:
 plan_done: SweepPlan = saved["plan"]
 result: SweepResult = saved["result"]
 st.subheader(md(saved["title"]))
+# A sweep run on the workers and shown again here: what they paid, as they recorded it.
+paid_usd, possibly_billed = saved.get("paid") or (result.paid_usd(), result.possibly_billed)
 st.caption(
     f"{md(saved['engine'])} on {md(saved['document'])} · sent {md(SENT[saved.get('mode', 'now')])} · "
     f"{plural(result.calls_made, 'call')} made, "
@@ -655,8 +669,7 @@ st.caption(
     + (
         "paid: price unknown (no price is known for this model)"
         if result.is_llm and not plan_done.summary()["price_known"]
-        else f"${result.paid_usd():.4f} paid"
-        + (f", and {md(result.possibly_billed)}" if result.possibly_billed else "")
+        else f"${paid_usd:.4f} paid" + (f", and {md(possibly_billed)}" if possibly_billed else "")
         if result.is_llm
         else f"nothing paid (the engine is free); the same calls would cost ${result.would_cost_usd():.4f}"
     )

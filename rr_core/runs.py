@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import math
 import queue
 import threading
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from rr_core import senders
 from rr_core.batching import BatchProgress, BatchSender
 from rr_core.confidence import assess
 from rr_core.costs import Mode, estimate_cost, price_data_version, price_usage
@@ -355,6 +357,8 @@ class _Failed(Exception):
         self.record, self.error = record, error
 
 
+log = logging.getLogger(__name__)
+
 # What a runner yields: a call's progress, a batch's progress, a finished run.
 RunnerEvent = CallEvent | BatchProgress | RunTrace
 # Runs waiting together in batch mode (each a sleeping thread).
@@ -400,6 +404,7 @@ class Executor:
         poll_s: float = 30.0,
         ledger: str = "",
         cache_lone_prefixes: bool | Callable[[Job | None], bool] = True,
+        take_unanswered: bool = True,
     ) -> None:
         self.client = client
         # Plans jobs: one counter for all, or (None) the tokenizer each job names.
@@ -422,8 +427,12 @@ class Executor:
         # This executor, as the sender of the calls it records in the store before sending them
         # now; and the calls an earlier process sent and never saw answered (found by key as this
         # one prepares the same calls: a run started again after ``kill -9``).
-        self.sender_id = uuid.uuid4().hex
+        # A replay (results shown again from the store, nothing bought) takes none: what it
+        # would report is the sending run's to report.
+        self.sender_id = senders.new_sender()
         self.earlier_unanswered: list[SentCall] = []
+        self._takes_unanswered = take_unanswered
+        self._leaving = False  # ``leave``: what was taken goes back for the next runner
         # The ledger this executor's replies are recorded in (a Lab sweep's key; "" for none),
         # the keys it has recorded as paid, and stored replies it took as its own.
         self.ledger = ledger
@@ -519,12 +528,35 @@ class Executor:
                 self.stopped = why
         self._cancel.set()
 
+    def leave(self) -> None:
+        """Send no further calls: this runner is going away and the next takes the work up. The
+        calls an earlier process left unanswered, taken by this one, go back to the ledger on
+        ``close`` (under their own senders, who are gone): the next runner reports them."""
+        self._leaving = True
+        self.cancel()
+
     def close(self) -> None:
         """Stop the pool (after the calls in flight) and the batch sender (its batches go on at
         the provider and are recorded: a later run polls them instead of paying again)."""
         if self.batcher is not None:
             self.batcher.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._leaving:
+            self._hand_back_unanswered()
+        senders.ended(self.sender_id)
+
+    def _hand_back_unanswered(self) -> None:
+        with self._count_lock:
+            taken, self.earlier_unanswered = self.earlier_unanswered, []
+        if self.cache is None or not taken:
+            return
+        try:
+            for call in taken:
+                self.cache.mark_sent(call)
+        except (RRError, OSError) as exc:
+            log.warning(
+                "calls possibly billed could not be handed back to the run store: %s", redact(str(exc))
+            )
 
     def __enter__(self) -> Executor:
         return self
@@ -717,13 +749,21 @@ class Executor:
             len(self.earlier_unanswered),
         )  # fmt: skip
 
-    def _take_unanswered(self, keys: Sequence[str]) -> None:
-        """Calls an earlier process sent under these keys and never saw answered: counted as
-        possibly billed (in the budget too), once."""
-        if self.cache is None or not keys or not self.client.is_llm:
+    def _take_unanswered(self, outgoing: Sequence[Outgoing]) -> None:
+        """Calls a sender now gone (an earlier process) sent under these calls' keys and never
+        saw answered: counted as possibly billed (in the budget too), once."""
+        if self.cache is None or not outgoing or not self.client.is_llm or not self._takes_unanswered:
             return
+        keys = [out.key for out in outgoing]
+        # No call outlives its request's time limit (retries included): a sender elsewhere whose
+        # call is older than that is gone.
+        limit_s = max(out.request.timeout_s for out in outgoing)
+
+        def gone(call: SentCall) -> bool:
+            return senders.is_gone(call.sender, call.sent_at, limit_s=limit_s)
+
         try:
-            left = self.cache.take_unanswered(keys, self.sender_id)
+            left = self.cache.take_unanswered(keys, self.sender_id, gone)
             # A reply stored before its process was stopped (between keeping it and clearing its
             # entry) was billed once, and is counted where it is used: not possibly billed again.
             left = [c for c in left if self.cache.find(c.key) is None]
@@ -1246,7 +1286,7 @@ class _Run:
             () if executor._lone_cached(self) else shared_prefixes(phase.calls, self.plan.document_sha256)
         )
         outgoing = {step.id: executor._prepare(self, step, shared=shared) for step in phase.calls}
-        executor._take_unanswered([out.key for out in outgoing.values()])
+        executor._take_unanswered(list(outgoing.values()))
         sent = {sid: executor.dispatcher.submit(out) for sid, out in outgoing.items()}
         for step in phase.steps:
             if isinstance(step, LocalStep):

@@ -314,7 +314,7 @@ class _StopWhenAsked:
             if not self.left:
                 log.warning("work %s: this runner is stopping; nothing further is sent", self._work_id)
             self.left = True
-            self._runner.cancel()
+            self._runner.leave()  # what it took from an earlier process goes back for the next runner
             return True
         try:
             record = self._store.get_work(self._work_id)

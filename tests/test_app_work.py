@@ -51,6 +51,10 @@ def test_the_lab_sends_a_sweep_to_the_workers_and_shows_it_done(
     assert not at.exception, [e.value for e in at.exception]
     result = at.session_state["lab_result"]["result"]
     assert result.calls_made == 0 and result.calls_cached > 0  # replayed from the store: nothing bought
+    # What is said paid is what the workers recorded they paid, not the replay's nothing.
+    stored = store.get_work(record.work_id)
+    assert stored is not None and stored.result is not None
+    assert at.session_state["lab_result"]["paid"] == (stored.result["paid_usd"], "")
     assert len(result.summaries) >= 2
 
 

@@ -27,7 +27,9 @@ def empty(path: str, body: Any) -> Reply:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_an_empty_but_billed_batch_reply_is_paid_at_its_usage(stub: StubServer, provider: str, tmp_path: Path) -> None:
+def test_an_empty_but_billed_batch_reply_is_paid_at_its_usage(
+    stub: StubServer, provider: str, tmp_path: Path
+) -> None:
     stub.responder = empty
     stub.batch_auto_complete = True
     document = fee_document()
@@ -35,7 +37,9 @@ def test_an_empty_but_billed_batch_reply_is_paid_at_its_usage(stub: StubServer, 
     plans = [plan_method(document, q, settings, word_counter()) for q in QUESTIONS]
     budget = Budget(5.0)
     store = SQLiteStore(tmp_path / "runs.sqlite3")
-    with Executor(client_for(provider, stub), cache=store, mode="batch", poll_s=0.05, budget=budget) as executor:
+    with Executor(
+        client_for(provider, stub), cache=store, mode="batch", poll_s=0.05, budget=budget
+    ) as executor:
         traces = executor.run(document, plans)
     # A capped run's first call goes alone, now (its bill shows how the provider bills); the
     # others go in one batch.
@@ -51,5 +55,7 @@ def test_an_empty_but_billed_batch_reply_is_paid_at_its_usage(stub: StubServer, 
         assert cost > 0 and call.cost_usd == pytest.approx(cost)
         total += cost
     assert sum(t.paid_usd for t in traces) == pytest.approx(total)
-    assert budget.settled_usd == pytest.approx(total) and budget.possibly_usd == 0.0 and budget.held_usd == 0.0
+    assert (
+        budget.settled_usd == pytest.approx(total) and budget.possibly_usd == 0.0 and budget.held_usd == 0.0
+    )
     assert executor.possibly_billed_note == ""

@@ -729,7 +729,7 @@ class DictCache:
     def clear_sent(self, key: str, sender: str) -> None:
         pass
 
-    def take_unanswered(self, keys, sender: str) -> list:  # type: ignore[no-untyped-def]
+    def take_unanswered(self, keys, sender: str, gone) -> list:  # type: ignore[no-untyped-def]
         return []
 
 

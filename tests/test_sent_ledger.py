@@ -25,7 +25,7 @@ from rr_core.plans import Plan
 from rr_core.runs import Budget, Executor, worst_case
 from rr_core.settings import RunSettings
 from rr_core.store import SentCall, SQLiteStore
-from tests.stub_server import Reply, StubServer, hanging, prompt_of
+from tests.stub_server import Reply, StubServer, hanging, prompt_of, server_error
 
 LIMIT_S = 120  # every wait for a condition gives up after this: a safety net, not a deadline
 
@@ -198,3 +198,81 @@ def test_kill_9_in_now_mode_answered_calls_come_from_the_store_and_calls_in_flig
     assert data["possibly_billed"].startswith("up to $")
     assert "2 calls sent before the interruption" in data["possibly_billed"]
     assert SQLiteStore(db).unanswered() == []
+
+
+def test_a_parallel_run_never_takes_the_calls_another_live_run_has_in_flight(
+    stub: StubServer, document: Document, tmp_path: Path
+) -> None:
+    """Two sessions ask the same question at once: the second finds the first's call in the
+    ledger, in flight; it is the first's to settle, not 'possibly billed' in the second."""
+    path = tmp_path / "runs.sqlite3"
+    release, arrived = threading.Event(), threading.Event()
+    calls = 0
+    lock = threading.Lock()
+
+    def first_waits(route: str, body: Any) -> Reply:
+        nonlocal calls
+        with lock:
+            calls += 1
+            first = calls == 1
+        if first:
+            arrived.set()
+            release.wait(LIMIT_S)  # in flight until the second run has finished
+        return Reply()
+
+    stub.responder = first_waits
+    plan = baseline(document)
+    results: list[Any] = []
+    with Executor(client(stub), cache=SQLiteStore(path), budget=Budget(1.0)) as first:
+        worker = threading.Thread(target=lambda: results.extend(first.run(document, [plan])))
+        worker.start()
+        try:
+            assert arrived.wait(LIMIT_S)
+            (in_flight,) = SQLiteStore(path).unanswered()
+            assert in_flight.sender == first.sender_id
+            with Executor(client(stub), cache=SQLiteStore(path), budget=Budget(1.0)) as second:
+                (trace,) = second.run(document, [plan])
+            assert trace.ok and second.possibly_billed_note == ""
+            assert second.budget is not None and second.budget.possibly_usd == 0.0
+            assert [c.sender for c in SQLiteStore(path).unanswered()] == [first.sender_id]  # still its own
+        finally:
+            release.set()
+            worker.join(LIMIT_S)
+    (answered,) = results
+    assert answered.ok and first.possibly_billed_note == "" and SQLiteStore(path).unanswered() == []
+
+
+def test_a_runner_that_leaves_hands_what_it_took_back_for_the_next(
+    stub: StubServer, document: Document, tmp_path: Path
+) -> None:
+    """A worker stopping (SIGTERM) took an earlier process's unanswered call and ends its work
+    'queued': the call goes back to the ledger, and the runner that takes the work up reports it."""
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    plan = baseline(document)
+    with Executor(client(stub)) as dry:
+        (first,) = dry.run(document, [plan])
+    key = first.calls[0].cache_key
+    left = SentCall(key=key, provider="openai", model="gpt-4.1-mini", reserved_usd=0.02, sender="killed")
+    store.mark_sent(left)
+    release = threading.Event()
+    # Its own call fails once released (answered, not stored): what it took is all that is left.
+    stub.responder = lambda route, body: (release.wait(LIMIT_S), server_error(500, "busy"))[1]
+    leaving = Executor(client(stub), cache=store, budget=Budget(1.0))
+    worker = threading.Thread(target=lambda: leaving.run(document, [plan]))
+    worker.start()
+    try:
+        limit = time.monotonic() + LIMIT_S
+        while not leaving.earlier_unanswered and time.monotonic() < limit:
+            time.sleep(0.02)  # waits for a condition; the limit is a safety net
+        assert [c.key for c in leaving.earlier_unanswered] == [key]
+        leaving.leave()
+    finally:
+        release.set()
+        worker.join(LIMIT_S)
+        leaving.close()
+    assert [(c.key, c.sender, c.reserved_usd) for c in store.unanswered()] == [(key, "killed", 0.02)]
+    stub.responder = None
+    with Executor(client(stub), cache=store, budget=Budget(1.0)) as next_runner:
+        (trace,) = next_runner.run(document, [plan])
+    assert trace.ok and next_runner.possibly_billed_calls == 1
+    assert "1 call sent before the interruption" in next_runner.possibly_billed_note

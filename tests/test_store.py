@@ -957,8 +957,17 @@ def test_calls_sent_and_not_answered_are_kept_per_sender_and_handed_on_once(open
     store.clear_sent("k3", "someone else")  # only its own sender clears it
     store.clear_sent("k3", "live")
     assert [c.key for c in store.unanswered()] == ["k1", "k2"]
-    assert open_backend(owner="bob").take_unanswered(["k1", "k2"], "bob's run") == []  # not bob's
-    assert store.take_unanswered(["k1"], "killed") == []  # a sender's own calls are its own to clear
-    taken = store.take_unanswered(["k1", "k2", "k9"], "resumed")
+
+    def gone(call: SentCall) -> bool:
+        return call.sender == "killed"
+
+    assert open_backend(owner="bob").take_unanswered(["k1", "k2"], "bob's run", gone) == []  # not bob's
+    assert store.take_unanswered(["k1"], "killed", gone) == []  # a sender's own calls are its own to clear
+    store.mark_sent(SentCall(key="k1", provider="openai", model="m", reserved_usd=2.0, sender="in flight"))
+    taken = store.take_unanswered(["k1", "k2", "k9"], "resumed", gone)
     assert sorted((c.key, c.reserved_usd) for c in taken) == [("k1", 0.25), ("k2", 0.5)]
-    assert store.unanswered() == [] and store.take_unanswered(["k1", "k2"], "again") == []
+    # A live sender's call (a parallel run's, in flight) stays its own.
+    assert [(c.key, c.sender) for c in store.unanswered()] == [("k1", "in flight")]
+    assert store.take_unanswered(["k1", "k2"], "again", gone) == []
+    assert [c.sender for c in store.take_unanswered(["k1"], "again", lambda call: True)] == ["in flight"]
+    assert store.unanswered() == []

@@ -167,12 +167,14 @@ def sweep(
     on_batch: Callable[[BatchProgress], None] | None = None,
     owner: str = LOCAL_OWNER,
     on_runner: Callable[[Executor], None] | None = None,
+    replay: bool = False,
 ) -> SweepResult:
     """Run every job of the sweep through the run store as call cache (``store``, or
     ``owner``'s history opened here): an interrupted or repeated sweep pays only for what is missing. A
     budget cap sends no call that would pass ``max_usd``. ``mode`` "batch": each phase's calls
     go out as provider batches at the batch price; a sweep started again after a stop polls
-    the batches it had submitted instead of paying again."""
+    the batches it had submitted instead of paying again. ``replay``: a finished sweep shown
+    again from the store (calls it finds in flight are their sender's to report)."""
     cache = store if store is not None else open_store(owner=owner)
     ledger = plan.ledger_key()
     with open_runner(
@@ -184,6 +186,7 @@ def sweep(
         mode=mode,
         label=f"{label} · {ledger[6:14]}",
         ledger=ledger,
+        replay=replay,
     ) as runner:
         if on_runner is not None:  # whoever may stop it (a stop asked for from another process)
             on_runner(runner)

@@ -220,9 +220,12 @@ class CallCache(Protocol):
         """The call ``sender`` sent under ``key`` was answered: no longer possibly billed unseen."""
         ...
 
-    def take_unanswered(self, keys: Sequence[str], sender: str) -> list[SentCall]:
-        """Calls under ``keys`` sent by another sender and never answered (left by an interrupted
-        process), removed from the ledger as they are handed to ``sender``, who reports them."""
+    def take_unanswered(
+        self, keys: Sequence[str], sender: str, gone: Callable[[SentCall], bool]
+    ) -> list[SentCall]:
+        """Calls under ``keys`` sent by another sender that is ``gone`` and never answered (left
+        by an interrupted process), removed from the ledger as they are handed to ``sender``, who
+        reports them. A live sender's calls stay its own (they are in flight)."""
         ...
 
     def unanswered(self) -> list[SentCall]:

@@ -36,7 +36,7 @@ import hashlib
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
@@ -874,14 +874,23 @@ class PostgresStore:
         with self.transaction() as db:
             db.execute("DELETE FROM sent_calls WHERE key = %s AND sender = %s", (key, sender))
 
-    def take_unanswered(self, keys: Sequence[str], sender: str) -> builtins.list[SentCall]:
-        """Calls under ``keys`` another sender sent and never saw answered, handed to ``sender``."""
+    def take_unanswered(
+        self, keys: Sequence[str], sender: str, gone: Callable[[SentCall], bool]
+    ) -> builtins.list[SentCall]:
+        """Calls under ``keys`` a sender now ``gone`` sent and never saw answered, handed to ``sender``."""
         with self.transaction() as db:
             rows = db.execute(
-                f"DELETE FROM sent_calls WHERE sender != %s AND key = ANY(%s) RETURNING {_SENT_COLUMNS}, seq",
+                f"SELECT {_SENT_COLUMNS}, seq FROM sent_calls WHERE sender != %s AND key = ANY(%s)"
+                " ORDER BY sent_at, seq FOR UPDATE",
                 (sender, builtins.list(dict.fromkeys(keys))),
             ).fetchall()
-        return [_sent(row[:-1]) for row in sorted(rows, key=lambda r: (r[5], r[6]))]
+            left = [call for call in (_sent(row[:-1]) for row in rows) if gone(call)]
+            if left:
+                db.execute(
+                    "DELETE FROM sent_calls WHERE (key, sender) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+                    ([c.key for c in left], [c.sender for c in left]),
+                )
+        return left
 
     def unanswered(self) -> builtins.list[SentCall]:
         """Every call sent and never answered, oldest first."""

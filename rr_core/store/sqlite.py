@@ -828,21 +828,27 @@ class SQLiteStore:
                 (self._owner, key, sender),
             )
 
-    def take_unanswered(self, keys: Sequence[str], sender: str) -> builtins.list[SentCall]:
-        """Calls under ``keys`` another sender sent and never saw answered, handed to ``sender``."""
+    def take_unanswered(
+        self, keys: Sequence[str], sender: str, gone: Callable[[SentCall], bool]
+    ) -> builtins.list[SentCall]:
+        """Calls under ``keys`` a sender now ``gone`` sent and never saw answered, handed to ``sender``."""
         taken: builtins.list[SentCall] = []
         unique = builtins.list(dict.fromkeys(keys))
         with self._transaction(write=True) as db:
             for start in range(0, len(unique), _KEYS_PER_QUERY):
                 part = unique[start : start + _KEYS_PER_QUERY]
                 marks = ",".join("?" * len(part))
-                where = f"owner = ? AND sender != ? AND key IN ({marks})"
                 rows = db.execute(
-                    f"SELECT {_SENT_COLUMNS} FROM sent_calls WHERE {where} ORDER BY sent_at, rowid",
+                    f"SELECT {_SENT_COLUMNS} FROM sent_calls WHERE owner = ? AND sender != ? AND key IN ({marks})"
+                    " ORDER BY sent_at, rowid",
                     (self._owner, sender, *part),
                 ).fetchall()
-                db.execute(f"DELETE FROM sent_calls WHERE {where}", (self._owner, sender, *part))
-                taken.extend(_sent(row) for row in rows)
+                left = [call for call in map(_sent, rows) if gone(call)]
+                db.executemany(
+                    "DELETE FROM sent_calls WHERE owner = ? AND key = ? AND sender = ?",
+                    [(self._owner, call.key, call.sender) for call in left],
+                )
+                taken.extend(left)
         return taken
 
     def unanswered(self) -> builtins.list[SentCall]:
