@@ -495,3 +495,22 @@ def test_every_batched_call_carries_temperature_0_as_the_sync_call_does(stub: St
     client.batch.submit(lines(3), label="sweep")
     sent = stub.batch_lines()
     assert len(sent) == 3 and all(body["temperature"] == 0 for _, body in sent)
+
+
+def test_a_call_rejected_for_its_temperature_is_resubmitted_without_one(stub: StubServer, kind: str) -> None:
+    """As the sync call does: a model that rejects a temperature is not sent one again (both
+    providers' batches; Anthropic's said the call failed and went on sending it)."""
+    client = make_client(kind, stub)
+    assert client.batch is not None
+    rejected = Reply(
+        status=400,
+        error_message="temperature is not supported with this model",
+        error_type="invalid_request_error",
+    )
+    stub.fail_batch_item(key_of(0), rejected)
+    batch_id = client.batch.submit(lines(1), label="temperature")
+    stub.release_batch_items()
+    assert [r.kind for r in client.batch.results(batch_id)] == ["errored"]
+    client.batch.submit([BatchLine("again", request(0))], label="again")
+    _, body = stub.batch_lines(wire(kind))[-1]
+    assert "temperature" not in body

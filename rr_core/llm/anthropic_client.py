@@ -380,10 +380,11 @@ class AnthropicBatch:
         if status is None:
             said = errors_map.clean_detail(detail, client._secrets) or "no reason given"
             return f"{_LABEL} could not run this call ({said})."
-        # As the sync path does: a model or proxy that rejects structured output is not
-        # asked for it again, so this call resubmitted can succeed.
+        # As the sync path does: a model or proxy that rejects structured output or a
+        # temperature is sent neither again, so this call resubmitted can succeed.
         if errors_map.rejects_structured_output(status, detail):
             client._structured = False
+        client._rejects_temperature(HTTPFailure(status, detail, {}))
         return str(
             errors_map.from_status(
                 provider=client.name,
