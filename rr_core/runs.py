@@ -699,11 +699,17 @@ class Executor:
                     "estimated at (a call's bill is known only once it returns). No further call was sent."
                 )
             else:
+                possibly = (
+                    f"${budget.possibly_usd:.4f} possibly billed (sent, and no bill came), "
+                    if budget.possibly_usd > 0
+                    else ""
+                )
                 why = (
                     f"The budget cap of ${budget.cap_usd:.2f} was reached: ${budget.settled_usd:.4f} paid, "
-                    f"${budget.held_usd:.4f} held by calls in flight, and the next call would hold "
-                    f"${budget.hold_for(estimate.total_usd):.4f} (its estimate, or what such calls were "
-                    "billed when more). No further call was sent."
+                    f"{possibly}${budget.held_usd:.4f} held by calls in flight, and the next call would "
+                    f"hold ${budget.hold_for(estimate.total_usd, worst):.4f} (its worst case: its prompt "
+                    "and every output token it may write, or what such calls were billed when more). "
+                    "No further call was sent."
                 )
             self._stop(why)
         if held is None:
@@ -831,11 +837,12 @@ class Executor:
             )
             self.budget.settle(reservation, paid, possibly=possibly, billed=billed)
         if possibly and completion is None:
-            pricing = pending.run.plan.settings.pricing
-            call = pending.call
-            worst = estimate_cost(call.prompt_tokens, call.max_output_tokens, *pricing, mode=mode)
+            if reservation is not None:
+                held = reservation.held_usd
+            else:  # no budget: what it may have cost is its worst case at the price it was sent at
+                held = worst_case(pending.call, call_pricing(pending.call, pending.run.plan.settings), mode).usd
             with self._count_lock:
-                self._possibly_usd += reservation.held_usd if reservation is not None else worst.total_usd
+                self._possibly_usd += held
                 self._possibly_calls += 1
         if completion is not None:
             with self._count_lock:
@@ -871,9 +878,12 @@ class Executor:
         self._mark_sent(out)
         warm = self._warm_prefix(out)
         completion: Completion | None = None
-        unanswered = False
+        # Sent, and no answer known: until the provider answers (a reply, or an error it sent),
+        # the call may be billed (a client that raised something else may have sent it too).
+        unanswered = True
         try:
             completion = self.client.complete(out.request)
+            unanswered = False
             self._note_cache(run, out, warm, completion, record)
         except LLMError as exc:
             if exc.usage is not None:

@@ -276,3 +276,25 @@ def test_a_runner_that_leaves_hands_what_it_took_back_for_the_next(
         (trace,) = next_runner.run(document, [plan])
     assert trace.ok and next_runner.possibly_billed_calls == 1
     assert "1 call sent before the interruption" in next_runner.possibly_billed_note
+
+
+def test_a_client_that_breaks_after_sending_leaves_its_call_in_the_ledger(
+    document: Document, tmp_path: Path
+) -> None:
+    """Something other than a provider's answer (a bug in a client, raised after the call went
+    out) says nothing of the bill: the call stays possibly billed, here and for the next run."""
+    from rr_core.llm.base import Completion, LLMRequest
+    from rr_core.llm.fake import ScriptedClient
+
+    class BreaksAfterSending(ScriptedClient):
+        def complete(self, request: LLMRequest) -> Completion:
+            raise RuntimeError("a bug after the request was sent")
+
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    plan = baseline(document)
+    budget = Budget(1.0)
+    with Executor(BreaksAfterSending(), cache=store, budget=budget) as executor:
+        (trace,) = executor.run(document, [plan])
+    assert not trace.ok and "RuntimeError" in (trace.error or "")
+    assert executor.possibly_billed_calls == 1 and budget.possibly_usd > 0
+    assert [c.sender for c in store.unanswered()] == [executor.sender_id]
