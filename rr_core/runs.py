@@ -840,7 +840,9 @@ class Executor:
             if reservation is not None:
                 held = reservation.held_usd
             else:  # no budget: what it may have cost is its worst case at the price it was sent at
-                held = worst_case(pending.call, call_pricing(pending.call, pending.run.plan.settings), mode).usd
+                held = worst_case(
+                    pending.call, call_pricing(pending.call, pending.run.plan.settings), mode
+                ).usd
             with self._count_lock:
                 self._possibly_usd += held
                 self._possibly_calls += 1
