@@ -547,7 +547,8 @@ def _execute(run: ReviewRun, jobs: Sequence[Job] | None, what: str) -> None:
     review.message = None
     run.done = not done.cancelled
     run.paid_usd += done.paid_usd
-    run.possibly_billed = done.possibly_billed
+    # A run again after a stop adds to what was paid and possibly billed (both stay said).
+    run.possibly_billed = "; ".join(n for n in (run.possibly_billed, done.possibly_billed) if n)
     run.save_error = done.save_error or ""
     if done.cancelled:
         review.message = (

@@ -901,6 +901,7 @@ def cmd_lab(args: argparse.Namespace) -> dict[str, Any]:
         **sweep_json(plan, result, context=context),
         "is_llm": client.is_llm,
         "possibly_billed": result.possibly_billed,
+        "possibly_usd": round(result.possibly_usd, 6),
     }
     if args.trials_csv:
         shared = {
@@ -1147,6 +1148,8 @@ def _print_table(command: str, data: dict[str, Any]) -> None:
             money = (
                 f"paid: price unknown ({p['priced_as']}; --price-model names the model whose prices apply)"
             )
+            if data.get("possibly_billed"):  # calls sent with no answer back, whatever their price
+                money += f", and {data['possibly_billed']}"
         elif data.get("is_llm"):
             money = f"paid ${data['paid_usd']:.4f}"
             if data.get("possibly_billed"):

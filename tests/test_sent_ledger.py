@@ -197,6 +197,7 @@ def test_kill_9_in_now_mode_answered_calls_come_from_the_store_and_calls_in_flig
     assert data["calls_made"] == len(again) + 2
     assert data["possibly_billed"].startswith("up to $")
     assert "2 calls sent before the interruption" in data["possibly_billed"]
+    assert data["possibly_usd"] > 0 and f"up to ${data['possibly_usd']:.4f}" in data["possibly_billed"]
     assert SQLiteStore(db).unanswered() == []
 
 

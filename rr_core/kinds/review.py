@@ -335,6 +335,7 @@ class PlannedReview:
             "failed_cells": failed,
             "paid_usd": round(result.paid_usd, 8) if result else 0.0,
             "possibly_billed": result.possibly_billed if result else "",
+            "possibly_usd": round(result.possibly_usd, 6) if result else 0.0,
             "history_batch": result.batch if result else None,
             "save_error": result.save_error if result else None,
             "scores": scores_json(plan, cells),

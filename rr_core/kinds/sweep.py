@@ -234,6 +234,7 @@ class PlannedSweep:
             **sweep_json(plan, result, context={"preset": work.preset, "mode": work.mode}),
             "is_llm": client.is_llm,
             "possibly_billed": result.possibly_billed,
+            "possibly_usd": round(result.possibly_usd, 6),
         }
         if result.cancelled and stop.left:  # the runner is going away: the next one takes the work up
             return Ended("queued")

@@ -439,6 +439,7 @@ class SweepResult:
     is_llm: bool = True  # False: a free engine (offline, simulated) that pays nothing
     engine: str = ""  # who answered: "openai / gpt-4.1", "simulated (not an LLM)"
     possibly_billed: str = ""  # "up to $X possibly billed for N calls …" ("": none may be)
+    possibly_usd: float = 0.0  # that X
 
     @property
     def cells(self) -> list[Cell]:
@@ -644,6 +645,6 @@ def run_jobs(
     result.scores.sort(key=lambda s: s.job)
     result.bound_scores.sort(key=lambda s: s.job)
     result.stopped, result.save_error = executor.stopped, executor.save_error
-    result.possibly_billed = executor.possibly_billed_note
+    result.possibly_billed, result.possibly_usd = executor.possibly_billed_note, executor.possibly_billed_usd
     result.failures.extend(executor.batch_problems)
     return result
