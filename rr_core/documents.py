@@ -17,7 +17,7 @@ import zipfile
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,9 @@ class Document:
     # The PDF behind the pages (the upload, or one generated for a sample), for rendering.
     pdf_bytes: bytes | None = field(default=None, repr=False)
     password: str | None = field(default=None, repr=False)
+    # Loaded with OCR on (pages without text read by Tesseract): its reading is kept apart from
+    # the one without.
+    ocr: bool = False
 
     @property
     def total_tokens(self) -> int:
@@ -188,10 +191,11 @@ def load_document(
     kind = detect_kind(filename, data)
     if kind == "pdf":
         texts, warnings, labels = _pdf_texts(data, filename, password, max_pages, ocr)
-        return document_from_texts(
+        loaded = document_from_texts(
             filename, texts, counter=counter, kind=kind, sha256=hashlib.sha256(data).hexdigest(),
             warnings=warnings, pdf_bytes=data, password=password, labels=labels,
         )  # fmt: skip
+        return replace(loaded, ocr=True) if ocr else loaded
     text = _plain_text(kind, data, filename, max_bytes, max_words=max_pages * WORDS_PER_BLOCK)
     texts = split_blocks(text, max_blocks=max_pages)
     if not texts:

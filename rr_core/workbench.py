@@ -55,7 +55,7 @@ from rr_core.methods import plan_questions
 from rr_core.plans import Plan, estimate_calls
 from rr_core.questions import Question, mark_traces
 from rr_core.review import CorpusFile, Item, ReviewPlan, StoredDocuments, read_corpus
-from rr_core.review.corpus import Passwords, Where, reading_bytes
+from rr_core.review.corpus import Passwords, Where, reading_bytes, reading_key
 from rr_core.runs import CallEvent, Executor, RunTrace
 from rr_core.settings import RunSettings
 from rr_core.store import (
@@ -315,7 +315,7 @@ def check_sweep_budget(plan: SweepPlan, max_usd: float | None, mode: Mode = "now
 def keep_document(store: DocumentStore, document: Document) -> None:
     """Keep a run's document in the store by its hash (its reading, and a PDF's bytes), so the
     History and the Document screen can open it again, on any replica, after it is closed."""
-    store.put_reading(document.sha256, document.tokenizer, reading_bytes(document))
+    store.put_reading(document.sha256, reading_key(document.tokenizer, document.ocr), reading_bytes(document))
     if document.pdf_bytes is not None and hashlib.sha256(document.pdf_bytes).hexdigest() == document.sha256:
         store.put_document(document.pdf_bytes, document.name)
 

@@ -782,3 +782,21 @@ def test_no_real_document_reads_as_noise(shared_documents: Path) -> None:
         read += 1
         assert not [w for w in document.warnings if "noise" in w], pdf.name
     assert read >= 5
+
+
+def test_a_document_read_with_ocr_is_kept_apart_from_its_reading_without(tmp_path: Path) -> None:
+    """The Ask screen keeps the reading it ran on: one loaded with OCR on goes under the OCR'd
+    reading's key, so it never replaces (nor is replaced by) the reading without OCR."""
+    from rr_core.review.corpus import reading_key
+    from rr_core.store import SQLiteStore
+    from rr_core.workbench import keep_document
+
+    data = make_pdf(["The fee is 4.2 million.", "Signed in Oslo."])
+    plain = load_document(data, filename="deal.pdf", counter=word_counter())
+    with_ocr = load_document(data, filename="deal.pdf", counter=word_counter(), ocr=True)
+    assert not plain.ocr and with_ocr.ocr and plain.sha256 == with_ocr.sha256
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    keep_document(store, plain)
+    keep_document(store, with_ocr)
+    keys = {reading_key(plain.tokenizer, False), reading_key(plain.tokenizer, True)}
+    assert len(keys) == 2 and all(store.get_reading(plain.sha256, key) for key in keys)

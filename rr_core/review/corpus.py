@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Protocol
@@ -708,6 +708,8 @@ class StoredDocuments:
         blob = self._store.get_reading(sha256, tokenizer)
         pdf = self._store.get_document(sha256) if self._with_pdf or blob is None else None
         document = document_from_reading(sha256, blob, pdf if self._with_pdf else None) if blob else None
+        if document is not None and ocr:
+            document = replace(document, ocr=True)  # read back from the OCR'd reading
         if document is None:
             if pdf is None:
                 raise ConfigError(
