@@ -1891,6 +1891,8 @@ def _lab_exit_code(data: dict[str, Any]) -> int:
         print(f"error: {failed:,} of {runs:,} runs failed:", file=sys.stderr)
         for group in data.get("failure_reasons", []):
             print(f"  {group['runs']:,} × {group['reason']}", file=sys.stderr)
-    if runs and failed >= runs:
+    if runs and failed >= runs and not data.get("stopped"):
         return EXIT_PROVIDER
+    # Stopped by the budget cap: runs were not sent (whether any finished before the cap was
+    # reached depends on which calls came back first), which is not a provider's failure.
     return EXIT_PARTIAL if failed or data.get("stopped") or data.get("cancelled") else EXIT_OK
