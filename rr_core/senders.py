@@ -6,10 +6,11 @@ billed, and the next run of the same calls reports it. A sender still running (a
 session, a worker, the Lab screen showing a sweep a worker runs) has its calls in flight: they
 are its own to settle, never taken from it.
 
-A sender's id names its machine, its process and itself. A sender of this process is gone once
-its executor is closed; one of another process on this machine, once that process has ended;
-one of another machine (a worker elsewhere), once its call is older than any call can take (the
-client's time limit, retries included) plus a margin for clocks that differ. One of an older
+A sender's id names its machine, its process and itself. A call older than any call can take
+(its request's time limit, retries included, plus a margin for clocks that differ) is no longer
+in flight, whoever sent it. Before that, a sender of this process is gone once its executor is
+closed; one of another process on this machine, once that process has ended; one of another
+machine (a worker elsewhere) is taken to be running. One of an older
 build (a bare id, no machine in it) is gone: that build was stopped to start this one.
 """
 
@@ -45,6 +46,8 @@ def ended(sender: str) -> None:
 def is_gone(sender: str, sent_at: str, *, limit_s: float, now: datetime | None = None) -> bool:
     """Whether ``sender`` (which sent a call at ``sent_at``, ISO UTC) can no longer settle it:
     its calls are then the next sender's to report as possibly billed."""
+    if _age_s(sent_at, now) > limit_s + STALE_MARGIN_S:
+        return True  # no call is in flight that long (a process id used again says nothing)
     host, slash, rest = sender.partition("/")
     pid_text, _, _ = rest.partition("/")
     if not slash:
@@ -55,7 +58,7 @@ def is_gone(sender: str, sent_at: str, *, limit_s: float, now: datetime | None =
             with _lock:
                 return sender not in _live
         return not _process_running(pid)
-    return _age_s(sent_at, now) > limit_s + STALE_MARGIN_S
+    return False
 
 
 def _process_running(pid: int) -> bool:

@@ -20,7 +20,9 @@ def _ago(seconds: float) -> str:
 
 def test_a_sender_of_this_process_is_live_until_its_executor_is_closed() -> None:
     sender = senders.new_sender()
-    assert not senders.is_gone(sender, _ago(10_000), limit_s=LIMIT_S, now=NOW)  # however old its call
+    assert not senders.is_gone(sender, _ago(LIMIT_S), limit_s=LIMIT_S, now=NOW)
+    # A call older than any call can take has ended (timed out, and counted by its sender).
+    assert senders.is_gone(sender, _ago(LIMIT_S + senders.STALE_MARGIN_S + 1), limit_s=LIMIT_S, now=NOW)
     senders.ended(sender)
     assert senders.is_gone(sender, _ago(0), limit_s=LIMIT_S, now=NOW)
 
@@ -30,7 +32,7 @@ def test_a_sender_of_another_process_of_this_machine_is_gone_once_that_process_e
     process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
         running = f"{host}/{process.pid}/abc"
-        assert not senders.is_gone(running, _ago(10_000), limit_s=LIMIT_S, now=NOW)
+        assert not senders.is_gone(running, _ago(LIMIT_S), limit_s=LIMIT_S, now=NOW)
     finally:
         assert process.stdin is not None
         process.stdin.close()
