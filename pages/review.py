@@ -55,7 +55,7 @@ from rr_core.review.export import review_csv, review_json, review_xlsx
 from rr_core.review.sample import sample_corpus
 from rr_core.store import WorkRecord
 from rr_core.traces import RunTrace
-from rr_core.work import ReviewWork, grid_cells
+from rr_core.work import ReviewWork, grid_results
 
 sidebar.page_setup()
 state = st.session_state
@@ -602,8 +602,7 @@ def _show_work(record: WorkRecord) -> None:
     except (RRError, LedgerError) as exc:
         results.show_rr_error(exc)
         return
-    cells = grid_cells(store, record.work_id, work)
-    traces = [t for t in (store.get(r) for r in dict.fromkeys(c.run_id for c in cells if c.run_id)) if t]
+    cells, traces = grid_results(store, record.work_id, work)  # two reads, not one a run
     shown_engine = f"{work.provider} / {work.model}"
     is_llm = any(c.is_llm for c in cells) if cells else True
     review.run = ReviewRun(

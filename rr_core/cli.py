@@ -483,6 +483,9 @@ def _parser() -> argparse.ArgumentParser:
 
     p_history = sub.add_parser("history", help="your stored runs, newest first (every store)")
     p_history.add_argument("--limit", type=int, default=50, help="how many, newest first (default 50)")
+    p_history.add_argument(
+        "--skip", type=int, default=0, help="leave out the newest N first (a page further back; default 0)"
+    )
     p_history.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
     user_arg(p_history)
 
@@ -1676,9 +1679,17 @@ def _print_history(data: dict[str, Any]) -> None:
     """The runs as a table: when, document, method, model, answer, money (a free engine's is
     what it would cost: nothing was paid)."""
     runs, total = data["runs"], int(data.get("total", len(data["runs"])))
-    shown = (
-        _plural(total, "run") if len(runs) >= total else f"showing {len(runs):,} of {_plural(total, 'run')}"
-    )
+    skip = int(data.get("skip", 0))
+    if skip and runs:
+        shown = f"showing {skip + 1:,}–{skip + len(runs):,} of {_plural(total, 'run')}"
+    elif skip:
+        shown = f"none past the newest {skip:,} of {_plural(total, 'run')}"
+    else:
+        shown = (
+            _plural(total, "run")
+            if len(runs) >= total
+            else f"showing {len(runs):,} of {_plural(total, 'run')}"
+        )
     print(f"History of {data['user']} in {data['store']}: {shown}, newest first")
     if not runs:
         print("  (none yet: `ask --save` and the app's Ask screen store runs here)")
@@ -1718,15 +1729,17 @@ def cmd_history(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.limit < 1:
         raise ConfigError(f"--limit {args.limit}: give how many runs to list, at least 1")
+    if args.skip < 0:
+        raise ConfigError(f"--skip {args.skip}: give how many of the newest runs to leave out, 0 or more")
     owner = acting_user(args.user)
     store = open_history(owner)
     try:
-        runs = history_records(args.limit, store=store)
+        runs = history_records(args.limit, store=store, offset=args.skip)
         total = store.count()
         location = store.location
     finally:
         store.close()
-    return {"user": owner, "store": location, "runs": runs, "total": total}
+    return {"user": owner, "store": location, "runs": runs, "total": total, "skip": args.skip}
 
 
 COMMANDS = {

@@ -40,6 +40,7 @@ from rr_core.kinds.review import REVIEW as REVIEW
 from rr_core.kinds.review import PlannedReview
 from rr_core.kinds.review import ReviewWork as ReviewWork
 from rr_core.kinds.review import grid_cells as grid_cells
+from rr_core.kinds.review import grid_results as grid_results
 from rr_core.kinds.review import review_cells as review_cells
 from rr_core.kinds.sweep import SWEEP as SWEEP
 from rr_core.kinds.sweep import PlannedSweep

@@ -511,13 +511,13 @@ def _waited(start: str, end: str | None, now: datetime) -> str:
 
 
 def history_records(
-    limit: int = 200, store: Store | None = None, owner: str = LOCAL_OWNER
+    limit: int = 200, store: Store | None = None, owner: str = LOCAL_OWNER, *, offset: int = 0
 ) -> list[dict[str, Any]]:
-    """One user's stored runs, newest first, as ``history`` prints them: each run's fields, and
-    what it paid (``paid_usd``: 0 for a free engine, whose ``cost_usd`` is what the same tokens
-    would cost)."""
+    """One user's stored runs, newest first (``offset``: past that many newer ones), as ``history``
+    prints them: each run's fields, and what it paid (``paid_usd``: 0 for a free engine, whose
+    ``cost_usd`` is what the same tokens would cost)."""
     store = store if store is not None else open_history(owner)
-    return [_history_record(run) for run in store.list(limit)]
+    return [_history_record(run) for run in store.list(limit, offset=offset)]
 
 
 def _history_record(run: StoredRun) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from conftest import PLANTED_FACT, PLANTED_PAGE, PLANTED_QUESTION, ROOT, planted_texts
+from conftest import PLANTED_FACT, PLANTED_PAGE, PLANTED_QUESTION, ROOT, offline_traces, planted_texts
 
 from rr_core import samples
 from rr_core.cli import main
@@ -972,10 +973,35 @@ def test_each_user_sees_only_their_own_runs_in_a_sqlite_history(
     assert cli_json(capsys, "batches") == {"batches": []}
 
 
+def test_history_says_the_true_total_and_pages_past_a_thousand_runs(
+    capsys: pytest.CaptureFixture[str],
+    planted_document,  # type: ignore[no-untyped-def]
+) -> None:
+    """A generated history of 2,600 runs: the default list says how many there are, and
+    ``--skip`` reaches every page of them, a thousand at a time, newest first."""
+    (trace,) = offline_traces(planted_document, "rr")
+    store = open_store()
+    store.save_batch([dataclasses.replace(trace, run_id=f"run-{i:04d}") for i in range(2600)])
+    store.close()
+    newest_first = [f"run-{i:04d}" for i in reversed(range(2600))]
+    assert main(["history"]) == 0
+    assert "showing 50 of 2,600 runs, newest first" in capsys.readouterr().out
+    pages = [cli_json(capsys, "history", "--limit", "1000", "--skip", str(skip)) for skip in (0, 1000, 2000)]
+    assert [len(page) for page in pages] == [1000, 1000, 600]
+    assert [r["run_id"] for page in pages for r in page] == newest_first
+    assert main(["history", "--limit", "1000", "--skip", "1000"]) == 0
+    assert "showing 1,001–2,000 of 2,600 runs, newest first" in capsys.readouterr().out
+    assert main(["history", "--skip", "2590"]) == 0
+    assert "showing 2,591–2,600 of 2,600 runs" in capsys.readouterr().out
+    assert main(["history", "--skip", "3000"]) == 0
+    assert "none past the newest 3,000 of 2,600 runs" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
         (["history", "--limit", "0"], "--limit 0"),
+        (["history", "--skip", "-1"], "--skip -1"),
         (["history", "--user", " alice"], "spaces around it"),
     ],
 )

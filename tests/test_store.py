@@ -106,6 +106,59 @@ def test_delete_many_at_once(open_backend: Backend, planted_document: Document) 
     assert store.delete([]) == 0
 
 
+def test_many_runs_read_back_at_once_in_the_order_asked(
+    open_backend: Backend, planted_document: Document
+) -> None:
+    """``get_runs``: a grid's traces in one read (600 of them: past SQLite's bound on one
+    statement's parameters), in the order asked, each once, those gone or another owner's left out."""
+    store = open_backend()
+    (trace,) = offline_traces(planted_document, "rr")
+    many = [dataclasses.replace(trace, run_id=f"run-{i:04d}", position=i) for i in range(600)]
+    store.save_batch(many)
+    open_backend(owner="someone-else").save_batch([dataclasses.replace(trace, run_id="theirs")])
+    asked = (
+        [f"run-{i:04d}" for i in (599, 3, 250, 3, 598)]
+        + ["gone", "theirs"]
+        + [f"run-{i:04d}" for i in range(600)]
+    )
+    got = store.get_runs(iter(asked))  # any iterable, read once
+    expected = list(dict.fromkeys(r for r in asked if r.startswith("run-")))
+    assert [t.run_id for t in got] == expected and len(got) == 600
+    assert got[0] == many[599] and got[2].position == 250
+    assert store.get_runs([]) == []
+
+
+def test_a_works_results_written_together_fail_together(open_backend: Backend) -> None:
+    """``add_results`` is one transaction: when the database refuses the third of a document's
+    cells (a trigger standing for a failure mid-write), none of them is kept, and the work's
+    earlier results stay."""
+    store = open_backend()
+    work_id = store.submit_work("review", "a grid", {"files": []}, 8)
+    store.add_results(work_id, [("main:doc-a:0", {"answer": "kept before"})])
+    if isinstance(store, SQLiteStore):
+        with sqlite3.connect(store.path) as db:
+            db.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON work_results WHEN NEW.result_key = 'main:doc-b:2'"
+                " BEGIN SELECT RAISE(ABORT, 'refused mid-write'); END"
+            )
+    else:
+        with store.transaction() as db:  # type: ignore[attr-defined]
+            db.execute(
+                "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " IF NEW.result_key = 'main:doc-b:2' THEN RAISE EXCEPTION 'refused mid-write'; END IF;"
+                " RETURN NEW; END $$"
+            )
+            db.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON work_results FOR EACH ROW EXECUTE FUNCTION refuse()"
+            )
+    document_b = [(f"main:doc-b:{c}", {"answer": f"b{c}"}) for c in range(4)]
+    with pytest.raises(LedgerError, match="refused mid-write"):
+        store.add_results(work_id, document_b)
+    assert store.work_results(work_id) == [{"answer": "kept before"}]
+    store.add_results(work_id, [(f"main:doc-c:{c}", {"answer": f"c{c}"}) for c in range(4)])  # still usable
+    assert [r["answer"] for r in store.work_results(work_id)] == ["kept before", "c0", "c1", "c2", "c3"]
+
+
 def test_each_batch_gets_its_own_id(open_backend: Backend, planted_document: Document) -> None:
     store = open_backend()
     traces = offline_traces(planted_document, "baseline", "icr", "rr")

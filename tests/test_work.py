@@ -4,19 +4,32 @@ again or paying a stored call twice."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rr_core.documents import pdf_from_texts
+from rr_core.errors import LedgerError
 from rr_core.llm.base import Completion, LLMRequest
 from rr_core.llm.offline import OfflineEngine
 from rr_core.review import items_from_uploads, parse_answer_key, parse_columns
-from rr_core.store import open_store
+from rr_core.store import SQLiteStore, Store, open_store
 from rr_core.tokens import counter_for_model
-from rr_core.work import InProcessQueue, ReviewWork, resume_work, review_cells, run_work, submit_review
+from rr_core.work import (
+    InProcessQueue,
+    ReviewWork,
+    grid_results,
+    resume_work,
+    review_cells,
+    run_work,
+    submit_review,
+)
 from rr_core.workbench import Engine, read_review_corpus
 
 COLUMNS = """question,type
@@ -347,3 +360,115 @@ def test_a_lab_sweep_as_work_runs_resumes_for_free_and_says_what_it_measured(set
     assert again is not None and again.state == "done" and again.attempts == 2
     assert (again.result or {})["calls_made"] == 0
     assert (again.result or {})["calls_cached"] >= first_calls
+
+
+class _Counting:
+    """A store that counts the calls made to it (each one transaction), and can refuse one write
+    of results (``refuse``: the call that fails, counted from 1), as a database failing mid-write."""
+
+    def __init__(self, store: Store, refuse: int = 0) -> None:
+        self._store, self._refuse = store, refuse
+        self.calls: Counter[str] = Counter()
+        self.written: list[list[str]] = []  # each add_results call's keys
+
+    def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        self.calls["add_results"] += 1
+        self.written.append([key for key, _ in results])
+        if self.calls["add_results"] == self._refuse:
+            raise LedgerError("the database refused the write (a test's failure mid-write)")
+        self._store.add_results(work_id, results)
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._store, name)
+        if not callable(found):
+            return found
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return found(*args, **kwargs)
+
+        return counted
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def wide(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A grid of 20 documents × 5 questions, run by a method asking one question a call (100
+    runs), finished: its store's path, the store, the work and its id."""
+    path = str(tmp_path / "runs.sqlite3") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    store = open_store(path)
+    engine = Engine.choose("offline")
+    files = read_review_corpus(
+        items_from_uploads([(f"c{i}.pdf", _contract(i)) for i in range(20)])[0], model=engine.counting_model(),
+        store=store, processes=1,
+    )  # fmt: skip
+    columns = "question,type\n" + "".join(f"Which state's law governs part {i}?,text\n" for i in range(5))
+    work = ReviewWork(
+        tuple(files), tuple(parse_columns(columns)), engine.settings(method="baseline"), engine.provider,
+        engine.model, engine.price_model, concurrency=2,
+    )  # fmt: skip
+    work_id = submit_review(store, work)
+    finished = run_work(store, work_id)
+    assert finished is not None and finished.state == "done" and finished.done == 100, finished
+    return path, store, work, work_id
+
+
+def test_show_results_reads_a_finished_grid_in_two_queries_whatever_its_size(wide, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The Review screen's Show results (``grid_results``): a finished grid of 20 documents × 5
+    questions, 100 runs, is read with one query for its cells and one for its runs (it was one
+    query a run: 100 more)."""
+    path, store, work, work_id = wide
+    counting = _Counting(store)
+    statements: list[str] = []
+    if isinstance(store, SQLiteStore):  # the SQL itself, where the driver shows it
+        opened = SQLiteStore._open
+
+        def traced(self: SQLiteStore) -> sqlite3.Connection:
+            db = opened(self)
+            db.set_trace_callback(statements.append)
+            return db
+
+        monkeypatch.setattr(SQLiteStore, "_open", traced)
+    cells, traces = grid_results(counting, work_id, work)  # type: ignore[arg-type]
+    assert len(cells) == 100 and all(c.ok for c in cells)
+    assert len(traces) == 100 and [t.run_id for t in traces] == [c.run_id for c in cells]
+    assert dict(counting.calls) == {"work_results": 1, "get_runs": 1}
+    if isinstance(store, SQLiteStore):
+        selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+        assert len(selects) == 2, selects
+
+
+def test_a_documents_cells_are_recorded_together_and_a_failed_write_leaves_none_of_them(wide) -> None:  # type: ignore[no-untyped-def]
+    """A grid whose method asks one question a call (five jobs a document, several under way at
+    once, the documents' jobs interleaved): each document's cells are written in one call of the store,
+    all five together. When the store fails on the third document's write, the work fails,
+    none of that document's cells is recorded, the two before are whole, and the work resumed
+    asks only the rest, paying for no call twice (the call cache holds what the first run paid)."""
+    path, store, work, _ = wide
+    fresh = open_store(path, owner="fresh")  # no reply of the finished grid in its call cache
+    files = read_review_corpus(
+        items_from_uploads([(f"c{i}.pdf", _contract(i)) for i in range(20)])[0], model="gpt-4.1-mini",
+        store=fresh, processes=1,
+    )  # fmt: skip
+    again = ReviewWork.from_dict({**work.to_dict(), "files": [f.to_dict() for f in files]})
+    work_id = submit_review(fresh, again)
+    first = Gated()
+    for _ in range(1000):
+        first.gate.release()
+    failing = _Counting(fresh, refuse=3)
+    ended = run_work(failing, work_id, client=first)  # type: ignore[arg-type]
+    assert ended is not None and ended.state == "failed" and "refused the write" in (ended.error or ""), ended
+    assert len(failing.written) == 3
+    for keys in failing.written:  # one document each, all its five columns
+        assert len({key.split(":")[1] for key in keys}) == 1 and sorted(k[-1] for k in keys) == list("01234")
+    recorded = {c.key for c in review_cells(fresh, work_id)}
+    assert recorded == set(failing.written[0]) | set(failing.written[1])  # the third document: none of it
+
+    assert resume_work(fresh, work_id)
+    second = Gated()
+    for _ in range(1000):
+        second.gate.release()
+    finished = run_work(fresh, work_id, client=second)
+    assert finished is not None and finished.state == "done" and finished.done == 100, finished
+    assert len({c.key for c in review_cells(fresh, work_id)}) == 100
+    # One call a cell, each paid once over both runs (the failed document's came from the cache).
+    assert first.calls + second.calls == 100, (first.calls, second.calls)

@@ -285,6 +285,13 @@ def grid_cells(store: Store, work_id: str, work: ReviewWork) -> list[Cell]:
     return agree_cells(cells) if work.compare is not None else cells
 
 
+def grid_results(store: Store, work_id: str, work: ReviewWork) -> tuple[list[Cell], list[RunTrace]]:
+    """A grid's recorded cells (as ``grid_cells``) and the traces they rest on, each once, in
+    the cells' order: two reads of the store (its results, then its runs), whatever its size."""
+    cells = grid_cells(store, work_id, work)
+    return cells, store.get_runs(c.run_id for c in cells if c.run_id)
+
+
 @dataclass(frozen=True, slots=True)
 class PlannedReview:
     """A grid planned where it runs (once a run)."""
@@ -300,7 +307,9 @@ class PlannedReview:
 
     def run(self, context: WorkContext) -> Ended:
         """Ask the cells not recorded yet (a document with any missing is asked again; its recorded
-        cells stay), recording each as it arrives."""
+        cells stay), recording each document's cells together, in one transaction, once its last
+        job has answered: a runner killed mid-write leaves none of that document's cells written,
+        and the next runner asks them again from the call cache (paying nothing twice)."""
         work, plan, store, work_id, stop = self.work, self.plan, context.store, context.work_id, context.stop
         kept = {c.key for c in map(Cell.from_dict, context.recorded()) if c.ok}
         todo = [job for job in plan.jobs if not _all_kept(job.meta, kept)]
@@ -311,23 +320,43 @@ class PlannedReview:
         if client is None:
             engine = work.engine()
             client = engine.client(counter_for_model(engine.counting_model()))
+        # Per document: how many of its cells are still to come from this run's jobs, and those
+        # that came, held until the last one has.
+        coming: dict[str, int] = {}
+        for job in todo:
+            listed = job.meta.get("columns")
+            sha = str(job.meta.get("document"))
+            coming[sha] = coming.get(sha, 0) + (len(listed) if isinstance(listed, list) else 0)
+        held: dict[str, list[Cell]] = {}
+
+        def record(sha: str) -> None:
+            nonlocal done
+            cells = [c for c in held.pop(sha, []) if c.key not in kept]
+            if not cells:
+                return
+            context.record([(c.key, c.to_dict()) for c in cells])
+            done += len(cells)
+            kept.update(c.key for c in cells)
+            context.progress(done, total)
 
         def keep(cell: Cell) -> None:
-            nonlocal done
-            if cell.not_asked:  # stopped before it was sent: left for a resumed run to ask
-                return
-            if cell.key in kept:  # recorded before this run (its document is asked again for its other
-                return  # columns): the recorded answer stays, with its run and its citations
-            context.record([(cell.key, cell.to_dict())])
-            done += 1
-            kept.add(cell.key)
-            context.progress(done, total)
-            stop.check()  # a stop asked for while the cell was answered: nothing further is sent
+            sha = cell.document_sha256
+            coming[sha] = coming.get(sha, 1) - 1
+            # Stopped before it was sent: left for a resumed run to ask. Recorded before this run
+            # (its document is asked again for its other columns): the recorded answer stays,
+            # with its run and its citations.
+            if not cell.not_asked and cell.key not in kept:
+                held.setdefault(sha, []).append(cell)
+            if coming[sha] <= 0:
+                record(sha)
+                stop.check()  # a stop asked for while the document was answered: nothing further is sent
 
         result = review(
             plan, client, concurrency=work.concurrency, key=work.key, jobs=todo, max_usd=work.max_usd,
             mode=work.mode, store=store, on_cell=keep, guard=stop.guard, keep=False,
         ) if todo else None  # fmt: skip
+        for sha in list(held):  # a document whose last job gave no cell (should not be): kept all the same
+            record(sha)
         cells = grid_cells(store, work_id, work)
         failed = sum(1 for c in cells if not c.ok)
         summary: dict[str, Any] = {

@@ -17,6 +17,7 @@ sees only that owner's rows.
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -151,6 +152,11 @@ class RunStore(Protocol):
 
     def get(self, run_id: str) -> RunTrace | None:
         """The full trace of a run, or None if it is gone (or another owner's)."""
+        ...
+
+    def get_runs(self, run_ids: Iterable[str]) -> builtins.list[RunTrace]:
+        """The full traces of these runs, in the order asked (each once; those gone left out),
+        read in one query (a grid's traces, shown again)."""
         ...
 
     def delete(self, run_ids: Iterable[str]) -> int:

@@ -607,10 +607,22 @@ class PostgresStore:
         """The full trace of a run, or None if it is gone (or another owner's)."""
         with self.transaction() as db:
             row = db.execute("SELECT trace FROM runs WHERE run_id = %s", (run_id,)).fetchone()
-        if not row:
-            return None
+        return self._trace(run_id, row[0]) if row else None
+
+    def get_runs(self, run_ids: Iterable[str]) -> builtins.list[RunTrace]:
+        """The full traces of these runs, in the order asked (each once; those gone left out), in one query."""
+        ids = builtins.list(dict.fromkeys(run_ids))
+        if not ids:
+            return []
+        with self.transaction() as db:
+            found = dict(
+                db.execute("SELECT run_id, trace FROM runs WHERE run_id = ANY(%s)", (ids,)).fetchall()
+            )
+        return [self._trace(run_id, found[run_id]) for run_id in ids if run_id in found]
+
+    def _trace(self, run_id: str, text: str) -> RunTrace:
         try:
-            data = json.loads(row[0])
+            data = json.loads(text)
             data.setdefault("run_id", run_id)
             return RunTrace.from_dict(data)
         except (ValueError, TypeError, KeyError) as exc:
