@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from rr_core.costs import Mode, context_window
+from rr_core.costs import Mode, context_window, price_usage
 from rr_core.jobs import Job
 from rr_core.llm import LLMClient, OnWait, ProviderInfo, default_provider, engine_client, get_provider
 from rr_core.llm.config import Lookup, environment
@@ -49,14 +49,16 @@ def open_runner(
     ledger: str = "",
     cache_lone_prefixes: bool | Callable[[Job | None], bool] = True,
     replay: bool = False,
+    spent_usd: float = 0.0,
 ) -> Executor:
     """The runner every use case runs through (the in-process executor), with the store as
     call cache when given and a budget cap when ``max_usd`` is set; ``mode`` "batch" sends
     each phase's calls as provider batches (recorded in the store, ``label`` naming them);
     ``cache_lone_prefixes`` False (or False for a job): work that knows all its calls marks for
     the prompt cache only the prefixes two of them share (see ``Executor``); ``replay``: results
-    shown again from the store, which takes over no earlier process's unanswered calls."""
-    budget = Budget(max_usd) if max_usd is not None else None
+    shown again from the store, which takes over no earlier process's unanswered calls;
+    ``spent_usd``: what earlier runs of the same work paid, inside ``max_usd`` (``spent_under``)."""
+    budget = Budget(max_usd, spent_usd) if max_usd is not None else None
     return Executor(
         client,
         concurrency=concurrency,
@@ -70,6 +72,18 @@ def open_runner(
         cache_lone_prefixes=cache_lone_prefixes,
         take_unanswered=not replay,
     )
+
+
+def spent_under(cache: CallCache, ledger: str, pricing: tuple[str, str | None]) -> float:
+    """What a work's runs have paid so far: every reply stored under its ledger, priced as the
+    work is (a reply stored before a kill included: it was paid)."""
+    return sum(
+        price_usage(usage, *pricing, mode=_mode(mode)).total_usd for usage, mode in cache.ledger_usage(ledger)
+    )
+
+
+def _mode(mode: str) -> Mode:
+    return "batch" if mode == "batch" else "now"
 
 
 @dataclass(frozen=True, slots=True)

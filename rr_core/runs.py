@@ -196,9 +196,11 @@ class Budget:
     known before several calls are in flight. Thread-safe.
     """
 
-    def __init__(self, cap_usd: float) -> None:
+    def __init__(self, cap_usd: float, spent_usd: float = 0.0) -> None:
         self.cap_usd = cap_usd
-        self.settled_usd = 0.0
+        # ``spent_usd``: what earlier runs of the same work paid (a work run again after a stop,
+        # or taken up by another runner): counted as settled, so the cap holds for the work.
+        self.settled_usd = spent_usd
         self.held_usd = 0.0
         # Calls sent whose bill never came (a timeout, a lost connection, a batch whose
         # acceptance was lost, calls left in flight by an interrupted process): counted at

@@ -472,3 +472,64 @@ def test_a_documents_cells_are_recorded_together_and_a_failed_write_leaves_none_
     assert len({c.key for c in review_cells(fresh, work_id)}) == 100
     # One call a cell, each paid once over both runs (the failed document's came from the cache).
     assert first.calls + second.calls == 100, (first.calls, second.calls)
+
+
+class _Paid:
+    """The offline engine, counted as paid (priced as its plan's price model)."""
+
+    name = "offline"
+    is_llm = True
+    max_concurrency: int | None = 1
+    batch = None
+
+    def __init__(self) -> None:
+        self._engine = OfflineEngine(counter_for_model("gpt-4.1-mini"))
+
+    def identity(self) -> dict[str, object]:
+        return {"provider": "paid-offline"}
+
+    def complete(self, request: LLMRequest) -> Completion:
+        return self._engine.complete(request)
+
+
+def test_a_works_budget_cap_holds_over_all_its_runs(tmp_path: Path) -> None:
+    """A capped grid stopped and run again (or taken up by the next runner) starts its second
+    run with what the first paid already counted: the work's runs together stay under its cap.
+    (Each run had the whole cap before: together they could pay up to twice it.)"""
+    from rr_core.kinds.review import review
+
+    engine = Engine.choose("offline", price_model="gpt-4.1-mini")
+    uploads = [(f"c{i}.pdf", _contract(i)) for i in range(6)]
+
+    def stored(name: str) -> tuple[Store, list[Any]]:
+        store = open_store(str(tmp_path / f"{name}.sqlite3"))
+        files = read_review_corpus(
+            items_from_uploads(uploads)[0],
+            model=engine.counting_model(), store=store, processes=1,
+        )  # fmt: skip
+        return store, files
+
+    store, files = stored("whole")
+    work = ReviewWork(
+        tuple(files), tuple(parse_columns(COLUMNS)), engine.settings(method="rr", max_output_tokens=300), engine.provider, engine.model,
+        engine.price_model, concurrency=1,
+    )  # fmt: skip
+    plan = work.plan(store)
+    whole = review(plan, _Paid(), concurrency=1, store=store, save=False)
+    assert whole.paid_usd > 0 and all(c.ok for c in whole.cells)
+    cap = 0.7 * whole.paid_usd
+    half = len(plan.jobs) // 2
+    together = []
+    for work_id in ("", "work-1"):  # without the work's ledger (as before), then with it
+        kept, _ = stored(work_id or "none")
+        first = review(
+            plan, _Paid(), concurrency=1, store=kept, jobs=plan.jobs[:half], max_usd=cap, work_id=work_id
+        )
+        second = review(
+            plan, _Paid(), concurrency=1, store=kept, jobs=plan.jobs[half:], max_usd=cap, work_id=work_id
+        )
+        assert not first.cancelled and 0 < first.paid_usd <= cap
+        together.append(first.paid_usd + second.paid_usd)
+    before, after = together
+    assert before > cap  # each run kept the cap alone
+    assert after <= cap + 1e-9  # the work's runs together keep it

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from rr_core.batching import BatchProgress
 from rr_core.costs import Mode
-from rr_core.engine import Engine, Guard, open_runner
+from rr_core.engine import Engine, Guard, open_runner, spent_under
 from rr_core.errors import ConfigError, LedgerError
 from rr_core.jobs import Job
 from rr_core.kinds.base import SPEC_VERSION, Ended, Kind, WorkContext, calls_key, check_spec
@@ -196,6 +196,7 @@ def review(
     guard: Guard | None = None,
     save: bool = True,
     keep: bool = True,
+    work_id: str = "",
 ) -> ReviewResult:
     """Run the grid's jobs (or ``jobs``: a retry of some cells) through the run store as call
     cache: a grid stopped and started again pays only for what is missing, and a cell asked
@@ -203,12 +204,16 @@ def review(
     cells to ``on_cell`` as the job finishes (a screen keeps them as they come); the traces
     are saved to the history as they arrive (``SAVE_EVERY`` at a time, one history batch).
     ``keep`` False: the result holds no cell and no trace (work that records its cells as
-    they come: memory does not grow with the corpus)."""
+    they come: memory does not grow with the corpus). ``work_id``: the work this run is one
+    run of (run again after a stop, or by the next runner): its replies are recorded under the
+    work's own ledger, and ``max_usd`` is the work's, over all its runs (what its earlier runs
+    paid counts inside it)."""
     cache = store if store is not None else open_store()
     todo = list(jobs) if jobs is not None else list(plan.jobs)
     counter = counter_for_model(todo[0].token_model) if todo else None
     resolver = StoredDocuments(cache, counter) if counter is not None else None
-    ledger = plan.ledger_key()
+    ledger = plan.ledger_key() + (f"-{work_id}" if work_id else "")
+    spent = spent_under(cache, ledger, plan.settings.pricing) if work_id and max_usd is not None else 0.0
     cells: list[Cell] = []
     traces: list[RunTrace] = []
     unsaved: list[RunTrace] = []
@@ -232,6 +237,7 @@ def review(
             cache=cache,
             window=plan.window,
             max_usd=max_usd,
+            spent_usd=spent,
             mode=mode,
             label=f"Review · {len(plan.documents)} documents × {len(plan.columns)} questions",
             ledger=ledger,
@@ -353,6 +359,7 @@ class PlannedReview:
 
         result = review(
             plan, client, concurrency=work.concurrency, key=work.key, jobs=todo, max_usd=work.max_usd,
+            work_id=work_id,
             mode=work.mode, store=store, on_cell=keep, guard=stop.guard, keep=False,
         ) if todo else None  # fmt: skip
         for sha in list(held):  # a document whose last job gave no cell (should not be): kept all the same

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from rr_core.batching import BatchProgress
 from rr_core.costs import Mode
 from rr_core.documents import Document
-from rr_core.engine import Engine, open_runner
+from rr_core.engine import Engine, open_runner, spent_under
 from rr_core.errors import LedgerError
 from rr_core.kinds.base import SPEC_VERSION, Ended, Kind, WorkContext, calls_key, check_spec
 from rr_core.lab import TrialSpec, trial_recipes, trial_spec
@@ -168,15 +168,24 @@ def sweep(
     owner: str = LOCAL_OWNER,
     on_runner: Callable[[Executor], None] | None = None,
     replay: bool = False,
+    work_id: str = "",
 ) -> SweepResult:
     """Run every job of the sweep through the run store as call cache (``store``, or
     ``owner``'s history opened here): an interrupted or repeated sweep pays only for what is missing. A
     budget cap sends no call that would pass ``max_usd``. ``mode`` "batch": each phase's calls
     go out as provider batches at the batch price; a sweep started again after a stop polls
     the batches it had submitted instead of paying again. ``replay``: a finished sweep shown
-    again from the store (calls it finds in flight are their sender's to report)."""
+    again from the store (calls it finds in flight are their sender's to report).
+    ``work_id``: the work this run is one run of: its replies are recorded under the work's own
+    ledger, and ``max_usd`` is the work's, over all its runs (what earlier runs paid counts)."""
     cache = store if store is not None else open_store(owner=owner)
-    ledger = plan.ledger_key()
+    ledger = plan.ledger_key() + (f"-{work_id}" if work_id else "")
+    pricing = plan.jobs[0].settings.pricing if plan.jobs else None
+    spent = (
+        spent_under(cache, ledger, pricing)
+        if work_id and max_usd is not None and pricing is not None
+        else 0.0
+    )
     with open_runner(
         client,
         concurrency=concurrency,
@@ -187,6 +196,7 @@ def sweep(
         label=f"{label} · {ledger[6:14]}",
         ledger=ledger,
         replay=replay,
+        spent_usd=spent,
     ) as runner:
         if on_runner is not None:  # whoever may stop it (a stop asked for from another process)
             on_runner(runner)
@@ -228,7 +238,8 @@ class PlannedSweep:
         with stop.guard_open() as runners:
             result = sweep(
                 plan, client, concurrency=work.concurrency, window=engine.window(), max_usd=work.max_usd,
-                store=context.store, on_progress=progress, mode=work.mode, label=work.title, on_runner=runners,
+                work_id=context.work_id, store=context.store, on_progress=progress, mode=work.mode, label=work.title,
+                on_runner=runners,
             )  # fmt: skip
         summary = {
             **sweep_json(plan, result, context={"preset": work.preset, "mode": work.mode}),

@@ -187,6 +187,11 @@ class CallCache(Protocol):
         """Mark the replies of a ledger as recorded (its work finished and wrote them); how many."""
         ...
 
+    def ledger_usage(self, ledger: str) -> list[tuple[Usage, str]]:
+        """What every reply a ledger's work paid for was billed: (usage, mode "now" or "batch"),
+        in any order; what the work has spent over all its runs."""
+        ...
+
     def add_batch(self, batch: BatchRecord, keys: Sequence[str]) -> None:
         """Record a submitted batch and one waiting item per call key, atomically."""
         ...

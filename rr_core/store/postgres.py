@@ -694,6 +694,14 @@ class PostgresStore:
                 "UPDATE calls SET accounted = TRUE WHERE ledger = %s AND NOT accounted", (ledger,)
             ).rowcount
 
+    def ledger_usage(self, ledger: str) -> builtins.list[tuple[Usage, str]]:
+        """What every reply under ``ledger`` was billed, and how it was sent."""
+        if not ledger:
+            return []
+        with self.transaction() as db:
+            rows = db.execute("SELECT usage, mode FROM calls WHERE ledger = %s", (ledger,)).fetchall()
+        return [(Usage(**json.loads(row[0])), row[1]) for row in rows]
+
     def calls_cached(self) -> int:
         """How many call replies are kept."""
         with self.transaction() as db:

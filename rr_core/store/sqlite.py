@@ -623,6 +623,16 @@ class SQLiteStore:
             ).rowcount
         return int(changed)
 
+    def ledger_usage(self, ledger: str) -> builtins.list[tuple[Usage, str]]:
+        """What every reply under ``ledger`` was billed, and how it was sent."""
+        if not ledger:
+            return []
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT usage, mode FROM calls WHERE owner = ? AND ledger = ?", (self._owner, ledger)
+            ).fetchall()
+        return [(Usage(**json.loads(row[0])), row[1]) for row in rows]
+
     def put(self, key: str, call: CachedCall) -> None:
         """Keep a call's reply under its key (the first reply for a key stays)."""
         with self._transaction(write=True) as db:
