@@ -7,7 +7,9 @@ executor (``Executor.stream_jobs``), each trial built again where its job runs, 
 store as call cache: every call is looked up by its key first and kept as soon as it returns,
 so an interrupted or repeated sweep pays only for what is missing. The jobs can be written
 out (``SweepPlan.jobs_jsonl``) and run elsewhere (``read_jobs``, ``run_jobs``). Closed-book
-and oracle run once per question, as the lower and upper bounds.
+and oracle run once per question, as the lower and upper bounds. Each finished run can be
+handed on as a ``TrialRecord`` (small plain JSON, what long work stores as it arrives), and
+``stored_sweep`` rebuilds the sweep's result from those records alone, with no call.
 """
 
 from __future__ import annotations
