@@ -313,9 +313,8 @@ class PlannedSweep:
             **sweep_json(plan, whole, context={"preset": work.preset, "mode": work.mode}),
             **run,
         }
-        if (
-            result is not None and result.cancelled and stop.left
-        ):  # the runner is going away: the next takes it up
+        leaving = result is not None and result.cancelled and stop.left
+        if leaving:  # its runner is going away: the next takes the work up
             return Ended("queued", done=done)
         failed_all = bool(plan.jobs) and len(whole.failures) >= len(plan.jobs)
         if failed_all:
