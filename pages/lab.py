@@ -474,40 +474,38 @@ def engine_choice() -> workbench.Engine:
 
 
 def _show_work(record: WorkRecord) -> None:
-    """A finished sweep's results: replayed from the store (every reply is there), paying nothing."""
+    """A finished sweep's results, from the runs its work stored as they finished (one read; no
+    call, no client)."""
     work = SweepWork.from_dict(record.spec)
-    store = user.history()
     try:
-        shown_document, shown_plan, shown_engine = work.planned(store)
-        replay = S.new_client() if work.provider == S.provider() and S.provider_info().is_llm else (
-            shown_engine.client(counter_for_model(shown_engine.counting_model()))
-        )  # fmt: skip
-        # A budget of 0: a reply the store does not hold is not bought here.
-        finished = workbench.sweep(
-            shown_plan, replay, concurrency=S.concurrency(), store=store, max_usd=0.0 if replay.is_llm else None,
-            label=work.title, replay=True,
-        )  # fmt: skip
+        shown_document, shown_plan, finished = work.stored(user.history(), record.work_id, record.result)
     except (RRError, LedgerError) as exc:
         results.show_rr_error(exc)
+        return
+    if not finished.scores and not finished.bound_scores:
+        st.info(
+            "This sweep recorded no finished run to show. Resume it, or run the same sweep again here: "
+            "calls already answered come from the store, paid nothing twice."
+        )
         return
     state["lab_result"] = {
         "plan": shown_plan,
         "result": finished,
-        "engine": f"{work.provider} / {work.model}" + ("" if replay.is_llm else " (not an LLM)"),
+        "engine": f"{work.provider} / {work.model}" + ("" if finished.is_llm else " (not an LLM)"),
         "note": f"{work.provider} / {work.model} — run on the workers",
         "records": {
             "engine": work.provider,
-            "is_llm": int(replay.is_llm),
+            "is_llm": int(finished.is_llm),
             "seed": work.seed,
-            "temperature": temperature_sent(replay),
+            # Each trial's row says what its calls were sent with; a free engine is deterministic.
+            "temperature": "" if finished.is_llm else "deterministic engine",
         },  # fmt: skip
         "document": shown_document.name
         if shown_document is not None
         else get_task(work.task or "planted").label,
         "title": PRESETS[work.preset].title,
         "mode": work.mode,
-        # What the workers paid, as they recorded it (the replay pays nothing, and the calls it
-        # finds were paid by them).
+        # What the work paid, as it recorded it.
         "paid": _paid_by_work(record),
     }
     st.rerun()

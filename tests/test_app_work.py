@@ -47,14 +47,27 @@ def test_the_lab_sends_a_sweep_to_the_workers_and_shows_it_done(
         "done" in m.value and f"{finished.total:,} of {finished.total:,} runs" in m.value for m in at.markdown
     )
     show = next(b for b in at.button if b.key == f"work_{record.work_id}_show")
+    # Shown from the runs the worker stored: no client is made, nothing is asked of an engine.
+    import rr_core.engine
+    import rr_core.kinds.sweep
+
+    def no_client(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a client was made to show a stored sweep")
+
+    monkeypatch.setattr(rr_core.engine.Engine, "client", no_client)
+    monkeypatch.setattr(rr_core.kinds.sweep, "open_runner", no_client)
     show.click().run()
     assert not at.exception, [e.value for e in at.exception]
     result = at.session_state["lab_result"]["result"]
-    assert result.calls_made == 0 and result.calls_cached > 0  # replayed from the store: nothing bought
-    # What is said paid is what the workers recorded they paid, not the replay's nothing.
     stored = store.get_work(record.work_id)
     assert stored is not None and stored.result is not None
+    runs = store.work_results(record.work_id)
+    assert len(runs) == finished.total == len(result.scores) + len(result.bound_scores)
+    # The counts the worker made, as its runs recorded them (not a replay's finds in the store).
+    assert result.calls_made == stored.result["calls_made"] > 0 and result.calls_cached == 0
+    # What is said paid is what the workers recorded they paid.
     assert at.session_state["lab_result"]["paid"] == (stored.result["paid_usd"], "")
+    assert [s.series for s in result.summaries] == [s["method"] for s in stored.result["series"]]
     assert len(result.summaries) >= 2
 
 

@@ -354,12 +354,16 @@ def test_a_lab_sweep_as_work_runs_resumes_for_free_and_says_what_it_measured(set
     assert result["is_llm"] is False and result["paid_usd"] == 0
     first_calls = result["calls_made"]
     assert first_calls > 0 and len(result["series"]) == 2
-    # Started again (a worker that died after the last call): every reply comes from the store.
+    # Started again (a worker that died after the last run): every run is recorded, none is run
+    # again; the summary is the same sweep's, from its recorded runs.
+    recorded = store.work_results(work_id)
+    assert len(recorded) == done.total
     assert resume_work(store, work_id)
     again = run_work(store, work_id)
     assert again is not None and again.state == "done" and again.attempts == 2
-    assert (again.result or {})["calls_made"] == 0
-    assert (again.result or {})["calls_cached"] >= first_calls
+    assert store.work_results(work_id) == recorded
+    assert (again.result or {})["calls_made"] == first_calls and (again.result or {})["calls_cached"] == 0
+    assert (again.result or {})["series"] == result["series"]
 
 
 class _Counting:

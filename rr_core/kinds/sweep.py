@@ -4,13 +4,16 @@
   without its key, the document by content hash or a sample by name), versioned;
 - ``plan_measurement``: the trials' recipes and the sweep's plan before any call; ``sweep``: its
   jobs run through the store as call cache (the use case, through ``rr_core.workbench``);
-- ``PlannedSweep``: the sweep planned once where it runs; a resumed sweep pays only for the
-  calls the store does not hold, and its result is the sweep's JSON (any replica shows it).
+- ``PlannedSweep``: the sweep planned once where it runs; it records each finished run (one
+  method on one trial: its score and the calls it took, ``TrialRecord``) as it arrives, and a
+  resumed sweep runs only the runs not recorded (paying only for calls the store does not hold);
+  its result is the sweep's JSON (any replica shows it);
+- ``SweepWork.stored``: the sweep as its work recorded it, rebuilt from its stored runs (no call).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
@@ -24,7 +27,15 @@ from rr_core.lab import TrialSpec, trial_recipes, trial_spec
 from rr_core.lab.haystacks import TrialRecipe
 from rr_core.lab.presets import Preset, get_preset
 from rr_core.lab.report import sweep_json
-from rr_core.lab.sweep import Progress, SweepPlan, SweepResult, plan_sweep, run_sweep
+from rr_core.lab.sweep import (
+    Progress,
+    SweepPlan,
+    SweepResult,
+    TrialRecord,
+    plan_sweep,
+    run_sweep,
+    stored_sweep,
+)
 from rr_core.llm import LLMClient
 from rr_core.methods import parse_spec
 from rr_core.questions import Question
@@ -123,6 +134,21 @@ class SweepWork:
         _, plan, engine = self.planned(store)
         return PlannedSweep(self, plan, engine)
 
+    def stored(
+        self, store: Store, work_id: str, summary: Mapping[str, Any] | None = None
+    ) -> tuple[Document | None, SweepPlan, SweepResult]:
+        """(the document, the plan, the result) of this sweep as its work ``work_id`` recorded
+        it: planned again (no call), the result rebuilt from the runs it stored (one read) and
+        what its last run said of itself (``summary``: the work's result). No client is made."""
+        document, plan, engine = self.planned(store)
+        run = {"is_llm": engine.is_llm, "engine": _who(self, engine.is_llm, self.provider), **(summary or {})}
+        return document, plan, stored_sweep(plan, store.work_results(work_id), run)
+
+
+def _who(work: SweepWork, is_llm: bool, name: str) -> str:
+    """Who answered, as ``SweepResult.engine`` says it."""
+    return f"{work.provider} / {work.model}" if is_llm else f"{name} (not an LLM)"
+
 
 def plan_measurement(
     spec: TrialSpec,
@@ -169,13 +195,16 @@ def sweep(
     on_runner: Callable[[Executor], None] | None = None,
     replay: bool = False,
     work_id: str = "",
+    skip: Collection[str] = (),
+    on_trial: Callable[[TrialRecord], None] | None = None,
 ) -> SweepResult:
     """Run every job of the sweep through the run store as call cache (``store``, or
     ``owner``'s history opened here): an interrupted or repeated sweep pays only for what is missing. A
     budget cap sends no call that would pass ``max_usd``. ``mode`` "batch": each phase's calls
     go out as provider batches at the batch price; a sweep started again after a stop polls
     the batches it had submitted instead of paying again. ``replay``: a finished sweep shown
-    again from the store (calls it finds in flight are their sender's to report).
+    again from the store (calls it finds in flight are their sender's to report). ``skip``:
+    ids of jobs recorded before (not run); ``on_trial``: each finished run, as work records it.
     ``work_id``: the work this run is one run of: its replies are recorded under the work's own
     ledger, and ``max_usd`` is the work's, over all its runs (what earlier runs paid counts)."""
     cache = store if store is not None else open_store(owner=owner)
@@ -200,7 +229,9 @@ def sweep(
     ) as runner:
         if on_runner is not None:  # whoever may stop it (a stop asked for from another process)
             on_runner(runner)
-        result = run_sweep(plan, runner, on_progress=on_progress, on_batch=on_batch)
+        result = run_sweep(
+            plan, runner, on_progress=on_progress, on_batch=on_batch, skip=skip, on_trial=on_trial
+        )
     # The sweep's results are written now: its replies are recorded (a later run finds them
     # in the store, paid before).
     try:
@@ -225,34 +256,80 @@ class PlannedSweep:
         return len(self.plan.jobs)
 
     def run(self, context: WorkContext) -> Ended:
-        """Run the sweep through the store as call cache (what the store holds is not paid again)."""
+        """Run the runs not recorded yet through the store as call cache (what the store holds
+        is not paid again), recording each as it arrives; the summary is the whole sweep's, as
+        its recorded runs give it."""
         work, plan, engine, stop = self.work, self.plan, self.engine, context.stop
-        client = context.client
-        if client is None:
-            client = engine.client(counter_for_model(engine.counting_model()))
+        ids = {job.id for job in plan.jobs}
+        earlier = {r.key: r for r in map(TrialRecord.from_dict, context.recorded()) if r.key in ids}
+        # A run stopped before its calls were sent is asked again; every other stays as recorded.
+        kept = {key for key, r in earlier.items() if not r.not_asked}
+        done = len(kept)
+        total = self.total
+        context.progress(done, total)
+        counted = [0, 0, 0, 0]  # calls made, cached and shared that this run's records count; failed runs
 
-        def progress(done: int, total: int, partial: SweepResult) -> None:
+        def keep(record: TrialRecord) -> None:
+            nonlocal done
+            counted[0] += record.calls_made
+            counted[1] += record.calls_cached
+            counted[2] += record.calls_shared
+            counted[3] += bool(record.score.error)
+            before = earlier.get(record.key)
+            if before is not None:  # recorded not asked: what it paid then stays counted
+                record = record.after(before)
+            context.record([(record.key, record.to_dict())])
+            earlier[record.key] = record
+            if not record.not_asked:
+                done += 1
             context.progress(done, total)
-            stop.check()
+            stop.check()  # a stop asked for while the run went on: nothing further is sent
 
-        with stop.guard_open() as runners:
-            result = sweep(
-                plan, client, concurrency=work.concurrency, window=engine.window(), max_usd=work.max_usd,
-                work_id=context.work_id, store=context.store, on_progress=progress, mode=work.mode, label=work.title,
-                on_runner=runners,
-            )  # fmt: skip
+        client = context.client
+        result: SweepResult | None = None
+        if done < total:
+            if client is None:
+                client = engine.client(counter_for_model(engine.counting_model()))
+            with stop.guard_open() as runners:
+                result = sweep(
+                    plan, client, concurrency=work.concurrency, window=engine.window(), max_usd=work.max_usd,
+                    work_id=context.work_id, store=context.store, mode=work.mode, label=work.title, on_runner=runners, skip=kept,
+                    on_trial=keep,
+                )  # fmt: skip
+        if result is not None:
+            run: dict[str, Any] = {
+                "engine": result.engine,
+                "is_llm": result.is_llm,
+                "cancelled": result.cancelled,
+                "stopped": result.stopped,
+                "save_error": result.save_error,
+                "possibly_billed": result.possibly_billed,
+                "possibly_usd": round(result.possibly_usd, 6),
+                # What the runner counted after the last run arrived (none, as runs go).
+                "calls_unrecorded": [
+                    result.calls_made - counted[0],
+                    result.calls_cached - counted[1],
+                    result.calls_shared - counted[2],
+                ],
+                # Problems of the provider batches, listed after the failed runs.
+                "batch_problems": result.failures[counted[3] :],
+            }
+        else:  # every run recorded before: nothing sent, no client made
+            is_llm = client.is_llm if client is not None else engine.is_llm
+            run = {"engine": _who(work, is_llm, client.name if client is not None else work.provider)}
+            run["is_llm"] = is_llm
+        whole = stored_sweep(plan, context.recorded(), run)
         summary = {
-            **sweep_json(plan, result, context={"preset": work.preset, "mode": work.mode}),
-            "is_llm": client.is_llm,
-            "possibly_billed": result.possibly_billed,
-            "possibly_usd": round(result.possibly_usd, 6),
+            **sweep_json(plan, whole, context={"preset": work.preset, "mode": work.mode}),
+            **run,
         }
-        if result.cancelled and stop.left:  # the runner is going away: the next one takes the work up
-            return Ended("queued")
-        failed_all = bool(plan.jobs) and len(result.failures) >= len(plan.jobs)
+        leaving = result is not None and result.cancelled and stop.left
+        if leaving:  # its runner is going away: the next takes the work up
+            return Ended("queued", done=done)
+        failed_all = bool(plan.jobs) and len(whole.failures) >= len(plan.jobs)
         if failed_all:
-            return Ended("failed", summary, result.failures[0] if result.failures else None)
-        return Ended("cancelled" if result.cancelled else "done", summary)
+            return Ended("failed", summary, whole.failures[0] if whole.failures else None)
+        return Ended("cancelled" if whole.cancelled else "done", summary)
 
 
 KIND = Kind(SWEEP, SweepWork.from_dict)

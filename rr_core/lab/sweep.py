@@ -7,7 +7,9 @@ executor (``Executor.stream_jobs``), each trial built again where its job runs, 
 store as call cache: every call is looked up by its key first and kept as soon as it returns,
 so an interrupted or repeated sweep pays only for what is missing. The jobs can be written
 out (``SweepPlan.jobs_jsonl``) and run elsewhere (``read_jobs``, ``run_jobs``). Closed-book
-and oracle run once per question, as the lower and upper bounds.
+and oracle run once per question, as the lower and upper bounds. Each finished run can be
+handed on as a ``TrialRecord`` (small plain JSON, what long work stores as it arrives), and
+``stored_sweep`` rebuilds the sweep's result from those records alone, with no call.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from rr_core.batching import BatchProgress
@@ -517,6 +519,122 @@ class SweepResult:
 
 Progress = Callable[[int, int, SweepResult], None]
 
+# A run stopped before its calls were sent (the user's stop, the budget cap, a reply that could not
+# be kept): not a failure of the method or the provider. Its trial is left for a resumed sweep to ask.
+NOT_ASKED = frozenset({"RunCancelled", "BudgetReached", "SaveFailed"})
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRecord:
+    """One finished run of a sweep (one method on one trial) as its work stores it, small and
+    plain: its score (no prompt, no document text), whether it is a bound, and the calls the
+    sweep made, found in the store and shared while it ran (counted as the runner counts them,
+    between this run's arrival and the one before: summed over the records, the sweep's).
+    ``not_asked``: stopped before its calls were sent (a resumed sweep asks it)."""
+
+    key: str  # the job's id in its plan
+    score: Score
+    bound: bool
+    calls_made: int = 0
+    calls_cached: int = 0
+    calls_shared: int = 0
+    not_asked: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON."""
+        return {
+            "key": self.key,
+            "bound": self.bound,
+            "not_asked": self.not_asked,
+            "calls": [self.calls_made, self.calls_cached, self.calls_shared],
+            "score": asdict(self.score),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrialRecord:
+        """Read ``to_dict``'s output."""
+        score = dict(data["score"])
+        score["retrieved"] = tuple(int(p) for p in score.get("retrieved") or ())
+        score["temperatures"] = tuple(
+            None if t is None else float(t) for t in score.get("temperatures") or ()
+        )
+        made, cached, shared = (int(n) for n in data.get("calls") or (0, 0, 0))
+        return cls(
+            key=str(data["key"]),
+            score=Score(**{k: v for k, v in score.items() if k in _SCORE_FIELDS}),
+            bound=bool(data.get("bound", False)),
+            calls_made=made,
+            calls_cached=cached,
+            calls_shared=shared,
+            not_asked=bool(data.get("not_asked", False)),
+        )
+
+    def after(self, earlier: TrialRecord) -> TrialRecord:
+        """This record in place of an earlier one of the same run that was stopped before all
+        its calls were sent: what that one paid and the calls it made stay counted."""
+        score = replace(
+            self.score,
+            paid_usd=self.score.paid_usd + earlier.score.paid_usd,
+            would_cost_usd=self.score.would_cost_usd + earlier.score.would_cost_usd,
+        )
+        return replace(
+            self,
+            score=score,
+            calls_made=self.calls_made + earlier.calls_made,
+            calls_cached=self.calls_cached + earlier.calls_cached,
+            calls_shared=self.calls_shared + earlier.calls_shared,
+        )
+
+
+_SCORE_FIELDS = frozenset(f.name for f in fields(Score))
+
+
+def failure_line(score: Score) -> str:
+    """How a failed run is listed among the sweep's failures."""
+    return f"{score.series} on {score.trial}: {score.error}"
+
+
+def stored_sweep(
+    plan: SweepPlan, records: Iterable[Mapping[str, Any]], run: Mapping[str, Any] | None = None
+) -> SweepResult:
+    """The sweep's result rebuilt from its stored trial records (``TrialRecord.to_dict``, in the
+    order they arrived; a record of a job the plan does not hold is left out, and of one job
+    the last counts) and what its last run said of itself (``run``: the work's summary, its
+    ``engine``, ``is_llm``, ``cancelled``, ``stopped``, ``save_error``, ``possibly_billed``,
+    ``possibly_usd``, ``batch_problems`` and ``calls_unrecorded``). No call, no client."""
+    run = run or {}
+    ids = {job.id for job in plan.jobs}
+    kept: dict[str, TrialRecord] = {}
+    for data in records:
+        record = TrialRecord.from_dict(data)
+        if record.key in ids:
+            kept.pop(record.key, None)  # in the order of its last arrival
+            kept[record.key] = record
+    first = plan.jobs[0].settings if plan.jobs else None
+    is_llm = bool(run.get("is_llm", True))
+    engine = str(run.get("engine") or (f"{first.provider} / {first.model}" if first is not None else ""))
+    result = SweepResult(is_llm=is_llm, engine=engine)
+    for record in kept.values():
+        (result.bound_scores if record.bound else result.scores).append(record.score)
+        if record.score.error:
+            result.failures.append(failure_line(record.score))
+        result.calls_made += record.calls_made
+        result.calls_cached += record.calls_cached
+        result.calls_shared += record.calls_shared
+    made, cached, shared = (int(n) for n in run.get("calls_unrecorded") or (0, 0, 0))
+    result.calls_made += made
+    result.calls_cached += cached
+    result.calls_shared += shared
+    result.scores.sort(key=lambda s: s.job)
+    result.bound_scores.sort(key=lambda s: s.job)
+    result.cancelled = bool(run.get("cancelled", False))
+    result.stopped = run.get("stopped") or None
+    result.save_error = run.get("save_error") or None
+    result.possibly_billed = str(run.get("possibly_billed") or "")
+    result.possibly_usd = float(run.get("possibly_usd") or 0.0)
+    result.failures.extend(str(p) for p in run.get("batch_problems") or ())
+    return result
+
 
 def score_trace(job: Job, trace: RunTrace, position: int = -1) -> Score:
     """A job's trace scored against its trial's known answer, from the job and the trace alone
@@ -591,14 +709,21 @@ def run_sweep(
     on_progress: Progress | None = None,
     on_event: Callable[[CallEvent], None] | None = None,
     on_batch: Callable[[BatchProgress], None] | None = None,
+    skip: Collection[str] = (),
+    on_trial: Callable[[TrialRecord], None] | None = None,
 ) -> SweepResult:
     """Run every job of the plan, each trial built again where its job runs; scores arrive as
     runs finish. A failed run is kept as a failure (its cell says so); a cancelled sweep keeps
-    what finished."""
+    what finished. ``skip``: ids of jobs not to run (recorded before: the result holds only the
+    rest); ``on_trial``: each finished run as its work records it (``TrialRecord``)."""
     maker = plan.maker
     if maker is None:
         raise ConfigError("This sweep plan cannot build its trials here: plan it again.")
-    return run_jobs(plan.jobs, executor, maker, on_progress=on_progress, on_event=on_event, on_batch=on_batch)
+    todo = [(place, job) for place, job in enumerate(plan.jobs) if job.id not in skip]
+    return run_jobs(
+        [job for _, job in todo], executor, maker, on_progress=on_progress, on_event=on_event, on_batch=on_batch,
+        places=[place for place, _ in todo], on_trial=on_trial,
+    )  # fmt: skip
 
 
 def run_jobs(
@@ -609,14 +734,19 @@ def run_jobs(
     on_progress: Progress | None = None,
     on_event: Callable[[CallEvent], None] | None = None,
     on_batch: Callable[[BatchProgress], None] | None = None,
+    places: Sequence[int] | None = None,
+    on_trial: Callable[[TrialRecord], None] | None = None,
 ) -> SweepResult:
     """Run a sweep's jobs (``SweepPlan.jobs``, or read back with ``read_jobs``) through the
-    executor, trials built by ``maker`` and planned with its counter, and score them."""
+    executor, trials built by ``maker`` and planned with its counter, and score them.
+    ``places``: each job's place in its sweep's plan (default: its place in ``jobs``);
+    ``on_trial``: each finished run as a ``TrialRecord``, with the calls counted since the last."""
     client = executor.client
     first = jobs[0].settings if jobs else None
     who = f"{first.provider} / {first.model}" if first is not None else client.name
     result = SweepResult(is_llm=client.is_llm, engine=who if client.is_llm else f"{client.name} (not an LLM)")
     done = 0
+    counted = (0, 0, 0)  # the runner's calls made, cached and shared when the last run arrived
     for item in executor.stream_jobs(jobs, resolver=maker.resolver(), counter=maker.counter):
         if isinstance(item, BatchProgress):
             if on_batch is not None:
@@ -628,13 +758,22 @@ def run_jobs(
             continue
         job = jobs[item.position]
         info = LabJob.of(job)
-        scored = score_trace(job, item, item.position)
+        scored = score_trace(job, item, item.position if places is None else places[item.position])
         (result.bound_scores if info.bound else result.scores).append(scored)
         if item.error:
-            result.failures.append(f"{info.series} on {scored.trial}: {item.error}")
+            result.failures.append(failure_line(scored))
         done += 1
         result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
         result.calls_shared = executor.calls_shared
+        if on_trial is not None:
+            now = (result.calls_made, result.calls_cached, result.calls_shared)
+            made, cached, shared = (n - before for n, before in zip(now, counted, strict=True))
+            counted = now
+            on_trial(
+                TrialRecord(
+                    job.id, scored, info.bound, made, cached, shared, not_asked=item.error_kind in NOT_ASKED
+                )
+            )
         if on_progress is not None:
             on_progress(done, len(jobs), result)
     result.calls_made, result.calls_cached = executor.calls_made, executor.calls_cached
