@@ -48,15 +48,13 @@ def open_runner(
     label: str = "",
     ledger: str = "",
     cache_lone_prefixes: bool | Callable[[Job | None], bool] = True,
-    replay: bool = False,
     spent_usd: float = 0.0,
 ) -> Executor:
     """The runner every use case runs through (the in-process executor), with the store as
     call cache when given and a budget cap when ``max_usd`` is set; ``mode`` "batch" sends
     each phase's calls as provider batches (recorded in the store, ``label`` naming them);
     ``cache_lone_prefixes`` False (or False for a job): work that knows all its calls marks for
-    the prompt cache only the prefixes two of them share (see ``Executor``); ``replay``: results
-    shown again from the store, which takes over no earlier process's unanswered calls;
+    the prompt cache only the prefixes two of them share (see ``Executor``);
     ``spent_usd``: what earlier runs of the same work paid, inside ``max_usd`` (``spent_under``)."""
     budget = Budget(max_usd, spent_usd) if max_usd is not None else None
     return Executor(
@@ -70,7 +68,6 @@ def open_runner(
         poll_s=batch_poll_s(),
         ledger=ledger,
         cache_lone_prefixes=cache_lone_prefixes,
-        take_unanswered=not replay,
     )
 
 

@@ -406,7 +406,6 @@ class Executor:
         poll_s: float = 30.0,
         ledger: str = "",
         cache_lone_prefixes: bool | Callable[[Job | None], bool] = True,
-        take_unanswered: bool = True,
     ) -> None:
         self.client = client
         # Plans jobs: one counter for all, or (None) the tokenizer each job names.
@@ -429,11 +428,8 @@ class Executor:
         # This executor, as the sender of the calls it records in the store before sending them
         # now; and the calls an earlier process sent and never saw answered (found by key as this
         # one prepares the same calls: a run started again after ``kill -9``).
-        # A replay (results shown again from the store, nothing bought) takes none: what it
-        # would report is the sending run's to report.
         self.sender_id = senders.new_sender()
         self.earlier_unanswered: list[SentCall] = []
-        self._takes_unanswered = take_unanswered
         self._leaving = False  # ``leave``: what was taken goes back for the next runner
         # The ledger this executor's replies are recorded in (a Lab sweep's key; "" for none),
         # the keys it has recorded as paid, and stored replies it took as its own.
@@ -760,7 +756,7 @@ class Executor:
     def _take_unanswered(self, outgoing: Sequence[Outgoing]) -> None:
         """Calls a sender now gone (an earlier process) sent under these calls' keys and never
         saw answered: counted as possibly billed (in the budget too), once."""
-        if self.cache is None or not outgoing or not self.client.is_llm or not self._takes_unanswered:
+        if self.cache is None or not outgoing or not self.client.is_llm:
             return
         keys = [out.key for out in outgoing]
         # No call outlives its request's time limit (retries included): a sender elsewhere whose

@@ -193,7 +193,6 @@ def sweep(
     on_batch: Callable[[BatchProgress], None] | None = None,
     owner: str = LOCAL_OWNER,
     on_runner: Callable[[Executor], None] | None = None,
-    replay: bool = False,
     work_id: str = "",
     skip: Collection[str] = (),
     on_trial: Callable[[TrialRecord], None] | None = None,
@@ -202,8 +201,7 @@ def sweep(
     ``owner``'s history opened here): an interrupted or repeated sweep pays only for what is missing. A
     budget cap sends no call that would pass ``max_usd``. ``mode`` "batch": each phase's calls
     go out as provider batches at the batch price; a sweep started again after a stop polls
-    the batches it had submitted instead of paying again. ``replay``: a finished sweep shown
-    again from the store (calls it finds in flight are their sender's to report). ``skip``:
+    the batches it had submitted instead of paying again. ``skip``:
     ids of jobs recorded before (not run); ``on_trial``: each finished run, as work records it.
     ``work_id``: the work this run is one run of: its replies are recorded under the work's own
     ledger, and ``max_usd`` is the work's, over all its runs (what earlier runs paid counts)."""
@@ -224,7 +222,6 @@ def sweep(
         mode=mode,
         label=f"{label} · {ledger[6:14]}",
         ledger=ledger,
-        replay=replay,
         spent_usd=spent,
     ) as runner:
         if on_runner is not None:  # whoever may stop it (a stop asked for from another process)
