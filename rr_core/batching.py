@@ -252,8 +252,15 @@ class BatchSender:
             return item.future
         if reply is not None:
             self._arrived(known, reply)
-        elif failed:  # its batch already failed it
-            self._bill(out, None)
+        elif failed:  # its batch already failed it (billed all the same when its reply said so)
+            error = known.future.exception()
+            usage = getattr(error, "usage", None)
+            billed = (
+                Completion(text="", usage=usage, model=out.request.model)
+                if isinstance(usage, Usage)
+                else None
+            )
+            self._bill(out, billed)
         return known.future
 
     def _arrived(self, item: _Item, completion: Completion) -> None:

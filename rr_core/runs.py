@@ -431,6 +431,10 @@ class Executor:
         self.sender_id = senders.new_sender()
         self.earlier_unanswered: list[SentCall] = []
         self._leaving = False  # ``leave``: what was taken goes back for the next runner
+        # Calls sent now and not back yet: the sender stays live (its calls its own) until the
+        # executor is closed and they are all back.
+        self._sending = 0
+        self._closed = False
         # The ledger this executor's replies are recorded in (a Lab sweep's key; "" for none),
         # the keys it has recorded as paid, and stored replies it took as its own.
         self.ledger = ledger
@@ -541,7 +545,19 @@ class Executor:
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._leaving:
             self._hand_back_unanswered()
-        senders.ended(self.sender_id)
+        with self._count_lock:
+            self._closed = True
+            done = self._sending == 0
+        if done:
+            senders.ended(self.sender_id)
+
+    def _sent_back(self) -> None:
+        """A call sent now came back (or failed): the last one back after close ends the sender."""
+        with self._count_lock:
+            self._sending -= 1
+            done = self._closed and self._sending == 0
+        if done:
+            senders.ended(self.sender_id)
 
     def _hand_back_unanswered(self) -> None:
         with self._count_lock:
@@ -756,8 +772,8 @@ class Executor:
     def _take_unanswered(self, outgoing: Sequence[Outgoing]) -> None:
         """Calls a sender now gone (an earlier process) sent under these calls' keys and never
         saw answered: counted as possibly billed (in the budget too), once."""
-        if self.cache is None or not outgoing or not self.client.is_llm:
-            return
+        if self.cache is None or not outgoing or not self.client.is_llm or self._cancel.is_set():
+            return  # (cancelled: nothing will be sent, and what is taken now might not be handed back)
         keys = [out.key for out in outgoing]
         # No call outlives its request's time limit (retries included): a sender elsewhere whose
         # call is older than that is gone.
@@ -872,9 +888,17 @@ class Executor:
 
     def _call_now(self, out: Outgoing) -> Completion:
         """The sender's call (in the pool): admitted, sent, billed."""
+        self._admit(out)
+        with self._count_lock:
+            self._sending += 1
+        try:
+            return self._send_now(out)
+        finally:
+            self._sent_back()
+
+    def _send_now(self, out: Outgoing) -> Completion:
         pending: _Pending = out.owner
         run, call, record, event = pending.run, pending.call, pending.record, pending.event
-        self._admit(out)
         self._mark_sent(out)
         warm = self._warm_prefix(out)
         completion: Completion | None = None
@@ -885,6 +909,9 @@ class Executor:
             completion = self.client.complete(out.request)
             unanswered = False
             self._note_cache(run, out, warm, completion, record)
+        except RunCancelled:
+            unanswered = False  # the client stopped before sending (a cancel it was given)
+            raise
         except LLMError as exc:
             if exc.usage is not None:
                 # Answered, and billed, with nothing usable (a reply left empty): its bill is

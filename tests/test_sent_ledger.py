@@ -299,3 +299,36 @@ def test_a_client_that_breaks_after_sending_leaves_its_call_in_the_ledger(
     assert not trace.ok and "RuntimeError" in (trace.error or "")
     assert executor.possibly_billed_calls == 1 and budget.possibly_usd > 0
     assert [c.sender for c in store.unanswered()] == [executor.sender_id]
+
+
+def test_a_closed_executor_stays_the_sender_of_its_calls_until_they_are_back(
+    stub: StubServer, document: Document, tmp_path: Path
+) -> None:
+    """A screen left mid-run closes its runner while a call is still out: until that call is
+    back, a run started next must not take it (it is in flight, its sender's to settle)."""
+    from datetime import UTC, datetime
+
+    from rr_core import senders
+
+    path = tmp_path / "runs.sqlite3"
+    release, arrived = threading.Event(), threading.Event()
+
+    def held(route: str, body: Any) -> Reply:
+        arrived.set()
+        release.wait(LIMIT_S)
+        return Reply()
+
+    stub.responder = held
+    executor = Executor(client(stub), cache=SQLiteStore(path), budget=Budget(1.0))
+    worker = threading.Thread(target=lambda: executor.run(document, [baseline(document)]))
+    worker.start()
+    try:
+        assert arrived.wait(LIMIT_S)
+        executor.close()
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        assert not senders.is_gone(executor.sender_id, now, limit_s=120.0)
+    finally:
+        release.set()
+        worker.join(LIMIT_S)
+    assert SQLiteStore(path).unanswered() == []  # back, stored, cleared
+    assert senders.is_gone(executor.sender_id, now, limit_s=120.0)
