@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from rr_core.costs import Mode, context_window, price_usage
+from rr_core.costs import Mode, context_window
 from rr_core.jobs import Job
 from rr_core.llm import LLMClient, OnWait, ProviderInfo, default_provider, engine_client, get_provider
 from rr_core.llm.config import Lookup, environment
@@ -71,16 +71,10 @@ def open_runner(
     )
 
 
-def spent_under(cache: CallCache, ledger: str, pricing: tuple[str, str | None]) -> float:
-    """What a work's runs have paid so far: every reply stored under its ledger, priced as the
-    work is (a reply stored before a kill included: it was paid)."""
-    return sum(
-        price_usage(usage, *pricing, mode=_mode(mode)).total_usd for usage, mode in cache.ledger_usage(ledger)
-    )
-
-
-def _mode(mode: str) -> Mode:
-    return "batch" if mode == "batch" else "now"
+def spent_under(cache: CallCache, ledger: str) -> float:
+    """What a work's runs have been billed so far (every call, as billed, priced at its own
+    model's price: kept or not, parsed or not; calls possibly billed at what they held)."""
+    return cache.ledger_spent(ledger)
 
 
 @dataclass(frozen=True, slots=True)

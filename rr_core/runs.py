@@ -860,9 +860,24 @@ class Executor:
             with self._count_lock:
                 self._possibly_usd += held
                 self._possibly_calls += 1
+            self._spend(out.key, held)
         if completion is not None:
             with self._count_lock:
                 self.calls_made += 1
+            self._spend(out.key, paid or 0.0)
+
+    def _spend(self, key: str, usd: float) -> None:
+        """Record what a call of this work was billed (or may have been), as it is billed, so a
+        later run of the work counts it inside the work's cap. Not recorded: no further call."""
+        if not self.ledger or self.cache is None or not self.client.is_llm or usd <= 0:
+            return
+        try:
+            self.cache.add_spend(self.ledger, key, usd)
+        except (RRError, OSError) as exc:
+            message = redact(str(exc))
+            with self._count_lock:
+                self.save_error = self.save_error or message
+            self._stop(f"What a call was billed could not be recorded in the run store ({message}).")
 
     def _claim(self, key: str, stored: CachedCall) -> bool:
         """Whether a stored reply is this work's own, paid by an earlier process of it that was

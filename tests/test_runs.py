@@ -732,6 +732,12 @@ class DictCache:
     def take_unanswered(self, keys, sender: str, gone) -> list:  # type: ignore[no-untyped-def]
         return []
 
+    def add_spend(self, ledger: str, key: str, usd: float) -> None:
+        pass
+
+    def ledger_spent(self, ledger: str) -> float:
+        return 0.0
+
 
 def test_a_malformed_reply_is_not_cached_so_the_next_run_asks_again(planted_document: Document) -> None:
     cache = DictCache()

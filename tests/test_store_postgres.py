@@ -37,6 +37,7 @@ OWNED = (
     "sign_outs",
     "review_decisions",
     "sent_calls",
+    "ledger_spend",
 )
 
 
@@ -62,6 +63,7 @@ def _fill(store: PostgresStore, document: Document, tag: str) -> list[str]:
         ReviewDecision(document_sha256="same-doc", question="Q?", decision="corrected", answer=tag)
     )
     store.mark_sent(SentCall(key="same-key", provider="openai", model="m", reserved_usd=0.5, sender=tag))
+    store.add_spend("same-ledger", "same-key", 0.25 if tag == "alice" else 0.5)
     return [t.run_id for t in traces]
 
 
@@ -131,6 +133,7 @@ def test_another_owners_rows_are_zero_rows_at_the_sql_layer(
         "sign_outs": [("alice", 1), ("bob", 1)],
         "review_decisions": [("alice", 1), ("bob", 1)],
         "sent_calls": [("alice", 1), ("bob", 1)],
+        "ledger_spend": [("alice", 1), ("bob", 1)],
     }  # fmt: skip
     assert [c.sender for c in alice.unanswered()] == ["alice"]  # the same key, each owner's own
     assert alice.sign_in_ended("alice-sign-in") and not alice.sign_in_ended("bob-sign-in")

@@ -496,6 +496,14 @@ class _Paid:
         return self._engine.complete(request)
 
 
+class _Garbled(_Paid):
+    """Billed like the engine's replies, and no reply can be read (none is kept)."""
+
+    def complete(self, request: LLMRequest) -> Completion:
+        reply = self._engine.complete(request)
+        return Completion(text="Sorry, I cannot answer in JSON.", usage=reply.usage, model=reply.model)
+
+
 def test_a_works_budget_cap_holds_over_all_its_runs(tmp_path: Path) -> None:
     """A capped grid stopped and run again (or taken up by the next runner) starts its second
     run with what the first paid already counted: the work's runs together stay under its cap.
@@ -537,3 +545,13 @@ def test_a_works_budget_cap_holds_over_all_its_runs(tmp_path: Path) -> None:
     before, after = together
     assert before > cap  # each run kept the cap alone
     assert after <= cap + 1e-9  # the work's runs together keep it
+    # Billed replies that could not be read (nothing stored) count too: what a call was billed
+    # is recorded as it is billed, kept or not.
+    kept, _ = stored("garbled")
+    first = review(
+        plan, _Garbled(), concurrency=1, store=kept, jobs=plan.jobs[:half], max_usd=cap, work_id="w2"
+    )
+    assert first.paid_usd > 0 and not any(c.ok for c in first.cells)
+    second = review(plan, _Paid(), concurrency=1, store=kept, max_usd=cap, work_id="w2")
+    assert first.paid_usd + second.paid_usd <= cap + 1e-9
+    assert kept.ledger_spent(plan.ledger_key() + "-w2") == pytest.approx(first.paid_usd + second.paid_usd)

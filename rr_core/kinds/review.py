@@ -213,7 +213,7 @@ def review(
     counter = counter_for_model(todo[0].token_model) if todo else None
     resolver = StoredDocuments(cache, counter) if counter is not None else None
     ledger = plan.ledger_key() + (f"-{work_id}" if work_id else "")
-    spent = spent_under(cache, ledger, plan.settings.pricing) if work_id and max_usd is not None else 0.0
+    spent = spent_under(cache, ledger) if work_id and max_usd is not None else 0.0
     cells: list[Cell] = []
     traces: list[RunTrace] = []
     unsaved: list[RunTrace] = []

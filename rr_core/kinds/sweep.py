@@ -207,12 +207,7 @@ def sweep(
     ledger, and ``max_usd`` is the work's, over all its runs (what earlier runs paid counts)."""
     cache = store if store is not None else open_store(owner=owner)
     ledger = plan.ledger_key() + (f"-{work_id}" if work_id else "")
-    pricing = plan.jobs[0].settings.pricing if plan.jobs else None
-    spent = (
-        spent_under(cache, ledger, pricing)
-        if work_id and max_usd is not None and pricing is not None
-        else 0.0
-    )
+    spent = spent_under(cache, ledger) if work_id and max_usd is not None else 0.0
     with open_runner(
         client,
         concurrency=concurrency,

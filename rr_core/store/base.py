@@ -187,9 +187,13 @@ class CallCache(Protocol):
         """Mark the replies of a ledger as recorded (its work finished and wrote them); how many."""
         ...
 
-    def ledger_usage(self, ledger: str) -> list[tuple[Usage, str]]:
-        """What every reply a ledger's work paid for was billed: (usage, mode "now" or "batch"),
-        in any order; what the work has spent over all its runs."""
+    def add_spend(self, ledger: str, key: str, usd: float) -> None:
+        """Record what a call of ``ledger``'s work was billed (or, sent with no answer back, may
+        have been), as it is billed: kept or not, parsed or not."""
+        ...
+
+    def ledger_spent(self, ledger: str) -> float:
+        """What ``ledger``'s work has been billed over all its runs (its budget cap covers them)."""
         ...
 
     def add_batch(self, batch: BatchRecord, keys: Sequence[str]) -> None:

@@ -329,6 +329,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             *_owned("sent_calls"),
         ),
     ),
+    Migration(
+        9,
+        "what each work's calls were billed, as billed (its budget cap over all its runs)",
+        (
+            f"""CREATE TABLE ledger_spend (
+                {_OWNER},
+                ledger TEXT NOT NULL,
+                key TEXT NOT NULL,
+                usd DOUBLE PRECISION NOT NULL,
+                at TEXT NOT NULL
+            )""",
+            "CREATE INDEX ledger_spend_ledger ON ledger_spend (owner, ledger)",
+            *_owned("ledger_spend"),
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -694,13 +709,23 @@ class PostgresStore:
                 "UPDATE calls SET accounted = TRUE WHERE ledger = %s AND NOT accounted", (ledger,)
             ).rowcount
 
-    def ledger_usage(self, ledger: str) -> builtins.list[tuple[Usage, str]]:
-        """What every reply under ``ledger`` was billed, and how it was sent."""
-        if not ledger:
-            return []
+    def add_spend(self, ledger: str, key: str, usd: float) -> None:
+        """Record what a call of ``ledger``'s work was billed (or may have been), as it is billed."""
         with self.transaction() as db:
-            rows = db.execute("SELECT usage, mode FROM calls WHERE ledger = %s", (ledger,)).fetchall()
-        return [(Usage(**json.loads(row[0])), row[1]) for row in rows]
+            db.execute(
+                "INSERT INTO ledger_spend (ledger, key, usd, at) VALUES (%s,%s,%s,%s)",
+                (ledger, key, usd, _now()),
+            )
+
+    def ledger_spent(self, ledger: str) -> float:
+        """What ``ledger``'s work has been billed over all its runs."""
+        if not ledger:
+            return 0.0
+        with self.transaction() as db:
+            row = db.execute(
+                "SELECT COALESCE(SUM(usd), 0) FROM ledger_spend WHERE ledger = %s", (ledger,)
+            ).fetchone()
+        return float(row[0]) if row else 0.0
 
     def calls_cached(self) -> int:
         """How many call replies are kept."""

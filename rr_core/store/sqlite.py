@@ -317,6 +317,19 @@ def _sent_calls(db: sqlite3.Connection) -> None:
     )
 
 
+def _ledger_spend(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE ledger_spend (
+            owner TEXT NOT NULL,
+            ledger TEXT NOT NULL,
+            key TEXT NOT NULL,
+            usd REAL NOT NULL,
+            at TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX ledger_spend_ledger ON ledger_spend (owner, ledger)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
@@ -333,6 +346,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "the email each owner signed in with (--user finds the owner by it)", _owner_emails),
     Migration(
         12, "calls sent now and not answered yet (possibly billed if their process was stopped)", _sent_calls
+    ),
+    Migration(
+        13, "what each work's calls were billed, as billed (its budget cap over all its runs)", _ledger_spend
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
@@ -623,15 +639,24 @@ class SQLiteStore:
             ).rowcount
         return int(changed)
 
-    def ledger_usage(self, ledger: str) -> builtins.list[tuple[Usage, str]]:
-        """What every reply under ``ledger`` was billed, and how it was sent."""
+    def add_spend(self, ledger: str, key: str, usd: float) -> None:
+        """Record what a call of ``ledger``'s work was billed (or may have been), as it is billed."""
+        with self._transaction(write=True) as db:
+            db.execute(
+                "INSERT INTO ledger_spend (owner, ledger, key, usd, at) VALUES (?,?,?,?,?)",
+                (self._owner, ledger, key, usd, _now()),
+            )
+
+    def ledger_spent(self, ledger: str) -> float:
+        """What ``ledger``'s work has been billed over all its runs."""
         if not ledger:
-            return []
+            return 0.0
         with self._transaction() as db:
-            rows = db.execute(
-                "SELECT usage, mode FROM calls WHERE owner = ? AND ledger = ?", (self._owner, ledger)
-            ).fetchall()
-        return [(Usage(**json.loads(row[0])), row[1]) for row in rows]
+            row = db.execute(
+                "SELECT COALESCE(SUM(usd), 0) FROM ledger_spend WHERE owner = ? AND ledger = ?",
+                (self._owner, ledger),
+            ).fetchone()
+        return float(row[0]) if row else 0.0
 
     def put(self, key: str, call: CachedCall) -> None:
         """Keep a call's reply under its key (the first reply for a key stays)."""
