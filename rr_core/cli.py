@@ -1883,6 +1883,10 @@ def _review_exit_code(data: dict[str, Any]) -> int:
     return EXIT_PARTIAL if failed or data.get("cancelled") else EXIT_OK
 
 
+# How a call's error ends when it was never sent (the budget cap, a stop, a reply not kept).
+NOT_SENT = "was not sent"
+
+
 def _lab_exit_code(data: dict[str, Any]) -> int:
     """As ``ask``'s: 5 when a reply could not be kept in the run store (the sweep stopped:
     what it paid is said), 3 when every run failed, 4 when some failed or were not sent
@@ -1904,8 +1908,10 @@ def _lab_exit_code(data: dict[str, Any]) -> int:
         print(f"error: {failed:,} of {runs:,} runs failed:", file=sys.stderr)
         for group in data.get("failure_reasons", []):
             print(f"  {group['runs']:,} × {group['reason']}", file=sys.stderr)
-    if runs and failed >= runs and not data.get("stopped"):
+    # Stopped by the budget cap, runs were not sent (whether any finished before the cap was
+    # reached depends on which calls came back first): not a provider's failure, unless a run
+    # failed at the provider too (a provider down: its failed calls count as possibly billed).
+    at_provider = any(NOT_SENT not in g["reason"] for g in data.get("failure_reasons", []))
+    if runs and failed >= runs and (at_provider or not data.get("stopped")):
         return EXIT_PROVIDER
-    # Stopped by the budget cap: runs were not sent (whether any finished before the cap was
-    # reached depends on which calls came back first), which is not a provider's failure.
     return EXIT_PARTIAL if failed or data.get("stopped") or data.get("cancelled") else EXIT_OK

@@ -1040,6 +1040,22 @@ def test_the_budget_cap_holds_while_running_against_a_server_billing_far_above_t
     assert code == 4  # some runs were not sent
 
 
+def test_a_provider_that_cannot_be_reached_under_a_cap_exits_3_not_4(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused_port: int
+) -> None:
+    """Every call failed at the provider (counted possibly billed, which fills a small cap): a
+    provider's failure (3), not a sweep the cap stopped part way (4)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-lab")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{refused_port}/v1")
+    argv = (str(_neutral_file(tmp_path)), "--provider", "openai", "--model", "gpt-4.1", *SMALL_GRID)
+    _, dry, _ = _lab(capsys, *argv, "--dry-run")
+    cap = f"{dry['plan']['usd'] * 1.05:.4f}"  # room for the estimate; the possibly billed fill it
+    code, data, err = _lab(capsys, *argv, "--max-usd", cap, "--concurrency", "2")
+    assert data["failed_runs"] == data["plan"]["runs"] > 0
+    assert "budget cap" in (data["stopped"] or "") and "Could not reach" in err
+    assert code == 3, err
+
+
 def test_a_budget_with_no_known_price_is_refused_until_a_price_model_is_given(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, stub: StubServer
 ) -> None:
