@@ -155,6 +155,7 @@ class BatchSender:
         self._queue: list[_Item] = []
         self._items: dict[str, _Item] = {}  # by call key: every call waiting on a batch
         self._polling: set[str] = set()
+        self._collecting = 0  # batches whose results are being handed out now
         self._last_queued = 0.0
         self._last_check = time.monotonic()
         self.active = 0  # runs that may still send calls
@@ -316,7 +317,16 @@ class BatchSender:
         with self._lock:
             while not self._closed:
                 quiet = time.monotonic() - self._last_queued
-                ready = self._queue and quiet >= self.settle_s and self._runs_waiting() >= self.active
+                # Not while an ended batch's replies are being handed out: the runs still
+                # counted as waiting on it are about to send their next phase, which belongs in
+                # the same batch as the calls queued so far (on a busy machine the hand-out
+                # takes longer than the quiet, and a phase would be split in two batches).
+                ready = (
+                    self._queue
+                    and not self._collecting
+                    and quiet >= self.settle_s
+                    and self._runs_waiting() >= self.active
+                )
                 if ready or (self._queue and self._cancel.is_set()):
                     taken, self._queue = self._queue, []
                     self._lock.release()
@@ -581,6 +591,17 @@ class BatchSender:
         )
 
     def _collect(self, batch_id: str, results: Iterator[BatchResult]) -> None:
+        with self._lock:
+            self._collecting += 1
+        try:
+            self._hand_out(batch_id, results)
+        finally:
+            with self._lock:
+                self._collecting -= 1
+                self._last_queued = time.monotonic()  # the runs just answered get their quiet to send
+                self._lock.notify_all()
+
+    def _hand_out(self, batch_id: str, results: Iterator[BatchResult]) -> None:
         outcomes: dict[str, str] = {}
         again: list[_Item] = []
         for result in self._every_item(batch_id, results):

@@ -161,3 +161,71 @@ def test_a_submitter_that_dies_fails_the_runs_waiting_on_it_with_its_reason(tmp_
     finally:
         sender.close()
         store.close()
+
+
+class _Phases:
+    """Ended batches whose results come one by one; batch 1's second reply waits for the test."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+        self.lock = threading.Lock()
+        self.release_second = threading.Event()
+
+    def find(self, marker: str, *, total: int, since: float) -> str | None:
+        return None  # a fake keeps no batch a lost reply could have made
+
+    def submit(self, lines: Sequence[BatchLine], *, label: str, marker: str = "") -> str:
+        with self.lock:
+            self.batches.append([line.custom_id for line in lines])
+            return f"batch_{len(self.batches)}"
+
+    def status(self, batch_id: str) -> BatchStatus:
+        return BatchStatus(
+            batch_id=batch_id, state="ended", total=2, done=2, failed=0, provider_state="ended"
+        )
+
+    def results(self, batch_id: str) -> Iterator[BatchResult]:
+        with self.lock:
+            keys = list(self.batches[int(batch_id.split("_")[1]) - 1])
+        for number, key in enumerate(keys):
+            if batch_id == "batch_1" and number == 1:
+                assert self.release_second.wait(WAIT)
+            yield BatchResult(custom_id=key, kind="succeeded", completion=_reply(key))
+
+    def cancel(self, batch_id: str) -> None:
+        """Nothing to stop."""
+
+
+def test_a_run_answered_first_waits_for_the_others_next_calls_one_batch_per_phase(tmp_path: Path) -> None:
+    """On a busy machine an ended batch's replies are handed out slowly: the run answered
+    first sends its next phase while the other still waits for its reply (already in the
+    results). Its call is not sent alone: the next batch waits until that reply is handed out
+    and the other run has sent its call too (the order is forced with an event)."""
+    store = SQLiteStore(tmp_path / "runs.db")
+    api = _Phases()
+    sender = _sender(api, store, settle_s=0.0)
+    try:
+        sender.run_started()
+        sender.run_started()
+        first = {run: sender.send(_out(f"{run}-1")) for run in ("a", "b")}
+        # Each run waits on a collection it keeps (the sender tells waits apart by identity).
+        waits = {run: [first[run]] for run in ("a", "b")}
+        for run in ("a", "b"):
+            sender.wait_started(waits[run])
+        assert first["a"].result(WAIT).reply.text == "reply a-1"
+        sender.wait_finished(waits["a"])
+        second_a = sender.send(_out("a-2"))
+        waits["a"] = [second_a]
+        sender.wait_started(waits["a"])  # run a waits; run b's reply is still being handed out
+        api.release_second.set()
+        assert first["b"].result(WAIT).reply.text == "reply b-1"
+        sender.wait_finished(waits["b"])
+        second_b = sender.send(_out("b-2"))
+        waits["b"] = [second_b]
+        sender.wait_started(waits["b"])
+        assert second_a.result(WAIT).reply.text == "reply a-2"
+        assert second_b.result(WAIT).reply.text == "reply b-2"
+        assert api.batches == [["a-1", "b-1"], ["a-2", "b-2"]]  # one batch per phase, each call once
+    finally:
+        sender.close()
+        store.close()
