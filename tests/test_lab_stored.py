@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,11 @@ import pytest
 
 from rr_core.lab.report import sweep_json
 from rr_core.lab.sweep import SweepResult, TrialRecord, stored_sweep
-from rr_core.llm.base import Completion, LLMRequest
-from rr_core.llm.offline import OfflineEngine
 from rr_core.store import Store, open_store
 from rr_core.tokens import counter_for_model
 from rr_core.work import SweepWork, resume_work, run_work, submit_sweep
 from rr_core.workbench import sweep
+from tests.test_work import Gated, _wait
 
 
 def _work(provider: str = "offline", **values: Any) -> SweepWork:
@@ -110,40 +108,6 @@ def test_a_sweep_run_as_work_is_shown_from_its_stored_runs_as_the_same_sweep_run
     expected = sweep_json(plan, ran)
     for name in ("series", "bounds", "cells", "calls_made", "calls_cached", "paid_usd", "would_cost_usd"):
         assert summary[name] == expected[name], name
-
-
-class Gated:
-    """The offline engine behind a gate, counted as paid: each call waits until the test lets
-    it through, and every call that reached it is counted (what a provider would bill)."""
-
-    name = "offline"
-    is_llm = True
-    max_concurrency: int | None = 1
-    batch = None
-
-    def __init__(self) -> None:
-        self._engine = OfflineEngine(counter_for_model("gpt-4.1-mini"))
-        self.gate = threading.Semaphore(0)
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    def identity(self) -> dict[str, object]:
-        return {"provider": "gated-offline"}
-
-    def complete(self, request: LLMRequest) -> Completion:
-        if not self.gate.acquire(timeout=600):
-            raise TimeoutError("the test never opened the gate")
-        with self._lock:
-            self.calls += 1
-        return self._engine.complete(request)
-
-
-def _wait(condition, what: str, limit: float = 180.0) -> None:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > end:
-            raise AssertionError(f"waited {limit:.0f} s for {what}")
-        time.sleep(0.02)
 
 
 def test_a_stopped_sweep_resumed_records_only_the_runs_it_had_not(tmp_path: Path) -> None:
