@@ -1470,11 +1470,13 @@ def cmd_work(args: argparse.Namespace) -> dict[str, Any]:
             if record is None:
                 raise ConfigError(f"work {args.show}: no such work of {owner}")
             shown = {k: v for k, v in asdict(record).items() if k != "spec"}
-            return {
-                **shown,
-                **_work_money(record),
-                "cells": [c.to_dict() for c in review_cells(store, args.show)],
-            }
+            # What the work recorded as it went: a grid's cells, a sweep's runs (as stored).
+            recorded = (
+                {"cells": [c.to_dict() for c in review_cells(store, args.show)]}
+                if record.kind == "review"
+                else {"results": store.work_results(args.show)}
+            )
+            return {**shown, **_work_money(record), **recorded}
         listed = [
             {k: v for k, v in asdict(w).items() if k not in ("spec", "result")}
             for w in store.list_work(args.limit)
@@ -1604,6 +1606,14 @@ def _print_work(data: dict[str, Any]) -> None:
             print(f"  paid ${data['paid_usd']:.4f}{possibly}")
         for c in data["cells"]:
             print(f"  {c['document']} — {c['question']}: {c['error'] or c['answer']}")
+        return
+    if "results" in data:  # a sweep: its runs are recorded; `lab` shows them as a table
+        print(
+            f"{data['work_id']}: {data['state']}, {data['done']}/{data['total']} runs, {data['attempts']} attempt(s)"
+        )
+        if "paid_usd" in data:
+            possibly = f", and {data['possibly_billed']}" if data.get("possibly_billed") else ""
+            print(f"  paid ${data['paid_usd']:.4f}{possibly}")
         return
     if data.get("queued") and "paid_usd" in data:
         possibly = f", and {data['possibly_billed']}" if data.get("possibly_billed") else ""

@@ -233,8 +233,11 @@ def test_the_cli_submits_a_lab_sweep_a_worker_runs_it_and_work_shows_it(pg_url: 
             )  # type: ignore[attr-defined]
         finally:
             _stop(worker)
-    shown = json.loads(_cli(pg_url, "work", "--show", work_id).stdout)
+    shown_run = _cli(pg_url, "work", "--show", work_id)
+    assert shown_run.returncode == 0, shown_run.stderr
+    shown = json.loads(shown_run.stdout)
     assert shown["state"] == "done" and shown["done"] == shown["total"] > 0
+    assert len(shown["results"]) == shown["total"]  # each run of the sweep, as recorded
     record = open_store(pg_url, owner="cy").get_work(work_id)
     assert record is not None and record.result is not None and record.result["is_llm"] is False
     assert len(record.result["series"]) == 2 and record.result["paid_usd"] == 0
