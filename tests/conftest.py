@@ -247,6 +247,11 @@ def postgres_server() -> Iterator[Any]:
 @pytest.fixture
 def pg_url(postgres_server: Any) -> Iterator[str]:
     """The URL of a fresh database of this test's own, as the application's (non-superuser) role."""
+    restarted = postgres_server.ensure_running()
+    if restarted:
+        import warnings
+
+        warnings.warn(restarted, stacklevel=1)
     name = postgres_server.new_database()
     yield postgres_server.url(name)
     from rr_core.store.postgres import close_pools

@@ -200,6 +200,35 @@ class PostgresServer:
         """The URL the store connects with, over TCP with a password."""
         return f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{dbname}"
 
+    def ensure_running(self) -> str:
+        """Start the server again when it is gone (say why, or "" when it was running).
+
+        Something outside the tests (a clean-up of the temporary folder, a process killing servers
+        it did not start) must not fail every later PostgreSQL test of the session: the server is
+        started again, on its data when that is still there, else as a new cluster, and the
+        tests say so (a warning in pytest's summary, with the old server's log when it is left).
+        """
+        try:
+            with self.admin():
+                return ""
+        except psycopg.OperationalError as exc:
+            gone = f"the test PostgreSQL at {self.socket_dir} stopped taking connections ({exc})"
+        log = self._log_tail()
+        if self.data.is_dir():
+            started = self._run(
+                str(self.binaries / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", self._options,
+                "-W", "start",
+            )  # fmt: skip
+            if started.returncode == 0:
+                self._wait_ready(time.monotonic())
+                return f"{gone}; started again on its data. Its log:\n{log}"
+        self.root = Path(tempfile.mkdtemp(prefix="rr-pg-", dir=_cluster_parent(self.as_root)))
+        self.data, self.socket_dir = self.root / "data", self.root / "socket"
+        self.log = self.root / "server.log"
+        self.port = _free_port()
+        self.start()
+        return f"{gone}; its folder was gone, a new cluster was started. Its log:\n{log or '(gone)'}"
+
     def new_database(self) -> str:
         """A fresh database owned by the app's role; its name."""
         self._databases += 1

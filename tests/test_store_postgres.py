@@ -397,3 +397,34 @@ def test_a_submit_waits_for_the_owners_submit_in_progress_and_reuses_what_it_rec
     submitting.join(60)
     assert found == ["recorded-first"]
     assert [w.work_id for w in first.list_work()] == ["recorded-first"]
+
+
+def test_the_test_kit_starts_a_server_again_that_something_else_stopped_or_removed(
+    postgres_server: Any,
+) -> None:
+    """A test server stopped, or its folder removed, by something outside the tests (a clean-up of
+    the temporary folder): the kit starts it again and says why, instead of failing every later
+    PostgreSQL test of the session (as happened once in a clean-clone CI run beside other work)."""
+    import shutil
+
+    from tests.pg_kit import PostgresServer
+
+    server = PostgresServer(postgres_server.binaries)  # a private one: the session's is left alone
+    try:
+        server.start()
+        assert server.ensure_running() == ""
+        server._run(str(server.binaries / "pg_ctl"), "-D", str(server.data), "-m", "immediate", "-w", "stop")
+        said = server.ensure_running()
+        assert "stopped taking connections" in said and "started again on its data" in said
+        with psycopg.connect(server.url(server.new_database())) as db:
+            assert db.execute("SELECT current_user").fetchone() == ("rr_app",)
+
+        server._run(str(server.binaries / "pg_ctl"), "-D", str(server.data), "-m", "immediate", "-w", "stop")
+        old_root = server.root
+        shutil.rmtree(old_root)
+        said = server.ensure_running()
+        assert "a new cluster was started" in said and server.root != old_root
+        with psycopg.connect(server.url(server.new_database())) as db:
+            assert db.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        server.stop()
