@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
+# The tests run on this many processes (pytest-xdist): most of their time is spent waiting on
+# browsers, servers and subprocesses, so three keep a 2-core machine busy. TEST_WORKERS=0: one.
+TEST_WORKERS ?= 3
 # Offline tokenizer files: tiktoken reads them from here when the folder exists.
 # (Only when the folder exists: an empty TIKTOKEN_CACHE_DIR would switch tiktoken's cache off.)
 SHARED_TIKTOKEN := $(abspath ../shared/tiktoken)
@@ -32,7 +35,7 @@ run: $(BIN)/.installed ## set up and open the app (no key needed: offline engine
 	$(BIN)/streamlit run app.py --server.port $(PORT)
 
 test: $(BIN)/.installed-dev ## set up and run the tests (the browser test needs Debian's chromium)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist load --maxschedchunk 2
 
 lint: $(BIN)/.installed-dev ## ruff check + format check, the whole project
 	$(BIN)/ruff check .

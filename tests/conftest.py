@@ -20,6 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("RR_SHARED_DATA") or ROOT.parent / "shared" / "data") / "documents"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The browser tests first (they are the longest: a real app and Chromium each), in their
+    files' order: on several processes (``make test``), the long ones start at once, and the
+    short ones fill in around them, instead of one long test starting last and running alone."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is None)
+
+
 @pytest.fixture(autouse=True)
 def _no_real_providers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in PROVIDER_VARIABLES:
