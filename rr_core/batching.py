@@ -26,7 +26,15 @@ from datetime import datetime
 from typing import Any
 
 from rr_core.dispatch import Delivered, Outgoing
-from rr_core.errors import LedgerError, LLMError, ProviderError, ProviderTimeout, RRError, RunCancelled
+from rr_core.errors import (
+    LedgerError,
+    LLMError,
+    NotConnected,
+    ProviderError,
+    ProviderTimeout,
+    RRError,
+    RunCancelled,
+)
 from rr_core.llm.base import BatchAPI, BatchLine, BatchResult, BatchStatus, Completion
 from rr_core.store.base import BatchRecord, CallCache
 from rr_core.usage import Usage
@@ -50,6 +58,8 @@ def possibly_accepted(error: RRError) -> bool:
     (a timeout, a connection lost) or a server error; a refusal (4xx) created nothing."""
     if isinstance(error, ProviderTimeout):
         return True
+    if isinstance(error, NotConnected):
+        return False  # no connection was made: nothing was sent
     if isinstance(error, ProviderError):
         return error.status is None or error.status >= 500
     return False

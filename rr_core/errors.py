@@ -116,6 +116,11 @@ class ProviderError(LLMError):
     """Any other provider failure (server error, bad request, connection)."""
 
 
+class NotConnected(ProviderError):
+    """The provider's server could not be reached at all (connection refused, name not found):
+    no request left this machine, so the call was not sent, and cannot have been billed."""
+
+
 class ResponseParseError(RRError):
     """The model's output was not the JSON the prompt asked for."""
 

@@ -50,6 +50,7 @@ from rr_core.errors import (
     ConfigError,
     ContextTooLongError,
     LLMError,
+    NotConnected,
     ProviderError,
     ProviderTimeout,
     ResponseParseError,
@@ -934,8 +935,14 @@ class Executor:
                 completion = Completion(text="", usage=exc.usage, model=out.request.model)
                 self._price_failed(run, call, record, exc.usage)
             # Sent, and no answer (a timeout, a connection lost): the provider may have billed it.
+            # (Not a server that could not be reached at all: nothing left this machine.)
             unanswered = exc.usage is None and (
-                isinstance(exc, ProviderTimeout) or (isinstance(exc, ProviderError) and exc.status is None)
+                isinstance(exc, ProviderTimeout)
+                or (
+                    isinstance(exc, ProviderError)
+                    and exc.status is None
+                    and not isinstance(exc, NotConnected)
+                )
             )
             record.error = str(exc) + (" (possibly billed: sent, and no answer came)" if unanswered else "")
             record.latency_s = round(time.perf_counter() - pending.started, 3)

@@ -54,6 +54,35 @@ def refused_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
+@pytest.fixture
+def dropping_server() -> Iterator[socket.socket]:
+    """A loopback server that takes each connection, reads the request and closes without an
+    answer (a request that reached the provider and whose answer was lost: it may be billed).
+    ``close()`` it to have the next connection refused."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.close()
+        thread.join(timeout=60)
+
+
 @pytest.fixture(scope="session")
 def shared_documents() -> Path:
     """The real documents beside the project; tests using them skip when absent."""

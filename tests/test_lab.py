@@ -7,6 +7,7 @@ import gzip
 import json
 import math
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -1041,17 +1042,30 @@ def test_the_budget_cap_holds_while_running_against_a_server_billing_far_above_t
 
 
 def test_a_provider_that_cannot_be_reached_under_a_cap_exits_3_not_4(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused_port: int
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    refused_port: int,
+    dropping_server: socket.socket,
 ) -> None:
-    """Every call failed at the provider (counted possibly billed, which fills a small cap): a
-    provider's failure (3), not a sweep the cap stopped part way (4)."""
+    """Every call failed at the provider: a provider's failure (3), not a sweep the cap stopped part
+    way (4), whether nothing was sent (refused: nothing possibly billed, the cap untouched) or every
+    call was sent and its answer lost (counted possibly billed, which fills a small cap)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-lab")
-    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{refused_port}/v1")
     argv = (str(_neutral_file(tmp_path)), "--provider", "openai", "--model", "gpt-4.1", *SMALL_GRID)
     _, dry, _ = _lab(capsys, *argv, "--dry-run")
     cap = f"{dry['plan']['usd'] * 1.05:.4f}"  # room for the estimate; the possibly billed fill it
+
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{refused_port}/v1")
     code, data, err = _lab(capsys, *argv, "--max-usd", cap, "--concurrency", "2")
-    assert data["failed_runs"] == data["plan"]["runs"] > 0
+    assert data["failed_runs"] == data["plan"]["runs"] > 0 and "Could not reach" in err
+    assert data["possibly_usd"] == 0 and data["stopped"] is None, data["stopped"]
+    assert code == 3, err
+
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{dropping_server.getsockname()[1]}/v1")
+    monkeypatch.setenv("RR_STUDIO_DB", str(tmp_path / "dropped.sqlite3"))
+    code, data, err = _lab(capsys, *argv, "--max-usd", cap, "--concurrency", "2")
+    assert data["failed_runs"] == data["plan"]["runs"] and data["possibly_usd"] > 0
     assert "budget cap" in (data["stopped"] or "") and "Could not reach" in err
     assert code == 3, err
 

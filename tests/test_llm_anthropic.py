@@ -8,6 +8,7 @@ from rr_core.errors import (
     AuthError,
     ContextTooLongError,
     MissingKeyError,
+    NotConnected,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
@@ -265,7 +266,7 @@ def test_slow_server_is_a_timeout(stub: StubServer) -> None:
 def test_connection_refused_names_the_url(refused_port: int) -> None:
     url = f"http://127.0.0.1:{refused_port}"
     err = raised(AnthropicClient(model="claude-test", api_key=KEY, base_url=url, max_retries=0))
-    assert type(err) is ProviderError
+    assert type(err) is NotConnected  # nothing sent: nothing billed
     assert f"Could not reach {url}" in str(err)
 
 

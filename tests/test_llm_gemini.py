@@ -16,6 +16,7 @@ from rr_core.errors import (
     AuthError,
     ContextTooLongError,
     MissingKeyError,
+    NotConnected,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
@@ -213,7 +214,7 @@ def test_a_refused_connection_names_the_url(refused_port: int) -> None:
         model=MODEL, api_key=KEY, base_url=f"http://127.0.0.1:{refused_port}", max_retries=0
     )
     error = raised(client)
-    assert type(error) is ProviderError and f"127.0.0.1:{refused_port}" in str(error)
+    assert type(error) is NotConnected and f"127.0.0.1:{refused_port}" in str(error)
 
 
 def test_empty_output_at_the_token_limit_says_to_raise_it(stub: StubServer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,7 @@ from rr_core.errors import (
     ConfigError,
     ContextTooLongError,
     MissingKeyError,
+    NotConnected,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
@@ -367,8 +369,22 @@ def test_connection_refused_names_the_url(refused_port: int) -> None:
     url = f"http://127.0.0.1:{refused_port}/v1"
     client = OpenAIClient(model="llama-test", base_url=url, api="chat", max_retries=0)
     err = raised(client)
-    assert type(err) is ProviderError
+    # No connection was made: nothing was sent, so nothing can have been billed.
+    assert type(err) is NotConnected and isinstance(err, ProviderError)
     assert f"Could not reach {url}" in str(err)
+
+
+def test_a_connection_dropped_after_sending_may_have_been_billed(dropping_server: socket.socket) -> None:
+    """The request reached a server that closed without answering: it may have been billed, so it
+    is not the "nothing sent" error (and a refusal on a retry after it does not make it unsent)."""
+    url = f"http://127.0.0.1:{dropping_server.getsockname()[1]}/v1"
+    err = raised(OpenAIClient(model="m", base_url=url, api="chat", max_retries=0))
+    assert type(err) is ProviderError and "Could not reach" in str(err)
+    client = OpenAIClient(model="m", base_url=url, api="chat", max_retries=1)
+    waited: list[float] = []
+    client._on_wait = lambda seconds, reason: (waited.append(seconds), dropping_server.close())
+    err = raised(client)  # the first attempt dropped, the retry refused (the server closed)
+    assert waited and type(err) is ProviderError
 
 
 def test_credentials_in_base_url_are_not_shown(refused_port: int) -> None:

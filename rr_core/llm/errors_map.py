@@ -7,6 +7,7 @@ API key never reaches the UI, a log or the ledger.
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -16,6 +17,7 @@ from rr_core.errors import (
     AuthError,
     ContextTooLongError,
     LLMError,
+    NotConnected,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
@@ -200,13 +202,30 @@ def retry_reason(error: LLMError) -> str:
     return "could not connect"
 
 
-def unreachable(*, provider: str, base_url: str) -> ProviderError:
-    """The error for a call that could not connect to ``base_url``."""
-    return ProviderError(
+def unreachable(*, provider: str, base_url: str, sent_nothing: bool = False) -> ProviderError:
+    """The error for a call that could not connect to ``base_url``; ``sent_nothing``: no attempt
+    made a connection (every one refused or its name not found), so nothing can have been billed:
+    ``NotConnected``."""
+    kind = NotConnected if sent_nothing else ProviderError
+    return kind(
         f"Could not reach {safe_url(base_url)}. Check the base URL, that the server is running, "
         "and the network connection.",
         provider=provider,
     )
+
+
+def sent_nothing(exc: BaseException) -> bool:
+    """Whether a transport error says no connection was made (refused, or the host's name not
+    found): the request never left. Read from the chain of causes the SDKs' errors wrap, down to
+    the operating system's error (no HTTP library is imported here)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ConnectionRefusedError | socket.gaierror):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def empty_output(*, provider: str, label: str, why: str, usage: Usage | None = None) -> ProviderError:

@@ -124,6 +124,7 @@ class SDKAdapter:
         deadline = Deadline(time.monotonic() + budget, self._cancel)
         structured = self._structured
         retries = 0
+        reached = False  # whether any attempt made a connection (then it may have been billed)
         with active(deadline):
             while True:
                 self._check_cancel()
@@ -140,6 +141,7 @@ class SDKAdapter:
                     ) from None
                 except self.sdk_errors.base as exc:
                     self._check_cancel()
+                    reached = reached or not errors_map.sent_nothing(exc)
                     failure = self._http_failure(exc)
                     if (
                         structured
@@ -150,7 +152,7 @@ class SDKAdapter:
                         continue  # the same call without structured output: not a retry
                     if failure is not None and self._rejects_temperature(failure):
                         continue  # the same call without a temperature: not a retry
-                    error = self._error(exc, budget, attempts=retries + 1)
+                    error = self._error(exc, budget, attempts=retries + 1, reached=reached)
                     wait = self._retry_wait(exc, failure, retries)
                     if wait is None or retries >= self.max_retries:
                         raise error from None
@@ -221,13 +223,19 @@ class SDKAdapter:
         """What ``exc`` says when it is the SDK's HTTP status error, else None."""
         raise NotImplementedError
 
-    def _error(self, exc: Exception, timeout: float, attempts: int = 1) -> LLMError:
+    def _error(self, exc: Exception, timeout: float, attempts: int = 1, *, reached: bool = False) -> LLMError:
+        """``exc`` as the project's error; ``reached``: an earlier attempt of the same call made a
+        connection (a refusal now does not make the call unsent)."""
         if isinstance(exc, self.sdk_errors.timeout):
             return errors_map.timed_out(
                 provider=self.name, label=self._label, timeout_s=timeout, attempts=attempts
             )
         if isinstance(exc, self.sdk_errors.connection):
-            return errors_map.unreachable(provider=self.name, base_url=self.base_url)
+            return errors_map.unreachable(
+                provider=self.name,
+                base_url=self.base_url,
+                sent_nothing=errors_map.sent_nothing(exc) and not reached,
+            )
         failure = self._http_failure(exc)
         if failure is not None:
             return errors_map.from_status(
