@@ -202,6 +202,7 @@ class Budget:
         # ``spent_usd``: what earlier runs of the same work paid (a work run again after a stop,
         # or taken up by another runner): counted as settled, so the cap holds for the work.
         self.settled_usd = spent_usd
+        self.earlier_usd = spent_usd
         self.held_usd = 0.0
         # Calls sent whose bill never came (a timeout, a lost connection, a batch whose
         # acceptance was lost, calls left in flight by an interrupted process): counted at
@@ -707,6 +708,12 @@ class Executor:
                     f"No price is known for {pricing[0]}, so the budget cap of "
                     f"${budget.cap_usd:.2f} cannot be kept. No call was sent."
                 )
+            elif budget.earlier_usd >= budget.cap_usd - 1e-9:
+                why = (
+                    f"The work's budget cap of ${budget.cap_usd:.2f} was already spent by its earlier runs "
+                    f"(${budget.earlier_usd:.4f} billed or possibly billed). No call was sent: raise the cap "
+                    "to go on."
+                )
             elif budget.settled_usd > budget.cap_usd:
                 why = (
                     f"The budget cap of ${budget.cap_usd:.2f} was passed: the provider billed "
@@ -719,8 +726,13 @@ class Executor:
                     if budget.possibly_usd > 0
                     else ""
                 )
+                earlier = (
+                    f" (${budget.earlier_usd:.4f} of it by this work's earlier runs)"
+                    if budget.earlier_usd > 0
+                    else ""
+                )
                 why = (
-                    f"The budget cap of ${budget.cap_usd:.2f} was reached: ${budget.settled_usd:.4f} paid, "
+                    f"The budget cap of ${budget.cap_usd:.2f} was reached: ${budget.settled_usd:.4f} paid{earlier}, "
                     f"{possibly}${budget.held_usd:.4f} held by calls in flight, and the next call would "
                     f"hold ${budget.hold_for(estimate.total_usd, worst):.4f} (its worst case: its prompt "
                     "and every output token it may write, or what such calls were billed when more). "

@@ -555,3 +555,21 @@ def test_a_works_budget_cap_holds_over_all_its_runs(tmp_path: Path) -> None:
     second = review(plan, _Paid(), concurrency=1, store=kept, max_usd=cap, work_id="w2")
     assert first.paid_usd + second.paid_usd <= cap + 1e-9
     assert kept.ledger_spent(plan.ledger_key() + "-w2") == pytest.approx(first.paid_usd + second.paid_usd)
+
+    # A run of a work whose earlier runs spent its cap sends nothing, and says so (it read as a
+    # provider that billed over the estimate).
+    class _Counted(_Paid):
+        calls = 0
+
+        def complete(self, request: LLMRequest) -> Completion:
+            self.calls += 1
+            return super().complete(request)
+
+    spent = _Counted()
+    kept, _ = stored("spent")
+    review(plan, _Paid(), concurrency=1, store=kept, max_usd=cap, work_id="w3")
+    kept.add_spend(plan.ledger_key() + "-w3", "a call billed beyond", cap)  # the cap spent by earlier runs
+    again = review(plan, spent, concurrency=1, store=kept, max_usd=cap, work_id="w3")
+    assert again.paid_usd == 0 and spent.calls == 0
+    said = {c.error for c in again.cells if not c.ok}
+    assert said and all("already spent by its earlier runs" in (e or "") for e in said), said
