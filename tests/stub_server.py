@@ -609,6 +609,9 @@ class StubServer:
         self._item_lines: dict[str, str | None] = {}
         self._rng = random.Random(20261101)
         self._changed = threading.Condition(self._lock)
+        # ``hold_after(n)``: calls after the first n wait here until ``release_calls()``.
+        self._hold_after: int | None = None
+        self._released = threading.Event()
 
     # lifecycle
     def start(self) -> Self:
@@ -666,6 +669,20 @@ class StubServer:
         """Queue replies; each request takes the next, then falls back to the responder."""
         with self._lock:
             self._queue.extend(replies)
+
+    def hold_after(self, n: int) -> None:
+        """Answer the next ``n`` calls (not batch or file calls), then hold every later one,
+        unanswered, until ``release_calls()`` (or the stub closes): a test sees work part done,
+        for as long as it needs, whatever the machine's speed."""
+        with self._lock:
+            self._hold_after = self._counter + n
+            self._released.clear()
+
+    def release_calls(self) -> None:
+        """Answer the calls held by ``hold_after`` and every later one."""
+        with self._lock:
+            self._hold_after = None
+        self._released.set()
 
     def clear(self) -> None:
         """Forget recorded requests and queued replies."""
@@ -1083,6 +1100,13 @@ class StubServer:
         with self._lock:
             self.in_flight -= 1
 
+    def _hold(self, counter: int) -> None:
+        """Wait for ``release_calls`` when this call comes after ``hold_after``'s first n."""
+        with self._lock:
+            held = self._hold_after is not None and counter > self._hold_after
+        while held and not self._released.wait(0.25) and not self._closing.is_set():
+            pass
+
     def _wait(self, delay_s: float) -> None:
         if delay_s > 0:
             self._closing.wait(delay_s)
@@ -1145,6 +1169,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         reply, counter = self.stub._record(RecordedRequest("POST", self.path, headers, body, raw))
         try:
+            self.stub._hold(counter)
             self.stub._wait(reply.delay_s)
             if self.stub._closing.is_set():
                 self.close_connection = True

@@ -472,12 +472,6 @@ def test_a_replica_killed_during_a_grid_the_worker_goes_on_nothing_lost_or_paid_
     columns = tmp_path / "columns.csv"
     columns.write_text(COLUMNS)
     stub.clear()
-    submitted = _cli(
-        team, "review", *files, "--questions", str(columns), "--provider", "openai", "--model", "gpt-4.1-mini",
-        "--method", "baseline", "--concurrency", "1", "--processes", "1", "--submit",
-    )  # fmt: skip
-    work_id = submitted["work_id"]
-    total = GRID_DOCUMENTS * 2
 
     # A browser on one of the replicas: that replica is the one killed.
     session = Session(browser, team.url)
@@ -487,6 +481,18 @@ def test_a_replica_killed_during_a_grid_the_worker_goes_on_nothing_lost_or_paid_
         settle(session.page)
         victim = session.replicas[-1]
         survivor = next(name for name in team.replicas if name != victim)
+
+        # Four calls are answered (two documents: a document's cells are recorded together), then
+        # the stub holds the rest until the replica is killed and the grid is seen part done
+        # (however fast the machine runs it; the grid is submitted once the browser is up, so
+        # the held call waits only for the kill and one CLI call).
+        stub.hold_after(4)
+        submitted = _cli(
+            team, "review", *files, "--questions", str(columns), "--provider", "openai", "--model", "gpt-4.1-mini",
+            "--method", "baseline", "--concurrency", "1", "--processes", "1", "--submit",
+        )  # fmt: skip
+        work_id = submitted["work_id"]
+        total = GRID_DOCUMENTS * 2
 
         watcher = open_store(team.db_url, owner="ana")
 
@@ -503,6 +509,7 @@ def test_a_replica_killed_during_a_grid_the_worker_goes_on_nothing_lost_or_paid_
         shown = _cli(team, "work", "--show", work_id)  # another process, from the database
         assert shown["state"] == "running" and 3 <= shown["done"] < total, shown
         assert len(before) >= 3
+        stub.release_calls()
 
         # The browser that was on the dead replica: nginx sends it to the other one.
         killed_at = time.time()
