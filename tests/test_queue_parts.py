@@ -227,3 +227,116 @@ def test_exactly_one_part_ends_the_work_when_parts_end_together(pg_url: str) -> 
     assert all(p.state == "done" for p in lasts[0])
     # A part ended again (a duplicate job) is not the last a second time.
     assert store.end_part(work_id, names[0], "done") is None
+
+
+class _Billing:
+    """A stub responder billing each model call its whole output allowance (no prompt token):
+    close to its worst case, so that two parts sending at once would pass a cap each keeps
+    alone. The first ``hold`` calls are held until ``release`` (two parts in flight at once).
+    Keeps what each bill costs at the model's price: what was paid, counted at the stub."""
+
+    def __init__(self, hold: int) -> None:
+        self._cond = threading.Condition()
+        self._hold = hold
+        self._released = False
+        self.arrived = 0
+        self.bills: list[float] = []
+
+    def release(self) -> None:
+        with self._cond:
+            self._released = True
+            self._cond.notify_all()
+
+    def __call__(self, path: str, body: Any) -> Any:
+        from rr_core.costs import estimate_cost
+        from tests.stub_server import Reply
+
+        if not path.endswith(MODEL_PATHS):
+            return Reply()
+        output = int(body.get("max_output_tokens") or body.get("max_tokens") or 0)
+        with self._cond:
+            self.arrived += 1
+            self._cond.notify_all()
+            if self.arrived <= self._hold:
+                self._cond.wait_for(lambda: self._released, timeout=600)
+            self.bills.append(estimate_cost(0, output, "gpt-4.1-mini", "openai").total_usd)
+        return Reply(
+            usage={
+                "input_tokens": 0, "output_tokens": output, "total_tokens": output,
+                "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0},
+            }
+        )  # fmt: skip
+
+
+def test_parts_running_at_once_on_two_workers_keep_the_works_cap_together(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """4 documents, a cap of 2.5 calls' bills (the grid asks more), 2 workers running parts at
+    the same time: each call is held in the store against the work's cap before it is sent, so
+    what all parts paid together (counted at the stub) never passes it. Without the shared hold
+    each part, starting with nothing spent, would send its two calls: four bills, over the cap."""
+    from dataclasses import replace
+
+    from rr_core.costs import estimate_cost
+    from rr_core.queue import WorkerQueue
+
+    billing = _Billing(hold=1)
+    with StubServer(responder=billing) as stub:
+        store = open_store(pg_url, owner="ana")
+        _, grid = _grid(store, "m", 4)
+        # A large output allowance: a call's bill is most of its worst case (its prompt is small beside it).
+        settings = replace(grid.settings, max_output_tokens=8_192)
+        bill = estimate_cost(0, settings.max_output_tokens, "gpt-4.1-mini", "openai").total_usd
+        cap = 2.5 * bill
+        work = replace(grid, settings=settings, max_usd=cap)
+        work_id = submit_review(store, work, enqueue=WorkerQueue(pg_url, "ana").enqueue())
+        workers = [_worker(pg_url, stub, tmp_path / f"worker-{i}.log") for i in range(2)]
+        try:
+            # The first call is held until both workers run a part (the second part's runner
+            # has started, with nothing billed yet).
+            _wait(
+                lambda: (
+                    sum(1 for p in store.work_parts(work_id) if p.state == "running") == 2
+                    or billing.arrived >= 2
+                ),
+                "two parts running at once",
+                120,
+            )
+            billing.release()
+            _wait(
+                lambda: not (store.get_work(work_id) or work).is_open and _open_jobs(pg_url) == 0,  # type: ignore[attr-defined]
+                "every part to end",
+                180,
+            )
+        finally:
+            billing.release()
+            for worker in workers:
+                _stop(worker)
+    paid = sum(billing.bills)
+    record = store.get_work(work_id)
+    assert record is not None and not record.is_open, _logs(tmp_path)
+    assert billing.bills, _logs(tmp_path)  # calls were sent, within the cap
+    assert paid <= cap + 1e-9, (paid, cap, _logs(tmp_path))
+    cells = review_cells(store, work_id)
+    assert len([c for c in cells if c.ok]) < 2 * 4  # the cap stopped the grid before its end
+    print(f"cap ${cap:.6f}, paid at the stub ${paid:.6f} for {len(billing.bills)} calls; work {record.state}")
+
+
+def test_a_grid_of_2000_documents_is_queued_in_one_transaction_quickly(pg_url: str) -> None:
+    """Deferring a job per document is one statement (procrastinate's batch defer) in the
+    transaction that records the work: 2,000 documents' jobs, measured against the tests' real
+    PostgreSQL (printed; the limit is generous for a busy machine)."""
+    import time
+
+    from rr_core.queue import WorkerQueue
+
+    store = open_store(pg_url, owner="ana")
+    hook = WorkerQueue(pg_url, "ana").enqueue()  # the queue's tables made once, before timing
+    parts = [f"{i:064x}" for i in range(2_000)]
+    started = time.perf_counter()
+    work_id = store.submit_work("review", "a big grid", {"files": []}, 2_000 * 50, parts=parts, enqueue=hook)
+    took = time.perf_counter() - started
+    print(f"2,000 documents: work row, parts and jobs written in one transaction in {took:.2f} s")
+    assert sorted(_jobs_of(pg_url, work_id)) == parts
+    assert len(store.work_parts(work_id)) == 2_000
+    assert took < 60

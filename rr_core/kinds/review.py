@@ -264,6 +264,8 @@ def review(
     todo = list(jobs) if jobs is not None else list(plan.jobs)
     counter = counter_for_model(todo[0].token_model) if todo else None
     resolver = StoredDocuments(cache, counter) if counter is not None else None
+    # A part's runners (other documents of the grid, on other workers) spend against its cap at once.
+    shared = bool(ledger and work_id and max_usd is not None)
     ledger = (ledger or plan.ledger_key()) + (f"-{work_id}" if work_id else "")
     spent = spent_under(cache, ledger) if work_id and max_usd is not None else 0.0
     cells: list[Cell] = []
@@ -295,6 +297,7 @@ def review(
             ledger=ledger,
             # Per document and method, from the jobs sent (a retry's, a resumed grid's rest).
             cache_lone_prefixes=prefix_sharing(todo),
+            shared_cap=shared,
         ) as runner,
         guard(runner) if guard is not None else nullcontext(),
     ):

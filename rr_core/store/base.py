@@ -193,7 +193,19 @@ class CallCache(Protocol):
         ...
 
     def ledger_spent(self, ledger: str) -> float:
-        """What ``ledger``'s work has been billed over all its runs (its budget cap covers them)."""
+        """What ``ledger``'s work has been billed over all its runs (its budget cap covers them),
+        calls held in flight by its runners (``hold_spend``) at what they hold."""
+        ...
+
+    def hold_spend(self, ledger: str, hold: str, usd: float, cap_usd: float) -> bool:
+        """Before a call of ``ledger``'s work is sent by one of several runners at once (a grid's
+        parts on several workers): hold ``usd`` (its worst case) under the id ``hold``, unless
+        what the work was billed and holds plus ``usd`` would pass ``cap_usd``; checked and
+        held atomically (one hold at a time per ledger); whether it was held."""
+        ...
+
+    def settle_hold(self, ledger: str, hold: str, key: str, usd: float) -> None:
+        """The held call came back: what it holds becomes what it was billed (0: unbilled)."""
         ...
 
     def add_batch(self, batch: BatchRecord, keys: Sequence[str]) -> None:

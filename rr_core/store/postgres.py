@@ -366,6 +366,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             *_owned("work_parts"),
         ),
     ),
+    Migration(
+        11,
+        "calls held in flight against a work's cap by its runners at once (a grid's parts)",
+        ("ALTER TABLE ledger_spend ADD COLUMN hold TEXT NOT NULL DEFAULT ''",),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -748,6 +753,32 @@ class PostgresStore:
                 "SELECT COALESCE(SUM(usd), 0) FROM ledger_spend WHERE ledger = %s", (ledger,)
             ).fetchone()
         return float(row[0]) if row else 0.0
+
+    def hold_spend(self, ledger: str, hold: str, usd: float, cap_usd: float) -> bool:
+        """Hold a call's worst case against the work's cap, atomically (see ``CallCache``)."""
+        with self.transaction() as db:
+            db.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"rr-ledger:{self._owner}:{ledger}",),
+            )
+            row = db.execute(
+                "SELECT COALESCE(SUM(usd), 0) FROM ledger_spend WHERE ledger = %s", (ledger,)
+            ).fetchone()
+            if float(row[0] if row else 0.0) + usd > cap_usd + 1e-9:
+                return False
+            db.execute(
+                "INSERT INTO ledger_spend (ledger, key, usd, at, hold) VALUES (%s,'',%s,%s,%s)",
+                (ledger, usd, _now(), hold),
+            )
+        return True
+
+    def settle_hold(self, ledger: str, hold: str, key: str, usd: float) -> None:
+        """What the held call holds becomes what it was billed."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE ledger_spend SET usd = %s, key = %s, at = %s WHERE ledger = %s AND hold = %s",
+                (usd, key, _now(), ledger, hold),
+            )
 
     def calls_cached(self) -> int:
         """How many call replies are kept."""

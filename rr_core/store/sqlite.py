@@ -349,6 +349,10 @@ def _work_parts(db: sqlite3.Connection) -> None:
     )
 
 
+def _holds(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE ledger_spend ADD COLUMN hold TEXT NOT NULL DEFAULT ''")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
@@ -698,6 +702,29 @@ class SQLiteStore:
                     call.ledger,
                     int(call.accounted),
                 ),
+            )
+
+    def hold_spend(self, ledger: str, hold: str, usd: float, cap_usd: float) -> bool:
+        """Hold a call's worst case against the work's cap, atomically (see ``CallCache``)."""
+        with self._transaction(write=True) as db:  # the write lock: one hold at a time
+            row = db.execute(
+                "SELECT COALESCE(SUM(usd), 0) FROM ledger_spend WHERE owner = ? AND ledger = ?",
+                (self._owner, ledger),
+            ).fetchone()
+            if float(row[0] if row else 0.0) + usd > cap_usd + 1e-9:
+                return False
+            db.execute(
+                "INSERT INTO ledger_spend (owner, ledger, key, usd, at, hold) VALUES (?,?,'',?,?,?)",
+                (self._owner, ledger, usd, _now(), hold),
+            )
+        return True
+
+    def settle_hold(self, ledger: str, hold: str, key: str, usd: float) -> None:
+        """What the held call holds becomes what it was billed."""
+        with self._transaction(write=True) as db:
+            db.execute(
+                "UPDATE ledger_spend SET usd = ?, key = ?, at = ? WHERE owner = ? AND ledger = ? AND hold = ?",
+                (usd, key, _now(), self._owner, ledger, hold),
             )
 
     def calls_cached(self) -> int:
