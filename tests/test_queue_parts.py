@@ -77,7 +77,9 @@ def test_two_workers_share_a_grid_one_job_per_document(pg_url: str, tmp_path: Pa
     assert len({c.key for c in cells}) == len(cells) and all(c.ok for c in cells)  # each recorded once
     sent = _sent(stub)
     assert all(n == 1 for n in sent.values())  # nothing asked twice
-    assert sum(sent.values()) == gate.arrived  # every call the stub saw is counted here
+    # Every call the stub saw is one prompt asked once (18 calls for the 12 cells: the method
+    # makes more than one call for some documents); none asked twice by two workers.
+    assert sum(sent.values()) == gate.arrived >= len(cells)
     assert {p.state for p in store.work_parts(work_id)} == {"done"}
     assert (
         done.result is not None and done.result["cells"] == len(cells) and done.result["parts"] == DOCUMENTS
