@@ -49,13 +49,16 @@ def open_runner(
     ledger: str = "",
     cache_lone_prefixes: bool | Callable[[Job | None], bool] = True,
     spent_usd: float = 0.0,
+    shared_cap: bool = False,
 ) -> Executor:
     """The runner every use case runs through (the in-process executor), with the store as
     call cache when given and a budget cap when ``max_usd`` is set; ``mode`` "batch" sends
     each phase's calls as provider batches (recorded in the store, ``label`` naming them);
     ``cache_lone_prefixes`` False (or False for a job): work that knows all its calls marks for
     the prompt cache only the prefixes two of them share (see ``Executor``);
-    ``spent_usd``: what earlier runs of the same work paid, inside ``max_usd`` (``spent_under``)."""
+    ``spent_usd``: what earlier runs of the same work paid, inside ``max_usd`` (``spent_under``);
+    ``shared_cap``: other runners spend against ``ledger``'s cap at the same time (a grid's parts):
+    each call is held in the store against it before it is sent."""
     budget = Budget(max_usd, spent_usd) if max_usd is not None else None
     return Executor(
         client,
@@ -68,6 +71,7 @@ def open_runner(
         poll_s=batch_poll_s(),
         ledger=ledger,
         cache_lone_prefixes=cache_lone_prefixes,
+        shared_cap=shared_cap,
     )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import procrastinate
@@ -28,8 +29,8 @@ from procrastinate import exceptions as pq_errors
 
 from rr_core.errors import ConfigError
 from rr_core.llm import LLMClient
-from rr_core.store import Enqueue, open_store, redact_url
-from rr_core.work import run_work, runner_name
+from rr_core.store import Enqueue, WorkPart, WorkRecord, open_store, redact_url
+from rr_core.work import run_part, run_work, runner_name
 
 QUEUE = "rr-work"
 TASK = "rr_core.run_work"
@@ -52,15 +53,24 @@ def make_app(url: str) -> procrastinate.App:
     handed_back = procrastinate.RetryStrategy(retry_exceptions=[WorkHandedBack])
 
     @app.task(name=TASK, queue=QUEUE, pass_context=True, retry=handed_back)
-    def run_work_task(context: procrastinate.JobContext, owner: str, work_id: str) -> None:
+    def run_work_task(context: procrastinate.JobContext, owner: str, work_id: str, part: str = "") -> None:
         store = open_store(url, owner=owner)
+        who = f"worker {runner_name()}"
         try:
             # The worker asks its running jobs to end when it is told to stop (SIGTERM).
-            ended = run_work(store, work_id, worker=f"worker {runner_name()}", leaving=context.should_abort)
+            ended: WorkPart | WorkRecord | None
+            if part:  # one part of a work run in parts (a grid's document)
+                ended = run_part(store, work_id, part, worker=who, leaving=context.should_abort)
+            else:
+                ended = run_work(store, work_id, worker=who, leaving=context.should_abort)
         finally:
             store.close()
         if ended is not None and ended.state == "queued" and context.should_abort():
-            log.warning("work %s handed back to the queue: this worker is stopping", work_id)
+            log.warning(
+                "work %s%s handed back to the queue: this worker is stopping",
+                work_id,
+                f" part {part}" if part else "",
+            )
             raise WorkHandedBack(work_id)
 
     return app
@@ -126,16 +136,27 @@ class WorkerQueue:
     def enqueue(self) -> Enqueue:
         """Queues the work's job on the connection of the store's transaction that records the
         work (the same database): the row and its job are committed together, or neither is.
-        A work recorded without its job would be answered "already queued" and never run."""
+        A work recorded without its job would be answered "already queued" and never run. A work
+        run in parts (a grid: its documents) gets one job per part, all in that transaction."""
         _prepared(self._url)
         app = make_app(self._url)
 
-        def defer(connection: Any, work_id: str) -> None:
-            lock = f"{self._owner}:{work_id}"  # one job of a work runs at a time (see ``submit``)
+        def defer(connection: Any, work_id: str, parts: Sequence[str]) -> None:
+            # One job of a work (or of a part) runs at a time (see ``submit``).
             try:
-                app.configure_task(TASK, lock=lock, connection=connection).defer(
-                    owner=self._owner, work_id=work_id
-                )
+                if not parts:
+                    app.configure_task(TASK, lock=f"{self._owner}:{work_id}", connection=connection).defer(
+                        owner=self._owner, work_id=work_id
+                    )
+                    return
+                # A job per part, written in one statement (procrastinate's batch defer).
+                jobs = [
+                    app.configure_task(TASK, lock=f"{self._owner}:{work_id}:{part}").make_new_job(
+                        owner=self._owner, work_id=work_id, part=part
+                    )
+                    for part in parts
+                ]
+                app.job_manager.batch_defer_jobs(jobs, connection=connection)
             except pq_errors.ProcrastinateException as exc:
                 raise ConfigError(f"the work could not be queued at {redact_url(self._url)}: {exc}") from None
 

@@ -175,6 +175,7 @@ class Reservation:
     estimate_usd: float  # the call's own estimate
     held_usd: float  # what it holds: the estimate scaled by what bills have run to so far
     worst: WorstCase | None = None  # its worst case in tokens, when known
+    hold: str = ""  # its hold in the store, against a cap shared with other runners ("" : none)
 
 
 # Output tokens a reply is counted at (about four characters a token), passed to the budget
@@ -408,6 +409,7 @@ class Executor:
         poll_s: float = 30.0,
         ledger: str = "",
         cache_lone_prefixes: bool | Callable[[Job | None], bool] = True,
+        shared_cap: bool = False,
     ) -> None:
         self.client = client
         # Plans jobs: one counter for all, or (None) the tokenizer each job names.
@@ -440,6 +442,10 @@ class Executor:
         # The ledger this executor's replies are recorded in (a Lab sweep's key; "" for none),
         # the keys it has recorded as paid, and stored replies it took as its own.
         self.ledger = ledger
+        # Other runners spend against the same ledger's cap at the same time (a grid's parts on
+        # several workers): each call is also held in the store, against the cap, before it is
+        # sent (``CallCache.hold_spend``), and settled there to its bill.
+        self.shared_cap = shared_cap
         self._recorded: set[str] = set()
         self._claimed = 0
         self._count_lock = threading.Lock()
@@ -701,6 +707,15 @@ class Executor:
             if estimate.known
             else None
         )
+        if held is not None and self.shared_cap and self.ledger and self.cache is not None:
+            held = self._hold_shared(held)
+            if held is None and not self._cancel.is_set():
+                self._stop(
+                    f"The budget cap of ${self.budget.cap_usd:.2f} was reached by this work's runners together"
+                    " (what they were billed and the calls they hold in flight, as recorded in the store)."
+                    " No further call was sent."
+                )
+                raise BudgetReached(self.stopped or "The run was stopped before this call was sent.")
         if held is None and not self._cancel.is_set():
             budget = self.budget
             if not estimate.known:
@@ -742,6 +757,23 @@ class Executor:
         if held is None:
             raise BudgetReached(self.stopped or "The run was stopped before this call was sent.")
         return held
+
+    def _hold_shared(self, reservation: Reservation) -> Reservation | None:
+        """Hold the reserved call in the store against the cap the work's runners share; None
+        (its local hold released) when it would pass it, or cannot be recorded."""
+        assert self.budget is not None and self.cache is not None
+        hold = uuid.uuid4().hex
+        try:
+            ok = self.cache.hold_spend(self.ledger, hold, reservation.held_usd, self.budget.cap_usd)
+        except (RRError, OSError) as exc:
+            message = redact(str(exc))
+            with self._count_lock:
+                self.save_error = self.save_error or message
+            ok = False
+        if not ok:
+            self.budget.settle(reservation, None)
+            return None
+        return replace(reservation, hold=hold)
 
     def _admit(self, out: Outgoing, *, batch: bool = False) -> None:
         """Before a call is sent (now or in a batch): not after a cancel, and only with its
@@ -852,6 +884,7 @@ class Executor:
             else None
         )
         reservation, pending.reservation = pending.reservation, None
+        hold = reservation.hold if reservation is not None else ""
         if reservation is not None and self.budget is not None:
             billed = (
                 (
@@ -873,19 +906,27 @@ class Executor:
             with self._count_lock:
                 self._possibly_usd += held
                 self._possibly_calls += 1
-            self._spend(out.key, held)
-        if completion is not None:
+            self._spend(out.key, held, hold)
+        elif completion is not None:
             with self._count_lock:
                 self.calls_made += 1
-            self._spend(out.key, paid or 0.0)
+            self._spend(out.key, paid or 0.0, hold)
+        elif hold:  # failed with no bill: what it held in the store is released
+            self._spend(out.key, 0.0, hold)
 
-    def _spend(self, key: str, usd: float) -> None:
+    def _spend(self, key: str, usd: float, hold: str = "") -> None:
         """Record what a call of this work was billed (or may have been), as it is billed, so a
-        later run of the work counts it inside the work's cap. Not recorded: no further call."""
-        if not self.ledger or self.cache is None or not self.client.is_llm or usd <= 0:
+        later run of the work counts it inside the work's cap (``hold``: the call's hold in the
+        store becomes its bill). Not recorded: no further call."""
+        if not self.ledger or self.cache is None or not self.client.is_llm:
+            return
+        if usd <= 0 and not hold:
             return
         try:
-            self.cache.add_spend(self.ledger, key, usd)
+            if hold:
+                self.cache.settle_hold(self.ledger, hold, key, usd)
+            else:
+                self.cache.add_spend(self.ledger, key, usd)
         except (RRError, OSError) as exc:
             message = redact(str(exc))
             with self._count_lock:

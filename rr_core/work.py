@@ -29,6 +29,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -48,7 +49,7 @@ from rr_core.kinds.sweep import SweepWork as SweepWork
 from rr_core.llm import LLMClient
 from rr_core.review import ReviewPlan
 from rr_core.runs import Executor
-from rr_core.store import Enqueue, Store, WorkRecord
+from rr_core.store import Enqueue, Store, WorkPart, WorkRecord
 
 STOP_POLL_S = 1.0  # how often a running work looks for a stop request
 # A running work's lease: its runner touches the work row every LEASE_RENEW_S, from the moment
@@ -80,9 +81,12 @@ def submit_work(
     (its total; planned here otherwise); ``enqueue``: the queue's job for new work, written in the
     same transaction (see ``WorkStore.submit_work``)."""
     total = (planned or work.prepare(store)).total
+    # The workers' queue (the one that writes jobs with the work) runs a kind's parts apart, one
+    # job each: N workers share one big grid. A thread of this process runs the work whole.
+    parts = work.parts() if enqueue is not None else ()
     return store.submit_work(
         work.kind, work.title, work.to_dict(), total, calls_key=work.calls_key(), work_id=work_id,
-        enqueue=enqueue,
+        enqueue=enqueue, parts=parts,
     )  # fmt: skip
 
 
@@ -123,7 +127,7 @@ def resume_work(store: Store, work_id: str, *, enqueue: Enqueue | None = None) -
     return store.reopen_work(work_id, enqueue=enqueue)
 
 
-def runner_gone(record: WorkRecord, *, now: datetime | None = None) -> str:
+def runner_gone(record: WorkRecord | WorkPart, *, now: datetime | None = None) -> str:
     """Why a running work's runner is known to be gone ("" while it may still run): its
     process, on this host, has ended; or it has not renewed its lease for ``LEASE_S``."""
     where = record.worker.rsplit(" ", 1)[-1]
@@ -211,6 +215,108 @@ def run_work(
     return ended
 
 
+def run_part(
+    store: Store,
+    work_id: str,
+    part: str,
+    *,
+    client: LLMClient | None = None,
+    worker: str = "",
+    leaving: Callable[[], bool] | None = None,
+) -> WorkPart | None:
+    """Run one part of a work run in parts (a grid's document: its cells only, those recorded
+    skipped), with a whole work's stop, lease and hand-back; returns the part as it ended (None:
+    no such part). The part that ends the work's last open part writes the work's end, decided
+    under a lock on the work's row (exactly one does); the work's progress counts every part's
+    results."""
+    who = worker or runner_name()
+    held = _part(store, work_id, part)
+    if held is not None and held.state == "running" and held.worker != who and not runner_gone(held):
+        held = _wait_for_part(store, held)
+        if held is not None and held.state == "running" and not runner_gone(held):
+            log.info(
+                "work %s part %s is still run by %s, alive: not run here as well", work_id, part, held.worker
+            )
+            return held
+    record = store.get_work(work_id)
+    if held is None or record is None or held.ended:
+        return held
+    if record.cancel_requested:
+        _end_part(store, record, part, Ended("cancelled"))
+        return _part(store, work_id, part)
+    try:
+        kind = get_kind(record.kind)
+    except ConfigError as exc:
+        raise ConfigError(f"work {work_id}: {exc}") from None
+    store.start_part(work_id, part, who)
+    log.info("work %s part %s started by %s", work_id, part[:12], who)
+    try:
+        with _lease(store, work_id, part):
+            ended = _run_part(store, record, part, kind.read, client, leaving)
+        _end_part(store, record, part, ended)
+    finally:
+        log.info("work %s part %s ended here", work_id, part[:12])
+    return _part(store, work_id, part)
+
+
+def _part(store: Store, work_id: str, part: str) -> WorkPart | None:
+    return next((p for p in store.work_parts(work_id) if p.part == part), None)
+
+
+def _run_part(
+    store: Store,
+    record: WorkRecord,
+    part: str,
+    read: Callable[[dict[str, Any]], WorkSpec],
+    client: LLMClient | None,
+    leaving: Callable[[], bool] | None,
+) -> Ended:
+    """``run_part``'s part once the part is running: the spec cut down to it, planned, run."""
+    work_id = record.work_id
+    try:
+        stop = _StopWhenAsked(store, work_id, leaving)
+        planned = read(record.spec).part(part).prepare(store)
+        context = _context(store, work_id, client, stop, planned.unit)
+
+        def progress(done: int, total: int) -> None:  # the work's: every part's results
+            del done, total
+            store.update_work(work_id, done=store.count_results(work_id))
+
+        return planned.run(replace(context, progress=progress))
+    except (RRError, OSError) as exc:
+        return Ended("failed", None, str(exc))
+    except Exception as exc:  # a defect: the part ends, saying what broke, instead of staying "running"
+        log.exception("work %s part %s failed", work_id, part)
+        return Ended("failed", None, f"{type(exc).__name__}: {exc}")
+
+
+def _end_part(store: Store, record: WorkRecord, part: str, ended: Ended) -> None:
+    """Record the part's end; the last part to end writes the work's (summed up by its kind)."""
+    work_id = record.work_id
+    parts = store.end_part(work_id, part, ended.state, ended.summary, ended.error)
+    if parts is None:
+        return
+    try:
+        whole = get_kind(record.kind).read(record.spec).summarize(store, work_id, parts)
+    except (RRError, OSError) as exc:
+        whole = Ended("failed", None, f"the grid's parts ended, but could not be summed up: {exc}")
+    store.update_work(work_id, state=whole.state, result=whole.summary, error=whole.error,
+                      done=store.count_results(work_id))  # fmt: skip
+    log.info("work %s %s: its last part has ended", work_id, whole.state)
+
+
+def _wait_for_part(store: Store, held: WorkPart) -> WorkPart | None:
+    """The part once its live runner has let it go, or as it is after ``HANDOVER_WAIT_S``."""
+    end = time.monotonic() + HANDOVER_WAIT_S
+    current: WorkPart | None = held
+    while current is not None and current.state == "running" and not runner_gone(current):
+        if time.monotonic() > end:
+            break
+        time.sleep(min(2.0, LEASE_RENEW_S / 2))
+        current = _part(store, held.work_id, held.part)
+    return current
+
+
 def _wait_for_runner(store: Store, record: WorkRecord) -> WorkRecord | None:
     """The work once its live runner has let it go (handed it back, ended it, or is gone), or
     as it is after ``HANDOVER_WAIT_S``: a job handed out again while another runner still
@@ -226,15 +332,18 @@ def _wait_for_runner(store: Store, record: WorkRecord) -> WorkRecord | None:
 
 
 @contextmanager
-def _lease(store: Store, work_id: str) -> Iterator[None]:
-    """While the block runs: the work's row is touched every ``LEASE_RENEW_S`` (its runner is
-    alive), planning included."""
+def _lease(store: Store, work_id: str, part: str = "") -> Iterator[None]:
+    """While the block runs: the work's row (and its part's) is touched every ``LEASE_RENEW_S``
+    (its runner is alive), planning included."""
     finished = threading.Event()
 
     def renew() -> None:
         while not finished.wait(LEASE_RENEW_S):
             try:
-                store.update_work(work_id)
+                if part:
+                    store.touch_part(work_id, part)
+                else:
+                    store.update_work(work_id)
             except RRError:
                 log.warning("work %s: could not renew its lease", work_id, exc_info=True)
 

@@ -244,9 +244,10 @@ def test_the_cli_submits_a_lab_sweep_a_worker_runs_it_and_work_shows_it(pg_url: 
 
 
 def test_a_work_and_its_job_are_written_in_one_transaction(pg_url: str) -> None:
-    """Team mode: the work row and its procrastinate job are committed together. A job that
-    cannot be written leaves no work behind (a row without a job would be answered "already
-    queued" by the next submit and never run); a resumed work gets its job with its reopening."""
+    """Team mode: the work row and its procrastinate jobs (a grid: one per document) are
+    committed together. A job that cannot be written leaves no work behind (a row without a job
+    would be answered "already queued" by the next submit and never run); a resumed work gets its
+    jobs with its reopening."""
     import psycopg
 
     from rr_core.errors import ConfigError
@@ -255,7 +256,7 @@ def test_a_work_and_its_job_are_written_in_one_transaction(pg_url: str) -> None:
 
     store = open_store(pg_url, owner="ana")
     try:
-        _, work = _grid(store, "t", 2)
+        files, work = _grid(store, "t", 2)
         queue = WorkerQueue(pg_url, "ana")
         hook = queue.enqueue()
         work_id = submit_review(store, work, enqueue=hook)
@@ -263,15 +264,17 @@ def test_a_work_and_its_job_are_written_in_one_transaction(pg_url: str) -> None:
         def jobs() -> list[tuple[Any, ...]]:
             with psycopg.connect(pg_url) as db:
                 return db.execute(
-                    "SELECT args->>'work_id', status FROM procrastinate_jobs ORDER BY id"
+                    "SELECT args->>'work_id', args->>'part', status FROM procrastinate_jobs ORDER BY id"
                 ).fetchall()
 
-        assert jobs() == [(work_id, "todo")]
+        parts = sorted(f.sha256 for f in files)
+        assert sorted(jobs()) == [(work_id, sha, "todo") for sha in parts]  # a job per document
+        assert [p.part for p in store.work_parts(work_id)] == parts
         assert submit_review(store, work, enqueue=hook) == work_id  # already queued: no second job
-        assert len(jobs()) == 1
+        assert len(jobs()) == 2
 
-        def broken(connection: Any, new_id: str) -> None:
-            hook(connection, new_id)  # written, then the transaction fails after it
+        def broken(connection: Any, new_id: str, its_parts: Any) -> None:
+            hook(connection, new_id, its_parts)  # written, then the transaction fails after them
             raise ConfigError("the queue refused the job")
 
         other = ReviewWork.from_dict({**work.to_dict(), "columns": work.to_dict()["columns"][:1]})
@@ -281,16 +284,20 @@ def test_a_work_and_its_job_are_written_in_one_transaction(pg_url: str) -> None:
             assert "refused" in str(exc)
         else:
             raise AssertionError("the failed enqueue was not reported")
-        assert [w.work_id for w in store.list_work()] == [work_id]  # no row without its job
-        assert len(jobs()) == 1  # and no job without its row
+        assert [w.work_id for w in store.list_work()] == [work_id]  # no row without its jobs
+        assert len(jobs()) == 2  # and no job without its row
         again = submit_review(store, other, enqueue=hook)  # nothing stale answers "already queued"
-        assert again != work_id and len(jobs()) == 2
+        assert again != work_id and len(jobs()) == 4
 
         with psycopg.connect(pg_url) as db:  # the workers never ran them here: clear the queue
             db.execute("DELETE FROM procrastinate_jobs")
         assert store.request_cancel(work_id)
+        record = store.get_work(work_id)
+        assert record is not None and record.state == "cancelled"
+        assert {p.state for p in store.work_parts(work_id)} == {"cancelled"}
         assert resume_work(store, work_id, enqueue=hook)
-        assert jobs() == [(work_id, "todo")]
+        assert sorted(jobs()) == [(work_id, sha, "todo") for sha in parts]
+        assert {p.state for p in store.work_parts(work_id)} == {"queued"}
     finally:
         store.close()
 

@@ -38,6 +38,7 @@ OWNED = (
     "review_decisions",
     "sent_calls",
     "ledger_spend",
+    "work_parts",
 )
 
 
@@ -57,7 +58,7 @@ def _fill(store: PostgresStore, document: Document, tag: str) -> list[str]:
         [f"{tag}-k1", f"{tag}-k2"],
     )
     store.end_sign_in(f"{tag}-sign-in")
-    work = store.submit_work("review", f"{tag}'s grid", {"who": tag}, 2)
+    work = store.submit_work("review", f"{tag}'s grid", {"who": tag}, 2, parts=[f"{tag}-doc"])
     store.add_results(work, [(f"{tag}-cell", {"answer": f"{tag}'s answer"})])
     store.put_decision(
         ReviewDecision(document_sha256="same-doc", question="Q?", decision="corrected", answer=tag)
@@ -133,7 +134,7 @@ def test_another_owners_rows_are_zero_rows_at_the_sql_layer(
         "sign_outs": [("alice", 1), ("bob", 1)],
         "review_decisions": [("alice", 1), ("bob", 1)],
         "sent_calls": [("alice", 1), ("bob", 1)],
-        "ledger_spend": [("alice", 1), ("bob", 1)],
+        "ledger_spend": [("alice", 1), ("bob", 1)], "work_parts": [("alice", 1), ("bob", 1)],
     }  # fmt: skip
     assert [c.sender for c in alice.unanswered()] == ["alice"]  # the same key, each owner's own
     assert alice.sign_in_ended("alice-sign-in") and not alice.sign_in_ended("bob-sign-in")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 from rr_core.errors import ConfigError
 from rr_core.llm import LLMClient
 from rr_core.runs import Executor
-from rr_core.store import Store
+from rr_core.store import Store, WorkPart
 
 # The version of the specs this build writes and reads. A spec of another version is refused
 # with both versions named (never half-read): a newer build's field could change what is asked.
@@ -155,6 +155,19 @@ class WorkSpec(Protocol):
 
     def prepare(self, store: Store) -> PlannedWork:
         """Its jobs and estimate, planned from the store (documents by content hash)."""
+        ...
+
+    def parts(self) -> tuple[str, ...]:
+        """The parts a team's workers may run apart, one job each (none: one job for it all)."""
+        ...
+
+    def part(self, name: str) -> WorkSpec:
+        """The work cut down to one of its parts (what that part's job plans and runs)."""
+        ...
+
+    def summarize(self, store: Store, work_id: str, parts: Sequence[WorkPart]) -> Ended:
+        """How the work run in parts ended, once its last part has: from what the parts recorded
+        (their results in the store, and each part's own ending)."""
         ...
 
 

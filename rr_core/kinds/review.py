@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 from rr_core.batching import BatchProgress
@@ -37,12 +37,14 @@ from rr_core.review import (
     prefix_sharing,
 )
 from rr_core.review.export import scores_json
+from rr_core.review.grid import sample_rows
 from rr_core.runs import CallEvent, RunTrace
 from rr_core.settings import RunSettings
-from rr_core.store import Store, open_store
+from rr_core.store import Store, WorkPart, open_store
 from rr_core.tokens import TokenCounter, counter_for_model
 
 REVIEW = "review"
+PARTS_LEDGER = "review-parts"  # the ledger's name (before the work's id) of a grid run in parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,9 @@ class ReviewWork:
     mode: Mode = "now"
     max_usd: float | None = None
     concurrency: int = 4
+    # A part's (one document of a grid run in parts): the name of the whole grid's ledger, which
+    # all its parts share (their budget cap is the work's). Not in the spec: ``part`` sets it.
+    ledger: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON (what the store keeps)."""
@@ -133,6 +138,51 @@ class ReviewWork:
         """The grid planned where it runs (once a run), ready to run."""
         return PlannedReview(self, self.plan(store))
 
+    def parts(self) -> tuple[str, ...]:
+        """Its documents (by content hash), each a part: a team's workers share a big grid."""
+        return tuple(dict.fromkeys(f.sha256 for f in self.files if f.ok))
+
+    def part(self, name: str) -> ReviewWork:
+        """The grid cut down to one document (the comparison kept when the document is one of
+        its rows in the whole grid), planned alone where its job runs."""
+        mine = [f for f in self.files if f.ok and f.sha256 == name][:1]
+        if not mine:
+            raise ConfigError(f"this grid has no readable document {name[:12]}")
+        compared = self.compare is not None and any(
+            f.sha256 == name for f in sample_rows([f for f in self.files if f.ok], self.compare_rows)
+        )
+        return replace(
+            self, files=tuple(mine), compare=self.compare if compared else None, compare_rows=1,
+            ledger=PARTS_LEDGER,
+        )  # fmt: skip
+
+    def summarize(self, store: Store, work_id: str, parts: Sequence[WorkPart]) -> Ended:
+        """The grid run in parts, once its last part has ended: its cells from the store, what
+        each part paid summed, scored against the key over the whole grid; failed when a part
+        failed (its reason), cancelled when one was stopped with cells missing."""
+        cells = grid_cells(store, work_id, self)
+        plan = self.plan(store)
+        results = [p.result or {} for p in parts]
+        failed = [p for p in parts if p.state == "failed"]
+        stopped = any(p.state == "cancelled" for p in parts)
+        total = (len(plan.documents) + len(plan.compare_documents)) * len(plan.columns)
+        summary: dict[str, Any] = {
+            "cells": len(cells),
+            "failed_cells": sum(1 for c in cells if not c.ok),
+            "paid_usd": round(sum(float(r.get("paid_usd") or 0.0) for r in results), 8),
+            "possibly_billed": "; ".join(
+                str(r["possibly_billed"]) for r in results if r.get("possibly_billed")
+            ),
+            "possibly_usd": round(sum(float(r.get("possibly_usd") or 0.0) for r in results), 6),
+            "history_batch": next((r["history_batch"] for r in results if r.get("history_batch")), None),
+            "save_error": next((r["save_error"] for r in results if r.get("save_error")), None),
+            "scores": scores_json(plan, cells),
+            "parts": len(parts),
+        }
+        if failed:
+            return Ended("failed", summary, failed[0].error or "a document of the grid failed")
+        return Ended("cancelled" if stopped and len(cells) < total else "done", summary)
+
 
 def review_resolver(counter: TokenCounter, store: Store | None = None) -> StoredDocuments:
     """Opens a review's documents from the document store (their stored readings)."""
@@ -197,6 +247,7 @@ def review(
     save: bool = True,
     keep: bool = True,
     work_id: str = "",
+    ledger: str = "",
 ) -> ReviewResult:
     """Run the grid's jobs (or ``jobs``: a retry of some cells) through the run store as call
     cache: a grid stopped and started again pays only for what is missing, and a cell asked
@@ -207,12 +258,15 @@ def review(
     they come: memory does not grow with the corpus). ``work_id``: the work this run is one
     run of (run again after a stop, or by the next runner): its replies are recorded under the
     work's own ledger, and ``max_usd`` is the work's, over all its runs (what its earlier runs
-    paid counts inside it)."""
+    paid counts inside it). ``ledger``: the ledger's name before the work's id (a part of a grid
+    run in parts: the name all its parts share; else the plan's own)."""
     cache = store if store is not None else open_store()
     todo = list(jobs) if jobs is not None else list(plan.jobs)
     counter = counter_for_model(todo[0].token_model) if todo else None
     resolver = StoredDocuments(cache, counter) if counter is not None else None
-    ledger = plan.ledger_key() + (f"-{work_id}" if work_id else "")
+    # A part's runners (other documents of the grid, on other workers) spend against its cap at once.
+    shared = bool(ledger and work_id and max_usd is not None)
+    ledger = (ledger or plan.ledger_key()) + (f"-{work_id}" if work_id else "")
     spent = spent_under(cache, ledger) if work_id and max_usd is not None else 0.0
     cells: list[Cell] = []
     traces: list[RunTrace] = []
@@ -243,6 +297,7 @@ def review(
             ledger=ledger,
             # Per document and method, from the jobs sent (a retry's, a resumed grid's rest).
             cache_lone_prefixes=prefix_sharing(todo),
+            shared_cap=shared,
         ) as runner,
         guard(runner) if guard is not None else nullcontext(),
     ):
@@ -360,11 +415,14 @@ class PlannedReview:
         result = review(
             plan, client, concurrency=work.concurrency, key=work.key, jobs=todo, max_usd=work.max_usd,
             work_id=work_id,
-            mode=work.mode, store=store, on_cell=keep, guard=stop.guard, keep=False,
+            mode=work.mode, store=store, on_cell=keep, guard=stop.guard, keep=False, ledger=work.ledger,
         ) if todo else None  # fmt: skip
         for sha in list(held):  # a document whose last job gave no cell (should not be): kept all the same
             record(sha)
         cells = grid_cells(store, work_id, work)
+        if work.ledger:  # a part: its document's cells (the grid's are summed up by ``summarize``)
+            mine = {f.sha256 for f in work.files}
+            cells = [c for c in cells if c.document_sha256 in mine]
         failed = sum(1 for c in cells if not c.ok)
         summary: dict[str, Any] = {
             "cells": len(cells),
@@ -374,7 +432,7 @@ class PlannedReview:
             "possibly_usd": round(result.possibly_usd, 6) if result else 0.0,
             "history_batch": result.batch if result else None,
             "save_error": result.save_error if result else None,
-            "scores": scores_json(plan, cells),
+            "scores": scores_json(plan, cells) if not work.ledger else {},
         }
         stopped = bool(result and result.cancelled) and len(cells) < total
         if stopped and stop.left:  # the runner is going away: the next one takes the work up

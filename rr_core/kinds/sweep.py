@@ -21,7 +21,7 @@ from rr_core.batching import BatchProgress
 from rr_core.costs import Mode
 from rr_core.documents import Document
 from rr_core.engine import Engine, open_runner, spent_under
-from rr_core.errors import LedgerError
+from rr_core.errors import ConfigError, LedgerError
 from rr_core.kinds.base import SPEC_VERSION, Ended, Kind, WorkContext, calls_key, check_spec
 from rr_core.lab import TrialSpec, trial_recipes, trial_spec
 from rr_core.lab.haystacks import TrialRecipe
@@ -43,7 +43,7 @@ from rr_core.review.corpus import StoredDocuments
 from rr_core.runs import CallCache, Executor
 from rr_core.settings import QuestionPlacement, RunSettings
 from rr_core.sources import sample_document
-from rr_core.store import LOCAL_OWNER, Store, open_store
+from rr_core.store import LOCAL_OWNER, Store, WorkPart, open_store
 from rr_core.tokens import TokenCounter, counter_for_model
 
 SWEEP = "sweep"
@@ -133,6 +133,18 @@ class SweepWork:
         """The sweep planned where it runs (once a run), ready to run."""
         _, plan, engine = self.planned(store)
         return PlannedSweep(self, plan, engine)
+
+    def parts(self) -> tuple[str, ...]:
+        """None: a sweep is one job (its trials share the document and the series' budget)."""
+        return ()
+
+    def part(self, name: str) -> SweepWork:
+        """A sweep has no parts."""
+        raise ConfigError(f"a Lab sweep is run as one job; it has no part {name!r}")
+
+    def summarize(self, store: Store, work_id: str, parts: Sequence[WorkPart]) -> Ended:
+        """A sweep has no parts."""
+        raise ConfigError("a Lab sweep is run as one job; it has no parts to sum up")
 
     def stored(
         self, store: Store, work_id: str, summary: Mapping[str, Any] | None = None

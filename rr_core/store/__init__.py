@@ -27,6 +27,7 @@ from rr_core.store.base import (
     SentCall,
     Store,
     StoredRun,
+    WorkPart,
     WorkRecord,
     WorkStore,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "Store",
     "StoredRun",
     "Enqueue",
+    "WorkPart",
     "WorkRecord",
     "WorkStore",
     "default_path",

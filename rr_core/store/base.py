@@ -193,7 +193,19 @@ class CallCache(Protocol):
         ...
 
     def ledger_spent(self, ledger: str) -> float:
-        """What ``ledger``'s work has been billed over all its runs (its budget cap covers them)."""
+        """What ``ledger``'s work has been billed over all its runs (its budget cap covers them),
+        calls held in flight by its runners (``hold_spend``) at what they hold."""
+        ...
+
+    def hold_spend(self, ledger: str, hold: str, usd: float, cap_usd: float) -> bool:
+        """Before a call of ``ledger``'s work is sent by one of several runners at once (a grid's
+        parts on several workers): hold ``usd`` (its worst case) under the id ``hold``, unless
+        what the work was billed and holds plus ``usd`` would pass ``cap_usd``; checked and
+        held atomically (one hold at a time per ledger); whether it was held."""
+        ...
+
+    def settle_hold(self, ledger: str, hold: str, key: str, usd: float) -> None:
+        """The held call came back: what it holds becomes what it was billed (0: unbilled)."""
         ...
 
     def add_batch(self, batch: BatchRecord, keys: Sequence[str]) -> None:
@@ -452,9 +464,44 @@ def work_changes(
     return names, values
 
 
-# Queues a work's job inside the store's transaction that records the work: called with that
-# transaction's connection and the work's id (team mode's workers: a procrastinate job).
-Enqueue = Callable[[Any, str], None]
+# Queues a work's jobs inside the store's transaction that records the work: called with that
+# transaction's connection, the work's id and its parts to queue, one job each (none: one job
+# for the whole work) (team mode's workers: procrastinate jobs).
+Enqueue = Callable[[Any, str, Sequence[str]], None]
+
+# A part's ends (a part handed back by its runner is "queued" again).
+ENDED_PART_STATES = ("done", "failed", "cancelled")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkPart:
+    """One part of a work run as its own job (a review grid's document, in team mode): its state,
+    who runs it and when its runner was last heard from (its lease), and how it ended."""
+
+    work_id: str
+    part: str
+    state: str
+    worker: str = ""
+    updated_at: str = ""
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def ended(self) -> bool:
+        """Done, failed or cancelled."""
+        return self.state in ENDED_PART_STATES
+
+
+PART_COLUMNS = "work_id, part, state, worker, updated_at, result, error"
+
+
+def part_from_row(row: Sequence[Any]) -> WorkPart:
+    """A part from a row of ``PART_COLUMNS``."""
+    work_id, part, state, worker, updated, result, error = row
+    return WorkPart(
+        work_id=work_id, part=part, state=state, worker=worker, updated_at=updated,
+        result=json.loads(result) if result else None, error=error,
+    )  # fmt: skip
 
 
 class WorkStore(Protocol):
@@ -470,6 +517,7 @@ class WorkStore(Protocol):
         calls_key: str = "",
         work_id: str | None = None,
         enqueue: Enqueue | None = None,
+        parts: Sequence[str] = (),
     ) -> str:
         """Record new work, queued; returns its id. ``calls_key``: what the work's calls are (its
         jobs, model and server, not its budget or concurrency); when the owner has open work
@@ -477,7 +525,8 @@ class WorkStore(Protocol):
         click, a second tab: the same calls are not run, and paid, twice at once); checked and
         recorded in one transaction. ``work_id``: the id to give new work (else a new one).
         ``enqueue``: queues the new work's job in that same transaction (its connection and the
-        work's id); when it raises, nothing is recorded."""
+        work's id); when it raises, nothing is recorded. ``parts``: the work is run as these
+        parts, one job each (recorded queued, and handed to ``enqueue``)."""
         ...
 
     def get_work(self, work_id: str) -> WorkRecord | None:
@@ -509,13 +558,45 @@ class WorkStore(Protocol):
         ...
 
     def request_cancel(self, work_id: str) -> bool:
-        """Ask the work to stop (whoever runs it sees it); False when it is not open."""
+        """Ask the work to stop (whoever runs it sees it); False when it is not open. Its parts
+        not started end at once; with none running, the work ends cancelled."""
         ...
 
     def reopen_work(self, work_id: str, *, enqueue: Enqueue | None = None) -> bool:
         """Queue ended work again (stop request cleared); False when it is open or unknown, or
         when other open work has its ``calls_key`` (it would make the same calls at once).
-        ``enqueue``: queues its job in the transaction that reopens it (see ``submit_work``)."""
+        ``enqueue``: queues its job in the transaction that reopens it (see ``submit_work``); a
+        work run in parts gets one job for each part that did not end done."""
+        ...
+
+    def work_parts(self, work_id: str) -> list[WorkPart]:
+        """A work's parts (none: it runs as one job)."""
+        ...
+
+    def start_part(self, work_id: str, part: str, worker: str) -> None:
+        """A runner takes the part up: the part and its work are running (an attempt counted)."""
+        ...
+
+    def touch_part(self, work_id: str, part: str) -> None:
+        """The part's runner is alive (its lease, and its work's, renewed)."""
+        ...
+
+    def end_part(
+        self,
+        work_id: str,
+        part: str,
+        state: str,
+        result: Mapping[str, Any] | None = None,
+        error: str | None = None,
+    ) -> list[WorkPart] | None:
+        """Record how a run of the part ended ("queued": handed back; its work is queued again
+        when no other part runs). Decided under a lock on the work's row: returns every part
+        when this call ended the work's last open part (the caller then writes the work's end;
+        exactly one caller does), else None."""
+        ...
+
+    def count_results(self, work_id: str) -> int:
+        """How many results the work has kept (its progress, over all its parts)."""
         ...
 
     def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:

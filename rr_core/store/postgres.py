@@ -55,6 +55,7 @@ from rr_core.store.base import (
     ITEM_OUTCOMES,
     LOCAL_OWNER,
     OPEN_BATCH_STATES,
+    PART_COLUMNS,
     RELEASED_OUTCOMES,
     WORK_COLUMNS,
     BatchRecord,
@@ -63,8 +64,10 @@ from rr_core.store.base import (
     ReviewDecision,
     SentCall,
     StoredRun,
+    WorkPart,
     WorkRecord,
     decision_from_row,
+    part_from_row,
     work_changes,
     work_from_row,
 )
@@ -343,6 +346,30 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX ledger_spend_ledger ON ledger_spend (owner, ledger)",
             *_owned("ledger_spend"),
         ),
+    ),
+    Migration(
+        10,
+        "a work's parts, each run as its own job (a review grid's documents in team mode)",
+        (
+            f"""CREATE TABLE work_parts (
+                {_OWNER},
+                work_id TEXT NOT NULL,
+                part TEXT NOT NULL,
+                state TEXT NOT NULL,
+                worker TEXT NOT NULL DEFAULT '',
+                updated_at TEXT NOT NULL,
+                result TEXT,
+                error TEXT,
+                PRIMARY KEY (owner, work_id, part),
+                FOREIGN KEY (owner, work_id) REFERENCES work (owner, work_id) ON DELETE CASCADE
+            )""",
+            *_owned("work_parts"),
+        ),
+    ),
+    Migration(
+        11,
+        "calls held in flight against a work's cap by its runners at once (a grid's parts)",
+        ("ALTER TABLE ledger_spend ADD COLUMN hold TEXT NOT NULL DEFAULT ''",),
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
@@ -727,6 +754,32 @@ class PostgresStore:
             ).fetchone()
         return float(row[0]) if row else 0.0
 
+    def hold_spend(self, ledger: str, hold: str, usd: float, cap_usd: float) -> bool:
+        """Hold a call's worst case against the work's cap, atomically (see ``CallCache``)."""
+        with self.transaction() as db:
+            db.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"rr-ledger:{self._owner}:{ledger}",),
+            )
+            row = db.execute(
+                "SELECT COALESCE(SUM(usd), 0) FROM ledger_spend WHERE ledger = %s", (ledger,)
+            ).fetchone()
+            if float(row[0] if row else 0.0) + usd > cap_usd + 1e-9:
+                return False
+            db.execute(
+                "INSERT INTO ledger_spend (ledger, key, usd, at, hold) VALUES (%s,'',%s,%s,%s)",
+                (ledger, usd, _now(), hold),
+            )
+        return True
+
+    def settle_hold(self, ledger: str, hold: str, key: str, usd: float) -> None:
+        """What the held call holds becomes what it was billed."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE ledger_spend SET usd = %s, key = %s, at = %s WHERE ledger = %s AND hold = %s",
+                (usd, key, _now(), ledger, hold),
+            )
+
     def calls_cached(self) -> int:
         """How many call replies are kept."""
         with self.transaction() as db:
@@ -1031,8 +1084,9 @@ class PostgresStore:
         calls_key: str = "",
         work_id: str | None = None,
         enqueue: Enqueue | None = None,
+        parts: Sequence[str] = (),
     ) -> str:
-        """Record new work, queued; returns its id (``calls_key``, ``enqueue``: see ``WorkStore``)."""
+        """Record new work, queued; returns its id (``calls_key``, ``enqueue``, ``parts``: see ``WorkStore``)."""
         work_id = work_id or uuid.uuid4().hex[:16]
         now = _now()
         with self.transaction() as db:
@@ -1050,8 +1104,14 @@ class PostgresStore:
                 " VALUES (%s,%s,%s,'queued',%s,%s,%s,%s,%s)",
                 (work_id, kind, title, json.dumps(dict(spec)), total, now, now, calls_key),
             )
+            if parts:
+                with db.cursor() as cursor:
+                    cursor.executemany(
+                        "INSERT INTO work_parts (work_id, part, state, updated_at) VALUES (%s,%s,'queued',%s)",
+                        [(work_id, part, now) for part in parts],
+                    )
             if enqueue is not None:
-                enqueue(db, work_id)
+                enqueue(db, work_id, tuple(parts))
         return work_id
 
     def _lock_submits(self, db: psycopg.Connection[tuple[Any, ...]]) -> None:
@@ -1119,13 +1179,22 @@ class PostgresStore:
             db.execute(f"UPDATE work SET {sets} WHERE work_id = %s", (*values, work_id))
 
     def request_cancel(self, work_id: str) -> bool:
-        """Ask the work to stop; False when it is not open. Queued work ends at once."""
+        """Ask the work to stop; False when it is not open. Queued work ends at once, and so do
+        its parts not started (a work whose parts none runs ends cancelled)."""
+        now = _now()
         with self.transaction() as db:
+            db.execute("SELECT 1 FROM work WHERE work_id = %s FOR UPDATE", (work_id,))
+            db.execute(
+                "UPDATE work_parts SET state = 'cancelled', updated_at = %s WHERE work_id = %s AND state = 'queued'",
+                (now, work_id),
+            )
             changed = db.execute(
                 "UPDATE work SET cancel_requested = TRUE, updated_at = %s,"
-                " state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END"
+                " state = CASE WHEN state = 'queued' OR (EXISTS (SELECT 1 FROM work_parts p"
+                " WHERE p.work_id = work.work_id) AND NOT EXISTS (SELECT 1 FROM work_parts p"
+                " WHERE p.work_id = work.work_id AND p.state = 'running')) THEN 'cancelled' ELSE state END"
                 " WHERE work_id = %s AND state IN ('queued', 'running')",
-                (_now(), work_id),
+                (now, work_id),
             ).rowcount
         return changed > 0
 
@@ -1143,9 +1212,88 @@ class PostgresStore:
                 " AND other.state IN ('queued', 'running') AND other.work_id <> work.work_id))",
                 (_now(), work_id),
             ).rowcount
-            if changed and enqueue is not None:
-                enqueue(db, work_id)
-        return changed > 0
+            if not changed:
+                return False
+            reopened = [
+                str(r[0])
+                for r in db.execute(
+                    "UPDATE work_parts SET state = 'queued', error = NULL, updated_at = %s"
+                    " WHERE work_id = %s AND state <> 'done' RETURNING part",
+                    (_now(), work_id),
+                ).fetchall()
+            ]
+            if enqueue is not None:
+                enqueue(db, work_id, sorted(reopened))
+        return True
+
+    def work_parts(self, work_id: str) -> builtins.list[WorkPart]:
+        """A work's parts (none: it runs as one job)."""
+        with self.transaction() as db:
+            rows = db.execute(
+                f"SELECT {PART_COLUMNS} FROM work_parts WHERE work_id = %s ORDER BY part", (work_id,)
+            ).fetchall()
+        return [part_from_row(r) for r in rows]
+
+    def start_part(self, work_id: str, part: str, worker: str) -> None:
+        """A runner takes the part up: the part and its work are running."""
+        now = _now()
+        with self.transaction() as db:
+            db.execute("SELECT 1 FROM work WHERE work_id = %s FOR UPDATE", (work_id,))
+            db.execute(
+                "UPDATE work_parts SET state = 'running', worker = %s, updated_at = %s"
+                " WHERE work_id = %s AND part = %s",
+                (worker, now, work_id, part),
+            )
+            db.execute(
+                "UPDATE work SET state = 'running', worker = %s, updated_at = %s, attempts = attempts + 1,"
+                " error = NULL WHERE work_id = %s AND state IN ('queued', 'running')",
+                (worker, now, work_id),
+            )
+
+    def touch_part(self, work_id: str, part: str) -> None:
+        """The part's runner is alive (its lease, and its work's, renewed)."""
+        now = _now()
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE work_parts SET updated_at = %s WHERE work_id = %s AND part = %s", (now, work_id, part)
+            )
+            db.execute("UPDATE work SET updated_at = %s WHERE work_id = %s", (now, work_id))
+
+    def end_part(
+        self,
+        work_id: str,
+        part: str,
+        state: str,
+        result: Mapping[str, Any] | None = None,
+        error: str | None = None,
+    ) -> builtins.list[WorkPart] | None:
+        """Record how a run of the part ended; every part when this ended the last open one (see ``WorkStore``)."""
+        now = _now()
+        with self.transaction() as db:
+            db.execute("SELECT 1 FROM work WHERE work_id = %s FOR UPDATE", (work_id,))
+            changed = db.execute(
+                "UPDATE work_parts SET state = %s, result = %s, error = %s, updated_at = %s"
+                " WHERE work_id = %s AND part = %s AND state NOT IN ('done', 'failed', 'cancelled')",
+                (state, json.dumps(dict(result)) if result is not None else None, error, now, work_id, part),
+            ).rowcount
+            rows = db.execute(
+                f"SELECT {PART_COLUMNS} FROM work_parts WHERE work_id = %s ORDER BY part", (work_id,)
+            ).fetchall()
+            parts = [part_from_row(r) for r in rows]
+            if state == "queued":
+                if not any(p.state == "running" for p in parts):
+                    db.execute(
+                        "UPDATE work SET state = 'queued', updated_at = %s WHERE work_id = %s AND state = 'running'",
+                        (now, work_id),
+                    )
+                return None
+        return parts if changed and all(p.ended for p in parts) else None
+
+    def count_results(self, work_id: str) -> int:
+        """How many results the work has kept."""
+        with self.transaction() as db:
+            row = db.execute("SELECT count(*) FROM work_results WHERE work_id = %s", (work_id,)).fetchone()
+        return int(row[0]) if row else 0
 
     def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         """Keep results under their keys (a key kept again is replaced, and moves last)."""

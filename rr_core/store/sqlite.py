@@ -34,6 +34,7 @@ from rr_core.store.base import (
     LOCAL_OWNER,
     OPEN_BATCH_STATES,
     OPEN_WORK_STATES,
+    PART_COLUMNS,
     RELEASED_OUTCOMES,
     WORK_COLUMNS,
     BatchRecord,
@@ -42,8 +43,10 @@ from rr_core.store.base import (
     ReviewDecision,
     SentCall,
     StoredRun,
+    WorkPart,
     WorkRecord,
     decision_from_row,
+    part_from_row,
     work_changes,
     work_from_row,
 )
@@ -330,6 +333,26 @@ def _ledger_spend(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX ledger_spend_ledger ON ledger_spend (owner, ledger)")
 
 
+def _work_parts(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE work_parts (
+            owner TEXT NOT NULL,
+            work_id TEXT NOT NULL,
+            part TEXT NOT NULL,
+            state TEXT NOT NULL,
+            worker TEXT NOT NULL DEFAULT '',
+            updated_at TEXT NOT NULL,
+            result TEXT,
+            error TEXT,
+            PRIMARY KEY (owner, work_id, part)
+        )"""
+    )
+
+
+def _holds(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE ledger_spend ADD COLUMN hold TEXT NOT NULL DEFAULT ''")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
@@ -349,6 +372,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         13, "what each work's calls were billed, as billed (its budget cap over all its runs)", _ledger_spend
+    ),
+    Migration(
+        14, "a work's parts, each run as its own job (a review grid's documents in team mode)", _work_parts
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
@@ -676,6 +702,29 @@ class SQLiteStore:
                     call.ledger,
                     int(call.accounted),
                 ),
+            )
+
+    def hold_spend(self, ledger: str, hold: str, usd: float, cap_usd: float) -> bool:
+        """Hold a call's worst case against the work's cap, atomically (see ``CallCache``)."""
+        with self._transaction(write=True) as db:  # the write lock: one hold at a time
+            row = db.execute(
+                "SELECT COALESCE(SUM(usd), 0) FROM ledger_spend WHERE owner = ? AND ledger = ?",
+                (self._owner, ledger),
+            ).fetchone()
+            if float(row[0] if row else 0.0) + usd > cap_usd + 1e-9:
+                return False
+            db.execute(
+                "INSERT INTO ledger_spend (owner, ledger, key, usd, at, hold) VALUES (?,?,'',?,?,?)",
+                (self._owner, ledger, usd, _now(), hold),
+            )
+        return True
+
+    def settle_hold(self, ledger: str, hold: str, key: str, usd: float) -> None:
+        """What the held call holds becomes what it was billed."""
+        with self._transaction(write=True) as db:
+            db.execute(
+                "UPDATE ledger_spend SET usd = ?, key = ?, at = ? WHERE owner = ? AND ledger = ? AND hold = ?",
+                (usd, key, _now(), self._owner, ledger, hold),
             )
 
     def calls_cached(self) -> int:
@@ -1006,8 +1055,9 @@ class SQLiteStore:
         calls_key: str = "",
         work_id: str | None = None,
         enqueue: Enqueue | None = None,
+        parts: Sequence[str] = (),
     ) -> str:
-        """Record new work, queued; returns its id (``calls_key``, ``enqueue``: see ``WorkStore``)."""
+        """Record new work, queued; returns its id (``calls_key``, ``enqueue``, ``parts``: see ``WorkStore``)."""
         work_id = work_id or uuid.uuid4().hex[:16]
         now = _now()
         with self._transaction(write=True) as db:  # the write lock first: no other submit between
@@ -1035,8 +1085,12 @@ class SQLiteStore:
                     calls_key,
                 ),
             )
+            db.executemany(
+                "INSERT INTO work_parts (owner, work_id, part, state, updated_at) VALUES (?,?,?,'queued',?)",
+                [(self._owner, work_id, part, now) for part in parts],
+            )
             if enqueue is not None:
-                enqueue(db, work_id)
+                enqueue(db, work_id, tuple(parts))
         return work_id
 
     def get_work(self, work_id: str) -> WorkRecord | None:
@@ -1110,10 +1164,20 @@ class SQLiteStore:
             if row is None or row[0] not in OPEN_WORK_STATES:
                 return False
             db.execute(
-                "UPDATE work SET cancel_requested = 1, updated_at = ?,"
-                " state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END"
-                " WHERE owner = ? AND work_id = ?",
+                "UPDATE work_parts SET state = 'cancelled', updated_at = ?"
+                " WHERE owner = ? AND work_id = ? AND state = 'queued'",
                 (_now(), self._owner, work_id),
+            )
+            states = {
+                str(r[0])
+                for r in db.execute(
+                    "SELECT state FROM work_parts WHERE owner = ? AND work_id = ?", (self._owner, work_id)
+                ).fetchall()
+            }
+            idle = row[0] == "queued" or (bool(states) and "running" not in states)
+            db.execute(
+                "UPDATE work SET cancel_requested = 1, updated_at = ?, state = ? WHERE owner = ? AND work_id = ?",
+                (_now(), "cancelled" if idle else row[0], self._owner, work_id),
             )
         return True
 
@@ -1130,9 +1194,101 @@ class SQLiteStore:
                 " AND other.state IN ('queued', 'running') AND other.work_id <> work.work_id))",
                 (_now(), self._owner, work_id),
             ).rowcount
-            if changed and enqueue is not None:
-                enqueue(db, work_id)
-        return changed > 0
+            if not changed:
+                return False
+            reopened = sorted(
+                str(r[0])
+                for r in db.execute(
+                    "SELECT part FROM work_parts WHERE owner = ? AND work_id = ? AND state <> 'done'",
+                    (self._owner, work_id),
+                ).fetchall()
+            )
+            db.execute(
+                "UPDATE work_parts SET state = 'queued', error = NULL, updated_at = ?"
+                " WHERE owner = ? AND work_id = ? AND state <> 'done'",
+                (_now(), self._owner, work_id),
+            )
+            if enqueue is not None:
+                enqueue(db, work_id, reopened)
+        return True
+
+    def work_parts(self, work_id: str) -> builtins.list[WorkPart]:
+        """A work's parts (none: it runs as one job)."""
+        with self._transaction() as db:
+            rows = db.execute(
+                f"SELECT {PART_COLUMNS} FROM work_parts WHERE owner = ? AND work_id = ? ORDER BY part",
+                (self._owner, work_id),
+            ).fetchall()
+        return [part_from_row(r) for r in rows]
+
+    def start_part(self, work_id: str, part: str, worker: str) -> None:
+        """A runner takes the part up: the part and its work are running."""
+        now = _now()
+        with self._transaction(write=True) as db:
+            db.execute(
+                "UPDATE work_parts SET state = 'running', worker = ?, updated_at = ?"
+                " WHERE owner = ? AND work_id = ? AND part = ?",
+                (worker, now, self._owner, work_id, part),
+            )
+            db.execute(
+                "UPDATE work SET state = 'running', worker = ?, updated_at = ?, attempts = attempts + 1,"
+                " error = NULL WHERE owner = ? AND work_id = ? AND state IN ('queued', 'running')",
+                (worker, now, self._owner, work_id),
+            )
+
+    def touch_part(self, work_id: str, part: str) -> None:
+        """The part's runner is alive (its lease, and its work's, renewed)."""
+        now = _now()
+        with self._transaction(write=True) as db:
+            db.execute(
+                "UPDATE work_parts SET updated_at = ? WHERE owner = ? AND work_id = ? AND part = ?",
+                (now, self._owner, work_id, part),
+            )
+            db.execute(
+                "UPDATE work SET updated_at = ? WHERE owner = ? AND work_id = ?", (now, self._owner, work_id)
+            )
+
+    def end_part(
+        self,
+        work_id: str,
+        part: str,
+        state: str,
+        result: Mapping[str, Any] | None = None,
+        error: str | None = None,
+    ) -> builtins.list[WorkPart] | None:
+        """Record how a run of the part ended; every part when this ended the last open one (see ``WorkStore``)."""
+        now = _now()
+        with self._transaction(write=True) as db:  # the write lock: one part's end at a time
+            changed = db.execute(
+                "UPDATE work_parts SET state = ?, result = ?, error = ?, updated_at = ?"
+                " WHERE owner = ? AND work_id = ? AND part = ? AND state NOT IN ('done', 'failed', 'cancelled')",
+                (
+                    state, json.dumps(dict(result)) if result is not None else None, error, now,
+                    self._owner, work_id, part,
+                ),
+            ).rowcount  # fmt: skip
+            rows = db.execute(
+                f"SELECT {PART_COLUMNS} FROM work_parts WHERE owner = ? AND work_id = ? ORDER BY part",
+                (self._owner, work_id),
+            ).fetchall()
+            parts = [part_from_row(r) for r in rows]
+            if state == "queued":
+                if not any(p.state == "running" for p in parts):
+                    db.execute(
+                        "UPDATE work SET state = 'queued', updated_at = ?"
+                        " WHERE owner = ? AND work_id = ? AND state = 'running'",
+                        (now, self._owner, work_id),
+                    )
+                return None
+        return parts if changed and all(p.ended for p in parts) else None
+
+    def count_results(self, work_id: str) -> int:
+        """How many results the work has kept."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT count(*) FROM work_results WHERE owner = ? AND work_id = ?", (self._owner, work_id)
+            ).fetchone()
+        return int(row[0]) if row else 0
 
     def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         """Keep results under their keys (replacing a key kept before), atomically."""
