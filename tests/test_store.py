@@ -1024,3 +1024,20 @@ def test_calls_sent_and_not_answered_are_kept_per_sender_and_handed_on_once(open
     assert store.take_unanswered(["k1", "k2"], "again", gone) == []
     assert [c.sender for c in store.take_unanswered(["k1"], "again", lambda call: True)] == ["in flight"]
     assert store.unanswered() == []
+
+
+def test_calls_held_against_a_shared_cap_are_refused_past_it_and_settle_to_their_bill(
+    open_backend: Backend,
+) -> None:
+    """A work's parts (on several workers) hold each call's worst case in the store against the
+    work's cap before sending it: a hold that would pass the cap is refused, a settled hold counts
+    at its bill, and another owner's ledger of the same name is not counted."""
+    store, other = open_backend(), open_backend(owner="someone-else")
+    assert store.hold_spend("grid-w1", "h1", 0.40, 1.0) and store.hold_spend("grid-w1", "h2", 0.40, 1.0)
+    assert not store.hold_spend("grid-w1", "h3", 0.40, 1.0)  # 1.20 would pass 1.00
+    assert store.ledger_spent("grid-w1") == pytest.approx(0.80)
+    store.settle_hold("grid-w1", "h1", "call-1", 0.05)  # billed far under its worst case
+    assert store.ledger_spent("grid-w1") == pytest.approx(0.45)
+    assert store.hold_spend("grid-w1", "h3", 0.40, 1.0)
+    assert other.ledger_spent("grid-w1") == 0 and other.hold_spend("grid-w1", "x", 1.0, 1.0)
+    assert open_backend().ledger_spent("grid-w1") == pytest.approx(0.85)  # a reopened store reads it

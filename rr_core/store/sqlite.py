@@ -376,6 +376,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         14, "a work's parts, each run as its own job (a review grid's documents in team mode)", _work_parts
     ),
+    Migration(15, "calls held against a cap that a work's runners share, until billed", _holds),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 _IDS_AT_ONCE = 500  # ids in one statement (SQLite bounds its parameters: 999 in older builds)
