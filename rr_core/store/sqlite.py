@@ -330,6 +330,12 @@ def _ledger_spend(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX ledger_spend_ledger ON ledger_spend (owner, ledger)")
 
 
+def _work_results_seq(db: sqlite3.Connection) -> None:
+    # Recording a document's cells asks for the work's last seq: without this index SQLite
+    # read every row the work had recorded (a grid's time grew with the square of its size).
+    db.execute("CREATE INDEX work_results_seq ON work_results (owner, work_id, seq)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
@@ -350,6 +356,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         13, "what each work's calls were billed, as billed (its budget cap over all its runs)", _ledger_spend
     ),
+    Migration(14, "a work's results by arrival (its last one found at once)", _work_results_seq),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 _IDS_AT_ONCE = 500  # ids in one statement (SQLite bounds its parameters: 999 in older builds)
