@@ -119,3 +119,20 @@ def test_stored_documents_are_safe_across_the_run_threads(setup) -> None:  # typ
     finally:
         sys.setswitchinterval(interval)
     assert not errors, errors[:3]
+
+
+def test_the_page_digest_memory_holds_no_text() -> None:
+    """``text_key`` remembers digests by the text's hash and length, not by the text: the page
+    texts the offline engine parses out of every prompt are not kept (they were, 6,000 at a
+    time, about 12 MB that a grid's run filled as its corpus went by)."""
+    import rr_core.tokens as tokens
+
+    text = "The supplier shall deliver the goods on the dates agreed in writing. " * 40 + "page 7"
+    key = tokens.text_key(text)
+    copy = "".join(list(text))  # an equal text, another string
+    assert copy is not text and tokens.text_key(copy) == key
+    assert tokens.text_key(text + ".") != key
+    kept = list(tokens._KEY_OF)
+    assert kept and not any(
+        isinstance(part, str) for k in kept for part in (k if isinstance(k, tuple) else (k,))
+    )
