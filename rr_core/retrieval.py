@@ -368,11 +368,17 @@ class PageTerms:
 
 
 class _PageMemory:
-    """The last ``capacity`` pages read, by digest of their text (LRU, thread-safe)."""
+    """The pages read lately, by digest of their text (thread-safe): a page stays while it was
+    read within the last ``recent`` reads (a read is one call's pages: one document), and
+    never more than ``capacity`` pages. A document asked several times in a row keeps its
+    pages, however many; a grid over a corpus holds the few documents in flight, not the
+    corpus (a page costs about 14 KB here)."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, recent: int = 64) -> None:
         self.capacity = capacity
-        self._pages: OrderedDict[bytes, PageTerms] = OrderedDict()
+        self.recent = recent
+        self._reads = 0  # reads so far; each page remembers the last that used it
+        self._pages: OrderedDict[bytes, tuple[PageTerms, int]] = OrderedDict()  # least lately read first
         # Held while pages are read too: two methods running at once on the same document
         # wait for each other instead of both reading the same pages.
         self._lock = threading.Lock()
@@ -380,17 +386,27 @@ class _PageMemory:
     def read(self, texts: Sequence[str]) -> list[PageTerms]:
         keys = [text_key(t) for t in texts]
         with self._lock:
+            self._reads += 1
+            now = self._reads
             out = []
             for key, text in zip(keys, texts, strict=True):
-                page = self._pages.get(key)
-                if page is None:
-                    page = self._pages[key] = PageTerms.of(text)
+                found = self._pages.get(key)
+                if found is None:
+                    page = PageTerms.of(text)
                 else:
+                    page = found[0]
                     self._pages.move_to_end(key)
+                self._pages[key] = (page, now)
                 out.append(page)
-            while len(self._pages) > self.capacity:
+            oldest = now - self.recent
+            while self._pages and (
+                len(self._pages) > self.capacity or next(iter(self._pages.values()))[1] <= oldest
+            ):
                 self._pages.popitem(last=False)
             return out
+
+    def __len__(self) -> int:
+        return len(self._pages)
 
     def clear(self) -> None:
         with self._lock:
@@ -398,7 +414,9 @@ class _PageMemory:
 
 
 # Above the largest document's page count (5,000), so one document's pages all stay while
-# its methods run; a page costs about 14 KB here (40 MiB for 3,000 contract pages).
+# its methods run (40 MiB for 3,000 contract pages); the last 64 reads: a grid's documents in
+# flight (a few at once, each read by its calls one after another) or a chunked run's fan-out
+# (a read a chunk), not the whole corpus.
 _PAGES = _PageMemory(capacity=6_000)
 
 

@@ -104,18 +104,23 @@ def text_key(text: str) -> bytes:
     page memory, the usage count), and a string's own hash is computed once and kept, so
     the same page text is digested once, not once per call (8% of an offline ask).
     """
-    key = _KEY_OF.get(text)
+    # By the string's own hash (kept on the string) and length, not by the text: the memory
+    # holds no text. (Page texts parsed out of each prompt were held here until 6,000 had
+    # come, 12 MB that grew with a grid's corpus.) Two texts of the same length and 64-bit
+    # hash (SipHash, seeded per process) are about 1 in 10^15 among 6,000.
+    seen = (hash(text), len(text))
+    key = _KEY_OF.get(seen)
     if key is None:
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         if len(_KEY_OF) >= _KEY_MEMORY_LIMIT:
-            _KEY_OF.clear()  # a crude bound; the texts it holds are mostly held by documents anyway
-        _KEY_OF[text] = key
+            _KEY_OF.clear()  # a crude bound
+        _KEY_OF[seen] = key
     return key
 
 
 # Above the largest document's page count (5,000): one document's pages all stay.
 _KEY_MEMORY_LIMIT = 6_000
-_KEY_OF: dict[str, bytes] = {}
+_KEY_OF: dict[tuple[int, int], bytes] = {}
 
 
 class _CountMemo:

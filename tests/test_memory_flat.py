@@ -119,3 +119,44 @@ def test_stored_documents_are_safe_across_the_run_threads(setup) -> None:  # typ
     finally:
         sys.setswitchinterval(interval)
     assert not errors, errors[:3]
+
+
+def test_the_page_digest_memory_holds_no_text() -> None:
+    """``text_key`` remembers digests by the text's hash and length, not by the text: the page
+    texts the offline engine parses out of every prompt are not kept (they were, 6,000 at a
+    time, about 12 MB that a grid's run filled as its corpus went by)."""
+    import rr_core.tokens as tokens
+
+    text = "The supplier shall deliver the goods on the dates agreed in writing. " * 40 + "page 7"
+    key = tokens.text_key(text)
+    copy = "".join(list(text))  # an equal text, another string
+    assert copy is not text and tokens.text_key(copy) == key
+    assert tokens.text_key(text + ".") != key
+    kept = list(tokens._KEY_OF)
+    assert kept and not any(
+        isinstance(part, str) for k in kept for part in (k if isinstance(k, tuple) else (k,))
+    )
+
+
+def test_the_page_memory_holds_the_documents_in_flight_not_the_corpus() -> None:
+    """The offline engine's page memory keeps a page while one of the last few reads used it:
+    a grid going through 100 documents holds the last few documents' pages (before, every page
+    up to 6,000: a 300-contract grid filled it), and a document read again and again keeps all
+    its pages, however many reads of others come between, so long as fewer than ``recent``."""
+    from rr_core.retrieval import _PageMemory
+
+    memory = _PageMemory(capacity=1_000, recent=4)
+    kept = memory.read([f"Contract 0, page {p}: the supplier shall deliver the goods." for p in range(5)])
+    for doc in range(1, 101):
+        memory.read([f"Contract {doc}, page {p}: the supplier shall deliver the goods." for p in range(5)])
+        assert len(memory) <= 4 * 5
+        if doc % 3 == 0:  # contract 0 read again every third document: it stays
+            again = memory.read(
+                [f"Contract 0, page {p}: the supplier shall deliver the goods." for p in range(5)]
+            )
+            assert all(a is b for a, b in zip(again, kept, strict=True))
+    assert len(memory) <= 4 * 5
+    big = _PageMemory(capacity=1_000, recent=4)
+    pages = [f"Annual report, page {p}: revenue grew." for p in range(800)]
+    first = big.read(pages)
+    assert len(big) == 800 and all(a is b for a, b in zip(big.read(pages), first, strict=True))

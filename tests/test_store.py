@@ -159,6 +159,26 @@ def test_a_works_results_written_together_fail_together(open_backend: Backend) -
     assert [r["answer"] for r in store.work_results(work_id)] == ["kept before", "c0", "c1", "c2", "c3"]
 
 
+def test_a_works_last_result_is_found_from_an_index_not_by_reading_every_result(tmp_path: Path) -> None:
+    """``add_results`` asks for the work's last seq each time a document's cells are recorded:
+    read from an index, not by visiting every result the work has (which made a grid's time
+    grow with the square of its size: 10 rows read per cell at 1 document, 10,000 at 1,000)."""
+    store = SQLiteStore(tmp_path / "runs.db")
+    work_id = store.submit_work("review", "a grid", {"files": []}, 8)
+    store.add_results(work_id, [("main:doc-a:0", {"answer": "a"})])
+    with sqlite3.connect(store.path) as db:
+        last = db.execute(
+            "EXPLAIN QUERY PLAN SELECT COALESCE(MAX(seq), 0) FROM work_results WHERE owner = ? AND work_id = ?",
+            (LOCAL_OWNER, work_id),
+        ).fetchall()
+        ordered = db.execute(
+            "EXPLAIN QUERY PLAN SELECT data FROM work_results WHERE owner = ? AND work_id = ? ORDER BY seq",
+            (LOCAL_OWNER, work_id),
+        ).fetchall()
+    assert "COVERING INDEX work_results_seq" in str(last), last
+    assert "work_results_seq" in str(ordered) and "TEMP B-TREE" not in str(ordered), ordered
+
+
 def test_each_batch_gets_its_own_id(open_backend: Backend, planted_document: Document) -> None:
     store = open_backend()
     traces = offline_traces(planted_document, "baseline", "icr", "rr")

@@ -353,6 +353,12 @@ def _holds(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE ledger_spend ADD COLUMN hold TEXT NOT NULL DEFAULT ''")
 
 
+def _work_results_seq(db: sqlite3.Connection) -> None:
+    # Recording a document's cells asks for the work's last seq: without this index SQLite
+    # read every row the work had recorded (a grid's time grew with the square of its size).
+    db.execute("CREATE INDEX work_results_seq ON work_results (owner, work_id, seq)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs and call replies, as kept before versioned migrations", _unversioned_schema),
     Migration(2, "owners: every run and call reply is owned; existing rows are the local user's", _owners),
@@ -377,6 +383,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         14, "a work's parts, each run as its own job (a review grid's documents in team mode)", _work_parts
     ),
     Migration(15, "calls held against a cap that a work's runners share, until billed", _holds),
+    Migration(16, "a work's results by arrival (its last one found at once)", _work_results_seq),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 _IDS_AT_ONCE = 500  # ids in one statement (SQLite bounds its parameters: 999 in older builds)
