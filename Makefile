@@ -35,7 +35,7 @@ run: $(BIN)/.installed ## set up and open the app (no key needed: offline engine
 	$(BIN)/streamlit run app.py --server.port $(PORT)
 
 test: $(BIN)/.installed-dev ## set up and run the tests (the browser test needs Debian's chromium)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist load --maxschedchunk 2
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(BIN)/.installed-dev ## ruff check + format check, the whole project
 	$(BIN)/ruff check .

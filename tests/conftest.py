@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import random
@@ -24,7 +25,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The browser tests first (they are the longest: a real app and Chromium each), in their
     files' order: on several processes (``make test``), the long ones start at once, and the
     short ones fill in around them, instead of one long test starting last and running alone."""
-    items.sort(key=lambda item: item.get_closest_marker("browser") is None)
+    items.sort(key=lambda item: item.get_closest_marker("browser") is None)  # stable: files stay whole
 
 
 @pytest.fixture(autouse=True)
@@ -54,33 +55,47 @@ def refused_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def dropping_server() -> Iterator[socket.socket]:
+class DroppingServer:
     """A loopback server that takes each connection, reads the request and closes without an
     answer (a request that reached the provider and whose answer was lost: it may be billed).
-    ``close()`` it to have the next connection refused."""
-    import threading
+    ``close()``: the port refuses the next connection."""
 
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
+    def __init__(self) -> None:
+        import threading
 
-    def serve() -> None:
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.listen()
+        self.port = int(self._socket.getsockname()[1])
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
         while True:
             try:
-                conn, _ = server.accept()
+                conn, _ = self._socket.accept()
             except OSError:
                 return
             with conn:
                 conn.recv(65536)
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    def close(self) -> None:
+        # A listening socket closed while another thread waits in accept() is not woken by
+        # close() on Linux (and keeps taking connections): shutdown() wakes it first.
+        with contextlib.suppress(OSError):  # already shut (closed twice)
+            self._socket.shutdown(socket.SHUT_RDWR)
+        self._socket.close()
+        self._thread.join(timeout=60)
+
+
+@pytest.fixture
+def dropping_server() -> Iterator[DroppingServer]:
+    """A ``DroppingServer`` for one test."""
+    server = DroppingServer()
     try:
         yield server
     finally:
         server.close()
-        thread.join(timeout=60)
 
 
 @pytest.fixture(scope="session")

@@ -7,12 +7,11 @@ import gzip
 import json
 import math
 import re
-import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, word_counter
+from conftest import ROOT, DroppingServer, word_counter
 from stub_server import StubServer
 
 from rr_core.cli import main
@@ -1046,7 +1045,7 @@ def test_a_provider_that_cannot_be_reached_under_a_cap_exits_3_not_4(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     refused_port: int,
-    dropping_server: socket.socket,
+    dropping_server: DroppingServer,
 ) -> None:
     """Every call failed at the provider: a provider's failure (3), not a sweep the cap stopped part
     way (4), whether nothing was sent (refused: nothing possibly billed, the cap untouched) or every
@@ -1062,7 +1061,7 @@ def test_a_provider_that_cannot_be_reached_under_a_cap_exits_3_not_4(
     assert data["possibly_usd"] == 0 and data["stopped"] is None, data["stopped"]
     assert code == 3, err
 
-    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{dropping_server.getsockname()[1]}/v1")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{dropping_server.port}/v1")
     monkeypatch.setenv("RR_STUDIO_DB", str(tmp_path / "dropped.sqlite3"))
     code, data, err = _lab(capsys, *argv, "--max-usd", cap, "--concurrency", "2")
     assert data["failed_runs"] == data["plan"]["runs"] and data["possibly_usd"] > 0

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from conftest import DroppingServer
 
 from rr_core.errors import (
     AuthError,
@@ -374,10 +374,10 @@ def test_connection_refused_names_the_url(refused_port: int) -> None:
     assert f"Could not reach {url}" in str(err)
 
 
-def test_a_connection_dropped_after_sending_may_have_been_billed(dropping_server: socket.socket) -> None:
+def test_a_connection_dropped_after_sending_may_have_been_billed(dropping_server: DroppingServer) -> None:
     """The request reached a server that closed without answering: it may have been billed, so it
     is not the "nothing sent" error (and a refusal on a retry after it does not make it unsent)."""
-    url = f"http://127.0.0.1:{dropping_server.getsockname()[1]}/v1"
+    url = f"http://127.0.0.1:{dropping_server.port}/v1"
     err = raised(OpenAIClient(model="m", base_url=url, api="chat", max_retries=0))
     assert type(err) is ProviderError and "Could not reach" in str(err)
     client = OpenAIClient(model="m", base_url=url, api="chat", max_retries=1)
