@@ -776,6 +776,8 @@ def test_scores_per_column_and_method_and_the_main_method_on_the_same_rows(
     cells = result.cells
     assert len(cells) == 12 + 2 * 4
     listed = scores(plan, cells)
+    assert scores(plan, iter(cells)) == listed  # one pass: the grid's end reads it from the store so
+    assert scores(plan, reversed(cells)) == listed  # in any order
     groups = scores_json(plan, cells)
     assert list(groups) == [MAIN, COMPARE, f"{MAIN}-on-sample"]
     assert groups[COMPARE]["method"] == "Baseline" and groups[f"{MAIN}-on-sample"]["method"].endswith(

@@ -128,6 +128,23 @@ def test_many_runs_read_back_at_once_in_the_order_asked(
     assert store.get_runs([]) == []
 
 
+def test_a_works_results_are_read_a_page_at_a_time_in_the_order_they_arrived(open_backend: Backend) -> None:
+    """``iter_work_results`` gives what ``work_results`` does, a page at a time (pages of 2
+    over 7 results, one kept again: it moves to the end, read once), another owner's unseen."""
+    store = open_backend()
+    work_id = store.submit_work("review", "t", {}, 7)
+    store.add_results(work_id, [(f"k{i}", {"i": i}) for i in range(7)])
+    store.add_results(work_id, [("k2", {"i": 2, "again": True})])
+    listed = store.work_results(work_id)
+    assert [r["i"] for r in listed] == [0, 1, 3, 4, 5, 6, 2]
+    for page in (1, 2, 6, 7, 500):
+        assert list(store.iter_work_results(work_id, page=page)) == listed, page
+    reading = store.iter_work_results(work_id, page=2)
+    assert next(reading) == {"i": 0}  # lazy: a page read, the rest when asked for
+    assert list(open_backend(owner="someone-else").iter_work_results(work_id)) == []
+    assert list(store.iter_work_results("no-such-work")) == []
+
+
 def test_a_works_results_written_together_fail_together(open_backend: Backend) -> None:
     """``add_results`` is one transaction: when the database refuses the third of a document's
     cells (a trigger standing for a failure mid-write), none of them is kept, and the work's

@@ -5,6 +5,7 @@ coverage, base rate, the high band, precision at coverage)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from openpyxl import load_workbook
 
 from rr_core.cli import main
 from rr_core.review import COMPARE, MAIN, AnswerType, Cell, Column, agree_cells, score_cells
+from rr_core.review.grid import precision_at
 from rr_core.review.sample import DAMAGED_NAME, sample_corpus
 from tests.test_review_cli import run_json
 
@@ -64,6 +66,20 @@ def test_scores_carry_answered_precision_coverage_base_rate_and_the_high_band() 
     ):
         assert field in data
     assert data["precision_at_coverage"] == {"50%": 0.6667, "80%": None, "100%": None}
+
+
+def test_precision_at_coverage_ranks_equal_scores_by_the_grids_order_not_by_arrival() -> None:
+    """Two answered cells share the best score, one right and one wrong: which one the 50%
+    cut keeps is the grid's order (document, column), the same whatever order they arrived
+    in, so a summary summed up from the store a page at a time says what the screen says."""
+    right = dataclasses.replace(_cell(0, "Yes", True, "Yes", score=0.8), document_sha256="a")
+    wrong = dataclasses.replace(_cell(0, "Yes", False, "No", score=0.8), document_sha256="b")
+    low = [
+        dataclasses.replace(_cell(0, "No", True, "No", score=0.1), document_sha256=f"c{i}") for i in range(2)
+    ]
+    for order in ([right, wrong, *low], [wrong, right, *low], [*low, wrong, right]):
+        assert precision_at(order, 0.25) == 1.0  # "a" before "b"
+        assert score_cells(iter(order)).at_coverage == score_cells(order).at_coverage  # any iterable, once
 
 
 def test_agreement_between_the_grid_and_the_comparison_moves_confidence() -> None:

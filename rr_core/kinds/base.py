@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -95,9 +95,10 @@ class WorkContext:
     record: Callable[[list[tuple[str, dict[str, Any]]]], None]  # one finished job's results, by key
     progress: Callable[[int, int], None]  # (done, total), as the work counts them
 
-    def recorded(self) -> list[dict[str, Any]]:
-        """The results recorded so far (a resumed work's), in the order they arrived."""
-        return self.store.work_results(self.work_id)
+    def recorded(self) -> Iterator[dict[str, Any]]:
+        """The results recorded so far (a resumed work's), in the order they arrived, read a
+        page at a time (to be gone through once)."""
+        return self.store.iter_work_results(self.work_id)
 
 
 EndState = Literal["done", "cancelled", "failed", "queued"]

@@ -12,7 +12,7 @@ whose finished trace gives its cells.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
@@ -160,15 +160,15 @@ class ReviewWork:
         """The grid run in parts, once its last part has ended: its cells from the store, what
         each part paid summed, scored against the key over the whole grid; failed when a part
         failed (its reason), cancelled when one was stopped with cells missing."""
-        cells = grid_cells(store, work_id, self)
         plan = self.plan(store)
+        cells = sum_up(plan, summary_cells(store, work_id, self, plan), scored=True)
         results = [p.result or {} for p in parts]
         failed = [p for p in parts if p.state == "failed"]
         stopped = any(p.state == "cancelled" for p in parts)
         total = (len(plan.documents) + len(plan.compare_documents)) * len(plan.columns)
         summary: dict[str, Any] = {
-            "cells": len(cells),
-            "failed_cells": sum(1 for c in cells if not c.ok),
+            "cells": cells.cells,
+            "failed_cells": cells.failed,
             "paid_usd": round(sum(float(r.get("paid_usd") or 0.0) for r in results), 8),
             "possibly_billed": "; ".join(
                 str(r["possibly_billed"]) for r in results if r.get("possibly_billed")
@@ -176,12 +176,12 @@ class ReviewWork:
             "possibly_usd": round(sum(float(r.get("possibly_usd") or 0.0) for r in results), 6),
             "history_batch": next((r["history_batch"] for r in results if r.get("history_batch")), None),
             "save_error": next((r["save_error"] for r in results if r.get("save_error")), None),
-            "scores": scores_json(plan, cells),
+            "scores": cells.scores,
             "parts": len(parts),
         }
         if failed:
             return Ended("failed", summary, failed[0].error or "a document of the grid failed")
-        return Ended("cancelled" if stopped and len(cells) < total else "done", summary)
+        return Ended("cancelled" if stopped and cells.cells < total else "done", summary)
 
 
 def review_resolver(counter: TokenCounter, store: Store | None = None) -> StoredDocuments:
@@ -353,6 +353,56 @@ def grid_results(store: Store, work_id: str, work: ReviewWork) -> tuple[list[Cel
     return cells, store.get_runs(c.run_id for c in cells if c.run_id)
 
 
+def summary_cells(store: Store, work_id: str, work: ReviewWork, plan: ReviewPlan) -> Iterator[Cell]:
+    """The recorded cells as ``grid_cells`` gives them, read a page at a time and without what
+    no summary reads (their quotes, the model's raw text): a grid's end holds a page of cells
+    and those the key marks, not the grid. The comparison's rows (agreement is counted between
+    the two methods there) are held until the end, then given agreed."""
+    sampled = set(plan.compare_documents) if work.compare is not None else set()
+    held: list[Cell] = []
+    for data in store.iter_work_results(work_id):
+        cell = replace(Cell.from_dict(data), citations=(), raw="", support_reason="", pages_to_read=())
+        if cell.document_sha256 in sampled:
+            held.append(cell)
+        else:
+            yield cell
+    yield from agree_cells(held) if held else ()
+
+
+@dataclass(frozen=True, slots=True)
+class SummedUp:
+    """A grid's cells summed up in one pass: how many, how many failed (and the first failure's
+    reason), the scores against the key (empty when not asked for)."""
+
+    cells: int
+    failed: int
+    first_error: str | None
+    scores: dict[str, Any]
+
+
+def sum_up(plan: ReviewPlan, cells: Iterable[Cell], *, scored: bool) -> SummedUp:
+    """``cells`` counted, and scored when ``scored``, going through them once."""
+    count = failed = 0
+    first_error: str | None = None
+
+    def counted() -> Iterator[Cell]:
+        nonlocal count, failed, first_error
+        for cell in cells:
+            count += 1
+            if not cell.ok:
+                failed += 1
+                first_error = first_error or cell.error
+            yield cell
+
+    if scored:
+        found = scores_json(plan, counted())
+    else:
+        found = {}
+        for _ in counted():
+            pass
+    return SummedUp(count, failed, first_error, found)
+
+
 @dataclass(frozen=True, slots=True)
 class PlannedReview:
     """A grid planned where it runs (once a run)."""
@@ -419,25 +469,29 @@ class PlannedReview:
         ) if todo else None  # fmt: skip
         for sha in list(held):  # a document whose last job gave no cell (should not be): kept all the same
             record(sha)
-        cells = grid_cells(store, work_id, work)
+        cells: Iterable[Cell] = summary_cells(store, work_id, work, plan)
         if work.ledger:  # a part: its document's cells (the grid's are summed up by ``summarize``)
             mine = {f.sha256 for f in work.files}
-            cells = [c for c in cells if c.document_sha256 in mine]
-        failed = sum(1 for c in cells if not c.ok)
+            cells = (c for c in cells if c.document_sha256 in mine)
+        ended = sum_up(plan, cells, scored=not work.ledger)
         summary: dict[str, Any] = {
-            "cells": len(cells),
-            "failed_cells": failed,
+            "cells": ended.cells,
+            "failed_cells": ended.failed,
             "paid_usd": round(result.paid_usd, 8) if result else 0.0,
             "possibly_billed": result.possibly_billed if result else "",
             "possibly_usd": round(result.possibly_usd, 6) if result else 0.0,
             "history_batch": result.batch if result else None,
             "save_error": result.save_error if result else None,
-            "scores": scores_json(plan, cells) if not work.ledger else {},
+            "scores": ended.scores,
         }
-        stopped = bool(result and result.cancelled) and len(cells) < total
+        stopped = bool(result and result.cancelled) and ended.cells < total
         if stopped and stop.left:  # the runner is going away: the next one takes the work up
-            return Ended("queued", done=len(cells))
-        error = _first_error(cells) if failed and failed == len(cells) else None
+            return Ended("queued", done=ended.cells)
+        error = (
+            (ended.first_error or "every cell failed")
+            if ended.failed and ended.failed == ended.cells
+            else None
+        )
         return Ended("failed" if error else "cancelled" if stopped else "done", summary, error)
 
 
@@ -446,10 +500,6 @@ def _all_kept(meta: Mapping[str, Any], kept: set[str]) -> bool:
     if not isinstance(columns, list):
         return False
     return all(f"{meta.get('role')}:{meta.get('document')}:{c}" in kept for c in columns)
-
-
-def _first_error(cells: list[Cell]) -> str:
-    return next((c.error for c in cells if c.error), "every cell failed")
 
 
 KIND = Kind(REVIEW, ReviewWork.from_dict)

@@ -11,7 +11,7 @@ puts an apostrophe before it, the workbook types every text cell as text (``rr_c
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rr_core.exports import csv_text
@@ -143,7 +143,7 @@ def review_json(
     return data
 
 
-def scores_json(plan: ReviewPlan, cells: Sequence[Cell]) -> dict[str, Any]:
+def scores_json(plan: ReviewPlan, cells: Iterable[Cell]) -> dict[str, Any]:
     """The scores against the answer key, by method: ``main`` (the grid's method), and with a
     comparison ``compare`` and ``main-on-sample`` (the grid's method on the comparison's rows);
     each with its method's label, one entry per column and ``all`` columns together."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
@@ -809,16 +809,72 @@ def base_right(cells: Sequence[Cell], column: Column | None = None) -> int:
 
 def precision_at(cells: Sequence[Cell], coverage: float) -> float | None:
     """Precision of the best-scored ``coverage`` share of ``cells`` (answered ones ranked by
-    score, highest first); None when fewer cells than that were answered."""
-    ranked = sorted((c for c in cells if c.found), key=lambda c: -(c.score or 0.0))
+    score, highest first; equal scores in the grid's order of document and column, so the
+    figure does not depend on the order the cells arrived in); None when fewer cells than that
+    were answered."""
+    ranked = sorted(
+        (c for c in cells if c.found), key=lambda c: (-(c.score or 0.0), c.document_sha256, c.column)
+    )
     wanted = max(1, round(coverage * len(cells))) if cells else 0
     if not wanted or len(ranked) < wanted:
         return None
     return sum(1 for c in ranked[:wanted] if c.correct is True) / wanted
 
 
+@dataclass(slots=True)
+class ScoreTally:
+    """One score's cells taken one at a time: the counts of every cell, and only the cells the
+    key marks kept (what the score's precision and base rate are read from). A grid's end sums
+    up its cells so without holding those the key does not mark."""
+
+    cells: int = 0
+    failed: int = 0
+    not_stated: int = 0
+    marked: list[Cell] = field(default_factory=list)
+
+    def add(self, cell: Cell) -> None:
+        """Count one cell."""
+        self.cells += 1
+        if cell.error is not None:
+            self.failed += 1
+        elif not cell.found:
+            self.not_stated += 1
+        if cell.error is None and cell.accepted:
+            self.marked.append(cell)
+
+    def score(
+        self, *, columns: Sequence[Column] = (), role: str = MAIN, method: str = "", column: int | None = None,
+        question: str = "all columns",
+    ) -> Score:  # fmt: skip
+        """The score of the cells counted (as ``score_cells``)."""
+        marked = self.marked
+        by_column: dict[int, list[Cell]] = {}
+        for c in marked:
+            by_column.setdefault(c.column, []).append(c)
+        base = sum(
+            base_right(these, columns[i] if 0 <= i < len(columns) else None) for i, these in by_column.items()
+        )
+        high = [c for c in marked if c.confidence == "high"]
+        return Score(
+            role=role,
+            method=method,
+            column=column,
+            question=question,
+            right=sum(1 for c in marked if c.correct is True),
+            marked=len(marked),
+            cells=self.cells,
+            failed=self.failed,
+            not_stated=self.not_stated,
+            answered=sum(1 for c in marked if c.found),
+            base_right=base,
+            high=len(high),
+            high_right=sum(1 for c in high if c.correct is True),
+            at_coverage=tuple((k, precision_at(marked, k)) for k in COVERAGES),
+        )  # fmt: skip
+
+
 def score_cells(
-    cells: Sequence[Cell],
+    cells: Iterable[Cell],
     *,
     columns: Sequence[Column] = (),
     role: str = MAIN,
@@ -829,63 +885,47 @@ def score_cells(
     """The scores of some cells (one column's, or all of a method's) against the key: answered,
     right, precision, coverage, base rate, the ``high`` band's precision, and precision at 50%,
     80% and 100% coverage ranked by score. A pure function the screens call too."""
-    marked = [c for c in cells if c.error is None and c.accepted]
-    by_column: dict[int, list[Cell]] = {}
-    for c in marked:
-        by_column.setdefault(c.column, []).append(c)
-    base = sum(
-        base_right(these, columns[i] if 0 <= i < len(columns) else None) for i, these in by_column.items()
-    )
-    high = [c for c in marked if c.confidence == "high"]
-    return Score(
-        role=role,
-        method=method,
-        column=column,
-        question=question,
-        right=sum(1 for c in marked if c.correct is True),
-        marked=len(marked),
-        cells=len(cells),
-        failed=sum(1 for c in cells if c.error is not None),
-        not_stated=sum(1 for c in cells if c.error is None and not c.found),
-        answered=sum(1 for c in marked if c.found),
-        base_right=base,
-        high=len(high),
-        high_right=sum(1 for c in high if c.correct is True),
-        at_coverage=tuple((k, precision_at(marked, k)) for k in COVERAGES),
-    )  # fmt: skip
+    tally = ScoreTally()
+    for cell in cells:
+        tally.add(cell)
+    return tally.score(columns=columns, role=role, method=method, column=column, question=question)
 
 
-def scores(plan: ReviewPlan, cells: Sequence[Cell]) -> list[Score]:
+def scores(plan: ReviewPlan, cells: Iterable[Cell]) -> list[Score]:
     """Per method, each column's score then all columns' (only cells the key marks count).
-    The comparison is scored on its sample rows, and so is the main method beside it there."""
-    out: list[Score] = []
-    groups: list[tuple[str, str, list[Cell]]] = [
-        (MAIN, plan.method_label(MAIN), [c for c in cells if c.role == MAIN])
-    ]
+    The comparison is scored on its sample rows, and so is the main method beside it there.
+    One pass over ``cells``, holding only the marked ones: a grid's stored cells can be read
+    into it a page at a time."""
+    groups: list[tuple[str, str]] = [(MAIN, plan.method_label(MAIN))]
+    sampled: set[str] = set()
     if plan.compare is not None:
         sampled = set(plan.compare_documents)
-        groups.append((COMPARE, plan.method_label(COMPARE), [c for c in cells if c.role == COMPARE]))
-        groups.append(
-            (
-                f"{MAIN}-on-sample",
-                f"{plan.method_label(MAIN)} on the same rows",
-                [c for c in cells if c.role == MAIN and c.document_sha256 in sampled],
-            )
-        )
-    for role, label, mine in groups:
-        for index in [*range(len(plan.columns)), None]:
-            these = [c for c in mine if index is None or c.column == index]
-            out.append(
-                score_cells(
-                    these,
-                    columns=plan.columns,
-                    role=role,
-                    method=label,
-                    column=index,
-                    question=plan.columns[index].question if index is not None else "all columns",
-                )
-            )
-    return out
+        groups += [
+            (COMPARE, plan.method_label(COMPARE)),
+            (f"{MAIN}-on-sample", f"{plan.method_label(MAIN)} on the same rows"),
+        ]
+    indexes: list[int | None] = [*range(len(plan.columns)), None]
+    tallies = {(role, index): ScoreTally() for role, _ in groups for index in indexes}
+    for cell in cells:
+        into = [cell.role] if cell.role == MAIN or (cell.role == COMPARE and plan.compare is not None) else []
+        if cell.role == MAIN and cell.document_sha256 in sampled:
+            into.append(f"{MAIN}-on-sample")
+        for role in into:
+            tallies[(role, None)].add(cell)
+            mine = tallies.get((role, cell.column))
+            if mine is not None:
+                mine.add(cell)
+    return [
+        tallies[(role, index)].score(
+            columns=plan.columns,
+            role=role,
+            method=label,
+            column=index,
+            question=plan.columns[index].question if index is not None else "all columns",
+        )  # fmt: skip
+        for role, label in groups
+        for index in indexes
+    ]
 
 
 def iter_grid(

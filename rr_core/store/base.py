@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -605,6 +605,12 @@ class WorkStore(Protocol):
 
     def work_results(self, work_id: str) -> list[dict[str, Any]]:
         """The results kept so far, in the order they arrived."""
+        ...
+
+    def iter_work_results(self, work_id: str, page: int = 500) -> Iterator[dict[str, Any]]:
+        """The results kept so far, in the order they arrived, read ``page`` at a time: the
+        reader holds one page, not the work's results (a grid's end sums up 10,000 cells so).
+        Meant for a work that has ended: a result kept again while it reads may be read twice."""
         ...
 
 

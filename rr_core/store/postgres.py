@@ -1315,6 +1315,20 @@ class PostgresStore:
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
 
+    def iter_work_results(self, work_id: str, page: int = 500) -> Iterator[dict[str, Any]]:
+        """The results kept so far, in the order they arrived, read ``page`` at a time."""
+        after = 0
+        while True:
+            with self.transaction() as db:
+                rows = db.execute(
+                    "SELECT seq, data FROM work_results WHERE work_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                    (work_id, after, page),
+                ).fetchall()
+            yield from (json.loads(r[1]) for r in rows)
+            if len(rows) < page:
+                return
+            after = int(rows[-1][0])
+
     # ---- Review decisions --------------------------------------------------------------------------
 
     def put_decision(self, decision: ReviewDecision) -> ReviewDecision:
