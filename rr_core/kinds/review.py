@@ -422,9 +422,19 @@ class PlannedReview:
         job has answered: a runner killed mid-write leaves none of that document's cells written,
         and the next runner asks them again from the call cache (paying nothing twice)."""
         work, plan, store, work_id, stop = self.work, self.plan, context.store, context.work_id, context.stop
-        kept = {c.key for c in map(Cell.from_dict, context.recorded()) if c.ok}
-        todo = [job for job in plan.jobs if not _all_kept(job.meta, kept)]
-        done = len(kept)
+        # The cells recorded (before this run, then by it), by document: a document's are let go
+        # once it is recorded whole (a grid holds the documents in flight, not the corpus).
+        kept: dict[str, set[str]] = {}
+        done = 0
+        for earlier in map(Cell.from_dict, context.recorded()):
+            if earlier.ok:
+                kept.setdefault(earlier.document_sha256, set()).add(earlier.key)
+                done += 1
+        todo = [
+            job
+            for job in plan.jobs
+            if not _all_kept(job.meta, kept.get(str(job.meta.get("document")), set()))
+        ]
         total = self.total
         context.progress(done, total)
         client = context.client
@@ -439,15 +449,16 @@ class PlannedReview:
             sha = str(job.meta.get("document"))
             coming[sha] = coming.get(sha, 0) + (len(listed) if isinstance(listed, list) else 0)
         held: dict[str, list[Cell]] = {}
+        kept = {sha: keys for sha, keys in kept.items() if sha in coming}
 
         def record(sha: str) -> None:
             nonlocal done
-            cells = [c for c in held.pop(sha, []) if c.key not in kept]
+            mine = kept.pop(sha, set())  # the document is done with: its keys are not looked up again
+            cells = [c for c in held.pop(sha, []) if c.key not in mine]
             if not cells:
                 return
             context.record([(c.key, c.to_dict()) for c in cells])
             done += len(cells)
-            kept.update(c.key for c in cells)
             context.progress(done, total)
 
         def keep(cell: Cell) -> None:
@@ -456,7 +467,7 @@ class PlannedReview:
             # Stopped before it was sent: left for a resumed run to ask. Recorded before this run
             # (its document is asked again for its other columns): the recorded answer stays,
             # with its run and its citations.
-            if not cell.not_asked and cell.key not in kept:
+            if not cell.not_asked and cell.key not in kept.get(sha, ()):
                 held.setdefault(sha, []).append(cell)
             if coming[sha] <= 0:
                 record(sha)
