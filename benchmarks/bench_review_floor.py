@@ -86,7 +86,10 @@ def main() -> None:
         questions = folder / "questions.csv"
         questions.write_text("question,type\n" + "".join(f"{q},text\n" for q in QUESTIONS))
         floor = [sys.executable, "-c", FLOOR, *map(str, paths)]
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        from rr_core.tokens import BUNDLED_TIKTOKEN
+
+        # The floor loads the encoding from the files R&R Studio ships (no download).
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "TIKTOKEN_CACHE_DIR": str(BUNDLED_TIKTOKEN)}
         env.pop("OPENAI_API_KEY", None)
         env.pop("ANTHROPIC_API_KEY", None)
         rows: list[tuple[float, float, float, float]] = []

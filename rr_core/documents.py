@@ -14,7 +14,7 @@ import shutil
 import sys
 import threading
 import zipfile
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -489,8 +489,13 @@ def _word_shaped(token: str) -> bool | None:
 def reads_as_noise(text: str) -> bool:
     """Whether a page's text layer looks like garbage (a failed OCR): of its tokens (at least
     ``NOISE_MIN_TOKENS``), fewer than ``NOISE_WORD_SHARE`` are word-shaped."""
-    judged = [w for w in map(_word_shaped, text.split()) if w is not None]
-    return len(judged) >= NOISE_MIN_TOKENS and sum(judged) < NOISE_WORD_SHARE * len(judged)
+    judged = shaped = 0
+    for token, times in Counter(text.split()).items():  # each distinct token judged once
+        word = _word_shaped(token)
+        if word is not None:
+            judged += times
+            shaped += times if word else 0
+    return judged >= NOISE_MIN_TOKENS and shaped < NOISE_WORD_SHARE * judged
 
 
 def _label(page: Any) -> str:
