@@ -262,6 +262,22 @@ def test_the_estimated_answer_is_n_average_pages() -> None:
     assert abs(plan.calls[-1].prompt_tokens - real.prompt_tokens) <= 0.05 * real.prompt_tokens
 
 
+def test_an_estimated_call_is_laid_out_in_its_own_protocol_whatever_was_planned_before() -> None:
+    """The estimated answer's instructions are laid out once and kept for the next document
+    with the same question and settings: the paper's plain-text protocol is one of those
+    settings (a sweep comparing the two protocols in one process got the other one's layout,
+    and its estimate; the suite failed on it when a paper-protocol plan came first)."""
+    from rr_core.settings import PromptProtocol
+
+    document = uniform_document(100, 400)
+    paper = plan_of(document, "icr", top_k=5, protocol=PromptProtocol.PAPER)
+    plain = plan_of(document, "icr", top_k=5)
+    assert "Reply in plain text" in paper.calls[-1].layout.blocks[-1].text
+    assert "Reply in plain text" not in plain.calls[-1].layout.blocks[-1].text
+    (real,) = resolved_answers(plain, [10, 20, 30, 40, 50])
+    assert abs(plain.calls[-1].prompt_tokens - real.prompt_tokens) <= 0.05 * real.prompt_tokens
+
+
 # ---- Several questions in one retrieval pass (000 §9) ---------------------------------------
 
 QUESTIONS = ["What is the termination fee?", "Which law governs the contract?", "When does the lease end?"]

@@ -132,7 +132,7 @@ class Context:
         asked = self.questions if question is None else (self.questions[question],)
         key = (
             task, schema, output_tokens, asked, s.top_k, s.reminder_style, s.question_placement,
-            s.max_output_tokens, self.counter.label,
+            s.max_output_tokens, s.protocol, self.counter.label,
         )  # fmt: skip
         call = _SIZED.get(key)
         if call is None:
