@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import uuid
@@ -425,8 +426,13 @@ class SQLiteStore:
         self.path = path if isinstance(path, Path) else sqlite_path(path)
         self._owner = owner
         self._lock = threading.Lock()
-        # ``:memory:`` lives in one connection, kept open; a file gets one connection per use.
+        # One connection, kept open and used under the lock: ``:memory:`` lives in it; a file's is
+        # opened again in a forked child (``_pid``) and after an error. Opening a file's connection
+        # for each use cost a WAL checkpoint at every close (the last connection's), i.e. most of
+        # a Review's time on the offline engine.
         self._memory: sqlite3.Connection | None = None
+        self._connection: sqlite3.Connection | None = None
+        self._pid = 0
         if str(self.path) != MEMORY:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -445,11 +451,18 @@ class SQLiteStore:
         return str(self.path)
 
     def close(self) -> None:
-        """Release the in-memory database (a file's connections close after each use)."""
+        """Close the connection (the in-memory database goes with it); a later use opens again."""
         with self._lock:
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None
+            self._drop()
+
+    def _drop(self) -> None:
+        """Forget a file's connection (closed, unless it belongs to the process this one forked from)."""
+        connection, self._connection = self._connection, None
+        if connection is not None and self._pid == os.getpid():
+            connection.close()
 
     def _error(self, verb: str, exc: Exception) -> LedgerError:
         return LedgerError(
@@ -457,15 +470,22 @@ class SQLiteStore:
         )
 
     def _open(self) -> sqlite3.Connection:
-        """A connection in autocommit mode: transactions are begun explicitly."""
+        """The connection, in autocommit mode (transactions are begun explicitly); the caller holds
+        the lock."""
         if self._memory is not None:
             return self._memory
+        if self._connection is not None and self._pid == os.getpid():
+            return self._connection
+        self._drop()
         try:
             db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            if str(self.path) == MEMORY:
+                self._memory = db
+            else:
+                db.execute("PRAGMA journal_mode=WAL")
+                self._connection, self._pid = db, os.getpid()
         except (sqlite3.Error, OSError) as exc:
             raise self._error("opened", exc) from exc
-        if str(self.path) == MEMORY:
-            self._memory = db
         return db
 
     @contextmanager
@@ -475,8 +495,6 @@ class SQLiteStore:
         with self._lock:
             db = self._open()
             try:
-                if db is not self._memory:
-                    db.execute("PRAGMA journal_mode=WAL")
                 db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     yield db
@@ -486,10 +504,9 @@ class SQLiteStore:
                     raise
                 db.commit()
             except sqlite3.Error as exc:
+                if db is self._connection:
+                    self._drop()  # a connection in an unknown state is not used again
                 raise self._error("read or written", exc) from exc
-            finally:
-                if db is not self._memory:
-                    db.close()
 
     def _version(self, db: sqlite3.Connection) -> int:
         if not db.execute(
