@@ -1078,3 +1078,61 @@ def test_calls_held_against_a_shared_cap_are_refused_past_it_and_settle_to_their
     assert store.hold_spend("grid-w1", "h3", 0.40, 1.0)
     assert other.ledger_spent("grid-w1") == 0 and other.hold_spend("grid-w1", "x", 1.0, 1.0)
     assert open_backend().ledger_spent("grid-w1") == pytest.approx(0.85)  # a reopened store reads it
+
+
+# ---- SQLite: one connection; what is synced to disk before a write returns -----------------------
+
+
+def test_a_sqlite_store_opens_its_file_once_for_many_transactions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[object] = []
+    connect = sqlite3.connect
+
+    def counting(*args: object, **kwargs: object) -> sqlite3.Connection:
+        opened.append(args[0])
+        return connect(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlite3, "connect", counting)
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+    for i in range(50):
+        store.put(f"k{i}", CachedCall("a reply", Usage(input_tokens=3), "gpt-4.1-mini"))
+        assert store.find(f"k{i}") is not None
+    assert len(opened) == 1, (
+        opened
+    )  # (each transaction opened its own connection: a WAL checkpoint at each close)
+    store.close()
+    assert store.find("k7") is not None  # a closed store opens again on its next use
+    assert len(opened) == 2
+
+
+def test_what_money_follows_is_synced_to_disk_and_what_can_be_had_again_is_not(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "runs.sqlite3")
+
+    def synchronous() -> int:  # the setting the last commit ran under: 2 FULL (an fsync), 1 NORMAL
+        connection = store._connection
+        assert connection is not None
+        return int(connection.execute("PRAGMA synchronous").fetchone()[0])
+
+    sent = SentCall(key="k", provider="openai", model="gpt-4.1-mini", reserved_usd=0.02, sender="s")
+    synced = {
+        "a call entered in the sent ledger before it is sent": lambda: store.mark_sent(sent),
+        "a spend held against a cap": lambda: store.hold_spend("work", "hold-1", 0.01, 1.0),
+        "a spend recorded": lambda: store.add_spend("work", "k", 0.01),
+    }
+    relaxed = {
+        "a reply stored": lambda: store.put(
+            "k", CachedCall("a reply", Usage(input_tokens=3), "gpt-4.1-mini")
+        ),
+        "the call taken off the sent ledger": lambda: store.clear_sent("k", "s"),
+        "a document's bytes": lambda: store.put_document(b"%PDF-1.7 bytes", "a.pdf"),
+        "a reading": lambda: store.put_reading("0" * 64, "o200k_base", b"{}"),
+    }
+    for name, write in synced.items():
+        store.put_reading("1" * 64, "o200k_base", b"{}")  # the connection at NORMAL before it
+        write()
+        assert synchronous() == 2, name
+    for name, write in relaxed.items():
+        store.mark_sent(sent)  # at FULL before it
+        write()
+        assert synchronous() == 1, name
