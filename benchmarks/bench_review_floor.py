@@ -9,7 +9,7 @@ A B A B ..., and the ratio is taken pair by pair (the machine's speed drifts bet
 printed: each command's median wall and CPU seconds, the pairs' median ratio and its spread.
 Target: Review ≤ 2.0× the floor on 30 contracts. Asserts nothing.
 
-    .venv/bin/python benchmarks/bench_review_floor.py [--docs 30] [--runs 5] [--processes 1]
+    .venv/bin/python benchmarks/bench_review_floor.py [--docs 30] [--runs 5] [--processes N]
 """
 
 from __future__ import annotations
@@ -76,7 +76,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=30)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--processes", type=int, default=1, help="Review's reading processes")
+    parser.add_argument(
+        "--processes", type=int, default=None, help="Review's reading processes (default: as a user runs it)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rr-bench-floor-") as tmp:
         folder = Path(tmp)
@@ -97,7 +99,7 @@ def main() -> None:
             store = folder / f"runs-{run}.sqlite3"  # a fresh store each run: nothing read before
             review = [
                 sys.executable, "-m", "rr_core", "review", "--provider", "offline", "--questions",
-                str(questions), "--processes", str(args.processes), str(corpus),
+                str(questions), *(["--processes", str(args.processes)] if args.processes else []), str(corpus),
             ]  # fmt: skip
             review_wall, review_cpu = _timed(review, {**env, "RR_STUDIO_DB": str(store)})
             floor_wall, floor_cpu = _timed(floor, env)
@@ -108,7 +110,7 @@ def main() -> None:
     median = statistics.median
     print(
         f"{args.docs} contracts × 20 pages, {len(QUESTIONS)} questions, offline engine, {args.runs} pairs "
-        f"(Review read on {args.processes} process{'es' if args.processes > 1 else ''}):"
+        f"(Review read on {f'{args.processes} processes' if args.processes else 'its default processes'}):"
     )
     print(
         f"  Review (python -m rr_core review): wall {median([r[0] for r in rows]):.2f} s, "

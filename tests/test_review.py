@@ -527,6 +527,31 @@ def test_reading_in_two_processes_gives_what_reading_in_this_one_gives(
     ]
 
 
+def test_by_default_readers_start_only_for_what_a_second_here_has_not_read(
+    tmp_path: Path, contracts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rr_core.review import corpus
+
+    pooled: list[list[int]] = []
+    in_pool = corpus._in_pool
+
+    def watched(items: Any, todo: Any, *args: Any) -> Any:
+        pooled.append(list(todo))
+        return in_pool(items, todo, *args)
+
+    monkeypatch.setattr(corpus, "_in_pool", watched)
+    monkeypatch.setattr(corpus, "default_processes", lambda: 2)  # as on the 2-core machines we test on
+    here = read([contracts], SQLiteStore(tmp_path / "one.sqlite3"), processes=1)
+    # A corpus read within the time allowed here: no reader process (each costs ~0.5 s to start).
+    monkeypatch.setattr(corpus, "READ_HERE_FIRST_S", 600.0)
+    assert read([contracts], SQLiteStore(tmp_path / "two.sqlite3"), processes=None) == here
+    assert pooled == []
+    # No time here: the readers read it all, and it reads the same.
+    monkeypatch.setattr(corpus, "READ_HERE_FIRST_S", 0.0)
+    assert read([contracts], SQLiteStore(tmp_path / "three.sqlite3"), processes=None) == here
+    assert len(pooled) == 1 and len(pooled[0]) == len(here)
+
+
 _READER_PARENT = """
 import multiprocessing, sys, threading
 from pathlib import Path

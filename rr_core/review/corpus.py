@@ -511,6 +511,10 @@ def _read_for_pool(item: Item, model: str, ocr: Opening) -> tuple[CorpusFile, by
     return read_item(item, model, ocr)
 
 
+# Seconds a corpus is read in the calling process before reader processes start (see read_corpus).
+READ_HERE_FIRST_S = 1.0
+
+
 def default_processes() -> int:
     """Worker processes: one per core this process may use."""
     try:
@@ -539,7 +543,8 @@ def read_corpus(
     passwords: Passwords | None = None,
     where: Where = "cli",
 ) -> list[CorpusFile]:
-    """Read every file once (in ``processes`` worker processes; 1: in this one), keep its bytes
+    """Read every file once (in ``processes`` worker processes; 1: in this one; None: here, then in
+    one process a core for what a second here has not read), keep its bytes
     and reading in ``store``, and return one summary per file in the order given. A file whose
     reading is already stored (same bytes, same tokenizer) is not parsed again; with ``ocr``, one
     whose stored reading has pages without text is (OCR may read them). ``passwords`` open
@@ -568,6 +573,15 @@ def read_corpus(
             keep(index, known, None, None)
         else:
             todo.append(index)
+    if processes is None and len(todo) > 1:
+        # Readers only for a corpus that pays for them: a reader's start (a fresh interpreter
+        # importing rr_core) costs about half a second, reading a 20-page contract a few
+        # hundredths. So files are read here first, and readers take over only what is left
+        # after a second of it (30 contracts: all read here; a thousand: the readers read most).
+        started = time.monotonic()
+        while todo and time.monotonic() - started < READ_HERE_FIRST_S:
+            index = todo.pop(0)
+            keep(index, *read_item(items[index], model, opening))
     workers = min(processes or default_processes(), len(todo))
     if workers <= 1:
         for index in todo:
