@@ -29,14 +29,20 @@ model it cannot price.
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
+import os
 import re
+import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from rr_core.llm.base import Usage
 from rr_core.llm.providers import OFFLINE, REGISTRY, find_provider
@@ -81,10 +87,126 @@ def _snapshot() -> DataSnapshot:
 
 
 @lru_cache(maxsize=1)
-def _genai_source() -> str:
-    from genai_prices import __version__
+def _data_version() -> str:
+    """The installed genai-prices' version (read from its metadata: importing it costs 0.05 s)."""
+    try:
+        return importlib.metadata.version("genai-prices")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
-    return f"genai-prices {__version__}"
+
+def _genai_source() -> str:
+    return f"genai-prices {_data_version()}"
+
+
+# ---- What the price data says, kept per version of the data --------------------------------
+#
+# Loading the bundled data costs ~0.15 s (genai-prices and its pydantic models), in every
+# process that prices anything: a command, a worker, an app server. What the data says about a
+# model (its listed rates on a day, its context window) is kept in a small file per version of
+# the data, so that a later process answers without loading it. Only the data's own answers
+# are kept: the arithmetic on them (discounts, cache-write multiples) runs each time. The file
+# is in $RR_STUDIO_CACHE (default ~/.cache/rr_studio; "off": nothing kept); one that cannot be
+# read or written is passed over (the data is read instead).
+
+CACHE_ENV = "RR_STUDIO_CACHE"
+_MISSING = object()
+
+
+class _DataMemo:
+    """The data's answers by key, loaded from the version's file on first use, written back
+    (whole, by rename: readers never see half a file) when an answer is added."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._answers: dict[str, Any] | None = None
+
+    def _loaded(self) -> dict[str, Any]:
+        if self._answers is None:
+            self._answers = self._read()
+        return self._answers
+
+    def _read(self) -> dict[str, Any]:
+        if self.path is None:
+            return {}
+        try:
+            answers = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return answers if isinstance(answers, dict) else {}
+
+    def get(self, key: str) -> Any:
+        """The kept answer, or ``_MISSING``."""
+        with self._lock:
+            return self._loaded().get(key, _MISSING)
+
+    def put(self, key: str, answer: Any) -> None:
+        with self._lock:
+            self._loaded()[key] = answer
+            if self.path is None:
+                return
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                merged = {**self._read(), **self._loaded()}  # another process's answers too
+                handle, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".prices-", suffix=".tmp")
+                with os.fdopen(handle, "w", encoding="utf-8") as out:
+                    json.dump(merged, out, separators=(",", ":"))
+                os.replace(tmp, self.path)
+            except OSError:
+                pass  # not kept: the next process reads the data again
+
+
+def _memo_path() -> Path | None:
+    setting = os.environ.get(CACHE_ENV, "").strip()
+    version = _data_version()
+    if setting == "off" or not version:
+        return None
+    folder = (
+        Path(setting)
+        if setting
+        else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rr_studio"
+    )
+    return folder / f"genai-prices-{version}.json"
+
+
+@lru_cache(maxsize=1)
+def _memo() -> _DataMemo:
+    return _DataMemo(_memo_path())
+
+
+_Listed = dict[str, "_Rate | None"]
+_LISTED = ("input", "cached", "cache_write", "cache_write_1h", "output")
+
+
+def _listed(key: str, prov: str | None, utc_day: int, processing: str) -> _Listed | None:
+    """The rates the data lists for a model on a day (``None``: a rate it does not list), or
+    ``None`` when it does not know the model."""
+    memo_key = f"rates|{prov or ''}|{key}|{utc_day}|{processing}"
+    kept = _memo().get(memo_key)
+    if kept is not _MISSING:
+        if kept is None:
+            return None
+        return {name: None if kept[name] is None else _Rate(kept[name][0], tuple(map(tuple, kept[name][1])))
+                for name in _LISTED}  # fmt: skip
+    try:
+        _, info = _snapshot().find_provider_model(key, None, prov, None)
+    except LookupError:
+        _memo().put(memo_key, None)
+        return None
+    when = datetime.fromtimestamp(utc_day * 86_400 + 43_200, tz=UTC)
+    price: ModelPrice = info.get_prices(when, {"processing": "batch"} if processing == "batch" else None)
+    values = (price.input_mtok, price.cache_read_mtok, price.cache_write_mtok, price.cache_write_1h_mtok,
+              price.output_mtok)  # fmt: skip
+    listed = {
+        name: None if value is None else _to_rate(value, _ZERO_RATE)
+        for name, value in zip(_LISTED, values, strict=True)
+    }
+    _memo().put(
+        memo_key,
+        {name: None if r is None else [r.base, [list(t) for t in r.tiers]] for name, r in listed.items()},
+    )
+    return listed
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,32 +399,27 @@ def _rates(model: str, provider: str | None, utc_day: int, mode: Mode = "now") -
         if prov is None and ":" in key and not key.startswith("ft:"):
             # An Ollama-style "name:tag" id with no provider: a local model.
             return _free(_LOCAL_PRICE)
-    try:
-        _, info = _snapshot().find_provider_model(key, None, prov, None)
-    except LookupError:
+    listed = _listed(key, prov, utc_day, "now")
+    if listed is None:
         return _unknown(model)
-    when = datetime.fromtimestamp(utc_day * 86_400 + 43_200, tz=UTC)
-    model_price: ModelPrice = info.get_prices(when)
     factor = 1.0
     if mode == "batch":
-        batch: ModelPrice = info.get_prices(when, {"processing": "batch"})
-        if batch == model_price:  # the data has no batch rates: the published discount
+        batch = _listed(key, prov, utc_day, "batch")
+        if batch == listed:  # the data has no batch rates: the published discount
             factor = 1.0 - BATCH_DISCOUNT.get(prov or "", 0.0)
-        model_price = batch
-    input_value = model_price.input_mtok
-    output_value = model_price.output_mtok
-    if input_value is None and output_value is None:
+        listed = batch or listed
+    if listed["input"] is None and listed["output"] is None:
         return _unknown(model)  # priced per image, second or character, not per token
-    input_rate = _to_rate(input_value, _ZERO_RATE)
-    cached = _to_rate(model_price.cache_read_mtok, input_rate)
+    input_rate = listed["input"] or _ZERO_RATE
+    cached = listed["cached"] or input_rate
     # A provider's published cache-write multiples (Anthropic's), where the data lists no price.
     engine = find_provider(prov)
     multiples = engine.cache_write_multiples if engine is not None else None
     write_5m = input_rate.times(multiples[0]) if multiples else input_rate
-    cache_write = _to_rate(model_price.cache_write_mtok, write_5m)
+    cache_write = listed["cache_write"] or write_5m
     write_1h = input_rate.times(multiples[1]) if multiples else cache_write
-    cache_write_1h = _to_rate(model_price.cache_write_1h_mtok, write_1h)
-    output = _to_rate(output_value, _ZERO_RATE)
+    cache_write_1h = listed["cache_write_1h"] or write_1h
+    output = listed["output"] or _ZERO_RATE
     if factor != 1.0:
         input_rate, cached, cache_write, cache_write_1h, output = (
             rate.times(factor) for rate in (input_rate, cached, cache_write, cache_write_1h, output)
@@ -459,9 +576,17 @@ def context_window(model: str, provider: str | None = None) -> int | None:
         or key in OVERRIDES
     ):
         return None
+    prov = prov or _infer_provider(key)
+    memo_key = f"window|{prov or ''}|{key}"
+    kept = _memo().get(memo_key)
+    if kept is not _MISSING:
+        return int(kept) if isinstance(kept, int) else None
     try:
-        _, info = _snapshot().find_provider_model(key, None, prov or _infer_provider(key), None)
+        _, info = _snapshot().find_provider_model(key, None, prov, None)
     except LookupError:
-        return None
-    window = getattr(info, "context_window", None)
-    return int(window) if isinstance(window, int) and window > 0 else None
+        window = None
+    else:
+        window = getattr(info, "context_window", None)
+    known = int(window) if isinstance(window, int) and window > 0 else None
+    _memo().put(memo_key, known)
+    return known

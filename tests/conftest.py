@@ -7,6 +7,7 @@ import functools
 import os
 import random
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ from tests.browser_kit import PROVIDER_VARIABLES
 from tests.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parent.parent
+# The price data's answers (rr_core.costs) are kept for the whole suite in a folder of its own,
+# not the user's ~/.cache; the test processes and the commands they start share it.
+os.environ.setdefault("RR_STUDIO_CACHE", str(Path(tempfile.gettempdir()) / f"rr-studio-tests-{os.getuid()}"))
 SHARED_DATA = Path(os.environ.get("RR_SHARED_DATA") or ROOT.parent / "shared" / "data") / "documents"
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import genai_prices
 import pytest
@@ -26,6 +30,7 @@ from rr_core.costs import (
 )
 from rr_core.llm.base import Usage
 
+ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = DataSnapshot(providers=price_data.providers, from_auto_update=False)
 
 
@@ -260,3 +265,78 @@ def test_many_calls_priced_together_cost_what_each_priced_alone_adds_up_to(
     assert together.known == summed.known
     assert set(together.source.split(" + ")) == set(summed.source.split(" + "))
     assert costs.estimate_costs([]) == Cost()
+
+
+# ---- The price data's answers, kept per data version --------------------------------------------
+
+_MEMO_MODELS = [
+    ("gpt-4.1-mini", "openai"),  # batch: the published discount
+    ("gpt-6.1-sol", "openai"),  # long-context tiers
+    ("claude-sonnet-4-5", "anthropic"),  # cache writes: Anthropic's multiples or the data's
+    ("gemini-2.5-pro", "google"),
+    ("no-such-model-anywhere", "openai"),  # not known
+]
+
+
+def _every_answer() -> list[object]:
+    return [
+        (costs._rates(m, p, costs._today(), mode), costs.context_window(m, p))
+        for m, p in _MEMO_MODELS
+        for mode in ("now", "batch")
+    ]
+
+
+def _forget_in_process() -> None:
+    costs._rates.cache_clear()
+    costs._memo.cache_clear()
+    costs.context_window.cache_clear()
+
+
+def test_the_kept_answers_are_the_datas_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(costs.CACHE_ENV, "off")
+    _forget_in_process()
+    from_data = _every_answer()
+    assert not list(tmp_path.iterdir())
+    monkeypatch.setenv(costs.CACHE_ENV, str(tmp_path))
+    _forget_in_process()
+    assert _every_answer() == from_data  # read from the data, and kept
+    (kept,) = tmp_path.iterdir()
+    assert kept.name == f"genai-prices-{genai_prices.__version__}.json"
+    _forget_in_process()
+    assert _every_answer() == from_data  # read back from the file
+    _forget_in_process()
+
+
+def test_a_file_that_cannot_be_read_is_passed_over_and_written_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(costs.CACHE_ENV, "off")
+    _forget_in_process()
+    expected = price_for("gpt-4.1-mini")
+    monkeypatch.setenv(costs.CACHE_ENV, str(tmp_path))
+    kept = tmp_path / f"genai-prices-{genai_prices.__version__}.json"
+    for damaged in ("{not json", "[1, 2]", ""):
+        kept.write_text(damaged)
+        _forget_in_process()
+        assert price_for("gpt-4.1-mini") == expected
+        assert "rates|openai|gpt-4.1-mini|" in kept.read_text()  # whole again
+    _forget_in_process()
+
+
+def test_a_process_with_the_answers_kept_prices_without_loading_the_data(tmp_path: Path) -> None:
+    program = (
+        "import sys; from rr_core.costs import price_for, context_window; "
+        "print(price_for('gpt-4.1-mini').input, context_window('gpt-4.1-mini'), 'genai_prices' in sys.modules)"
+    )
+    env = {**os.environ, costs.CACHE_ENV: str(tmp_path), "PYTHONPATH": str(ROOT)}
+
+    def run() -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    first, second = run(), run()
+    assert first[-1] == "True" and second[-1] == "False"  # the first loaded the data, the second did not
+    assert first[:-1] == second[:-1]  # and both say the same
