@@ -35,6 +35,9 @@ run: $(BIN)/.installed ## set up and open the app (no key needed: offline engine
 	$(BIN)/streamlit run app.py --server.port $(PORT)
 
 test: $(BIN)/.installed-dev ## set up and run the tests (the browser test needs Debian's chromium)
+	@# The project's modules compiled once: the tests start many Python processes (app
+	@# servers, workers, commands), and where PYTHONDONTWRITEBYTECODE is set each compiled them again.
+	$(BIN)/python -m compileall -q rr_core pages app.py
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(BIN)/.installed-dev ## ruff check + format check, the whole project
