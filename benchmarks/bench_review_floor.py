@@ -80,6 +80,13 @@ def main() -> None:
         "--processes", type=int, default=None, help="Review's reading processes (default: as a user runs it)"
     )
     args = parser.parse_args()
+    # rr_core compiled, as an installed package is (the floor's pymupdf and tiktoken are): where
+    # PYTHONDONTWRITEBYTECODE is set, every Review would compile it again.
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(ROOT / "rr_core")],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     with tempfile.TemporaryDirectory(prefix="rr-bench-floor-") as tmp:
         folder = Path(tmp)
         corpus = folder / "corpus"
