@@ -52,6 +52,7 @@ from rr_core.runs import Executor
 from rr_core.store import Enqueue, Store, WorkPart, WorkRecord
 
 STOP_POLL_S = 1.0  # how often a running work looks for a stop request
+PART_PROGRESS_S = 1.0  # how often a part counts its work's results for the progress shown
 # A running work's lease: its runner touches the work row every LEASE_RENEW_S, from the moment
 # it takes the work up until it lets it go (planning included); a work whose row has not moved
 # for LEASE_S, or whose runner's process on this host has ended, may be taken up by another.
@@ -276,11 +277,16 @@ def _run_part(
     try:
         stop = _StopWhenAsked(store, work_id, leaving)
         planned = read(record.spec).part(part).prepare(store)
-        context = _context(store, work_id, client, stop, planned.unit)
+        context = _context(store, work_id, client, stop, planned.unit, part)
+        counted = [0.0]
 
         def progress(done: int, total: int) -> None:  # the work's: every part's results
             del done, total
-            store.update_work(work_id, done=store.count_results(work_id))
+            # Counted at most every PART_PROGRESS_S (a count reads the work's results: at each
+            # cell of a big grid's every part, its time grew with the square of its size).
+            if time.monotonic() - counted[0] >= PART_PROGRESS_S:
+                counted[0] = time.monotonic()
+                store.update_work(work_id, done=store.count_results(work_id))
 
         return planned.run(replace(context, progress=progress))
     except (RRError, OSError) as exc:
@@ -382,19 +388,20 @@ def _run(
 
 
 def _context(
-    store: Store, work_id: str, client: LLMClient | None, stop: _StopWhenAsked, unit: str
+    store: Store, work_id: str, client: LLMClient | None, stop: _StopWhenAsked, unit: str, part: str = ""
 ) -> WorkContext:
-    """What a planned work runs with: its finished jobs' results and its progress go to the store."""
+    """What a planned work (or ``part`` of it) runs with: its finished jobs' results and its
+    progress go to the store."""
 
     def record(results: list[tuple[str, dict[str, Any]]]) -> None:
-        store.add_results(work_id, results)
+        store.add_results(work_id, results, part)
 
     def progress(done: int, total: int) -> None:
         store.update_work(work_id, done=done, total=total)
         if done and done % progress_step(total) == 0:
             log.info("work %s: %d of %d %s", work_id, done, total, unit)
 
-    return WorkContext(store, work_id, client, stop, record, progress)
+    return WorkContext(store, work_id, client, stop, record, progress, part)
 
 
 def _end(store: Store, work_id: str, ended: Ended) -> None:

@@ -119,9 +119,9 @@ def test_a_stopped_sweep_resumed_records_only_the_runs_it_had_not(tmp_path: Path
     added: list[str] = []
     add = store.add_results
 
-    def counting(work: str, results: Any) -> None:
+    def counting(work: str, results: Any, part: str = "") -> None:
         added.extend(key for key, _ in results)
-        add(work, results)
+        add(work, results, part)
 
     store.add_results = counting  # type: ignore[method-assign]
     thread = threading.Thread(target=run_work, args=(store, work_id), kwargs={"client": gated})

@@ -145,6 +145,24 @@ def test_a_works_results_are_read_a_page_at_a_time_in_the_order_they_arrived(ope
     assert list(store.iter_work_results("no-such-work")) == []
 
 
+def test_a_part_reads_its_own_results_and_the_work_reads_all(open_backend: Backend) -> None:
+    """A work run in parts (a grid's documents): each part's results kept as its own, so a
+    part reads its own (not the grid's, which grew its time with the square of the grid), the
+    work all of them, in the order they arrived."""
+    store = open_backend()
+    work_id = store.submit_work("review", "t", {}, 9)
+    store.add_results(work_id, [("main:a:0", {"a": 0}), ("main:a:1", {"a": 1})], "a")
+    store.add_results(work_id, [("main:b:0", {"b": 0})], "b")
+    store.add_results(work_id, [("main:a:1", {"a": 1, "again": True})], "a")
+    store.add_results(work_id, [("whole:0", {"w": 0})])  # a work run whole: no part
+    assert list(store.iter_work_results(work_id, part="a", page=1)) == [{"a": 0}, {"a": 1, "again": True}]
+    assert list(store.iter_work_results(work_id, part="b")) == [{"b": 0}]
+    assert list(store.iter_work_results(work_id, part="c")) == []
+    assert list(store.iter_work_results(work_id, part="")) == [{"w": 0}]
+    assert list(store.iter_work_results(work_id)) == [{"a": 0}, {"b": 0}, {"a": 1, "again": True}, {"w": 0}]
+    assert store.count_results(work_id) == 4
+
+
 def test_a_works_results_written_together_fail_together(open_backend: Backend) -> None:
     """``add_results`` is one transaction: when the database refuses the third of a document's
     cells (a trigger standing for a failure mid-write), none of them is kept, and the work's

@@ -375,12 +375,14 @@ class _Counting:
         self.calls: Counter[str] = Counter()
         self.written: list[list[str]] = []  # each add_results call's keys
 
-    def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    def add_results(
+        self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]], part: str = ""
+    ) -> None:
         self.calls["add_results"] += 1
         self.written.append([key for key, _ in results])
         if self.calls["add_results"] == self._refuse:
             raise LedgerError("the database refused the write (a test's failure mid-write)")
-        self._store.add_results(work_id, results)
+        self._store.add_results(work_id, results, part)
 
     def __getattr__(self, name: str) -> Any:
         found = getattr(self._store, name)

@@ -94,11 +94,12 @@ class WorkContext:
     stop: Stop
     record: Callable[[list[tuple[str, dict[str, Any]]]], None]  # one finished job's results, by key
     progress: Callable[[int, int], None]  # (done, total), as the work counts them
+    part: str = ""  # the part of the work run here ("": the whole work)
 
     def recorded(self) -> Iterator[dict[str, Any]]:
-        """The results recorded so far (a resumed work's), in the order they arrived, read a
-        page at a time (to be gone through once)."""
-        return self.store.iter_work_results(self.work_id)
+        """The results recorded so far (a resumed work's; a part's own), in the order they
+        arrived, read a page at a time (to be gone through once)."""
+        return self.store.iter_work_results(self.work_id, part=self.part or None)
 
 
 EndState = Literal["done", "cancelled", "failed", "queued"]

@@ -353,14 +353,17 @@ def grid_results(store: Store, work_id: str, work: ReviewWork) -> tuple[list[Cel
     return cells, store.get_runs(c.run_id for c in cells if c.run_id)
 
 
-def summary_cells(store: Store, work_id: str, work: ReviewWork, plan: ReviewPlan) -> Iterator[Cell]:
-    """The recorded cells as ``grid_cells`` gives them, read a page at a time and without what
-    no summary reads (their quotes, the model's raw text): a grid's end holds a page of cells
-    and those the key marks, not the grid. The comparison's rows (agreement is counted between
-    the two methods there) are held until the end, then given agreed."""
+def summary_cells(
+    store: Store, work_id: str, work: ReviewWork, plan: ReviewPlan, part: str | None = None
+) -> Iterator[Cell]:
+    """The recorded cells (``part``: that part's) as ``grid_cells`` gives them, read a page at a
+    time and without what no summary reads (their quotes, the model's raw text): a grid's end
+    holds a page of cells and those the key marks, not the grid. The comparison's rows
+    (agreement is counted between the two methods there) are held until the end, then given
+    agreed."""
     sampled = set(plan.compare_documents) if work.compare is not None else set()
     held: list[Cell] = []
-    for data in store.iter_work_results(work_id):
+    for data in store.iter_work_results(work_id, part=part):
         cell = replace(Cell.from_dict(data), citations=(), raw="", support_reason="", pages_to_read=())
         if cell.document_sha256 in sampled:
             held.append(cell)
@@ -480,10 +483,8 @@ class PlannedReview:
         ) if todo else None  # fmt: skip
         for sha in list(held):  # a document whose last job gave no cell (should not be): kept all the same
             record(sha)
-        cells: Iterable[Cell] = summary_cells(store, work_id, work, plan)
-        if work.ledger:  # a part: its document's cells (the grid's are summed up by ``summarize``)
-            mine = {f.sha256 for f in work.files}
-            cells = (c for c in cells if c.document_sha256 in mine)
+        # A part sums up its own cells (the grid's are summed up by ``summarize``).
+        cells = summary_cells(store, work_id, work, plan, part=context.part or None)
         ended = sum_up(plan, cells, scored=not work.ledger)
         summary: dict[str, Any] = {
             "cells": ended.cells,

@@ -599,17 +599,23 @@ class WorkStore(Protocol):
         """How many results the work has kept (its progress, over all its parts)."""
         ...
 
-    def add_results(self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        """Keep results as they arrive, each under a key (a grid cell's); a key kept again is replaced."""
+    def add_results(
+        self, work_id: str, results: Sequence[tuple[str, Mapping[str, Any]]], part: str = ""
+    ) -> None:
+        """Keep results as they arrive, each under a key (a grid cell's), as ``part``'s (a work
+        run in parts: the part that recorded them); a key kept again is replaced."""
         ...
 
     def work_results(self, work_id: str) -> list[dict[str, Any]]:
         """The results kept so far, in the order they arrived."""
         ...
 
-    def iter_work_results(self, work_id: str, page: int = 500) -> Iterator[dict[str, Any]]:
-        """The results kept so far, in the order they arrived, read ``page`` at a time: the
-        reader holds one page, not the work's results (a grid's end sums up 10,000 cells so).
+    def iter_work_results(
+        self, work_id: str, page: int = 500, part: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The results kept so far (``part``: that part's only), in the order they arrived, read
+        ``page`` at a time: the reader holds one page, not the work's results (a grid's end sums
+        up 10,000 cells so; a part reads its own, not the grid's).
         Meant for a work that has ended: a result kept again while it reads may be read twice."""
         ...
 
