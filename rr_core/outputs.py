@@ -22,7 +22,7 @@ T = TypeVar("T", bound="Output")
 class Output(BaseModel):
     """Base of every output shape."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     WIRE_NAME: ClassVar[str] = "output"
     WIRE_SCHEMA: ClassVar[dict[str, Any]] = {}
@@ -91,7 +91,7 @@ def _flag(value: Any) -> bool | None:
 class CitationOut(BaseModel):
     """One passage an answer rests on: its page and its sentence, quoted word for word."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     page: int | str = NA
     quote: str = ""
@@ -285,7 +285,7 @@ class RetrievalOut(Output):
 class QuestionPages(BaseModel):
     """One entry of a several-questions retrieval: the question's number and its pages."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     question: int
     pages: list[int] = Field(default_factory=list)
@@ -354,7 +354,7 @@ class MultiRetrievalOut(Output):
 class Extract(BaseModel):
     """A piece of a page that bears on the question."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     page: int | str = NA
     text: str = ""

@@ -543,8 +543,8 @@ def read_corpus(
     passwords: Passwords | None = None,
     where: Where = "cli",
 ) -> list[CorpusFile]:
-    """Read every file once (in ``processes`` worker processes; 1: in this one; None: here, then in
-    one process a core for what a second here has not read), keep its bytes
+    """Read every file once (in ``processes`` worker processes; 1: in this one; None: here, then,
+    when a second here leaves more than another second's reading, in one process a core), keep its bytes
     and reading in ``store``, and return one summary per file in the order given. A file whose
     reading is already stored (same bytes, same tokenizer) is not parsed again; with ``ocr``, one
     whose stored reading has pages without text is (OCR may read them). ``passwords`` open
@@ -576,12 +576,17 @@ def read_corpus(
     if processes is None and len(todo) > 1:
         # Readers only for a corpus that pays for them: a reader's start (a fresh interpreter
         # importing rr_core) costs about half a second, reading a 20-page contract a few
-        # hundredths. So files are read here first, and readers take over only what is left
-        # after a second of it (30 contracts: all read here; a thousand: the readers read most).
-        started = time.monotonic()
-        while todo and time.monotonic() - started < READ_HERE_FIRST_S:
+        # hundredths. So files are read here first, and readers take over only when a second
+        # of it has passed and what is left would take another here (30 contracts: all read
+        # here, even on a slow machine; a thousand: the readers read most).
+        started, read_here = time.monotonic(), 0
+        while todo:
+            spent = time.monotonic() - started
+            if spent >= READ_HERE_FIRST_S and spent / max(read_here, 1) * len(todo) >= READ_HERE_FIRST_S:
+                break
             index = todo.pop(0)
             keep(index, *read_item(items[index], model, opening))
+            read_here += 1
     workers = min(processes or default_processes(), len(todo))
     if workers <= 1:
         for index in todo:
