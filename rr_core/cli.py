@@ -1462,7 +1462,7 @@ def cmd_work(args: argparse.Namespace) -> dict[str, Any]:
                     return {
                         "work_id": args.resume,
                         "queued": True,
-                        **_work_money(store.get_work(args.resume)),
+                        **_work_money(store.get_work(args.resume), store),
                     }
             return {"work_id": args.resume, "queued": True}
         if args.show:
@@ -1476,7 +1476,7 @@ def cmd_work(args: argparse.Namespace) -> dict[str, Any]:
                 if record.kind == "review"
                 else {"results": store.work_results(args.show)}
             )
-            return {**shown, **_work_money(record), **recorded}
+            return {**shown, **_work_money(record, store), **recorded}
         listed = [
             {k: v for k, v in asdict(w).items() if k not in ("spec", "result")}
             for w in store.list_work(args.limit)
@@ -1576,12 +1576,27 @@ def _print_review_plan(e: dict[str, Any], plan: Any, mode: str, *, batches: bool
     print("\n".join(lines), file=sys.stderr)
 
 
-def _work_money(record: Any) -> dict[str, Any]:
-    """What a work paid so far, and what it may have been billed besides (from its result)."""
+def _work_money(record: Any, store: Any) -> dict[str, Any]:
+    """What a work's last run paid, and what it may have been billed besides (from its result);
+    with its ledger, what all its runs were billed (what its cap counts)."""
     result = getattr(record, "result", None) or {}
     if not isinstance(result, dict) or "paid_usd" not in result:
         return {}
-    return {"paid_usd": result["paid_usd"], "possibly_billed": result.get("possibly_billed") or ""}
+    money = {"paid_usd": result["paid_usd"], "possibly_billed": result.get("possibly_billed") or ""}
+    if result.get("ledger"):
+        money["all_runs_usd"] = round(store.ledger_spent(str(result["ledger"])), 8)
+    return money
+
+
+def _money_line(data: dict[str, Any]) -> str:
+    possibly = f", and {data['possibly_billed']}" if data.get("possibly_billed") else ""
+    line = f"paid ${data['paid_usd']:.4f} by its last run{possibly}"
+    if "all_runs_usd" in data:
+        line += (
+            f"; ${data['all_runs_usd']:.4f} billed over all its runs"
+            " (what its cap counts: calls possibly billed at what they held)"
+        )
+    return line
 
 
 def _print_work(data: dict[str, Any]) -> None:
@@ -1602,8 +1617,7 @@ def _print_work(data: dict[str, Any]) -> None:
             f"{data['work_id']}: {data['state']}, {data['done']}/{data['total']} cells, {data['attempts']} attempt(s)"
         )
         if "paid_usd" in data:
-            possibly = f", and {data['possibly_billed']}" if data.get("possibly_billed") else ""
-            print(f"  paid ${data['paid_usd']:.4f}{possibly}")
+            print(f"  {_money_line(data)}")
         for c in data["cells"]:
             print(f"  {c['document']} — {c['question']}: {c['error'] or c['answer']}")
         return
@@ -1612,12 +1626,10 @@ def _print_work(data: dict[str, Any]) -> None:
             f"{data['work_id']}: {data['state']}, {data['done']}/{data['total']} runs, {data['attempts']} attempt(s)"
         )
         if "paid_usd" in data:
-            possibly = f", and {data['possibly_billed']}" if data.get("possibly_billed") else ""
-            print(f"  paid ${data['paid_usd']:.4f}{possibly}")
+            print(f"  {_money_line(data)}")
         return
     if data.get("queued") and "paid_usd" in data:
-        possibly = f", and {data['possibly_billed']}" if data.get("possibly_billed") else ""
-        print(f"{data['work_id']}: resumed; paid ${data['paid_usd']:.4f}{possibly}")
+        print(f"{data['work_id']}: resumed; {_money_line(data)}")
         return
     print(json.dumps(data))
 

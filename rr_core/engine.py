@@ -75,6 +75,12 @@ def open_runner(
     )
 
 
+def work_ledger(name: str, work_id: str = "") -> str:
+    """The ledger a run's calls are billed under: ``name`` (a plan's ledger key, or the name all
+    of a grid's parts share), and the work's id for a run of a work (all its runs share it)."""
+    return name + (f"-{work_id}" if work_id else "")
+
+
 def spent_under(cache: CallCache, ledger: str) -> float:
     """What a work's runs have been billed so far (every call, as billed, priced at its own
     model's price: kept or not, parsed or not; calls possibly billed at what they held)."""

@@ -132,7 +132,7 @@ def test_a_submitted_review_runs_in_process_and_records_every_cell(setup) -> Non
     assert record.result is not None and record.result["cells"] == 8
 
 
-def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
     import rr_core.kinds.review as review_kind
     import rr_core.work as work_module
     import rr_core.workbench as workbench
@@ -208,6 +208,24 @@ def test_stop_from_another_handle_then_resume_pays_nothing_twice(setup, monkeypa
     # The second run asks only the documents without recorded cells, and pays for no call the
     # first run made (its replies are in the store): together no more than one uninterrupted run.
     assert client.calls + again.calls == whole.calls
+    # What the work shows: what its last run paid, and what all its runs were billed.
+    assert stopped.result is not None and finished.result is not None
+    first_paid, last_paid = stopped.result["paid_usd"], finished.result["paid_usd"]
+    assert first_paid > 0 and last_paid > 0
+    monkeypatch.setenv("RR_STUDIO_DB", path)
+    import json
+
+    from rr_core.cli import main
+
+    assert main(["--json", "--user", "local", "work", "--show", work_id]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["paid_usd"] == last_paid
+    assert shown["all_runs_usd"] == pytest.approx(first_paid + last_paid)
+    assert main(["--user", "local", "work", "--show", work_id]) == 0
+    assert (
+        f"paid ${last_paid:.4f} by its last run; ${first_paid + last_paid:.4f} billed over all its runs"
+        in (capsys.readouterr().out)
+    )
 
 
 def test_a_document_half_recorded_when_its_worker_died_keeps_the_recorded_cell(setup) -> None:  # type: ignore[no-untyped-def]

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from rr_core.batching import BatchProgress
 from rr_core.costs import Mode
-from rr_core.engine import Engine, Guard, open_runner, spent_under
+from rr_core.engine import Engine, Guard, open_runner, spent_under, work_ledger
 from rr_core.errors import ConfigError, LedgerError
 from rr_core.jobs import Job
 from rr_core.kinds.base import SPEC_VERSION, Ended, Kind, WorkContext, calls_key, check_spec
@@ -178,6 +178,7 @@ class ReviewWork:
             "save_error": next((r["save_error"] for r in results if r.get("save_error")), None),
             "scores": cells.scores,
             "parts": len(parts),
+            "ledger": work_ledger(PARTS_LEDGER, work_id),  # what all its runs were billed: `work --show`
         }
         if failed:
             return Ended("failed", summary, failed[0].error or "a document of the grid failed")
@@ -266,7 +267,7 @@ def review(
     resolver = StoredDocuments(cache, counter) if counter is not None else None
     # A part's runners (other documents of the grid, on other workers) spend against its cap at once.
     shared = bool(ledger and work_id and max_usd is not None)
-    ledger = (ledger or plan.ledger_key()) + (f"-{work_id}" if work_id else "")
+    ledger = work_ledger(ledger or plan.ledger_key(), work_id)
     spent = spent_under(cache, ledger) if work_id and max_usd is not None else 0.0
     cells: list[Cell] = []
     traces: list[RunTrace] = []
@@ -495,6 +496,7 @@ class PlannedReview:
             "history_batch": result.batch if result else None,
             "save_error": result.save_error if result else None,
             "scores": ended.scores,
+            "ledger": work_ledger(work.ledger or plan.ledger_key(), work_id),  # all its runs': `work --show`
         }
         stopped = bool(result and result.cancelled) and ended.cells < total
         if stopped and stop.left:  # the runner is going away: the next one takes the work up

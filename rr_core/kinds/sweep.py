@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from rr_core.batching import BatchProgress
 from rr_core.costs import Mode
 from rr_core.documents import Document
-from rr_core.engine import Engine, open_runner, spent_under
+from rr_core.engine import Engine, open_runner, spent_under, work_ledger
 from rr_core.errors import ConfigError, LedgerError
 from rr_core.kinds.base import SPEC_VERSION, Ended, Kind, WorkContext, calls_key, check_spec
 from rr_core.lab import TrialSpec, trial_recipes, trial_spec
@@ -218,7 +218,7 @@ def sweep(
     ``work_id``: the work this run is one run of: its replies are recorded under the work's own
     ledger, and ``max_usd`` is the work's, over all its runs (what earlier runs paid counts)."""
     cache = store if store is not None else open_store(owner=owner)
-    ledger = plan.ledger_key() + (f"-{work_id}" if work_id else "")
+    ledger = work_ledger(plan.ledger_key(), work_id)
     spent = spent_under(cache, ledger) if work_id and max_usd is not None else 0.0
     with open_runner(
         client,
@@ -326,6 +326,7 @@ class PlannedSweep:
         summary = {
             **sweep_json(plan, whole, context={"preset": work.preset, "mode": work.mode}),
             **run,
+            "ledger": work_ledger(plan.ledger_key(), context.work_id),  # all its runs': `work --show`
         }
         leaving = result is not None and result.cancelled and stop.left
         if leaving:  # its runner is going away: the next takes the work up
