@@ -148,7 +148,11 @@ class _DataMemo:
                 return
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                merged = {**self._read(), **self._loaded()}  # another process's answers too
+                # Another process's answers too; rates of days before yesterday dropped (prices
+                # are asked for today's: the file stays a few kilobytes).
+                merged = {
+                    k: v for k, v in {**self._read(), **self._loaded()}.items() if not _stale(k, _today() - 1)
+                }
                 handle, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".prices-", suffix=".tmp")
                 with os.fdopen(handle, "w", encoding="utf-8") as out:
                     json.dump(merged, out, separators=(",", ":"))
@@ -170,6 +174,12 @@ def _memo_path() -> Path | None:
     return folder / f"genai-prices-{version}.json"
 
 
+def _stale(key: str, first_day: int) -> bool:
+    """A kept answer about rates of a day before ``first_day``."""
+    parts = key.split("|")
+    return parts[0] == "rates" and len(parts) == 5 and parts[3].isdigit() and int(parts[3]) < first_day
+
+
 @lru_cache(maxsize=1)
 def _memo() -> _DataMemo:
     return _DataMemo(_memo_path())
@@ -184,11 +194,13 @@ def _listed(key: str, prov: str | None, utc_day: int, processing: str) -> _Liste
     ``None`` when it does not know the model."""
     memo_key = f"rates|{prov or ''}|{key}|{utc_day}|{processing}"
     kept = _memo().get(memo_key)
+    if kept is None:
+        return None
     if kept is not _MISSING:
-        if kept is None:
-            return None
-        return {name: None if kept[name] is None else _Rate(kept[name][0], tuple(map(tuple, kept[name][1])))
-                for name in _LISTED}  # fmt: skip
+        try:
+            return {name: _rate_from(kept[name]) for name in _LISTED}
+        except (KeyError, IndexError, TypeError, ValueError):
+            pass  # an answer not as written here: read from the data again
     try:
         _, info = _snapshot().find_provider_model(key, None, prov, None)
     except LookupError:
@@ -202,11 +214,21 @@ def _listed(key: str, prov: str | None, utc_day: int, processing: str) -> _Liste
         name: None if value is None else _to_rate(value, _ZERO_RATE)
         for name, value in zip(_LISTED, values, strict=True)
     }
-    _memo().put(
-        memo_key,
-        {name: None if r is None else [r.base, [list(t) for t in r.tiers]] for name, r in listed.items()},
-    )
+    _memo().put(memo_key, {name: _rate_to(rate) for name, rate in listed.items()})
     return listed
+
+
+def _rate_to(rate: _Rate | None) -> list[Any] | None:
+    """A rate as kept: [base, [[start, rate], ...]]."""
+    return None if rate is None else [rate.base, [list(tier) for tier in rate.tiers]]
+
+
+def _rate_from(kept: Any) -> _Rate | None:
+    """``_rate_to``'s inverse (``TypeError``/``ValueError``/``IndexError`` on anything else)."""
+    if kept is None:
+        return None
+    base, tiers = kept
+    return _Rate(float(base), tuple((int(start), float(rate)) for start, rate in tiers))
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,8 +601,8 @@ def context_window(model: str, provider: str | None = None) -> int | None:
     prov = prov or _infer_provider(key)
     memo_key = f"window|{prov or ''}|{key}"
     kept = _memo().get(memo_key)
-    if kept is not _MISSING:
-        return int(kept) if isinstance(kept, int) else None
+    if kept is None or isinstance(kept, int):
+        return kept
     try:
         _, info = _snapshot().find_provider_model(key, None, prov, None)
     except LookupError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -340,3 +341,30 @@ def test_a_process_with_the_answers_kept_prices_without_loading_the_data(tmp_pat
     first, second = run(), run()
     assert first[-1] == "True" and second[-1] == "False"  # the first loaded the data, the second did not
     assert first[:-1] == second[:-1]  # and both say the same
+
+
+def test_answers_not_as_kept_here_are_read_from_the_data_and_old_days_are_dropped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(costs.CACHE_ENV, "off")
+    _forget_in_process()
+    expected = price_for("gpt-4.1-mini"), costs.context_window("gpt-4.1-mini")
+    monkeypatch.setenv(costs.CACHE_ENV, str(tmp_path))
+    kept = tmp_path / f"genai-prices-{genai_prices.__version__}.json"
+    today = costs._today()
+    odd = {"input": "cheap", "cached": [1], "output": None}  # not a kept rate
+    kept.write_text(
+        json.dumps(
+            {
+                f"rates|openai|gpt-4.1-mini|{today}|now": odd,
+                "window|openai|gpt-4.1-mini": "big",
+                f"rates|openai|gpt-4o|{today - 30}|now": None,  # a month old
+            }
+        )
+    )
+    _forget_in_process()
+    assert (price_for("gpt-4.1-mini"), costs.context_window("gpt-4.1-mini")) == expected
+    written = json.loads(kept.read_text())
+    assert written[f"rates|openai|gpt-4.1-mini|{today}|now"] != odd
+    assert f"rates|openai|gpt-4o|{today - 30}|now" not in written
+    _forget_in_process()
