@@ -237,6 +237,7 @@ class Session:
         expect.set_options(timeout=kit.UI_TIMEOUT_MS)
         self.context = browser.new_context(viewport=kit.VIEWPORT, device_scale_factor=1)
         self.context.set_default_timeout(kit.UI_TIMEOUT_MS)
+        kit.count_script_runs(self.context)
         self.page = self.context.new_page()
         self.url = url
         self.seen: list[tuple[float, str]] = []  # (when the request started, epoch s; the replica)
