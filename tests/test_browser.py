@@ -447,11 +447,18 @@ def test_the_lab_estimates_and_its_batches_after_the_tab_is_reopened(
     main(page).get_by_text("In batches (half price, within 24 h)").click()
     settle(page)
     # A grid no other test runs: its calls are new, so they go out in batches (a sweep whose
-    # replies are all in the run store sends nothing, in batches or not).
-    repeats = main(page).get_by_label("Repeats per cell")
-    repeats.fill("3")
-    repeats.press("Enter")
-    settle(page)
+    # replies are all in the run store sends nothing, in batches or not). A length no preset
+    # uses, at three depths, once: what is checked (the estimates, the batches and their list
+    # in the run store) a grid of any size shows, and the preset's 45 trials took 12 s.
+    for label, value in (
+        ("Lengths (tokens)", "8000"),
+        ("Depths (% of the document)", "0, 50, 100"),
+        ("Repeats per cell", "1"),
+    ):
+        field = main(page).get_by_label(label)
+        field.fill(value)
+        field.press("Enter")
+        settle(page)
     expect(main(page).get_by_text(re.compile(r"in this process.*saves nothing"))).to_be_visible()
     expect(main(page).get_by_text(re.compile(r"Before running:.* in batches as"))).to_be_visible()
     main(page).get_by_text("In batches, with prompt cache").scroll_into_view_if_needed()
