@@ -413,10 +413,14 @@ def test_several_questions_and_the_lab(app_url: str, page: Any) -> None:
     expect(main(page).get_by_role("heading", name="Lab: does R&R help here?")).to_be_visible()
     settle(page)
     expect(main(page).get_by_text(re.compile(r"Before running: \d+ trials"))).to_be_visible()
-    # Two repeats, as the quick check had before it asked 50 facts: the test's load unchanged.
-    main(page).get_by_label("Repeats per cell").fill("2")
-    main(page).get_by_label("Repeats per cell").press("Enter")
-    settle(page)
+    # Two lengths at the five depths, once (10 trials; the quick check's three lengths twice
+    # were 30): what is checked, the results' views and their charts, any grid with two lengths
+    # and several depths shows. Lengths no preset uses, nor the batch test's grid.
+    for label, value in (("Lengths (tokens)", "6000, 12000"), ("Repeats per cell", "1")):
+        field = main(page).get_by_label(label)
+        field.fill(value)
+        field.press("Enter")
+        settle(page)
     main(page).get_by_role("button", name="Run the measurement").click()
     expect(main(page).get_by_text("Accuracy by where the answer sits")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     settle(page)
