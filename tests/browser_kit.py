@@ -221,6 +221,7 @@ def new_tab(browser: Any, *, viewport: dict[str, int] = VIEWPORT) -> Iterator[An
     expect.set_options(timeout=UI_TIMEOUT_MS)
     context = browser.new_context(viewport=viewport, device_scale_factor=1)
     context.set_default_timeout(UI_TIMEOUT_MS)
+    count_script_runs(context)
     try:
         yield context.new_page()
     finally:
@@ -230,22 +231,53 @@ def new_tab(browser: Any, *, viewport: dict[str, int] = VIEWPORT) -> Iterator[An
 # ---- Driving the page ------------------------------------------------------------------------
 
 
+# Counts, in each page of a context, the script runs that have started (the app's
+# data-test-script-state turning to "running"); ``settle`` notes the count it saw last.
+_COUNT_RUNS = """(() => {
+    window.__rrRuns = 0;
+    window.__rrSettled = 0;
+    new MutationObserver(records => {
+        const states = records.map(r => r.oldValue);
+        states.push(records[records.length - 1].target.getAttribute('data-test-script-state'));
+        window.__rrRuns += states.slice(1).filter(s => s === 'running').length;
+    }).observe(document, {
+        subtree: true, attributes: true, attributeOldValue: true, attributeFilter: ['data-test-script-state'],
+    });
+})()"""
+
+
+def count_script_runs(context: Any) -> None:
+    """Count the script runs started in ``context``'s pages, so that ``settle`` need not wait
+    for a rerun that has already started (and may have ended)."""
+    context.add_init_script(_COUNT_RUNS)
+
+
 def settle(page: Any, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
     """Wait until Streamlit's script run (rerun or fragment) has finished."""
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     # The rerun an input triggers may not have started yet: wait for it to start (a short
     # rerun may already be over, so not seeing it start within the limit is fine), then end.
-    with contextlib.suppress(PlaywrightTimeout):
-        page.wait_for_selector(
-            f'{STAPP}[data-test-script-state="running"]', state="attached", timeout=RERUN_START_MS
-        )
+    # In a page that counts its runs (``count_script_runs``), a run started since the last
+    # settle needs no such wait: it is over, or the wait below sees it end. (A page that is
+    # navigating cannot be asked: it waits as before.)
+    counted = False
+    with contextlib.suppress(PlaywrightError):
+        counted = page.evaluate("() => window.__rrRuns > window.__rrSettled")
+    if not counted:
+        with contextlib.suppress(PlaywrightTimeout):
+            page.wait_for_selector(
+                f'{STAPP}[data-test-script-state="running"]', state="attached", timeout=RERUN_START_MS
+            )
     page.wait_for_selector(
         f'{STAPP}[data-test-script-state="notRunning"], {STAPP}[data-test-script-state="initial"]',
         state="attached",
         timeout=timeout_ms,
     )
     page.locator(STATUS_WIDGET).wait_for(state="hidden", timeout=timeout_ms)
+    with contextlib.suppress(PlaywrightError):
+        page.evaluate("() => { if (window.__rrRuns !== undefined) window.__rrSettled = window.__rrRuns; }")
 
 
 def main_area(page: Any) -> Any:

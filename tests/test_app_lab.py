@@ -306,6 +306,8 @@ def test_each_preset_states_where_the_question_goes_and_why_and_the_sweep_uses_i
         "R&R" in (text := c.value.replace("\\", "")).split(":")[0] and "does not take question-after" in text
         for c in at.caption
     ), [c.value for c in at.caption]
+    # One key per position, not the preset's 50: the placements are the plan's, whatever its size.
+    at.number_input(key="w.lab_repeats").set_value(1).run()
     at.button(key="lab_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     plan = at.session_state["lab_result"]["plan"]

@@ -413,10 +413,14 @@ def test_several_questions_and_the_lab(app_url: str, page: Any) -> None:
     expect(main(page).get_by_role("heading", name="Lab: does R&R help here?")).to_be_visible()
     settle(page)
     expect(main(page).get_by_text(re.compile(r"Before running: \d+ trials"))).to_be_visible()
-    # Two repeats, as the quick check had before it asked 50 facts: the test's load unchanged.
-    main(page).get_by_label("Repeats per cell").fill("2")
-    main(page).get_by_label("Repeats per cell").press("Enter")
-    settle(page)
+    # Two lengths at the five depths, once (10 trials; the quick check's three lengths twice
+    # were 30): what is checked, the results' views and their charts, any grid with two lengths
+    # and several depths shows. Lengths no preset uses, nor the batch test's grid.
+    for label, value in (("Lengths (tokens)", "6000, 12000"), ("Repeats per cell", "1")):
+        field = main(page).get_by_label(label)
+        field.fill(value)
+        field.press("Enter")
+        settle(page)
     main(page).get_by_role("button", name="Run the measurement").click()
     expect(main(page).get_by_text("Accuracy by where the answer sits")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     settle(page)
@@ -447,11 +451,18 @@ def test_the_lab_estimates_and_its_batches_after_the_tab_is_reopened(
     main(page).get_by_text("In batches (half price, within 24 h)").click()
     settle(page)
     # A grid no other test runs: its calls are new, so they go out in batches (a sweep whose
-    # replies are all in the run store sends nothing, in batches or not).
-    repeats = main(page).get_by_label("Repeats per cell")
-    repeats.fill("3")
-    repeats.press("Enter")
-    settle(page)
+    # replies are all in the run store sends nothing, in batches or not). A length no preset
+    # uses, at three depths, once: what is checked (the estimates, the batches and their list
+    # in the run store) a grid of any size shows, and the preset's 45 trials took 12 s.
+    for label, value in (
+        ("Lengths (tokens)", "8000"),
+        ("Depths (% of the document)", "0, 50, 100"),
+        ("Repeats per cell", "1"),
+    ):
+        field = main(page).get_by_label(label)
+        field.fill(value)
+        field.press("Enter")
+        settle(page)
     expect(main(page).get_by_text(re.compile(r"in this process.*saves nothing"))).to_be_visible()
     expect(main(page).get_by_text(re.compile(r"Before running:.* in batches as"))).to_be_visible()
     main(page).get_by_text("In batches, with prompt cache").scroll_into_view_if_needed()
