@@ -278,17 +278,30 @@ def _run_part(
         stop = _StopWhenAsked(store, work_id, leaving)
         planned = read(record.spec).part(part).prepare(store)
         context = _context(store, work_id, client, stop, planned.unit, part)
-        counted = [0.0]
+        # The work's progress counts every part's results: counted when this part has recorded
+        # some, at most every PART_PROGRESS_S (a count reads the work's results: at each cell of
+        # a big grid's every part, its time grew with the square of its size), and once more at
+        # the part's end if a count was let go.
+        last = {"done": -1, "at": -PART_PROGRESS_S, "owed": 0}
 
-        def progress(done: int, total: int) -> None:  # the work's: every part's results
-            del done, total
-            # Counted at most every PART_PROGRESS_S (a count reads the work's results: at each
-            # cell of a big grid's every part, its time grew with the square of its size).
-            if time.monotonic() - counted[0] >= PART_PROGRESS_S:
-                counted[0] = time.monotonic()
-                store.update_work(work_id, done=store.count_results(work_id))
+        def count() -> None:
+            last["at"], last["owed"] = time.monotonic(), 0
+            store.update_work(work_id, done=store.count_results(work_id))
 
-        return planned.run(replace(context, progress=progress))
+        def progress(done: int, total: int) -> None:
+            del total
+            if done == last["done"]:
+                return  # nothing recorded by this part since
+            last["done"] = done
+            if time.monotonic() - last["at"] >= PART_PROGRESS_S:
+                count()
+            else:
+                last["owed"] = 1
+
+        ended = planned.run(replace(context, progress=progress))
+        if last["owed"]:
+            count()
+        return ended
     except (RRError, OSError) as exc:
         return Ended("failed", None, str(exc))
     except Exception as exc:  # a defect: the part ends, saying what broke, instead of staying "running"

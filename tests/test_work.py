@@ -593,3 +593,25 @@ def test_a_works_budget_cap_holds_over_all_its_runs(tmp_path: Path) -> None:
     assert again.paid_usd == 0 and spent.calls == 0
     said = {c.error for c in again.cells if not c.ok}
     assert said and all("already spent by its earlier runs" in (e or "") for e in said), said
+
+
+def test_a_grid_run_in_parts_shows_each_parts_cells_in_its_progress_as_they_are_recorded(setup) -> None:  # type: ignore[no-untyped-def]
+    """The progress of a grid run in parts counts every part's cells (at most once a second
+    while a part runs, and once more at its end): after each part, the work's ``done`` is the
+    cells recorded so far, however fast the parts went; each part read its own cells."""
+    from rr_core.work import run_part
+
+    path, store, work = setup
+    jobs: list[tuple[str, ...]] = []
+    work_id = submit_review(store, work, enqueue=lambda db, wid, parts: jobs.append(tuple(parts)))
+    (parts,) = jobs
+    assert len(parts) == len(work.files)
+    columns = len(parse_columns(COLUMNS))
+    for i, part in enumerate(parts, start=1):
+        ended = run_part(store, work_id, part)
+        assert ended is not None and ended.state == "done", ended
+        record = store.get_work(work_id)
+        assert record is not None and record.done == i * columns, (i, record.done)
+        assert len(list(store.iter_work_results(work_id, part=part))) == columns
+    record = store.get_work(work_id)
+    assert record is not None and record.state == "done" and record.done == record.total
