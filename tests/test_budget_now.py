@@ -5,7 +5,9 @@ billed usage, so calls in flight together never pass the cap, even on a server t
 
 from __future__ import annotations
 
+import itertools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,6 +28,19 @@ QUESTIONS = [
     "What does the orchard yield?",
 ]
 LIMIT_S = 60  # barriers give up after this: a safety net, not a speed requirement
+
+
+def numbered(respond: Callable[[int, Any], Reply]) -> Callable[[str, Any], Reply]:
+    """A stub responder told each request's number (from 1, in the order they arrived)."""
+    seen = itertools.count(1)
+    lock = threading.Lock()
+
+    def responder(path: str, body: Any) -> Reply:
+        with lock:
+            n = next(seen)
+        return respond(n, body)
+
+    return responder
 
 
 def client(stub: StubServer) -> OpenAIClient:
@@ -69,18 +84,13 @@ def test_calls_in_flight_together_never_pass_the_cap_on_a_server_billing_over(
         # whatever the machine's load (on a busy one, calls sent together could each be answered
         # before the next arrived, and the run then tested one call at a time).
         barrier = threading.Barrier(2, timeout=LIMIT_S)
-        seen = {"n": 0}
-        lock = threading.Lock()
 
-        def respond(path: str, body: Any) -> Reply:
-            with lock:
-                seen["n"] += 1
-                n = seen["n"]
+        def respond(n: int, body: Any) -> Reply:
             if n in (2, 3):
                 barrier.wait()  # raises (and the call fails) unless both are in flight together
             return Reply()
 
-        stub.responder = respond
+        stub.responder = numbered(respond)
     with Executor(client(stub), concurrency=8, budget=budget) as executor:
         traces = executor.run(document, plans(document))
     paid = sum(t.paid_usd for t in traces)
@@ -102,8 +112,6 @@ def test_after_the_first_bill_calls_go_together_each_holding_its_worst_case(
     its worst case scaled by the first bill (billed twice its tokens)."""
     monkeypatch.setattr(stub_server, "BILLING_FACTOR", 2.0)
     barrier = threading.Barrier(2, timeout=LIMIT_S)
-    seen = {"n": 0}
-    lock = threading.Lock()
     held: list[float] = []
     budget = Budget(100.0)
     reserve = budget.reserve
@@ -116,15 +124,12 @@ def test_after_the_first_bill_calls_go_together_each_holding_its_worst_case(
 
     budget.reserve = recording_reserve  # type: ignore[method-assign]
 
-    def respond(path: str, body: Any) -> Reply:
-        with lock:
-            seen["n"] += 1
-            n = seen["n"]
+    def respond(n: int, body: Any) -> Reply:
         if n in (2, 3) and schema_name_of(body) == "retrieval":
             barrier.wait()  # raises (and the call fails) unless both are in flight together
         return Reply()
 
-    stub.responder = respond
+    stub.responder = numbered(respond)
     (plan,) = plans(document)[:1]
     with Executor(client(stub), concurrency=8, budget=budget) as executor:
         (trace,) = executor.run(document, [plan])
@@ -156,18 +161,13 @@ def test_a_call_whose_worst_case_does_not_fit_is_not_sent(stub: StubServer, docu
 def long_after_the_first(max_share: float = 0.9) -> Any:
     """An honest server whose first reply is short and whose later ones use most of their output
     allowance (billed as written: within what the call allowed)."""
-    seen = {"n": 0}
-    lock = threading.Lock()
 
-    def respond(path: str, body: Any) -> Reply:
-        with lock:
-            seen["n"] += 1
-            n = seen["n"]
+    def respond(n: int, body: Any) -> Reply:
         written = 5 if n == 1 else int(max_share * body["max_output_tokens"])
         read = len(prompt_of(body).split())
         return Reply(usage={"input_tokens": read, "output_tokens": written, "total_tokens": read + written})
 
-    return respond
+    return numbered(respond)
 
 
 def test_replies_longer_than_estimated_never_take_calls_in_flight_past_the_cap(
