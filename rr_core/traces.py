@@ -6,8 +6,9 @@ read every earlier version).
 
 from __future__ import annotations
 
+import copy
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from rr_core.costs import Mode
@@ -196,14 +197,16 @@ class RunTrace:
 
     def to_dict(self, *, prompts: bool = True) -> dict[str, Any]:
         """The one JSON shape (CLI, exports, store); ``prompts=False`` leaves prompts out."""
-        data = asdict(self)
-        data["settings"] = self.settings.to_dict()
+        data = {
+            f.name: self.settings.to_dict() if f.name == "settings" else _plain(getattr(self, f.name))
+            for f in fields(self)
+        }
         if not prompts:
             for call in data["calls"]:
                 call["prompt"] = None
         for outcome, out in zip(self.outcomes, data["outcomes"], strict=True):
             out.update(_first_citation(outcome))
-        data["usage"] = asdict(self.usage)
+        data["usage"] = _plain(self.usage)
         data["cost_usd"] = self.cost_usd
         data["paid_usd"] = self.paid_usd
         data["cost_by_stage"] = self.cost_by_stage()
@@ -249,6 +252,31 @@ class RunTrace:
         values.setdefault("describe", "")
         values["schema_version"] = int(data.get("schema_version", 1))
         return cls(**values)
+
+
+_AS_IS = (str, int, float, bool, type(None))  # immutable: ``asdict`` copies them for nothing
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _plain(value: Any) -> Any:
+    """``dataclasses.asdict`` of a trace's values, without copying strings and numbers: a
+    trace's prompts are most of its bytes, and ``asdict`` walked each through ``deepcopy``
+    (a 30-document Review spent as long converting its traces as writing their JSON)."""
+    if isinstance(value, _AS_IS):
+        return value
+    kind = type(value)
+    names = _FIELD_NAMES.get(kind)
+    if names is None and hasattr(kind, "__dataclass_fields__"):
+        names = _FIELD_NAMES.setdefault(kind, tuple(f.name for f in fields(value)))
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
+    if kind is list:
+        return [_plain(v) for v in value]
+    if kind is dict:
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if kind is tuple:
+        return tuple(_plain(v) for v in value)
+    return copy.deepcopy(value)  # anything else, as ``asdict`` does
 
 
 def _first_citation(outcome: Outcome) -> dict[str, Any]:

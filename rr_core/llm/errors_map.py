@@ -10,7 +10,6 @@ import re
 import socket
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit, urlunsplit
 
 from rr_core.errors import (
@@ -100,6 +99,8 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    from email.utils import parsedate_to_datetime  # only for a Retry-After given as a date
+
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
