@@ -197,7 +197,7 @@ class RunTrace:
 
     def to_dict(self, *, prompts: bool = True) -> dict[str, Any]:
         """The one JSON shape (CLI, exports, store); ``prompts=False`` leaves prompts out."""
-        data = {
+        data: dict[str, Any] = {
             f.name: self.settings.to_dict() if f.name == "settings" else _plain(getattr(self, f.name))
             for f in fields(self)
         }
