@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,7 @@ with preset_col:
 
 document: Document | None = None
 qa_path: Path | None = None
+qa_digest = ""  # the QA file's content (its path is by name: another file of that name is another grid)
 own_questions: tuple[Question, ...] = ()
 task = preset.task
 lab_task = get_task(task)
@@ -155,6 +158,7 @@ elif lab_task.reads_file:
         folder.mkdir(exist_ok=True)
         qa_path = folder / Path(qa.name).name
         qa_path.write_bytes(qa.getvalue())
+        qa_digest = hashlib.sha256(qa.getvalue()).hexdigest()
         if lab_task.pairs and lab.kv_file != qa.name:
             lab.kv_file = qa.name
             lab.lengths = ""  # each row's own number of pairs, unless the user cuts it
@@ -304,16 +308,28 @@ try:
         qa_file=qa_path,
         questions=own_questions,
     )
-    trials, plan = workbench.plan_measurement(
-        spec,
-        preset,
-        document,
-        series,
-        counter,
-        depths=depths,
-        bounds=with_bounds,
-        layout=QuestionPlacement(lab.layout),
-    )
+    # Planned again only when something it is planned from changed (the day too: its prices).
+    made_from = (
+        spec, qa_digest, preset, document.sha256 if document is not None else "", tuple(series), counter,
+        depths, bool(with_bounds), lab.layout, datetime.now(UTC).date(),
+    )  # fmt: skip
+    planned = S.session().lab_planned
+    if planned is None or planned.made_from != made_from:
+        planned = S.LabPlanned(
+            made_from,
+            *workbench.plan_measurement(
+                spec,
+                preset,
+                document,
+                series,
+                counter,
+                depths=depths,
+                bounds=with_bounds,
+                layout=QuestionPlacement(lab.layout),
+            ),
+        )
+        S.session().lab_planned = planned
+    trials, plan = planned.trials, planned.plan
 except RRError as exc:
     results.show_rr_error(exc)
     st.stop()

@@ -24,6 +24,8 @@ from typing import Any
 import streamlit as st
 
 from rr_core.errors import ConfigError, RRError
+from rr_core.lab.haystacks import TrialRecipe
+from rr_core.lab.sweep import SweepPlan
 from rr_core.llm import (
     DEFAULT_PRICE_MODEL,
     LLMClient,
@@ -76,6 +78,17 @@ class LabChoices:
     repeats: int = 1
     budget: float = 5.0
     mode: str = "now"  # "now" or "batch" (an engine that can batch, or a free one in-process)
+
+
+@dataclass(frozen=True, slots=True)
+class LabPlanned:
+    """The Lab's last estimate and everything it was planned from: a rerun with the same
+    choices (a click elsewhere on the screen, a chart tab) shows it again instead of building
+    and planning every trial anew (2-5 s for a paper-sized grid)."""
+
+    made_from: tuple[Any, ...]
+    trials: list[TrialRecipe]
+    plan: SweepPlan
 
 
 def column_rows(columns: Sequence[Column]) -> list[dict[str, str]]:
@@ -220,6 +233,7 @@ class Session:
     notice_seen: bool = False  # the first-run notice was dismissed (or not due) in this session
     notice_error: str = ""  # why the per-project store could not be made (shown once)
     lab: LabChoices = field(default_factory=LabChoices)
+    lab_planned: LabPlanned | None = None  # the Lab's last estimate (one: a session's memory)
     review: ReviewChoices = field(default_factory=ReviewChoices)
     doc_focus: DocFocus | None = None  # a stored document the Document screen shows instead
 
