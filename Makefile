@@ -38,7 +38,7 @@ test: $(BIN)/.installed-dev ## set up and run the tests (the browser test needs 
 	@# The project's modules compiled once: the tests start many Python processes (app
 	@# servers, workers, commands), and where PYTHONDONTWRITEBYTECODE is set each compiled them again.
 	$(BIN)/python -m compileall -q rr_core pages app.py
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: $(BIN)/.installed-dev ## ruff check + format check, the whole project
 	$(BIN)/ruff check .

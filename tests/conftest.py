@@ -25,11 +25,28 @@ os.environ.setdefault("RR_STUDIO_CACHE", str(Path(tempfile.gettempdir()) / f"rr-
 SHARED_DATA = Path(os.environ.get("RR_SHARED_DATA") or ROOT.parent / "shared" / "data") / "documents"
 
 
+# The files that take longest, longest first (seconds of a quiet ``make test``, from its
+# ``--junitxml``): 278, 246, 129, 118, 68, 64, 62, 61, 59, 57, 57, 55, 44, 37.
+LONGEST_FILES = (
+    "test_browser.py", "test_team.py", "test_app_lab.py", "test_queue_parts.py", "test_browser_signin.py",
+    "test_queue.py", "test_browser_screens.py", "test_browser_lab.py", "test_batch_e2e.py", "test_browser_fit.py",
+    "test_batch_kill_loop.py", "test_browser_triage.py", "test_app_session.py", "test_browser_review.py",
+)  # fmt: skip
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The browser tests first (they are the longest: a real app and Chromium each), in their
-    files' order: on several processes (``make test``), the long ones start at once, and the
-    short ones fill in around them, instead of one long test starting last and running alone."""
-    items.sort(key=lambda item: item.get_closest_marker("browser") is None)  # stable: files stay whole
+    """The longest files first, then the other browser tests (a real app and Chromium each),
+    then the rest, each file whole and in its order: on several processes (``make test``, whose
+    ``--no-loadscope-reorder`` keeps this order instead of xdist's, most tests first) the long
+    ones start at once and the short ones fill in around them, instead of the longest starting
+    last and running alone."""
+
+    def rank(item: pytest.Item) -> tuple[int, bool]:
+        name = item.path.name
+        first = LONGEST_FILES.index(name) if name in LONGEST_FILES else len(LONGEST_FILES)
+        return first, item.get_closest_marker("browser") is None
+
+    items.sort(key=rank)  # stable: files stay whole
 
 
 @pytest.fixture(autouse=True)
