@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from rr_core.batching import BatchProgress, batch_line
 from rr_core.costs import Mode
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, RRError
-from rr_core.lab import TASKS, get_task, trial_notes, trial_spec
+from rr_core.lab import TASKS, get_task, keep_qa_file, trial_notes, trial_spec
 from rr_core.lab.haystacks import CONSTRUCTIONS
 from rr_core.lab.presets import PRESETS, default_lengths
 from rr_core.lab.report import (
@@ -111,7 +109,7 @@ with preset_col:
 
 document: Document | None = None
 qa_path: Path | None = None
-qa_digest = ""  # the QA file's content (its path is by name: another file of that name is another grid)
+qa_digest = ""  # the QA file's content
 own_questions: tuple[Question, ...] = ()
 task = preset.task
 lab_task = get_task(task)
@@ -154,11 +152,7 @@ elif lab_task.reads_file:
         )
         st.stop()
     if qa is not None:
-        folder = Path(tempfile.gettempdir()) / "rr_studio_lab"
-        folder.mkdir(exist_ok=True)
-        qa_path = folder / Path(qa.name).name
-        qa_path.write_bytes(qa.getvalue())
-        qa_digest = hashlib.sha256(qa.getvalue()).hexdigest()
+        qa_path, qa_digest = keep_qa_file(qa.name, qa.getvalue())
         if lab_task.pairs and lab.kv_file != qa.name:
             lab.kv_file = qa.name
             lab.lengths = ""  # each row's own number of pairs, unless the user cuts it

@@ -107,6 +107,36 @@ def summary_table(at: AppTest) -> pd.DataFrame:
     return tables[0]
 
 
+def test_the_estimate_is_planned_again_only_when_a_choice_it_is_planned_from_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rr_core import workbench
+
+    planned: list[int] = []
+    real = workbench.plan_measurement
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        trials, plan = real(*args, **kwargs)
+        planned.append(len(plan.jobs))
+        return trials, plan
+
+    monkeypatch.setattr(workbench, "plan_measurement", counted)
+    at = open_lab()
+    small_grid(at)
+    before = summary(at)
+    runs = len(planned)
+    at.run()  # a click elsewhere on the screen: the same choices
+    at.run()
+    assert len(planned) == runs and summary(at) == before
+    at.number_input(key="w.lab_repeats").set_value(2).run()  # a choice the trials are made from
+    assert len(planned) == runs + 1 and planned[-1] == 2 * planned[-2]
+    assert summary(at) != before and "6 trials" in summary(at)
+    at.checkbox(key="w.lab_bounds").check().run()  # one the jobs are made from
+    assert len(planned) == runs + 2 and planned[-1] > planned[-2]
+    at.checkbox(key="w.lab_bounds").uncheck().run()
+    assert len(planned) == runs + 3 and summary(at) != before and "6 trials" in summary(at)
+
+
 def test_the_lab_opens_on_the_simulated_reader_with_the_cost_before_running() -> None:
     at = open_lab()
     assert at.selectbox(key="w.lab_engine").value == "simulated"

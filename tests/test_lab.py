@@ -1272,3 +1272,16 @@ def test_an_unpriced_server_says_price_unknown_not_paid_zero(
     assert code == 0
     line = next(x for x in out.splitlines() if "calls made" in x)
     assert "price unknown" in line and "$0.0000" not in line
+
+
+def test_an_uploaded_qa_file_keeps_its_own_content_beside_another_of_the_same_name(tmp_path: Path) -> None:
+    from rr_core.lab import keep_qa_file
+
+    mine, my_digest = keep_qa_file("nq.jsonl", b'{"question": "mine"}\n', tmp_path)
+    theirs, their_digest = keep_qa_file("nq.jsonl", b'{"question": "theirs"}\n', tmp_path)
+    assert mine != theirs and mine.name == theirs.name == "nq.jsonl"  # the name a user sees
+    assert mine.read_bytes() == b'{"question": "mine"}\n'  # not overwritten by the second upload
+    assert theirs.read_bytes() == b'{"question": "theirs"}\n'
+    assert my_digest != their_digest
+    again, digest = keep_qa_file("../../nq.jsonl", b'{"question": "mine"}\n', tmp_path)
+    assert (again, digest) == (mine, my_digest)  # the same upload again: the same file, inside the folder

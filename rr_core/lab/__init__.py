@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -45,6 +47,20 @@ KV_FILE_ROW_PAIRS = 300
 # A question's own passages (length 0): the Lost-in-the-Middle release's 30-document rows make
 # about 4,500 tokens.
 ALL_PASSAGES_TOKENS = 5_000
+
+
+def keep_qa_file(name: str, data: bytes, folder: Path | None = None) -> tuple[Path, str]:
+    """An uploaded QA or key–value file written where a sweep (and a worker) reads it, with
+    its content's SHA-256: under ``folder`` (default: the temp folder's ``rr_studio_lab``), in
+    a folder of its content, by its own name. Another file of the same name (another session
+    on a team's server) is another path: never this one overwritten."""
+    digest = hashlib.sha256(data).hexdigest()
+    place = (folder or Path(tempfile.gettempdir()) / "rr_studio_lab") / digest[:32]
+    place.mkdir(parents=True, exist_ok=True)
+    path = place / (Path(name).name or "questions")
+    if not path.is_file() or path.read_bytes() != data:
+        path.write_bytes(data)
+    return path, digest
 
 
 def trial_spec(preset: Preset, document: Document | None, **overrides: object) -> TrialSpec:
