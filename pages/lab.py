@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from pages.common.text import md, plural
 from pages.common.work import work_panel
 from rr_core import workbench
 from rr_core.batching import BatchProgress, batch_line
-from rr_core.costs import Mode
+from rr_core.costs import Mode, price_day
 from rr_core.documents import Document
 from rr_core.errors import LedgerError, RRError
 from rr_core.lab import TASKS, get_task, keep_qa_file, trial_notes, trial_spec
@@ -305,7 +304,7 @@ try:
     # Planned again only when something it is planned from changed (the day too: its prices).
     made_from = (
         spec, qa_digest, preset, document.sha256 if document is not None else "", tuple(series), counter,
-        depths, bool(with_bounds), lab.layout, datetime.now(UTC).date(),
+        depths, bool(with_bounds), lab.layout, price_day(),
     )  # fmt: skip
     planned = S.session().lab_planned
     if planned is None or planned.made_from != made_from:

@@ -452,6 +452,12 @@ def _rates(model: str, provider: str | None, utc_day: int, mode: Mode = "now") -
     return _Rates(price, True, source, input_rate, cached, cache_write, output, tiered, cache_write_1h)
 
 
+def price_day() -> int:
+    """The UTC day (days since 1970) whose listed prices estimates are made at now: an estimate
+    made on another day may differ."""
+    return _today()
+
+
 def _today() -> int:
     return int(time.time() // 86_400)
 
