@@ -38,6 +38,9 @@ screens = [
 # Streamlit runs before this file on a process's first run, never paints the file names; the
 # screens' own navigation is shown (st.navigation reads the option when called).
 st.set_option("client.showSidebarNavigation", True)
-navigation = st.navigation(screens, position="sidebar" if user.may_enter() else "hidden")
-user.require()
-navigation.run()
+# One sign-in check time for the whole run: a token expiring between the links' check and the
+# screen's would have left the screens' links beside the sign-in screen.
+with user.checked_once():
+    navigation = st.navigation(screens, position="sidebar" if user.may_enter() else "hidden")
+    user.require()
+    navigation.run()

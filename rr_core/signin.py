@@ -16,8 +16,10 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,12 +64,32 @@ def _expiry(claims: Mapping[str, Any]) -> float | None:
         return None
 
 
+_CHECKED_AT = threading.local()  # the time a thread's sign-in checks are made at, while one is pinned
+
+
+@contextmanager
+def one_check_time() -> Iterator[float]:
+    """Within the block, this thread's sign-in checks (``identity_of`` without ``now``) are
+    all made at the time it began: one app run decides once, so the screens' links and the
+    screen agree (a token that expires during the run is expired from the next run on; checked
+    twice, it could be current for the links and expired for the screen)."""
+    outer = getattr(_CHECKED_AT, "now", None)
+    _CHECKED_AT.now = now = time.time() if outer is None else outer
+    try:
+        yield now
+    finally:
+        _CHECKED_AT.now = outer
+
+
 def identity_of(claims: Mapping[str, Any], now: float | None = None) -> Identity | NoSignIn:
-    """The user these claims sign in at ``now`` (seconds since the epoch; None: the clock's
-    time), or why there is none. Without a ``sub``, the email is the owner."""
+    """The user these claims sign in at ``now`` (seconds since the epoch; None: the time
+    pinned by ``one_check_time``, else the clock's), or why there is none. Without a ``sub``,
+    the email is the owner."""
     if claims.get("is_logged_in") is not True:
         return NoSignIn.SIGNED_OUT
     expires = _expiry(claims)
+    if now is None:
+        now = getattr(_CHECKED_AT, "now", None)
     if expires is None or (time.time() if now is None else now) >= expires:
         return NoSignIn.EXPIRED
     subject, issuer, email = _text(claims, "sub"), _text(claims, "iss"), _text(claims, "email")

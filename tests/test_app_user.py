@@ -223,6 +223,33 @@ def test_an_expired_sign_in_shows_the_sign_in_screen_again() -> None:
     assert texts(at.warning) == ["Your sign-in expired. Sign in again to go on."]
 
 
+def test_a_token_that_expires_during_a_run_is_current_for_all_of_that_run_and_expired_at_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The run checks the sign-in for the screens' links (app.py), then for the screen: a token
+    expiring between the two checks once left the links beside the sign-in screen (seen on a
+    loaded machine). The run's checks are now made at one time: its start."""
+    import rr_core.signin as signin
+
+    user = claims("ann")
+    exp = float(user["exp"])
+    reads: list[float] = []
+
+    class Clock:  # the sign-in checks' clock only: the token's exp passes right after the first read
+        @staticmethod
+        def time() -> float:
+            reads.append(exp - 1 if not reads else exp + 1)
+            return reads[-1]
+
+    monkeypatch.setattr(signin, "time", Clock)
+    at = ran(app(team=True, user=user))
+    assert texts(at.title) == ["Ask a long document"] and at.sidebar.children  # current, for the whole run
+    assert reads == [exp - 1]  # read once, at the run's start
+    ran(at)  # the next run: expired, for all of it
+    _nothing_but_sign_in(at)
+    assert texts(at.warning) == ["Your sign-in expired. Sign in again to go on."]
+
+
 def test_signing_out_shows_the_sign_in_screen() -> None:
     ann = claims("ann", nonce="n-1")
     at = ran(app(team=True, user=ann))

@@ -28,7 +28,7 @@ from pages.common.text import md
 from rr_core import workbench
 from rr_core.errors import RRError
 from rr_core.privacy import PROJECT_STORE, dismiss_notice, notice_due, project_store
-from rr_core.signin import SINGLE_USER, Identity, NoSignIn, identity_of, sign_in_id
+from rr_core.signin import SINGLE_USER, Identity, NoSignIn, identity_of, one_check_time, sign_in_id
 from rr_core.store import DB_ENV, Store
 
 IDENTITY_KEY = "rr.identity"  # the identity the session's state belongs to
@@ -40,6 +40,10 @@ def team_mode() -> bool:
         return "auth" in st.secrets
     except Exception:  # noqa: BLE001 - no secrets file, or an unreadable one: no sign-in configured
         return False
+
+
+# What app.py wraps each run in: every sign-in check of the run is made at the run's start.
+checked_once = one_check_time
 
 
 def may_enter() -> bool:
