@@ -1285,3 +1285,6 @@ def test_an_uploaded_qa_file_keeps_its_own_content_beside_another_of_the_same_na
     assert my_digest != their_digest
     again, digest = keep_qa_file("../../nq.jsonl", b'{"question": "mine"}\n', tmp_path)
     assert (again, digest) == (mine, my_digest)  # the same upload again: the same file, inside the folder
+    for hostile in ("..", ".", ""):
+        path, _ = keep_qa_file(hostile, b"rows", tmp_path)
+        assert path.name == "questions" and path.read_bytes() == b"rows" and path.parent.parent == tmp_path

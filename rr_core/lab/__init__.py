@@ -57,7 +57,8 @@ def keep_qa_file(name: str, data: bytes, folder: Path | None = None) -> tuple[Pa
     digest = hashlib.sha256(data).hexdigest()
     place = (folder or Path(tempfile.gettempdir()) / "rr_studio_lab") / digest[:32]
     place.mkdir(parents=True, exist_ok=True)
-    path = place / (Path(name).name or "questions")
+    leaf = Path(name).name
+    path = place / (leaf if leaf not in ("", ".", "..") else "questions")  # a name, never a folder
     if not path.is_file() or path.read_bytes() != data:
         path.write_bytes(data)
     return path, digest
