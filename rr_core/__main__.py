@@ -1,9 +1,18 @@
 """``python -m rr_core``."""
 
+import gc
 import sys
 
 from rr_core.cli import main
+from rr_core.store import close_stores
 
 # Guarded: the review's reader processes (spawned) import this module again as ``__mp_main__``.
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # The process ends here. Its stores are closed (a SQLite file's WAL written back), then
+    # every object left is frozen out of the collector's sight: interpreter exit would walk them
+    # all once more (~70,000 after a 30-contract review: ~0.1 s of a 2 s command) looking for
+    # cycles to free, memory the operating system takes back at once anyway.
+    close_stores()
+    gc.freeze()
+    sys.exit(status)

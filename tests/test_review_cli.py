@@ -98,9 +98,10 @@ def assert_documented_shape(data: dict[str, Any], documents: int, columns: int) 
 
 
 def test_offline_review_in_a_fresh_interpreter_prints_the_plan_then_the_documented_json(
-    files: dict[str, Path],
+    files: dict[str, Path], tmp_path: Path
 ) -> None:
-    env = dict(os.environ)
+    store = tmp_path / "history.sqlite3"
+    env = {**os.environ, "RR_STUDIO_DB": str(store)}
     env.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT.parent / "shared" / "tiktoken"))
     done = subprocess.run(
         [sys.executable, "-m", "rr_core", "--json", *review_argv(files, "--compare", "baseline", "--compare-rows", "2")],
@@ -117,6 +118,9 @@ def test_offline_review_in_a_fresh_interpreter_prints_the_plan_then_the_document
     assert main_all["marked"] == 11 and main_all["cells"] == 12  # gamma's cap has no key row
     assert main_all["right"] == sum(1 for c in data["cells"] if c["role"] == "main" and c["correct"] is True)
     assert data["estimate"]["calls"] == 3 * 5 + 2 * 4 and data["estimate"]["usd_batch"] > 0
+    # The process froze its objects before exiting (no last collection pass): its store was
+    # closed first all the same, the WAL written back into the file.
+    assert store.is_file() and not Path(f"{store}-wal").exists()
 
 
 # ---- in-process, through the stubs ----------------------------------------------------------------------

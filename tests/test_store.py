@@ -41,6 +41,7 @@ from rr_core.store import (
     SQLiteStore,
     Store,
     StoredRun,
+    close_stores,
     default_path,
     open_store,
     redact_url,
@@ -1154,3 +1155,28 @@ def test_what_money_follows_is_synced_to_disk_and_what_can_be_had_again_is_not(t
         store.mark_sent(sent)  # at FULL before it
         write()
         assert synchronous() == 1, name
+
+
+def test_close_stores_closes_a_store_only_the_collector_would_have_freed(tmp_path: Path) -> None:
+    """``python -m rr_core`` freezes its objects before it exits (no last collection pass): a
+    store held in a reference cycle is closed by ``close_stores`` instead, its WAL written back."""
+    path = tmp_path / "runs.sqlite3"
+    store = open_store(path)
+    store.put_document(b"%PDF-1.4 kept", "kept.pdf")
+    assert Path(f"{path}-wal").exists()  # the connection is open, in WAL mode
+    holder: dict[str, object] = {"store": store}
+    holder["self"] = holder  # a cycle: refcounting alone never frees it
+    del store
+    close_stores()
+    assert not Path(f"{path}-wal").exists()  # closed: the last connection wrote the WAL back
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("SELECT count(*) FROM documents").fetchone() == (1,)
+    finally:
+        db.close()
+    reopened = holder["store"]
+    assert isinstance(reopened, SQLiteStore) and reopened.document_name(
+        hashlib.sha256(b"%PDF-1.4 kept").hexdigest()
+    )
+    close_stores()  # a store used again after it was closed opens again, and closes again
+    assert not Path(f"{path}-wal").exists()

@@ -9,6 +9,7 @@ forms accepted.
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 from rr_core.store.base import (
@@ -66,6 +67,7 @@ __all__ = [
     "WorkPart",
     "WorkRecord",
     "WorkStore",
+    "close_stores",
     "default_path",
     "is_postgres",
     "open_store",
@@ -88,8 +90,27 @@ def open_store(url: str | Path | None = None, *, owner: str = LOCAL_OWNER) -> St
     ``postgresql://…`` or ``postgres://…``: PostgreSQL (team mode; ``LedgerError`` when the
     server cannot be reached, without the password). Any other ``scheme://``: ``ConfigError``.
     """
+    store: Store
     if is_postgres(url):
         from rr_core.store.postgres import PostgresStore
 
-        return PostgresStore(None if url is None else str(url), owner=owner)
-    return SQLiteStore(sqlite_path(url), owner=owner)
+        store = PostgresStore(None if url is None else str(url), owner=owner)
+    else:
+        store = SQLiteStore(sqlite_path(url), owner=owner)
+    _OPENED.add(store)
+    return store
+
+
+# The stores ``open_store`` gave out that are still referenced somewhere (see ``close_stores``).
+_OPENED: weakref.WeakSet[Store] = weakref.WeakSet()
+
+
+def close_stores() -> None:
+    """Close every store ``open_store`` gave out that is still alive, at a process's end.
+
+    A store held in a reference cycle is otherwise closed only when the collector finds it,
+    at interpreter exit: a command that ends by freezing its objects out of the collector's
+    sight (``python -m rr_core``) calls this first, so its SQLite file still has its WAL
+    written back and removed, as a store closed any other way."""
+    for store in list(_OPENED):
+        store.close()
