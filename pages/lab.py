@@ -44,7 +44,7 @@ from rr_core.questions import Question, parse_questions
 from rr_core.settings import LAYOUTS, PromptProtocol, QuestionPlacement
 from rr_core.store import WorkRecord
 from rr_core.tokens import counter_for_model
-from rr_core.work import SweepWork
+from rr_core.workbench import SweepWork
 
 sidebar.page_setup()
 state = st.session_state

@@ -1396,8 +1396,7 @@ def _submit_sweep(
     """Queue the sweep for the workers (team mode): the work's id, to watch with ``work``."""
     from rr_core.samples import list_samples
     from rr_core.store import is_postgres
-    from rr_core.work import SweepWork
-    from rr_core.workbench import open_history, submit_measurement
+    from rr_core.workbench import SweepWork, open_history, submit_measurement
 
     if not is_postgres(None):
         raise ConfigError(

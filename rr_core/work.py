@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rr_core.errors import ConfigError, LLMError, RRError
 from rr_core.kinds import get_kind
@@ -43,13 +43,13 @@ from rr_core.kinds.review import ReviewWork as ReviewWork
 from rr_core.kinds.review import grid_cells as grid_cells
 from rr_core.kinds.review import grid_results as grid_results
 from rr_core.kinds.review import review_cells as review_cells
-from rr_core.kinds.sweep import SWEEP as SWEEP
-from rr_core.kinds.sweep import PlannedSweep
-from rr_core.kinds.sweep import SweepWork as SweepWork
 from rr_core.llm import LLMClient
 from rr_core.review import ReviewPlan
 from rr_core.runs import Executor
 from rr_core.store import Enqueue, Store, WorkPart, WorkRecord
+
+if TYPE_CHECKING:  # the Lab's kind loads when a sweep is read (``get_kind``), not with every review
+    from rr_core.kinds.sweep import PlannedSweep, SweepWork
 
 STOP_POLL_S = 1.0  # how often a running work looks for a stop request
 PART_PROGRESS_S = 1.0  # how often a part counts its work's results for the progress shown

@@ -29,7 +29,7 @@ from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rr_core.confidence import assess_together
 from rr_core.costs import Mode, assumed_free
@@ -47,9 +47,6 @@ from rr_core.kinds.review import ReviewResult as ReviewResult
 from rr_core.kinds.review import plan_grid as plan_grid
 from rr_core.kinds.review import review as review
 from rr_core.kinds.review import review_resolver as review_resolver
-from rr_core.kinds.sweep import plan_measurement as plan_measurement
-from rr_core.kinds.sweep import sweep as sweep
-from rr_core.lab.sweep import SweepPlan, check_budget
 from rr_core.llm import LLMClient, describe_provider
 from rr_core.methods import plan_questions
 from rr_core.plans import Plan, estimate_calls
@@ -73,13 +70,31 @@ from rr_core.tokens import TokenCounter
 from rr_core.work import (
     InProcessQueue,
     ReviewWork,
-    SweepWork,
     WorkQueue,
     new_work_id,
     resume_work,
     submit_review,
     submit_sweep,
 )
+
+if TYPE_CHECKING:
+    from rr_core.kinds.sweep import SweepWork as SweepWork
+    from rr_core.kinds.sweep import plan_measurement as plan_measurement
+    from rr_core.kinds.sweep import sweep as sweep
+    from rr_core.lab.sweep import SweepPlan
+
+# The Lab's use cases, from its kind of long work, loaded on first use: a review or an ask does
+# not load the Lab's modules (``rr_core.lab``: ~25 ms of every command, app start and worker).
+_LAB_NAMES = ("SweepWork", "plan_measurement", "sweep")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAB_NAMES:
+        from rr_core.kinds import sweep as lab_kind
+
+        return getattr(lab_kind, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # ---- the narrow points: the runner and the store ----------------------------------------------
 
@@ -309,6 +324,8 @@ def _run_jobs(
 
 def check_sweep_budget(plan: SweepPlan, max_usd: float | None, mode: Mode = "now") -> None:
     """Refuse, before any call, a sweep above the budget or with no known price to keep it."""
+    from rr_core.lab.sweep import check_budget
+
     check_budget(plan, max_usd, mode)
 
 

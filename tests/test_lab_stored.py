@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
+from rr_core.kinds.sweep import SweepWork
 from rr_core.lab.report import sweep_json
 from rr_core.lab.sweep import SweepResult, TrialRecord, stored_sweep
 from rr_core.store import Store, open_store
 from rr_core.tokens import counter_for_model
-from rr_core.work import SweepWork, resume_work, run_work, submit_sweep
+from rr_core.work import resume_work, run_work, submit_sweep
 from rr_core.workbench import sweep
 from tests.test_work import Gated, _wait
 

@@ -354,7 +354,8 @@ def test_a_worker_without_a_key_fails_the_work_with_the_reason(setup, monkeypatc
 
 
 def test_a_lab_sweep_as_work_runs_resumes_for_free_and_says_what_it_measured(setup) -> None:  # type: ignore[no-untyped-def]
-    from rr_core.work import SweepWork, submit_sweep
+    from rr_core.kinds.sweep import SweepWork
+    from rr_core.work import submit_sweep
 
     path, store, _ = setup
     work = SweepWork(

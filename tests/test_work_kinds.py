@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import pytest
 
 import rr_core.kinds as kinds
+from rr_core.errors import ConfigError
 from rr_core.kinds.base import SPEC_VERSION, Ended, Kind, WorkContext, calls_key, check_spec
 from rr_core.store import Store, open_store
 from rr_core.work import run_work, submit_work
@@ -121,3 +122,33 @@ def test_a_kind_this_build_does_not_register_or_a_newer_spec_never_runs(store: S
         f"spec version {SPEC_VERSION + 1}" in ended.error and f"versions 1 to {SPEC_VERSION}" in ended.error
     )
     assert store.work_results(newer) == []
+
+
+def test_a_kind_loads_with_its_first_work_and_a_review_never_loads_the_lab() -> None:
+    """The registry names each kind's module: the use cases, the runner and a review's kind load
+    without the Lab's modules, which load when a sweep is first read."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "import rr_core.cli, rr_core.workbench, rr_core.work\n"
+        "from rr_core.kinds import KINDS, get_kind\n"
+        "assert get_kind('review').name == 'review'\n"
+        "print(sorted(m for m in sys.modules if m.startswith('rr_core.lab') or m == 'rr_core.kinds.sweep'))\n"
+        "assert get_kind('sweep').name == 'sweep' and KINDS['sweep'] is get_kind('sweep')\n"
+        "from rr_core.workbench import SweepWork, plan_measurement\n"
+        "print(SweepWork.kind, plan_measurement.__module__, 'rr_core.lab' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "sweep rr_core.kinds.sweep True"]
+
+
+def test_a_registered_module_that_defines_another_kind_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(kinds.KINDS, "count", "rr_core.kinds.review")  # a registry line gone wrong
+    with pytest.raises(ConfigError, match="defines the kind 'review', registered as 'count'"):
+        kinds.get_kind("count")
