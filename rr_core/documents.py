@@ -18,6 +18,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -486,12 +487,19 @@ def _word_shaped(token: str) -> bool | None:
     return not (lower.isascii() and len(lower) > 3 and not _VOWELS & set(lower))
 
 
+# The pages of a document (and of a corpus) repeat most of their words: a token is judged once
+# per process, not once per page it is on (four real PDFs, 106 pages: 23,000 judgements -> 8,000,
+# 68 -> 27 ms). Remembered only for tokens of a word's length, so at most ~4 MiB.
+_KNOWN_TOKEN_LEN = 48
+_word_shaped_known = lru_cache(maxsize=1 << 15)(_word_shaped)
+
+
 def reads_as_noise(text: str) -> bool:
     """Whether a page's text layer looks like garbage (a failed OCR): of its tokens (at least
     ``NOISE_MIN_TOKENS``), fewer than ``NOISE_WORD_SHARE`` are word-shaped."""
     judged = shaped = 0
     for token, times in Counter(text.split()).items():  # each distinct token judged once
-        word = _word_shaped(token)
+        word = _word_shaped_known(token) if len(token) <= _KNOWN_TOKEN_LEN else _word_shaped(token)
         if word is not None:
             judged += times
             shaped += times if word else 0

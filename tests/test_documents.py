@@ -771,6 +771,20 @@ def test_short_or_numeric_pages_are_not_called_noise() -> None:
     assert reads_as_noise(_noise(345))
 
 
+def test_a_token_is_judged_once_and_only_word_length_tokens_are_remembered() -> None:
+    from rr_core.documents import _KNOWN_TOKEN_LEN, _word_shaped_known, reads_as_noise
+
+    page = "The tenant pays a deposit of nine hundred euros on signing, returned within thirty days. " * 6
+    assert not reads_as_noise(page)
+    before = _word_shaped_known.cache_info()
+    assert not reads_as_noise(page)  # the same words on another page: none judged again
+    after = _word_shaped_known.cache_info()
+    assert after.misses == before.misses and after.hits > before.hits
+    long_token = "x" * (_KNOWN_TOKEN_LEN + 1)  # a run of garbage is judged, never kept
+    assert reads_as_noise(" ".join(f"{long_token}{i}" for i in range(60)))
+    assert _word_shaped_known.cache_info().currsize == after.currsize
+
+
 def test_no_real_document_reads_as_noise(shared_documents: Path) -> None:
     pdfs = sorted(shared_documents.glob("*.pdf"))
     read = 0
