@@ -1288,3 +1288,11 @@ def test_an_uploaded_qa_file_keeps_its_own_content_beside_another_of_the_same_na
     for hostile in ("..", ".", ""):
         path, _ = keep_qa_file(hostile, b"rows", tmp_path)
         assert path.name == "questions" and path.read_bytes() == b"rows" and path.parent.parent == tmp_path
+    # Kept whole: a file cut short (a crash while it was written) is written again; nothing else
+    # is left in the folder (the temporary file was renamed).
+    mine.write_bytes(b'{"question"')
+    assert (
+        keep_qa_file("nq.jsonl", b'{"question": "mine"}\n', tmp_path)[0].read_bytes()
+        == b'{"question": "mine"}\n'
+    )
+    assert [p.name for p in mine.parent.iterdir()] == ["nq.jsonl"]

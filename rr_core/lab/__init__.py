@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -53,14 +54,30 @@ def keep_qa_file(name: str, data: bytes, folder: Path | None = None) -> tuple[Pa
     """An uploaded QA or key–value file written where a sweep (and a worker) reads it, with
     its content's SHA-256: under ``folder`` (default: the temp folder's ``rr_studio_lab``), in
     a folder of its content, by its own name. Another file of the same name (another session
-    on a team's server) is another path: never this one overwritten."""
+    on a team's server) is another path: never this one overwritten.
+
+    Kept already (each rerun of the Lab screen asks again) when a file of its size is there: the
+    folder is named by the content, and a sweep checks the file's SHA-256 before it reads a row.
+    Written whole or not at all (a temporary file renamed): a worker never reads half a file."""
     digest = hashlib.sha256(data).hexdigest()
     place = (folder or Path(tempfile.gettempdir()) / "rr_studio_lab") / digest[:32]
     place.mkdir(parents=True, exist_ok=True)
     leaf = Path(name).name
     path = place / (leaf if leaf not in ("", ".", "..") else "questions")  # a name, never a folder
-    if not path.is_file() or path.read_bytes() != data:
-        path.write_bytes(data)
+    try:
+        kept = path.is_file() and path.stat().st_size == len(data)
+    except OSError:
+        kept = False
+    if not kept:
+        handle, temporary = tempfile.mkstemp(dir=place, prefix=".upload-")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+            os.chmod(temporary, 0o644)  # as a file written plainly: readable by a worker's user
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
     return path, digest
 
 
