@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from rr_core.errors import ConfigError
+from rr_core.kinds.sweep import SweepWork
 from rr_core.llm.base import Completion, LLMRequest
 from rr_core.llm.offline import OfflineEngine
 from rr_core.store import open_store
@@ -28,7 +29,6 @@ from rr_core.work import (
     LEASE_S,
     SPEC_VERSION,
     ReviewWork,
-    SweepWork,
     resume_work,
     review_cells,
     run_work,
