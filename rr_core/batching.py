@@ -614,6 +614,7 @@ class BatchSender:
     def _hand_out(self, batch_id: str, results: Iterator[BatchResult]) -> None:
         outcomes: dict[str, str] = {}
         again: list[_Item] = []
+        failed: list[tuple[_Item, ProviderError]] = []  # failed once their outcomes are recorded
         for result in self._every_item(batch_id, results):
             with self._lock:
                 item = self._items.get(result.custom_id)
@@ -644,12 +645,16 @@ class BatchSender:
             else:
                 outcomes[result.custom_id] = result.kind if result.kind != "succeeded" else "errored"
                 message = result.error or f"The provider's batch returned this call as {result.kind}."
-                self._fail(item, ProviderError(message, provider=self.provider, usage=result.usage))
-        if outcomes:
-            try:
-                self.ledger.settle_items(batch_id, outcomes)
-            except (RRError, OSError) as exc:
-                self._say(f"Batch {batch_id}: its items could not be recorded ({exc}).")
+                failed.append((item, ProviderError(message, provider=self.provider, usage=result.usage)))
+        try:
+            if outcomes:
+                try:
+                    self.ledger.settle_items(batch_id, outcomes)
+                except (RRError, OSError) as exc:
+                    self._say(f"Batch {batch_id}: its items could not be recorded ({exc}).")
+        finally:
+            for item, error in failed:
+                self._fail(item, error)
         if again:
             with self._lock:
                 self._queue.extend(again)
@@ -679,25 +684,32 @@ class BatchSender:
                 custom_id=key, kind="expired", error="The provider's batch returned no result for this call."
             )
 
+    # A reply's bill is recorded before the run waiting on it is handed the reply: the run (and,
+    # after its last reply, the process) never goes on while what a call cost is still being
+    # written by this daemon thread.
     def _deliver(self, item: _Item, completion: Completion) -> None:
-        if not item.future.done():
-            item.future.set_result(Delivered(completion, "batch", batch=True))
-        if item.out is not None:
-            self._bill(item.out, completion)
+        try:
+            if item.out is not None:
+                self._bill(item.out, completion)
+        finally:
+            if not item.future.done():
+                item.future.set_result(Delivered(completion, "batch", batch=True))
 
     def _fail(self, item: _Item, error: BaseException, *, possibly_billed: bool = False) -> None:
-        if not item.future.done():
-            item.future.set_exception(error)
-        if item.out is not None:
-            usage = getattr(error, "usage", None)
-            if possibly_billed:
-                with self._lock:
-                    self.possibly_billed.append(item.out.key)
-                self._possibly(item.out)
-            elif isinstance(usage, Usage):  # answered with nothing usable, and billed all the same
-                self._bill(item.out, Completion(text="", usage=usage, model=item.out.request.model))
-            else:
-                self._bill(item.out, None)
+        try:
+            if item.out is not None:
+                usage = getattr(error, "usage", None)
+                if possibly_billed:
+                    with self._lock:
+                        self.possibly_billed.append(item.out.key)
+                    self._possibly(item.out)
+                elif isinstance(usage, Usage):  # answered with nothing usable, and billed all the same
+                    self._bill(item.out, Completion(text="", usage=usage, model=item.out.request.model))
+                else:
+                    self._bill(item.out, None)
+        finally:
+            if not item.future.done():
+                item.future.set_exception(error)
 
     def _abandon(self, batch_id: str, why: str) -> None:
         """Stop waiting for a batch (it goes on at the provider; its items stay recorded, so

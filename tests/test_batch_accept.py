@@ -113,3 +113,46 @@ def test_a_call_sent_without_a_bill_back_stays_counted_as_possibly_billed() -> N
     budget.settle(refused, None)  # refused by the provider: nothing billed, nothing counted
     assert budget.possibly_usd == pytest.approx(0.4)
     assert budget.reserve(0.7) is None  # 0.4 possibly billed + 0.7 would pass the cap
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_reply_is_billed_before_its_run_is_handed_it(kind: str, tmp_path: Path) -> None:
+    """The batch's thread is a daemon: a run handed its last reply lets the process end. What the
+    call cost is recorded first, so an ending process never cuts a bill short."""
+    store = SQLiteStore(tmp_path / "runs.db")
+    futures: dict[str, Future[Delivered]] = {}
+    billed: list[tuple[str, bool]] = []  # (call, whether its run had the reply already)
+
+    def keep(out: Outgoing, completion: Completion) -> bool:
+        store.put(out.key, CachedCall(completion.text, completion.usage, mode="batch"))
+        return True
+
+    def bill(out: Outgoing, completion: Completion | None) -> None:
+        assert completion is not None
+        billed.append((out.key, futures[out.key].done()))
+
+    with StubServer() as stub:
+        stub.batch_auto_complete = True
+        client = make_client(kind, stub)
+        assert client.batch is not None
+        sender = BatchSender(
+            client.batch,
+            store,
+            provider=kind,
+            label="bill-first",
+            keep=keep,
+            bill=bill,
+            poll_s=0.05,
+            settle_s=0.0,
+        )
+        try:
+            sender.run_started()
+            for i in range(CALLS):
+                futures[key_of(i)] = sender.send(Outgoing(key=key_of(i), request=request(i)))
+            sender.wait_started()
+            replies = [future.result(WAIT) for future in futures.values()]
+        finally:
+            sender.close()
+    assert all(reply.batch for reply in replies)
+    assert sorted(key for key, _ in billed) == sorted(futures)
+    assert [key for key, handed in billed if handed] == []  # none handed over before its bill
