@@ -151,7 +151,11 @@ elif lab_task.reads_file:
         )
         st.stop()
     if qa is not None:
-        qa_path, qa_digest = keep_qa_file(qa.name, qa.getvalue())
+        try:
+            qa_path, qa_digest = keep_qa_file(qa.name, qa.getvalue())
+        except (RRError, OSError) as exc:  # a temp folder another user owns, a full disk
+            st.error(f"{md(qa.name)} could not be kept for the sweep: {md(exc)}")
+            st.stop()
         if lab_task.pairs and lab.kv_file != qa.name:
             lab.kv_file = qa.name
             lab.lengths = ""  # each row's own number of pairs, unless the user cuts it

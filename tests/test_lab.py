@@ -1288,11 +1288,41 @@ def test_an_uploaded_qa_file_keeps_its_own_content_beside_another_of_the_same_na
     for hostile in ("..", ".", ""):
         path, _ = keep_qa_file(hostile, b"rows", tmp_path)
         assert path.name == "questions" and path.read_bytes() == b"rows" and path.parent.parent == tmp_path
-    # Kept whole: a file cut short (a crash while it was written) is written again; nothing else
-    # is left in the folder (the temporary file was renamed).
-    mine.write_bytes(b'{"question"')
-    assert (
-        keep_qa_file("nq.jsonl", b'{"question": "mine"}\n', tmp_path)[0].read_bytes()
-        == b'{"question": "mine"}\n'
-    )
-    assert [p.name for p in mine.parent.iterdir()] == ["nq.jsonl"]
+    # A kept file that differs from the upload (cut short by a crash, or changed: even to the same
+    # size) is written again, whole: nothing else is left in the folder, and only its user reads it.
+    for damaged in (b'{"question"', b'{"question": "MINE"}\n'):
+        mine.write_bytes(damaged)
+        assert keep_qa_file("nq.jsonl", b'{"question": "mine"}\n', tmp_path)[0].read_bytes() == (
+            b'{"question": "mine"}\n'
+        )
+        assert [p.name for p in mine.parent.iterdir()] == ["nq.jsonl"]
+        assert mine.stat().st_mode & 0o077 == 0
+
+
+def test_uploads_are_kept_in_a_folder_of_this_users_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import tempfile
+
+    from rr_core.lab import keep_qa_file, uploads_folder
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    folder = uploads_folder()
+    assert folder.parent == tmp_path and folder.stat().st_mode & 0o777 == 0o700
+    path, _ = keep_qa_file("nq.jsonl", b"rows")
+    assert path.parent.parent == folder
+    folder.chmod(0o777)  # opened up since: closed again
+    assert uploads_folder().stat().st_mode & 0o777 == 0o700
+    theirs = tmp_path / "elsewhere"
+    theirs.mkdir()
+    folder.rename(tmp_path / "mine-before")
+    folder.symlink_to(theirs)  # a link set up in its place: not this user's folder
+    with pytest.raises(ConfigError, match="not a folder of this user's"):
+        uploads_folder()
+    real_uid = os.getuid()
+    folder.unlink()
+    folder.mkdir()
+    monkeypatch.setattr(os, "getuid", lambda: real_uid + 1)  # a folder another user made first
+    with pytest.raises(ConfigError, match="not a folder of this user's"):
+        uploads_folder()

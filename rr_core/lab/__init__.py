@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -51,21 +52,18 @@ ALL_PASSAGES_TOKENS = 5_000
 
 
 def keep_qa_file(name: str, data: bytes, folder: Path | None = None) -> tuple[Path, str]:
-    """An uploaded QA or key–value file written where a sweep (and a worker) reads it, with
-    its content's SHA-256: under ``folder`` (default: the temp folder's ``rr_studio_lab``), in
-    a folder of its content, by its own name. Another file of the same name (another session
-    on a team's server) is another path: never this one overwritten.
-
-    Kept already (each rerun of the Lab screen asks again) when a file of its size is there: the
-    folder is named by the content, and a sweep checks the file's SHA-256 before it reads a row.
-    Written whole or not at all (a temporary file renamed): a worker never reads half a file."""
+    """An uploaded QA or key–value file written where a sweep reads it, with its content's
+    SHA-256: under ``folder`` (default: ``uploads_folder()``), in a folder of its content, by its
+    own name. Another file of the same name (another session on a team's server) is another
+    path: never this one overwritten. Written whole or not at all (a temporary file, readable by
+    this user only, renamed), and written again whenever the file there differs from the upload."""
     digest = hashlib.sha256(data).hexdigest()
-    place = (folder or Path(tempfile.gettempdir()) / "rr_studio_lab") / digest[:32]
+    place = (folder or uploads_folder()) / digest[:32]
     place.mkdir(parents=True, exist_ok=True)
     leaf = Path(name).name
     path = place / (leaf if leaf not in ("", ".", "..") else "questions")  # a name, never a folder
     try:
-        kept = path.is_file() and path.stat().st_size == len(data)
+        kept = path.is_file() and path.read_bytes() == data
     except OSError:
         kept = False
     if not kept:
@@ -73,12 +71,30 @@ def keep_qa_file(name: str, data: bytes, folder: Path | None = None) -> tuple[Pa
         try:
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
-            os.chmod(temporary, 0o644)  # as a file written plainly: readable by a worker's user
             os.replace(temporary, path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
     return path, digest
+
+
+def uploads_folder() -> Path:
+    """This user's folder for the Lab's uploaded files, in the temp folder, readable by this user
+    only: ``ConfigError`` when another user owns it (a shared ``/tmp``: their files, or a folder
+    set up to read or swap this user's uploads, are never used)."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    folder = Path(tempfile.gettempdir()) / (f"rr_studio_lab-{uid}" if uid is not None else "rr_studio_lab")
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if uid is not None:
+        found = folder.lstat()
+        if not stat.S_ISDIR(found.st_mode) or found.st_uid != uid:
+            raise ConfigError(
+                f"{folder} is not a folder of this user's: the Lab keeps uploaded files there. Remove it, "
+                "or set TMPDIR to a folder of your own."
+            )
+        if found.st_mode & 0o077:
+            folder.chmod(0o700)
+    return folder
 
 
 def trial_spec(preset: Preset, document: Document | None, **overrides: object) -> TrialSpec:
