@@ -489,7 +489,8 @@ def _word_shaped(token: str) -> bool | None:
 
 # The pages of a document (and of a corpus) repeat most of their words: a token is judged once
 # per process, not once per page it is on (four real PDFs, 106 pages: 23,000 judgements -> 8,000,
-# 68 -> 27 ms). Remembered only for tokens of a word's length, so at most ~4 MiB.
+# 68 -> 27 ms). Remembered only for tokens of a word's length: ~5 MiB when full (32,768 Latin
+# words; up to ~8 MiB in scripts of several bytes a character).
 _KNOWN_TOKEN_LEN = 48
 _word_shaped_known = lru_cache(maxsize=1 << 15)(_word_shaped)
 
